@@ -1,0 +1,1 @@
+//! Control plane launcher (see hack/control-plane).

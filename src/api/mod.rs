@@ -1,0 +1,1 @@
+//! Kubernetes API types: `ProxmoxVM`, `ProviderConfig`, `ClusterProviderConfig`.

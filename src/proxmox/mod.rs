@@ -1,0 +1,1 @@
+//! Proxmox VE REST client. Knows nothing of Kubernetes.

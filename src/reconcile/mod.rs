@@ -1,0 +1,1 @@
+//! The ProxmoxVM controller: pure decision logic plus the Kubernetes and Proxmox edges.

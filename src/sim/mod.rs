@@ -1,0 +1,1 @@
+//! `pve-sim`: an in-memory Proxmox VE API simulator. Shares no code with `crate::proxmox`.
