@@ -1,1 +1,28 @@
 //! Kubernetes API types: `ProxmoxVM`, `ProviderConfig`, `ClusterProviderConfig`.
+//!
+//! The types follow Crossplane v2 managed-resource conventions (`spec.forProvider`,
+//! `spec.providerConfigRef`, `spec.managementPolicies`, `status.atProvider`,
+//! `status.conditions`), so Crossplane tooling, `kubectl wait`, Flux and Argo CD
+//! read them the way they read any other managed resource. The CRDs in `crds/`
+//! are generated from these types (`proxmox-provider crds`).
+
+pub mod condition;
+pub mod crd;
+pub mod meta;
+pub mod provider_config;
+pub mod quantity;
+pub mod vm;
+
+#[cfg(test)]
+mod validation_tests;
+
+pub use condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
+pub use meta::{ManagementPolicy, ProviderConfigKind, ProviderConfigReference};
+pub use provider_config::{ClusterProviderConfig, ProviderConfig, ProviderSettings};
+pub use quantity::Quantity;
+pub use vm::{ProxmoxVM, ProxmoxVMSpec, ProxmoxVMStatus};
+
+/// API group of every kind this provider serves.
+pub const GROUP: &str = "proxmox.crossplane.io";
+/// The one served and stored version.
+pub const VERSION: &str = "v1alpha1";

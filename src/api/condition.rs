@@ -1,0 +1,265 @@
+//! Status conditions in Crossplane's shape, with Crossplane's reasons and our
+//! own finer ones.
+//!
+//! `Ready` says whether the VM is usable, `Synced` whether the last reconcile
+//! did what the spec asks (or what it is waiting for), `GuestAgent` whether
+//! the guest agent answers. Kubernetes tooling (kstatus, `kubectl wait`,
+//! Flux, Argo CD) reads `Ready` together with `status.observedGeneration`.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The kinds of condition this provider reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionType {
+    /// The VM exists and is in the requested power state.
+    Ready,
+    /// The provider's last pass succeeded, or says what it waits for.
+    Synced,
+    /// The QEMU guest agent answers (IP addresses are known).
+    /// Informational: never affects `Ready`.
+    GuestAgent,
+}
+
+impl ConditionType {
+    /// The `type` string written to the status.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "Ready",
+            Self::Synced => "Synced",
+            Self::GuestAgent => "GuestAgent",
+        }
+    }
+}
+
+/// `True`, `False` or `Unknown`, as in every Kubernetes condition.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ConditionStatus {
+    /// The condition holds.
+    True,
+    /// The condition does not hold.
+    False,
+    /// The provider cannot tell.
+    Unknown,
+}
+
+/// Machine-readable reasons. The first seven are Crossplane's; the rest
+/// refine them so `kubectl describe` says precisely what is happening.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Ready=True: the VM exists and is in the requested power state.
+    Available,
+    /// Ready=False: the VM exists but is not usable as requested.
+    Unavailable,
+    /// Ready=False: the VM is being created.
+    Creating,
+    /// Ready=False: the VM is being deleted.
+    Deleting,
+    /// Synced=True: the last pass succeeded.
+    ReconcileSuccess,
+    /// Synced=False: the last pass failed.
+    ReconcileError,
+    /// Synced=False: reconciliation is paused.
+    ReconcilePaused,
+    /// Synced=True: a Proxmox task we started is running.
+    WaitingForTask,
+    /// Synced=True: the create task is importing a disk image.
+    ImportingDisk,
+    /// Synced=True: a disk image is being downloaded into Proxmox storage.
+    DownloadingImage,
+    /// Synced=False: a Proxmox task failed; retried with backoff.
+    TaskFailed,
+    /// Synced=False: a Proxmox task ran past its deadline; still observed.
+    TaskTimeout,
+    /// Synced=False: the VM holds a lock we did not take.
+    VmLocked,
+    /// Synced=False: the VM with this VMID is not ours; left untouched.
+    NotOwned,
+    /// Synced=False: the provider config is missing or unusable.
+    ProviderConfigNotFound,
+    /// Synced=False: the spec cannot be carried out as written.
+    InvalidSpec,
+    /// Synced=False: a Secret the spec refers to is missing.
+    SecretNotFound,
+    /// Synced=False: the clone template is missing or ambiguous.
+    TemplateNotFound,
+    /// Synced=True: waiting for a per-node import or clone slot.
+    WaitingForCapacity,
+    /// GuestAgent=True: the guest agent answered.
+    AgentResponding,
+    /// GuestAgent=False: the guest agent is not enabled in the spec.
+    AgentDisabled,
+    /// GuestAgent=False: the VM is not running.
+    VmNotRunning,
+    /// GuestAgent=False: the agent is enabled but does not answer (yet).
+    AgentNotResponding,
+}
+
+impl Reason {
+    /// The `reason` string written to the status.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Available => "Available",
+            Self::Unavailable => "Unavailable",
+            Self::Creating => "Creating",
+            Self::Deleting => "Deleting",
+            Self::ReconcileSuccess => "ReconcileSuccess",
+            Self::ReconcileError => "ReconcileError",
+            Self::ReconcilePaused => "ReconcilePaused",
+            Self::WaitingForTask => "WaitingForTask",
+            Self::ImportingDisk => "ImportingDisk",
+            Self::DownloadingImage => "DownloadingImage",
+            Self::TaskFailed => "TaskFailed",
+            Self::TaskTimeout => "TaskTimeout",
+            Self::VmLocked => "VmLocked",
+            Self::NotOwned => "NotOwned",
+            Self::ProviderConfigNotFound => "ProviderConfigNotFound",
+            Self::InvalidSpec => "InvalidSpec",
+            Self::SecretNotFound => "SecretNotFound",
+            Self::TemplateNotFound => "TemplateNotFound",
+            Self::WaitingForCapacity => "WaitingForCapacity",
+            Self::AgentResponding => "AgentResponding",
+            Self::AgentDisabled => "AgentDisabled",
+            Self::VmNotRunning => "VmNotRunning",
+            Self::AgentNotResponding => "AgentNotResponding",
+        }
+    }
+}
+
+/// One condition, in the shape Crossplane and kstatus expect.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// Type of the condition: `Ready`, `Synced` or `GuestAgent`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: ConditionStatus,
+    /// When type, status, reason or message last changed.
+    pub last_transition_time: Time,
+    /// Machine-readable reason (CamelCase).
+    pub reason: String,
+    /// What is happening, for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The `metadata.generation` this condition was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+impl Condition {
+    /// A condition as of `now`. [`set_condition`] keeps the previous
+    /// `lastTransitionTime` when nothing but the time differs.
+    pub fn new(
+        type_: ConditionType,
+        status: ConditionStatus,
+        reason: Reason,
+        message: impl Into<String>,
+        now: Time,
+    ) -> Self {
+        let message: String = message.into();
+        Self {
+            type_: type_.as_str().into(),
+            status,
+            last_transition_time: now,
+            reason: reason.as_str().into(),
+            message: (!message.is_empty()).then_some(message),
+            observed_generation: None,
+        }
+    }
+
+    /// Whether this condition says the same as `other`, ignoring time and generation.
+    pub fn same_as(&self, other: &Condition) -> bool {
+        self.type_ == other.type_
+            && self.status == other.status
+            && self.reason == other.reason
+            && self.message == other.message
+    }
+
+    /// Whether this condition has the given type and status.
+    pub fn is(&self, type_: ConditionType, status: ConditionStatus) -> bool {
+        self.type_ == type_.as_str() && self.status == status
+    }
+}
+
+/// Sets `new` in `conditions`, replacing the condition of the same type.
+///
+/// When type, status, reason and message are unchanged the old
+/// `lastTransitionTime` is kept, so writing the same status twice is a no-op
+/// for the API server and does not wake the controller's watch again.
+pub fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition) {
+    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
+        Some(old) => {
+            if old.same_as(&new) {
+                new.last_transition_time = old.last_transition_time.clone();
+            }
+            *old = new;
+        }
+        None => conditions.push(new),
+    }
+}
+
+/// Finds the condition of the given type.
+pub fn find(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
+    conditions.iter().find(|c| c.type_ == type_.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn at(secs: i64) -> Time {
+        Time(Timestamp::from_second(secs).unwrap())
+    }
+
+    fn ready(status: ConditionStatus, reason: Reason, msg: &str, now: i64) -> Condition {
+        Condition::new(ConditionType::Ready, status, reason, msg, at(now))
+    }
+
+    #[test]
+    fn unchanged_condition_keeps_its_transition_time() {
+        let mut conds = vec![];
+        set_condition(
+            &mut conds,
+            ready(ConditionStatus::False, Reason::Creating, "importing", 10),
+        );
+        set_condition(
+            &mut conds,
+            ready(ConditionStatus::False, Reason::Creating, "importing", 20),
+        );
+        assert_eq!(conds.len(), 1);
+        assert_eq!(conds[0].last_transition_time, at(10));
+    }
+
+    #[test]
+    fn changed_message_moves_the_transition_time() {
+        let mut conds = vec![ready(ConditionStatus::False, Reason::Creating, "a", 10)];
+        set_condition(
+            &mut conds,
+            ready(ConditionStatus::False, Reason::Creating, "b", 20),
+        );
+        assert_eq!(conds[0].last_transition_time, at(20));
+        assert_eq!(conds[0].message.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn other_types_are_left_alone() {
+        let synced = Condition::new(
+            ConditionType::Synced,
+            ConditionStatus::True,
+            Reason::ReconcileSuccess,
+            "",
+            at(5),
+        );
+        let mut conds = vec![synced.clone()];
+        set_condition(
+            &mut conds,
+            ready(ConditionStatus::True, Reason::Available, "", 6),
+        );
+        assert_eq!(conds.len(), 2);
+        assert_eq!(conds[0], synced);
+        assert!(conds[0].message.is_none(), "empty message is omitted");
+    }
+}

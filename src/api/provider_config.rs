@@ -1,0 +1,449 @@
+//! `ProviderConfig` (namespaced) and `ClusterProviderConfig`: where the
+//! Proxmox API is and how to talk to it.
+//!
+//! Both kinds share [`ProviderSettings`]. A namespaced `ProviderConfig` reads
+//! Secrets from its own namespace only (a CEL rule refuses
+//! `secretRef.namespace`), so it cannot reach another tenant's credentials; a
+//! `ClusterProviderConfig` must name the namespace.
+
+use std::time::Duration;
+
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::condition::Condition;
+
+/// Secret key holding an API token ID, `USER@REALM!TOKENID`.
+pub const SECRET_KEY_TOKEN_ID: &str = "tokenId";
+/// Secret key holding the API token's secret (a UUID).
+pub const SECRET_KEY_TOKEN_SECRET: &str = "secret";
+/// Secret key holding a user name, `USER@REALM`.
+pub const SECRET_KEY_USERNAME: &str = "username";
+/// Secret key holding that user's password.
+pub const SECRET_KEY_PASSWORD: &str = "password";
+/// Default key of a CA bundle in a Secret.
+pub const SECRET_KEY_CA: &str = "ca.crt";
+
+/// Proxmox VE API endpoint, credentials and tuning for a namespace.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "proxmox.crossplane.io",
+    version = "v1alpha1",
+    kind = "ProviderConfig",
+    plural = "providerconfigs",
+    namespaced,
+    status = "ProviderConfigStatus",
+    derive = "PartialEq",
+    category = "crossplane",
+    category = "provider",
+    category = "proxmox",
+    doc = "Proxmox VE API endpoint and credentials for ProxmoxVMs in the same namespace.",
+    printcolumn(name = "ENDPOINT", type_ = "string", json_path = ".spec.endpoint"),
+    printcolumn(
+        name = "AGE",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(
+    validation = Rule::new("!has(self.credentials.secretRef.__namespace__)")
+        .message("a namespaced ProviderConfig reads its Secret from its own namespace: remove credentials.secretRef.namespace (or use a ClusterProviderConfig)"),
+    validation = Rule::new("!has(self.tls) || !has(self.tls.caBundleSecretRef) || !has(self.tls.caBundleSecretRef.__namespace__)")
+        .message("a namespaced ProviderConfig reads its Secret from its own namespace: remove tls.caBundleSecretRef.namespace")
+)]
+pub struct ProviderConfigSpec {
+    /// Endpoint, credentials and tuning.
+    #[serde(flatten)]
+    pub settings: ProviderSettings,
+}
+
+/// Proxmox VE API endpoint, credentials and tuning for the whole cluster.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "proxmox.crossplane.io",
+    version = "v1alpha1",
+    kind = "ClusterProviderConfig",
+    plural = "clusterproviderconfigs",
+    status = "ProviderConfigStatus",
+    derive = "PartialEq",
+    category = "crossplane",
+    category = "provider",
+    category = "proxmox",
+    doc = "Proxmox VE API endpoint and credentials for ProxmoxVMs in any namespace.",
+    printcolumn(name = "ENDPOINT", type_ = "string", json_path = ".spec.endpoint"),
+    printcolumn(
+        name = "AGE",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(
+    validation = Rule::new("has(self.credentials.secretRef.__namespace__)")
+        .message("a ClusterProviderConfig must name the Secret's namespace: set credentials.secretRef.namespace"),
+    validation = Rule::new("!has(self.tls) || !has(self.tls.caBundleSecretRef) || has(self.tls.caBundleSecretRef.__namespace__)")
+        .message("a ClusterProviderConfig must name the Secret's namespace: set tls.caBundleSecretRef.namespace")
+)]
+pub struct ClusterProviderConfigSpec {
+    /// Endpoint, credentials and tuning.
+    #[serde(flatten)]
+    pub settings: ProviderSettings,
+}
+
+/// Endpoint, credentials and tuning shared by both provider config kinds.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderSettings {
+    /// URL of the Proxmox VE API, e.g. `https://pve.example.com:8006`.
+    /// `http://` is accepted only for loopback addresses (simulators).
+    #[schemars(length(max = 2048))]
+    #[x_kube(
+        validation = Rule::new("self.startsWith('https://') || (self.startsWith('http://') && url(self).getHostname() in ['localhost', '127.0.0.1', '::1'])")
+            .message("endpoint must be an https:// URL such as https://pve.example.com:8006 (http:// only for localhost)"),
+        validation = Rule::new("isURL(self) && url(self).getHostname() != ''")
+            .message("endpoint must be a URL with a host name")
+    )]
+    pub endpoint: String,
+
+    /// Where the API credentials are.
+    pub credentials: Credentials,
+
+    /// How the Proxmox server's TLS certificate is verified. Left out: the
+    /// system's trusted CAs.
+    #[serde(default)]
+    pub tls: TlsSettings,
+
+    /// Task polling.
+    #[serde(default)]
+    pub tasks: TaskSettings,
+
+    /// How often a VM that is up to date is compared with Proxmox again
+    /// (drift detection), as a Go duration. A `crossplane.io/poll-interval`
+    /// annotation on a ProxmoxVM overrides it.
+    #[serde(default = "default_resync_interval")]
+    #[x_kube(
+        validation = Rule::new("duration(self) >= duration('5s') && duration(self) <= duration('24h')")
+            .message("resyncInterval must be a Go duration between 5s and 24h, such as 1m")
+    )]
+    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    pub resync_interval: String,
+
+    /// Limits that keep Proxmox (and its storage locks) from being swamped.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// Where the API credentials are.
+///
+/// The Secret holds either an API token (recommended) in the keys `tokenId`
+/// (`USER@REALM!TOKENID`) and `secret`, or a user in the keys `username`
+/// (`USER@REALM`) and `password`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Credentials {
+    /// Where the credentials come from. Only `Secret` is supported.
+    #[serde(default)]
+    pub source: CredentialsSource,
+    /// The Secret with `tokenId` + `secret`, or `username` + `password`.
+    pub secret_ref: SecretReference,
+}
+
+/// Where credentials come from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub enum CredentialsSource {
+    /// A Kubernetes Secret.
+    #[default]
+    Secret,
+}
+
+/// A Secret. `namespace` is required in a ClusterProviderConfig and
+/// refused in a ProviderConfig (which reads its own namespace).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct SecretReference {
+    /// Name of the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Namespace of the Secret (ClusterProviderConfig only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    pub namespace: Option<String>,
+}
+
+/// A key in a Secret; `namespace` as in [`SecretReference`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct SecretKeyReference {
+    /// Name of the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Namespace of the Secret (ClusterProviderConfig only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    pub namespace: Option<String>,
+    /// Key in the Secret's data. Default `ca.crt`.
+    #[serde(default = "default_ca_key")]
+    #[schemars(length(max = 253))]
+    pub key: String,
+}
+
+fn default_ca_key() -> String {
+    SECRET_KEY_CA.into()
+}
+
+/// TLS verification of the Proxmox server.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("!(has(self.caBundle) && has(self.caBundleSecretRef))")
+        .message("give the CA bundle inline (caBundle) or from a Secret (caBundleSecretRef), not both"),
+    validation = Rule::new("!self.insecureSkipTLSVerify || (!has(self.caBundle) && !has(self.caBundleSecretRef) && !has(self.fingerprint))")
+        .message("insecureSkipTLSVerify turns verification off; remove it when giving a CA bundle or a fingerprint")
+)]
+pub struct TlsSettings {
+    /// PEM CA certificate(s) that sign the server's certificate (e.g. the
+    /// cluster's `/etc/pve/pve-root-ca.pem`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 65536))]
+    #[x_kube(validation = Rule::new("self.contains('-----BEGIN CERTIFICATE-----')")
+        .message("caBundle must hold PEM certificates (-----BEGIN CERTIFICATE-----)"))]
+    pub ca_bundle: Option<String>,
+
+    /// The CA bundle from a Secret key (default key `ca.crt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle_secret_ref: Option<SecretKeyReference>,
+
+    /// Pin the server certificate's SHA-256 fingerprint, as Proxmox shows it
+    /// (`AA:BB:...`, 32 bytes). When set, the certificate must match it and
+    /// nothing else is checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 95))]
+    #[x_kube(validation = Rule::new("self.matches('^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){31}$')")
+        .message("fingerprint must be a SHA-256 fingerprint: 32 hex bytes separated by colons (AA:BB:...)"))]
+    pub fingerprint: Option<String>,
+
+    /// Accept any certificate. Only for tests; prefer `fingerprint`.
+    #[serde(default, rename = "insecureSkipTLSVerify")]
+    pub insecure_skip_tls_verify: bool,
+}
+
+/// How Proxmox tasks are polled.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSettings {
+    /// How often a running task is polled, as a Go duration.
+    #[serde(default = "default_poll_interval")]
+    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[x_kube(
+        validation = Rule::new("duration(self) >= duration('500ms') && duration(self) <= duration('5m')")
+            .message("pollInterval must be a Go duration between 500ms and 5m, such as 3s")
+    )]
+    pub poll_interval: String,
+
+    /// How long a task may run before the resource reports `TaskTimeout`
+    /// (the task is still observed afterwards).
+    #[serde(default = "default_timeout")]
+    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[x_kube(
+        validation = Rule::new("duration(self) >= duration('10s') && duration(self) <= duration('24h')")
+            .message("timeout must be a Go duration between 10s and 24h, such as 10m")
+    )]
+    pub timeout: String,
+
+    /// How long a graceful shutdown may take before the VM is stopped hard.
+    #[serde(default = "default_shutdown_timeout")]
+    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[x_kube(
+        validation = Rule::new("duration(self) >= duration('1s') && duration(self) <= duration('1h')")
+            .message("shutdownTimeout must be a Go duration between 1s and 1h, such as 2m")
+    )]
+    pub shutdown_timeout: String,
+}
+
+fn default_poll_interval() -> String {
+    "3s".into()
+}
+fn default_timeout() -> String {
+    "10m".into()
+}
+fn default_shutdown_timeout() -> String {
+    "2m".into()
+}
+fn default_resync_interval() -> String {
+    "1m".into()
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        Self {
+            poll_interval: default_poll_interval(),
+            timeout: default_timeout(),
+            shutdown_timeout: default_shutdown_timeout(),
+        }
+    }
+}
+
+/// Limits that keep Proxmox from being swamped.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// Requests to this endpoint in flight at once.
+    #[serde(default = "default_max_concurrent_requests")]
+    #[schemars(range(min = 1, max = 256))]
+    pub max_concurrent_requests: u32,
+    /// Requests per second to this endpoint (token bucket).
+    #[serde(default = "default_requests_per_second")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub requests_per_second: u32,
+    /// Creates with disk imports running at once on one node. Imports hold
+    /// storage locks for minutes; too many time out.
+    #[serde(default = "default_per_node")]
+    #[schemars(range(min = 1, max = 64))]
+    pub max_concurrent_imports_per_node: u32,
+    /// Clones running at once on one node.
+    #[serde(default = "default_per_node")]
+    #[schemars(range(min = 1, max = 64))]
+    pub max_concurrent_clones_per_node: u32,
+}
+
+fn default_max_concurrent_requests() -> u32 {
+    8
+}
+fn default_requests_per_second() -> u32 {
+    20
+}
+fn default_per_node() -> u32 {
+    2
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_concurrent_requests: default_max_concurrent_requests(),
+            requests_per_second: default_requests_per_second(),
+            max_concurrent_imports_per_node: default_per_node(),
+            max_concurrent_clones_per_node: default_per_node(),
+        }
+    }
+}
+
+/// Observed state of a provider config.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderConfigStatus {
+    /// Conditions (`Ready`: the endpoint answered with these credentials).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+    /// Number of ProxmoxVMs using this config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<i64>,
+}
+
+/// A duration field that could not be read (the API server's pattern makes
+/// this rare: only objects written before validation existed).
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {value:?} is not a Go duration such as 3s or 10m")]
+pub struct DurationError {
+    field: &'static str,
+    value: String,
+}
+
+fn parse_duration(field: &'static str, value: &str) -> Result<Duration, DurationError> {
+    value
+        .parse::<kube::core::Duration>()
+        .ok()
+        .filter(|d| !d.is_negative())
+        .map(Duration::from)
+        .ok_or_else(|| DurationError {
+            field,
+            value: value.to_owned(),
+        })
+}
+
+/// Durations of [`TaskSettings`] and the resync interval, parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// Poll interval of running tasks.
+    pub poll_interval: Duration,
+    /// Task deadline.
+    pub task_timeout: Duration,
+    /// Graceful shutdown deadline.
+    pub shutdown_timeout: Duration,
+    /// Drift-detection interval.
+    pub resync_interval: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            poll_interval: Duration::from_secs(3),
+            task_timeout: Duration::from_secs(600),
+            shutdown_timeout: Duration::from_secs(120),
+            resync_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ProviderSettings {
+    /// The durations, parsed.
+    pub fn timing(&self) -> Result<Timing, DurationError> {
+        Ok(Timing {
+            poll_interval: parse_duration("tasks.pollInterval", &self.tasks.poll_interval)?,
+            task_timeout: parse_duration("tasks.timeout", &self.tasks.timeout)?,
+            shutdown_timeout: parse_duration(
+                "tasks.shutdownTimeout",
+                &self.tasks.shutdown_timeout,
+            )?,
+            resync_interval: parse_duration("resyncInterval", &self.resync_interval)?,
+        })
+    }
+}
+
+impl ProviderConfig {
+    /// Namespace of the credentials Secret: always the config's own.
+    pub fn secret_namespace(&self) -> Option<&str> {
+        self.metadata.namespace.as_deref()
+    }
+}
+
+impl ClusterProviderConfig {
+    /// Namespace of the credentials Secret, as named in the spec.
+    pub fn secret_namespace(&self) -> Option<&str> {
+        self.spec
+            .settings
+            .credentials
+            .secret_ref
+            .namespace
+            .as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse_to_the_documented_durations() {
+        let settings: ProviderSettings = serde_json::from_value(serde_json::json!({
+            "endpoint": "https://pve.example:8006",
+            "credentials": {"secretRef": {"name": "pve"}},
+        }))
+        .unwrap();
+        assert_eq!(settings.timing().unwrap(), Timing::default());
+        assert_eq!(settings.limits, Limits::default());
+        assert!(!settings.tls.insecure_skip_tls_verify);
+    }
+
+    #[test]
+    fn go_durations_parse() {
+        let cases = [
+            ("500ms", Duration::from_millis(500)),
+            ("1m30s", Duration::from_secs(90)),
+            ("1.5h", Duration::from_secs(5400)),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_duration("f", text).unwrap(), want, "{text}");
+        }
+        assert!(parse_duration("f", "10").is_err());
+        assert!(parse_duration("f", "-1s").is_err());
+    }
+}

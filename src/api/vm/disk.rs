@@ -1,0 +1,206 @@
+//! Disks: empty, imported from a Proxmox volume, or from a downloaded image.
+
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::quantity::Quantity;
+
+/// One disk of the VM.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("!(has(self.importFrom) && has(self.image))")
+        .message("a disk takes one source: importFrom or image, not both"),
+    validation = Rule::new("has(self.importFrom) || has(self.image) || has(self.size)")
+        .message("an empty disk (no importFrom, no image) needs a size"),
+    validation = Rule::new("!has(self.size) || !has(oldSelf.size) || !isQuantity(self.size) || !isQuantity(oldSelf.size) || quantity(self.size).compareTo(quantity(oldSelf.size)) >= 0")
+        .message("disks can only grow: size cannot be made smaller")
+)]
+pub struct Disk {
+    /// Bus and index: `scsi0`..`scsi30`, `virtio0`..`virtio15`,
+    /// `sata0`..`sata5` or `ide0`..`ide3`.
+    #[schemars(length(max = 8))]
+    #[x_kube(validation = Rule::new("self.matches('^(scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|ide[0-3])$')")
+        .message("slot must be scsi0..scsi30, virtio0..virtio15, sata0..sata5 or ide0..ide3"))]
+    pub slot: String,
+
+    /// Proxmox storage that holds the disk, e.g. `local-lvm`.
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]$')")
+        .message("must be a Proxmox storage ID such as local-lvm"))]
+    pub storage: String,
+
+    /// Size as a Kubernetes quantity (e.g. `32Gi`). Required for an empty
+    /// disk; for an imported disk, the size to grow it to (an image keeps its
+    /// own size when this is left out). Proxmox allocates new empty disks in
+    /// whole GiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Quantity>,
+
+    /// Import the disk from a volume already on Proxmox, such as
+    /// `local:import/jammy.qcow2` (PVE 8.3 or later) or another VM's disk
+    /// `local-lvm:vm-9000-disk-0` (create only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 255))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:[^\\\\s,;]+$')")
+        .message("must be a Proxmox volume ID such as local:import/jammy.qcow2 (absolute paths are not supported)"))]
+    pub import_from: Option<String>,
+
+    /// Download a disk image (e.g. a cloud image) into Proxmox storage once,
+    /// then import it. The downloaded file is reused by every VM that names
+    /// the same image (create only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<DiskImage>,
+}
+
+/// A disk image Proxmox downloads with its download-url API.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("size(self.checksum) == {'md5': 32, 'sha1': 40, 'sha224': 56, 'sha256': 64, 'sha384': 96, 'sha512': 128}[self.checksumAlgorithm]")
+    .message("checksum length does not match checksumAlgorithm (sha256 has 64 hex digits)"))]
+pub struct DiskImage {
+    /// http(s) URL of the image.
+    #[schemars(length(max = 2048))]
+    #[x_kube(validation = Rule::new("self.matches('^https?://[^\\\\s]+$')")
+        .message("must be an http:// or https:// URL"))]
+    pub url: String,
+
+    /// Hex checksum of the file; Proxmox verifies it after the download.
+    #[schemars(length(max = 128))]
+    #[x_kube(validation = Rule::new("self.matches('^[0-9a-fA-F]+$')")
+        .message("must be a hex checksum"))]
+    pub checksum: String,
+
+    /// Algorithm of `checksum`.
+    pub checksum_algorithm: ChecksumAlgorithm,
+
+    /// File name in the storage's `import/` directory. Defaults to the URL's
+    /// file name plus the first 12 digits of the checksum, with the extension
+    /// `.qcow2` unless the URL ends in `.raw` or `.vmdk`. Set it for raw
+    /// images whose URL ends in `.img`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 200))]
+    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](qcow2|raw|vmdk)$')")
+        .message("must be a file name ending in .qcow2, .raw or .vmdk (letters, digits, . _ + = -)"))]
+    pub filename: Option<String>,
+
+    /// File-based storage with the `import` content type that receives the
+    /// download (PVE 8.4 or later).
+    #[serde(default = "default_image_storage")]
+    #[schemars(length(max = 64))]
+    pub storage: String,
+}
+
+fn default_image_storage() -> String {
+    "local".into()
+}
+
+/// Checksum algorithms Proxmox's download-url accepts.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ChecksumAlgorithm {
+    /// MD5 (32 hex digits).
+    Md5,
+    /// SHA-1 (40 hex digits).
+    Sha1,
+    /// SHA-224 (56 hex digits).
+    Sha224,
+    /// SHA-256 (64 hex digits).
+    Sha256,
+    /// SHA-384 (96 hex digits).
+    Sha384,
+    /// SHA-512 (128 hex digits).
+    Sha512,
+}
+
+impl ChecksumAlgorithm {
+    /// The value of Proxmox's `checksum-algorithm` parameter.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Md5 => "md5",
+            Self::Sha1 => "sha1",
+            Self::Sha224 => "sha224",
+            Self::Sha256 => "sha256",
+            Self::Sha384 => "sha384",
+            Self::Sha512 => "sha512",
+        }
+    }
+}
+
+impl DiskImage {
+    /// The file name in `<storage>/import/`: `filename`, or one derived from
+    /// the URL and checksum so different images never share a file and the
+    /// same image is downloaded once.
+    pub fn file_name(&self) -> String {
+        if let Some(name) = &self.filename {
+            return name.clone();
+        }
+        let path = self.url.split(['?', '#']).next().unwrap_or_default();
+        let base = path.rsplit('/').next().unwrap_or_default();
+        let (stem, ext) = match base.rsplit_once('.') {
+            Some((stem, ext @ ("qcow2" | "raw" | "vmdk"))) => (stem, ext),
+            Some((stem, _)) => (stem, "qcow2"),
+            None => (base, "qcow2"),
+        };
+        // Proxmox normalises names the same way (s/[^a-zA-Z0-9_.-]/_/g).
+        let mut stem: String = stem
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if stem.is_empty() || !stem.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+            stem.insert_str(0, "image");
+        }
+        stem.truncate(150);
+        let digest: String = self.checksum.chars().take(12).collect();
+        format!("{stem}-{}.{ext}", digest.to_ascii_lowercase())
+    }
+
+    /// The Proxmox volume ID of the downloaded file: `<storage>:import/<file>`.
+    pub fn volume(&self) -> String {
+        format!("{}:import/{}", self.storage, self.file_name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(url: &str, filename: Option<&str>) -> DiskImage {
+        DiskImage {
+            url: url.into(),
+            checksum: "ABCDEF0123456789".repeat(4),
+            checksum_algorithm: ChecksumAlgorithm::Sha256,
+            filename: filename.map(Into::into),
+            storage: "local".into(),
+        }
+    }
+
+    #[test]
+    fn derives_a_content_addressed_file_name() {
+        let cases = [
+            (
+                "https://cloud-images.example/jammy/current/jammy-server-cloudimg-amd64.img",
+                "jammy-server-cloudimg-amd64-abcdef012345.qcow2",
+            ),
+            ("https://x.example/disk.raw?sig=1", "disk-abcdef012345.raw"),
+            ("https://x.example/a%20b.vmdk", "a_20b-abcdef012345.vmdk"),
+            ("https://x.example/", "image-abcdef012345.qcow2"),
+        ];
+        for (url, want) in cases {
+            assert_eq!(image(url, None).file_name(), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn explicit_file_name_wins() {
+        let img = image("https://x.example/a.img", Some("noble.raw"));
+        assert_eq!(img.volume(), "local:import/noble.raw");
+    }
+}

@@ -1,0 +1,146 @@
+//! `ProxmoxVM`: one Proxmox VE virtual machine, managed Crossplane-style.
+
+mod cloud_init;
+mod disk;
+mod network;
+mod params;
+mod status;
+
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+
+pub use cloud_init::{CloudInit, IpConfig};
+pub use disk::{ChecksumAlgorithm, Disk, DiskImage};
+pub use network::{NetworkDevice, NetworkModel};
+pub use params::{CloneSource, Cpu, GuestAgent, PowerState, ScsiController, VmParameters};
+pub use status::{
+    InFlightTask, ObservedState, ProxmoxVMStatus, TaskAction, TaskFailure, VmAtProvider,
+};
+
+use crate::api::meta::{
+    LocalSecretReference, ManagementPolicy, ProviderConfigReference, default_management_policies,
+};
+
+/// A Proxmox VE virtual machine: created from a cloud image (`disks[].image`),
+/// an existing volume (`disks[].importFrom`) or a template (`clone`),
+/// configured with cloud-init, started, observed and finally destroyed.
+///
+/// The VMID lives in the `crossplane.io/external-name` annotation. Set it to
+/// an existing VMID with `managementPolicies: ["Observe"]` to observe a VM
+/// this resource did not create.
+// The printer columns repeat `type_ = "string"`, which clippy mistakes for a
+// duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "proxmox.crossplane.io",
+    version = "v1alpha1",
+    kind = "ProxmoxVM",
+    plural = "proxmoxvms",
+    singular = "proxmoxvm",
+    namespaced,
+    status = "ProxmoxVMStatus",
+    derive = "PartialEq",
+    shortname = "pvm",
+    category = "crossplane",
+    category = "managed",
+    category = "proxmox",
+    doc = "A Proxmox VE virtual machine managed by crossplane-provider-proxmox.",
+    printcolumn(
+        name = "READY",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Ready')].status"
+    ),
+    printcolumn(
+        name = "SYNCED",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Synced')].status"
+    ),
+    printcolumn(
+        name = "VMID",
+        type_ = "string",
+        json_path = ".metadata.annotations.crossplane\\.io/external-name"
+    ),
+    printcolumn(name = "NODE", type_ = "string", json_path = ".status.atProvider.node"),
+    printcolumn(
+        name = "STATE",
+        type_ = "string",
+        json_path = ".status.atProvider.state"
+    ),
+    printcolumn(
+        name = "IP",
+        type_ = "string",
+        json_path = ".status.atProvider.ipAddress"
+    ),
+    printcolumn(
+        name = "TASK",
+        type_ = "string",
+        json_path = ".status.atProvider.task.summary"
+    ),
+    printcolumn(
+        name = "AGE",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "LOCK",
+        type_ = "string",
+        json_path = ".status.atProvider.lock",
+        priority = 1
+    ),
+    printcolumn(
+        name = "REASON",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Synced')].reason",
+        priority = 1
+    ),
+    printcolumn(
+        name = "MESSAGE",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Synced')].message",
+        priority = 1
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxmoxVMSpec {
+    /// The VM as it should be on Proxmox.
+    pub for_provider: VmParameters,
+
+    /// Which provider config (Proxmox endpoint and credentials) to use.
+    /// Defaults to the ClusterProviderConfig named `default`.
+    #[serde(default)]
+    pub provider_config_ref: ProviderConfigReference,
+
+    /// What the provider may do: any of Observe, Create, Update, Delete,
+    /// LateInitialize, or "*" (everything, the default). Without Delete the
+    /// VM is left on Proxmox when this resource is deleted; ["Observe"] only
+    /// reads the VM named by the crossplane.io/external-name annotation;
+    /// [] pauses the resource.
+    #[serde(default = "default_management_policies")]
+    #[schemars(length(max = 6))]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new("!self.exists(p, p == '*') || size(self) == 1")
+            .message("\"*\" already allows everything and cannot be combined with other policies"),
+        validation = Rule::new("size(self) == 0 || self.exists(p, p == 'Observe' || p == '*')")
+            .message("managementPolicies must include Observe (the provider cannot work without reading the VM); use [] to pause")
+    )]
+    pub management_policies: Vec<ManagementPolicy>,
+
+    /// Secret (in this namespace) to which the provider writes the VM's
+    /// connection details: `vmid`, `node`, `ipAddress`, `ipAddresses`
+    /// (comma-separated) and `user` (the cloud-init user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_connection_secret_to_ref: Option<LocalSecretReference>,
+}
+
+impl ProxmoxVM {
+    /// The VMID recorded in the `crossplane.io/external-name` annotation, raw.
+    pub fn external_name(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(crate::api::meta::EXTERNAL_NAME)
+            .map(String::as_str)
+    }
+}

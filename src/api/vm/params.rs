@@ -1,0 +1,266 @@
+//! `spec.forProvider`: the VM as it should be on Proxmox.
+
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{CloudInit, Disk, NetworkDevice};
+use crate::api::quantity::Quantity;
+
+/// The VM as it should be on Proxmox. Fields left out are not managed
+/// (except where a default is shown); fields marked "create only" are used
+/// when the VM is created and ignored afterwards.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("!has(oldSelf.vmid) || (has(self.vmid) && self.vmid == oldSelf.vmid)")
+        .message("vmid cannot be changed or removed once set: it names the VM on Proxmox"),
+    validation = Rule::new("!has(oldSelf.node) || (has(self.node) && self.node == oldSelf.node)")
+        .message("node cannot be changed or removed once set: moving a VM to another node (migration) is not supported"),
+    validation = Rule::new("has(self.clone) == has(oldSelf.clone)")
+        .message("clone cannot be added or removed after the resource is created"),
+    validation = Rule::new("!has(self.clone) || !has(self.disks) || self.disks.all(d, !has(d.importFrom) && !has(d.image))")
+        .message("a cloned VM gets its disks from the template: disks may grow them (size) or add empty disks, but cannot set importFrom or image"),
+    validation = Rule::new("!has(self.node) || !has(self.allowedNodes) || size(self.allowedNodes) == 0 || self.node in self.allowedNodes")
+        .message("node must be one of allowedNodes"),
+    validation = Rule::new("!has(self.cloudInit) || !has(self.cloudInit.driveSlot) || !has(self.disks) || !self.disks.exists(d, d.slot == self.cloudInit.driveSlot)")
+        .message("cloudInit.driveSlot is already used by a disk; pick another slot (default ide2)")
+)]
+pub struct VmParameters {
+    /// Proxmox node to create the VM on. When left out, the provider picks the
+    /// online node with the most free memory among `allowedNodes` (all nodes
+    /// if that list is empty). Cannot change once set. Disks imported from
+    /// node-local storage (`importFrom: local:import/...`) need `node`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$')")
+        .message("must be a Proxmox node name (letters, digits and inner dashes)"))]
+    pub node: Option<String>,
+
+    /// Nodes the provider may place the VM on when `node` is left out.
+    /// Empty: any online node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(max = 63)))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    pub allowed_nodes: Vec<String>,
+
+    /// VMID (100 to 999999999). When left out, the provider takes the next
+    /// free VMID from Proxmox and records it in the
+    /// `crossplane.io/external-name` annotation before creating the VM.
+    /// Cannot change once set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 999_999_999))]
+    pub vmid: Option<u32>,
+
+    /// VM name (a DNS name, also the cloud-init hostname). Defaults to
+    /// `metadata.name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    #[x_kube(validation = Rule::new("self.matches('^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?[.])*[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$')")
+        .message("must be a DNS name: letters, digits, dashes and dots, not starting or ending with a dash"))]
+    pub name: Option<String>,
+
+    /// Virtual CPUs.
+    #[serde(default)]
+    pub cpu: Cpu,
+
+    /// Memory, as a Kubernetes quantity (e.g. `2Gi`); at least 16Mi. Proxmox
+    /// counts whole MiB, so the value is rounded up to one.
+    #[serde(default = "default_memory")]
+    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('16Mi')) >= 0")
+        .message("memory must be at least 16Mi"))]
+    pub memory: Quantity,
+
+    /// Disks, by slot. The first disk is the boot disk. Each disk is created
+    /// empty (give `size`), imported from a volume already on Proxmox
+    /// (`importFrom`) or from a cloud image the provider downloads (`image`).
+    /// Disks only grow: a smaller `size` than the disk has is reported, not
+    /// applied. Disks removed from this list are left on the VM.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["slot".into()]))]
+    pub disks: Vec<Disk>,
+
+    /// Create the VM by cloning a template instead of creating it from
+    /// disks. Cannot be added, removed or changed after creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self == oldSelf")
+        .message("the clone source cannot be changed after the resource is created"))]
+    pub clone: Option<CloneSource>,
+
+    /// Network devices, by slot (`net0` ... `net31`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["slot".into()]))]
+    pub networks: Vec<NetworkDevice>,
+
+    /// Cloud-init settings. The provider adds a cloud-init drive when the VM
+    /// has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_init: Option<CloudInit>,
+
+    /// QEMU guest agent. When enabled and running in the guest, the VM's IP
+    /// addresses appear in `status.atProvider.ipAddresses`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<GuestAgent>,
+
+    /// Whether the VM should be running. `Stopped` shuts it down gracefully
+    /// (then stops it if shutdown times out).
+    #[serde(default)]
+    pub power_state: PowerState,
+
+    /// Proxmox tags. Compared without regard to order or case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32), inner(length(max = 64)))]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new("self.all(t, t.matches('^[a-zA-Z0-9_][a-zA-Z0-9_+.-]*$'))")
+            .message("tags contain letters, digits, _ + - and ., and start with a letter, digit or _")
+    )]
+    pub tags: Vec<String>,
+
+    /// VM description (notes). The provider appends a line marking the VM as
+    /// owned by this resource; keep that line if you edit the notes in Proxmox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 7680))]
+    pub description: Option<String>,
+
+    /// Resource pool the VM is put in at creation (create only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), regex(pattern = r"^[A-Za-z0-9_-]+$"))]
+    pub pool: Option<String>,
+
+    /// Start the VM when its node boots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_boot: Option<bool>,
+
+    /// SCSI controller model. Left out: `virtio-scsi-single` at creation,
+    /// not managed afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scsi_controller: Option<ScsiController>,
+}
+
+fn default_memory() -> Quantity {
+    Quantity("1Gi".into())
+}
+
+/// Virtual CPUs.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Cpu {
+    /// Cores per socket.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1, max = 512))]
+    pub cores: u32,
+    /// Sockets.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1, max = 16))]
+    pub sockets: u32,
+    /// CPU model, e.g. `host`, `x86-64-v2-AES`, `kvm64`. Left out: Proxmox's
+    /// default, not managed.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), regex(pattern = r"^[A-Za-z0-9_.+-]+$"))]
+    pub type_: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Default for Cpu {
+    fn default() -> Self {
+        Self {
+            cores: 1,
+            sockets: 1,
+            type_: None,
+        }
+    }
+}
+
+/// A template to clone.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("has(self.templateVmid) != has(self.templateName)")
+        .message("name the template by exactly one of templateVmid or templateName"),
+    validation = Rule::new("self.full || !has(self.storage)")
+        .message("storage can only be set for full clones (a linked clone stays on the template's storage)")
+)]
+pub struct CloneSource {
+    /// VMID of the template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 999_999_999))]
+    pub template_vmid: Option<u32>,
+    /// Name of the template; it must be unique in the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub template_name: Option<String>,
+    /// Full copy (default) or linked clone (fast, shares the template's
+    /// base disk).
+    #[serde(default = "yes")]
+    pub full: bool,
+    /// Storage for the copied disks (full clones only). Left out: the
+    /// template's storage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub storage: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// QEMU guest agent settings.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct GuestAgent {
+    /// Enable the agent device (the guest must run qemu-guest-agent).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+/// Requested power state.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub enum PowerState {
+    /// Keep the VM running.
+    #[default]
+    Running,
+    /// Keep the VM stopped.
+    Stopped,
+}
+
+/// SCSI controller models Proxmox offers.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ScsiController {
+    /// LSI 53C895A (Proxmox's own default; slow).
+    #[serde(rename = "lsi")]
+    Lsi,
+    /// LSI 53C810.
+    #[serde(rename = "lsi53c810")]
+    Lsi53c810,
+    /// VirtIO SCSI, one controller for all disks.
+    #[serde(rename = "virtio-scsi-pci")]
+    VirtioScsiPci,
+    /// VirtIO SCSI, one controller per disk (recommended).
+    #[serde(rename = "virtio-scsi-single")]
+    VirtioScsiSingle,
+    /// MegaRAID SAS 8708EM2.
+    #[serde(rename = "megasas")]
+    Megasas,
+    /// VMware PVSCSI.
+    #[serde(rename = "pvscsi")]
+    Pvscsi,
+}
+
+impl ScsiController {
+    /// The value Proxmox uses for `scsihw`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Lsi => "lsi",
+            Self::Lsi53c810 => "lsi53c810",
+            Self::VirtioScsiPci => "virtio-scsi-pci",
+            Self::VirtioScsiSingle => "virtio-scsi-single",
+            Self::Megasas => "megasas",
+            Self::Pvscsi => "pvscsi",
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `status`: what the provider observed and what it is waiting for.
+//!
+//! The in-flight task lives here so a restarted provider resumes observing
+//! the same Proxmox task instead of starting another one.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::condition::Condition;
+
+/// Observed state of a ProxmoxVM.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxmoxVMStatus {
+    /// The VM as last observed on Proxmox, and the task in flight.
+    #[serde(default)]
+    pub at_provider: VmAtProvider,
+
+    /// `Ready`, `Synced` and `GuestAgent` conditions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+
+    /// The `metadata.generation` the provider last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// The VM as last observed on Proxmox.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VmAtProvider {
+    /// VMID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vmid: Option<u32>,
+    /// Node the VM is on (or is being created on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Power state as Proxmox reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ObservedState>,
+    /// Proxmox config lock (`create`, `clone`, `backup`, ...), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    /// The first address the guest agent reports (IPv4 preferred).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_address: Option<String>,
+    /// Addresses the guest agent reports, without loopback and link-local.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ip_addresses: Vec<String>,
+    /// MAC addresses of the VM's network devices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mac_addresses: Vec<String>,
+    /// The Proxmox task the provider started and is waiting for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<InFlightTask>,
+    /// The last failed task; retries wait for a backoff that grows with `count`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<TaskFailure>,
+    /// Version (resourceVersion) of the password Secret last applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_version: Option<String>,
+    /// Config keys whose new values wait for the VM's next reboot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_changes: Vec<String>,
+}
+
+/// Power state as Proxmox reports it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ObservedState {
+    /// Running.
+    Running,
+    /// Stopped.
+    Stopped,
+    /// Paused or suspended.
+    Paused,
+    /// The VM does not exist (yet, or any more).
+    Absent,
+    /// Proxmox cannot tell (e.g. its node is offline).
+    Unknown,
+}
+
+/// What a task was started for.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum TaskAction {
+    /// download-url of a disk image into storage.
+    DownloadImage,
+    /// VM create (with disk imports).
+    Create,
+    /// Clone of a template.
+    Clone,
+    /// Config update.
+    Configure,
+    /// Disk resize.
+    ResizeDisk,
+    /// Start.
+    Start,
+    /// Graceful shutdown.
+    Shutdown,
+    /// Hard stop.
+    Stop,
+    /// Destroy with purge.
+    Destroy,
+}
+
+impl TaskAction {
+    /// The Proxmox task type this action starts (`qmcreate`, ...).
+    pub fn pve_type(self) -> &'static str {
+        match self {
+            Self::DownloadImage => "download",
+            Self::Create => "qmcreate",
+            Self::Clone => "qmclone",
+            Self::Configure => "qmconfig",
+            Self::ResizeDisk => "resize",
+            Self::Start => "qmstart",
+            Self::Shutdown => "qmshutdown",
+            Self::Stop => "qmstop",
+            Self::Destroy => "qmdestroy",
+        }
+    }
+
+    /// Words for condition messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::DownloadImage => "download of the disk image",
+            Self::Create => "creation of the VM",
+            Self::Clone => "clone of the template",
+            Self::Configure => "configuration update",
+            Self::ResizeDisk => "disk resize",
+            Self::Start => "start",
+            Self::Shutdown => "shutdown",
+            Self::Stop => "stop",
+            Self::Destroy => "destruction of the VM",
+        }
+    }
+}
+
+/// A Proxmox task the provider started and is waiting for.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InFlightTask {
+    /// Proxmox task ID (`UPID:node:...`).
+    #[schemars(length(max = 512))]
+    pub upid: String,
+    /// Why the provider started it.
+    pub action: TaskAction,
+    /// Proxmox task type (`qmcreate`, `download`, ...).
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Node the task runs on.
+    pub node: String,
+    /// What the task works on: the image volume for a download, the disk
+    /// slot for a resize.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// When it was started.
+    pub started_at: Time,
+    /// When it counts as timed out (it is still observed afterwards).
+    pub deadline: Time,
+    /// Progress in percent, when the task log tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 100))]
+    pub progress: Option<u8>,
+    /// Short summary for `kubectl get`, e.g. `qmcreate 42%`.
+    pub summary: String,
+}
+
+impl InFlightTask {
+    /// `qmcreate 42%`, or `qmcreate` while progress is unknown.
+    pub fn summarize(type_: &str, progress: Option<u8>) -> String {
+        match progress {
+            Some(p) => format!("{type_} {p}%"),
+            None => type_.to_owned(),
+        }
+    }
+}
+
+/// The last failed task.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskFailure {
+    /// What failed.
+    pub action: TaskAction,
+    /// Proxmox's exit status or error message.
+    pub message: String,
+    /// When the failure was seen.
+    pub at: Time,
+    /// Consecutive failures of this action.
+    pub count: u32,
+}
