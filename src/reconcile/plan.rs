@@ -17,9 +17,11 @@
 //! * [`converge`]: a VM without our owner marker is never changed.
 //! * [`delete`]: shutdown → stop → destroy, or orphan.
 
+mod compare;
 mod context;
 mod converge;
 mod create;
+mod decision;
 mod delete;
 mod drift;
 mod input;
@@ -49,7 +51,8 @@ use crate::api::{
     meta::{PolicyMode, policy_mode},
     provider_config::{Limits, Timing},
 };
-use context::{Ctx, Decision, Out, Say};
+use context::Ctx;
+use decision::{Decision, Out, Say};
 
 /// What to do before connecting to Proxmox.
 #[derive(Clone, Debug, PartialEq)]

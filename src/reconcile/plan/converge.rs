@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use super::context::{Ctx, Decision, Out, Say};
+use super::context::Ctx;
+use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
 use super::input::{AgentState, ObservedVm, Power};
 use super::output::Step;

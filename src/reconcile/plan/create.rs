@@ -10,7 +10,8 @@
 
 use std::time::Duration;
 
-use super::context::{Ctx, Decision, Out, Say};
+use super::context::Ctx;
+use super::decision::{Decision, Out, Say};
 use super::input::{PasswordState, TemplateLookup, VmState};
 use super::output::{Sensitive, Step};
 use super::render;

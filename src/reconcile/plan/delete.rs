@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use super::context::{Ctx, Decision, Out, Say};
+use super::context::Ctx;
+use super::decision::{Decision, Out, Say};
 use super::input::{ObservedVm, Power, VmState};
 use super::output::Step;
 use super::owner::{Ownership, ownership};

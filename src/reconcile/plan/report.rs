@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use super::context::{Ctx, Out, Say};
+use super::compare;
+use super::context::Ctx;
+use super::decision::{Out, Say};
 use super::input::{AgentState, GuestInterface, ObservedVm, Power, VmState};
-use super::render;
 use crate::api::{ProxmoxVMStatus, Reason, vm::ObservedState};
 
 /// Words for a power state.
@@ -106,7 +107,7 @@ fn agent_condition(vm: &ObservedVm) -> Say {
         .config
         .as_ref()
         .and_then(|c| c.current.get("agent"))
-        .is_some_and(|v| render::agent_enabled(v));
+        .is_some_and(|v| compare::agent_enabled(v));
     match &vm.agent {
         AgentState::Interfaces(ifaces) => {
             let ips = addresses(ifaces);

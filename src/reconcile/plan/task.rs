@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use super::context::{Ctx, Decision, Out, Say, after, between, in_secs};
+use super::context::Ctx;
+use super::decision::{Decision, Out, Say, after, between, in_secs};
 use super::input::{ActiveTask, TaskState, VmState};
 use super::output::{Step, time};
 use super::owner::{Ownership, ownership};
