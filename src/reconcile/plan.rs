@@ -111,7 +111,7 @@ pub enum ActFailure {
 /// the error, the failure recorded for backoff, and a retry.
 pub fn act_failed(input: &PlanInput, plan: &Plan, failure: ActFailure) -> Plan {
     let ctx = Ctx::new(input);
-    let mut out = Out::from_status(&ctx, plan.status.clone());
+    let mut out = Out::from_status(plan.status.clone());
     let what = describe_step(&plan.step);
     let decision = match failure {
         ActFailure::Conflict => Decision::silent(Step::Wait, Some(Duration::ZERO)),

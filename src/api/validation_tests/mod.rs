@@ -2,7 +2,9 @@
 //! for tests only) on the generated schemas: each rule compiles, stays within
 //! the API server's cost budget, accepts good manifests and refuses bad ones
 //! with the message a person will read. The real API server checks the same
-//! rules (and the OpenAPI patterns, enums and bounds) in the integration tests.
+//! rules (and the OpenAPI patterns, enums and bounds) in the integration tests,
+//! and it is the authority: kube-cel knows functions kube-apiserver 1.36 does
+//! not (it accepted `quantity(...).sign()`, which the server refuses).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

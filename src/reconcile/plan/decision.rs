@@ -112,10 +112,10 @@ pub(super) struct Out {
 
 impl Out {
     pub fn new(ctx: &Ctx) -> Self {
-        Self::from_status(ctx, ctx.status.clone())
+        Self::from_status(ctx.status.clone())
     }
 
-    pub fn from_status(_ctx: &Ctx, status: ProxmoxVMStatus) -> Self {
+    pub fn from_status(status: ProxmoxVMStatus) -> Self {
         Self {
             status,
             events: vec![],
