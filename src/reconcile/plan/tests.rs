@@ -5,6 +5,7 @@
 mod converge;
 mod create;
 mod delete;
+mod flow;
 mod gate;
 mod status;
 mod tasks;

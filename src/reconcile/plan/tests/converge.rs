@@ -426,3 +426,35 @@ fn poll_interval_annotation_overrides_the_resync() {
         .run();
     assert_eq!(floor.requeue_after, Some(Duration::from_secs(5)));
 }
+
+#[test]
+fn observe_only_never_writes_to_proxmox() {
+    let observe = |w: World| w.vmid(100).policies(&[Observe]);
+    let worlds = [
+        observe(World::new()).absent(),
+        observe(World::new()).present(our_vm(Power::Stopped)),
+        observe(World::new()).present(with_config(Power::Running, set("memory", "1024"))),
+        observe(World::new()).present(unmarked()),
+        observe(World::new()).present(foreign()),
+        observe(World::new())
+            .finalizer()
+            .deleting()
+            .present(our_vm(Power::Running)),
+        observe(World::new())
+            .active("qmstart", "100")
+            .present(our_vm(Power::Stopped)),
+        observe(World::new()).present(ObservedVm {
+            lock: Some("create".into()),
+            config: None,
+            ..our_vm(Power::Stopped)
+        }),
+    ];
+    for world in worlds {
+        let plan = world.run();
+        assert!(
+            plan.step.action().is_none() && plan.step != Step::AddFinalizer,
+            "observe-only planned {:?}",
+            plan.step
+        );
+    }
+}
