@@ -17,27 +17,28 @@ pub const NAME: &str = "testenv";
 
 /// Builds the admin kubeconfig for `server` (e.g. `https://127.0.0.1:6443`).
 pub fn admin(server: &str, pki: &Pki) -> Kubeconfig {
+    let cluster = Cluster {
+        server: Some(server.into()),
+        certificate_authority_data: Some(STANDARD.encode(&pki.ca_cert)),
+        ..Cluster::default()
+    };
     let auth_info = AuthInfo {
         client_certificate_data: Some(STANDARD.encode(&pki.admin_cert)),
         client_key_data: Some(STANDARD.encode(pki.admin_key.expose()).into()),
         ..AuthInfo::default()
     };
-    with_user(server, &pki.ca_cert, NAME, auth_info)
+    single(cluster, NAME, auth_info)
 }
 
-/// A kubeconfig with one cluster, one user and one context, the user
-/// authenticating as `auth_info` says.
-pub fn with_user(server: &str, ca_cert_pem: &str, user: &str, auth_info: AuthInfo) -> Kubeconfig {
+/// A kubeconfig with one cluster, one user and one context (the cluster and
+/// context named [`NAME`]), the user authenticating as `auth_info` says.
+pub fn single(cluster: Cluster, user: &str, auth_info: AuthInfo) -> Kubeconfig {
     Kubeconfig {
         api_version: Some("v1".into()),
         kind: Some("Config".into()),
         clusters: vec![NamedCluster {
             name: NAME.into(),
-            cluster: Some(Cluster {
-                server: Some(server.into()),
-                certificate_authority_data: Some(STANDARD.encode(ca_cert_pem)),
-                ..Cluster::default()
-            }),
+            cluster: Some(cluster),
             ..NamedCluster::default()
         }],
         auth_infos: vec![NamedAuthInfo {

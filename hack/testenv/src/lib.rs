@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+mod attached;
 mod binaries;
 mod error;
 pub mod kubeconfig;
@@ -32,10 +33,12 @@ mod sys;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use attached::sweep_stale_runs;
 pub use binaries::{BIN_DIR_ENV, Binaries, repo_root};
 pub use error::Error;
 pub use pki::{ADMIN_GROUP, ADMIN_USER};
 pub use process::Lifetime;
+pub use sys::{ProcessId, Signal};
 
 use launch::{Plan, Running};
 use pki::Pki;
@@ -104,7 +107,7 @@ pub struct ControlPlane {
     ca_cert_pem: String,
     binaries: Binaries,
     lifetime: Lifetime,
-    processes: Vec<process::Supervised>,
+    pids: Vec<u32>,
 }
 
 impl ControlPlane {
@@ -123,7 +126,7 @@ impl ControlPlane {
                 run_dir::prepare_detached(&dir)?;
                 dir
             }
-            (Lifetime::Attached, _) => run_dir::new_attached()?,
+            (Lifetime::Attached, _) => attached::new_run_dir()?,
         };
         // Absolute paths: the processes and the state file outlive our cwd.
         let dir = std::path::absolute(&dir).map_err(|source| error::Error::Io {
@@ -181,9 +184,6 @@ impl ControlPlane {
                 kubeconfig: kubeconfig.clone(),
             }
             .write(&dir)?;
-            if options.lifetime == Lifetime::Attached {
-                run_dir::clean_up_at_exit(&dir, vec![apiserver.id, etcd.id])?;
-            }
             Ok::<_, Error>(())
         }
         .await;
@@ -192,6 +192,14 @@ impl ControlPlane {
             etcd.kill();
             return Err(e);
         }
+        let pids = vec![apiserver.id.pid, etcd.id.pid];
+        if options.lifetime == Lifetime::Attached
+            && let Err(e) = attached::keep_until_exit(&dir, vec![apiserver, etcd])
+        {
+            attached::stop(&dir);
+            return Err(e);
+        }
+        // Detached: dropping the handles leaves the processes running.
         Ok(Self {
             dir,
             kubeconfig,
@@ -199,7 +207,7 @@ impl ControlPlane {
             ca_cert_pem: pki.ca_cert,
             binaries,
             lifetime: options.lifetime,
-            processes: vec![apiserver, etcd],
+            pids,
         })
     }
 
@@ -228,6 +236,11 @@ impl ControlPlane {
         &self.binaries
     }
 
+    /// The PIDs of kube-apiserver and etcd.
+    pub fn pids(&self) -> &[u32] {
+        &self.pids
+    }
+
     /// A client configuration for the admin.
     pub async fn kube_config(&self) -> Result<kube::Config, Error> {
         kubeconfig::load(&self.kubeconfig).await
@@ -237,11 +250,7 @@ impl ControlPlane {
 impl Drop for ControlPlane {
     fn drop(&mut self) {
         if self.lifetime == Lifetime::Attached {
-            for process in self.processes.drain(..) {
-                process.kill();
-            }
-            run_dir::forget_at_exit(&self.dir);
-            let _ = std::fs::remove_dir_all(&self.dir);
+            attached::stop(&self.dir);
         }
     }
 }

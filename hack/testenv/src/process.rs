@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 use crate::error::{Error, IoContext};
@@ -44,7 +43,7 @@ impl Supervised {
             .stderr(Stdio::from(err));
         let program = command.get_program().to_owned();
         let child = match lifetime {
-            Lifetime::Attached => spawn_attached(command),
+            Lifetime::Attached => crate::attached::spawn(command),
             Lifetime::Detached => {
                 sys::detach(&mut command);
                 command.spawn()
@@ -132,42 +131,4 @@ pub fn log_tail(log: &Path) -> String {
         }
         Err(e) => format!("(cannot read {}: {e})", log.display()),
     }
-}
-
-/// Children get PR_SET_PDEATHSIG, which fires when the *thread* that forked
-/// them ends, not the process. Test threads and tokio workers come and go,
-/// so every attached child is forked by one thread that lives as long as
-/// the process (it blocks on its queue forever; the sender is never dropped).
-fn spawn_attached(command: Command) -> std::io::Result<Child> {
-    type Request = (Command, mpsc::Sender<std::io::Result<Child>>);
-    static SPAWNER: Mutex<Option<mpsc::Sender<Request>>> = Mutex::new(None);
-
-    let spawner = {
-        let mut slot = SPAWNER
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        match slot.as_ref() {
-            Some(sender) => sender.clone(),
-            None => {
-                let (sender, requests) = mpsc::channel::<Request>();
-                std::thread::Builder::new()
-                    .name("testenv-spawner".into())
-                    .spawn(move || {
-                        for (mut command, reply) in requests {
-                            sys::die_with_spawning_thread(&mut command);
-                            // The requester may have given up; nothing to do then.
-                            let _ = reply.send(command.spawn());
-                        }
-                    })?;
-                slot.insert(sender).clone()
-            }
-        }
-    };
-    let (reply, response) = mpsc::channel();
-    spawner
-        .send((command, reply))
-        .map_err(|_| std::io::Error::other("the testenv spawner thread is gone"))?;
-    response
-        .recv()
-        .map_err(|_| std::io::Error::other("the testenv spawner thread is gone"))?
 }
