@@ -49,6 +49,8 @@ impl Plan<'_> {
         Err(Error::PortsExhausted { attempts: ATTEMPTS })
     }
 
+    /// One try with fresh ports. On any error the processes started so far
+    /// are killed as their handles drop.
     async fn attempt(&self, http: &reqwest::Client) -> Result<Running, Error> {
         let [client_port, peer_port, apiserver_port] = free_ports()?;
         let data_dir = self.dir.join("etcd");
@@ -65,7 +67,7 @@ impl Plan<'_> {
             self.lifetime,
         )?;
         let etcd_log = etcd.log.clone();
-        let waited = readiness::wait_for(
+        readiness::wait_for(
             "etcd /health",
             self.deadline,
             self.timeout,
@@ -73,27 +75,17 @@ impl Plan<'_> {
             &etcd_log,
             || readiness::etcd_health(http, &etcd_url),
         )
-        .await;
-        if let Err(e) = waited {
-            etcd.kill();
-            return Err(e);
-        }
+        .await?;
 
         let server = format!("https://127.0.0.1:{apiserver_port}");
-        let mut apiserver = match Supervised::spawn(
+        let mut apiserver = Supervised::spawn(
             "kube-apiserver",
             self.apiserver_command(&etcd_url, apiserver_port),
             self.dir.join("kube-apiserver.log"),
             self.lifetime,
-        ) {
-            Ok(apiserver) => apiserver,
-            Err(e) => {
-                etcd.kill();
-                return Err(e);
-            }
-        };
+        )?;
         let apiserver_log = apiserver.log.clone();
-        let waited = readiness::wait_for(
+        readiness::wait_for(
             "kube-apiserver /readyz",
             self.deadline,
             self.timeout,
@@ -101,19 +93,12 @@ impl Plan<'_> {
             &apiserver_log,
             || readiness::apiserver_ready(http, &server),
         )
-        .await;
-        match waited {
-            Ok(()) => Ok(Running {
-                etcd,
-                apiserver,
-                server,
-            }),
-            Err(e) => {
-                apiserver.kill();
-                etcd.kill();
-                Err(e)
-            }
-        }
+        .await?;
+        Ok(Running {
+            etcd,
+            apiserver,
+            server,
+        })
     }
 
     /// envtest's etcd flags, plus quiet logs. Data is thrown away after the

@@ -187,19 +187,21 @@ impl ControlPlane {
             Ok::<_, Error>(())
         }
         .await;
-        if let Err(e) = ready {
-            apiserver.kill();
-            etcd.kill();
-            return Err(e);
-        }
+        // On error, dropping the handles kills both processes.
+        ready?;
         let pids = vec![apiserver.id.pid, etcd.id.pid];
-        if options.lifetime == Lifetime::Attached
-            && let Err(e) = attached::keep_until_exit(&dir, vec![apiserver, etcd])
-        {
-            attached::stop(&dir);
-            return Err(e);
+        match options.lifetime {
+            Lifetime::Attached => {
+                if let Err(e) = attached::keep_until_exit(&dir, vec![apiserver, etcd]) {
+                    attached::stop(&dir);
+                    return Err(e);
+                }
+            }
+            Lifetime::Detached => {
+                apiserver.release();
+                etcd.release();
+            }
         }
-        // Detached: dropping the handles leaves the processes running.
         Ok(Self {
             dir,
             kubeconfig,

@@ -76,7 +76,15 @@ async fn run(command: Command) -> Result<ExitCode, testenv::Error> {
                 dir.display()
             );
             let started = std::time::Instant::now();
-            let plane = ControlPlane::start(Options::detached(dir)).await?;
+            // Interrupted half-way, the start future is dropped, and with it
+            // the handles that kill whatever it had started.
+            let plane = tokio::select! {
+                plane = ControlPlane::start(Options::detached(dir)) => plane?,
+                signal = interrupted() => {
+                    eprintln!("testenv: {signal}; stopped what was started");
+                    return Ok(ExitCode::from(130));
+                }
+            };
             eprintln!(
                 "testenv: ready at {} after {:.1} s (logs in {})",
                 plane.server(),
@@ -144,4 +152,28 @@ async fn run(command: Command) -> Result<ExitCode, testenv::Error> {
 fn print_kubeconfig_hint(kubeconfig: &std::path::Path) {
     eprintln!("testenv: export KUBECONFIG={}", kubeconfig.display());
     println!("{}", kubeconfig.display());
+}
+
+/// Resolves on SIGINT, SIGTERM or SIGHUP, naming it.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind| signal(kind).ok();
+    let (mut int, mut term, mut hup) = (
+        listen(SignalKind::interrupt()),
+        listen(SignalKind::terminate()),
+        listen(SignalKind::hangup()),
+    );
+    async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
+        match signal {
+            Some(signal) => {
+                signal.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+    tokio::select! {
+        () = recv(&mut int) => "interrupted",
+        () = recv(&mut term) => "terminated",
+        () = recv(&mut hup) => "hung up",
+    }
 }

@@ -17,13 +17,16 @@ pub enum Lifetime {
     Detached,
 }
 
-/// A started process whose output goes to `log`.
+/// A started process whose output goes to `log`. It is killed when dropped
+/// (a failed or interrupted start leaves nothing running) unless
+/// [`release`](Self::release)d to run on by itself.
 #[derive(Debug)]
 pub struct Supervised {
     pub name: &'static str,
     pub log: PathBuf,
     pub id: ProcessId,
     child: Child,
+    released: bool,
 }
 
 impl Supervised {
@@ -59,6 +62,7 @@ impl Supervised {
             log,
             id,
             child,
+            released: false,
         })
     }
 
@@ -80,10 +84,23 @@ impl Supervised {
     }
 
     /// Kills the process at once and collects it (data is thrown away anyway).
-    pub fn kill(mut self) {
-        // Errors mean it is already gone.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub fn kill(self) {
+        drop(self);
+    }
+
+    /// Lets the process run on after this handle is gone (detached mode).
+    pub fn release(mut self) {
+        self.released = true;
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        if !self.released {
+            // Errors mean it is already gone.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
