@@ -88,38 +88,24 @@ async fn crd_is_served_with_defaults_and_a_separate_status_subresource() {
     assert_eq!(stored.data["spec"]["size"], 4);
 }
 
+/// The server's message for a Widget that must be rejected (server-side
+/// dry run through kubectl; the JSON is valid YAML).
+async fn rejection(namespace: &str, name: &str, spec: serde_json::Value) -> String {
+    let manifest = serde_json::to_string(&widget(name, spec)).unwrap();
+    support::apply_expect_rejected(manifest.as_str(), Some(namespace)).await
+}
+
 #[tokio::test]
 async fn schema_violations_are_rejected_with_the_servers_message() {
     install_fixture_crds().await;
     let ns = support::namespace("schema").await;
-    let message = support::apply_expect_rejected(
-        r#"
-apiVersion: fixtures.crossplane-provider-proxmox.test/v1alpha1
-kind: Widget
-metadata:
-  name: wrong-type
-spec:
-  size: three
-"#,
-        Some(ns.name()),
-    )
-    .await;
+
+    let message = rejection(ns.name(), "wrong-type", json!({ "size": "three" })).await;
     assert!(message.contains("spec.size"), "{message}");
     assert!(message.contains("must be of type integer"), "{message}");
 
-    let message = support::apply_expect_rejected(
-        r#"
-apiVersion: fixtures.crossplane-provider-proxmox.test/v1alpha1
-kind: Widget
-metadata:
-  name: too-big
-spec:
-  size: 11
-  color: purple
-"#,
-        Some(ns.name()),
-    )
-    .await;
+    let spec = json!({ "size": 11, "color": "purple" });
+    let message = rejection(ns.name(), "too-big", spec).await;
     assert!(
         message.contains("should be less than or equal to 10"),
         "{message}"
@@ -134,20 +120,9 @@ spec:
 async fn cel_rules_are_enforced_with_their_messages() {
     install_fixture_crds().await;
     let ns = support::namespace("cel").await;
-    let message = support::apply_expect_rejected(
-        r#"
-apiVersion: fixtures.crossplane-provider-proxmox.test/v1alpha1
-kind: Widget
-metadata:
-  name: inverted
-spec:
-  size: 1
-  minReplicas: 5
-  maxReplicas: 2
-"#,
-        Some(ns.name()),
-    )
-    .await;
+
+    let spec = json!({ "size": 1, "minReplicas": 5, "maxReplicas": 2 });
+    let message = rejection(ns.name(), "inverted", spec).await;
     assert!(
         message.contains("minReplicas must not exceed maxReplicas"),
         "{message}"
@@ -155,22 +130,9 @@ spec:
 
     // A transition rule only bites on update.
     let api = widgets(ns.name(), support::client());
-    api.create(
-        &PostParams::default(),
-        &widget("painted", json!({ "size": 1, "color": "green" })),
-    )
-    .await
-    .unwrap();
-    let repaint = r#"
-apiVersion: fixtures.crossplane-provider-proxmox.test/v1alpha1
-kind: Widget
-metadata:
-  name: painted
-spec:
-  size: 1
-  color: blue
-"#;
-    let message = support::apply_expect_rejected(repaint, Some(ns.name())).await;
+    let painted = widget("painted", json!({ "size": 1, "color": "green" }));
+    api.create(&PostParams::default(), &painted).await.unwrap();
+    let message = rejection(ns.name(), "painted", json!({ "size": 1, "color": "blue" })).await;
     assert!(message.contains("color is immutable"), "{message}");
 }
 

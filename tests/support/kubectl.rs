@@ -127,14 +127,9 @@ pub async fn apply_dry_run_server<'a>(
     manifest: impl Into<Manifest<'a>>,
     namespace: Option<&str>,
 ) -> String {
-    let manifest = manifest.into();
-    let out = apply_dry_run(manifest, namespace).await;
-    assert!(
-        out.success,
-        "the server rejected {manifest:?}:\n{}",
-        out.stderr
-    );
-    out.stdout
+    dry_run_expecting(manifest.into(), namespace, true)
+        .await
+        .stdout
 }
 
 /// Server-side dry-run apply that must be rejected; returns the server's
@@ -143,12 +138,22 @@ pub async fn apply_expect_rejected<'a>(
     manifest: impl Into<Manifest<'a>>,
     namespace: Option<&str>,
 ) -> String {
-    let manifest = manifest.into();
+    dry_run_expecting(manifest.into(), namespace, false)
+        .await
+        .stderr
+}
+
+async fn dry_run_expecting(
+    manifest: Manifest<'_>,
+    namespace: Option<&str>,
+    accepted: bool,
+) -> KubectlOutput {
     let out = apply_dry_run(manifest, namespace).await;
-    assert!(
-        !out.success,
-        "the server accepted {manifest:?}:\n{}",
-        out.stdout
+    let verdict = if out.success { "accepted" } else { "rejected" };
+    assert_eq!(
+        out.success, accepted,
+        "the server {verdict} {manifest:?}:\n{}{}",
+        out.stdout, out.stderr
     );
-    out.stderr
+    out
 }

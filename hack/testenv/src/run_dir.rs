@@ -4,37 +4,14 @@
 use std::path::Path;
 
 use crate::error::{Error, IoContext};
-use crate::state::State;
 
 /// Marks a directory as made by testenv: only such directories are ever
 /// reused or deleted, so a mistyped `--dir` cannot wipe someone's files.
 const MARKER: &str = ".testenv-run";
 
-/// Makes `dir` ready for a detached control plane: creates it, or clears a
-/// previous run's leftovers. Refuses while that run is still up.
-pub fn prepare_detached(dir: &Path) -> Result<(), Error> {
-    if dir.join(MARKER).exists() {
-        if let Some(state) = State::read(dir)? {
-            let live = state.live_processes();
-            if !live.is_empty() {
-                let pids: Vec<String> = live.iter().map(|p| p.pid.to_string()).collect();
-                return Err(Error::RunDir {
-                    dir: dir.to_owned(),
-                    message: format!(
-                        "already has a running control plane (pids {}); run `testenv down` first",
-                        pids.join(", ")
-                    ),
-                });
-            }
-        }
-        remove(dir)?;
-    } else if is_non_empty(dir) {
-        return Err(Error::RunDir {
-            dir: dir.to_owned(),
-            message: "is not empty and was not created by testenv; refusing to use it".into(),
-        });
-    }
-    create_marked(dir)
+/// Whether testenv created `dir`.
+pub fn is_marked(dir: &Path) -> bool {
+    dir.join(MARKER).exists()
 }
 
 /// Deletes a run directory, but only one testenv created.
@@ -56,7 +33,7 @@ pub fn create_marked(dir: &Path) -> Result<(), Error> {
     crate::pki::write_file(&dir.join(MARKER), "", 0o644)
 }
 
-fn is_non_empty(dir: &Path) -> bool {
+pub fn is_non_empty(dir: &Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())
 }
 
@@ -69,11 +46,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("testenv-foreign-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("precious.txt"), "keep me").unwrap();
-        let prepared = prepare_detached(&dir);
+        let prepared = crate::detached::prepare(&dir);
         let removed = remove(&dir);
         let survived = dir.join("precious.txt").exists();
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(prepared.is_err(), "prepare_detached accepted a foreign dir");
+        assert!(
+            prepared.is_err(),
+            "detached::prepare accepted a foreign dir"
+        );
         assert!(removed.is_err(), "remove deleted a foreign dir");
         assert!(survived);
     }
