@@ -23,7 +23,7 @@ help: ## Show this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 18
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver and kubectl from Go modules (cached; ~5 min the first time)
+control-plane: ## Build etcd, kube-apiserver and kubectl from Go modules (cached; ~6 min the first time)
 	@bash hack/control-plane/build.sh
 
 .PHONY: cluster-up
