@@ -4,11 +4,12 @@
 //! cannot be hot-plugged pending until its next start.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
 use super::disks::{self, DiskOp};
-use super::{check_lock_sync, check_option_privileges, complete_net, options};
+use super::{check_lock_sync, check_option_privileges, complete_net, options, unique_tags};
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::format::split_list;
@@ -21,12 +22,17 @@ pub const GET: &[Param] = &[
     NODE,
     VMID,
     Param::boolean("current").opt(),
-    Param::string("snapshot").format(Named::PveConfigid).opt(),
+    Param::string("snapshot")
+        .format(Named::PveConfigid)
+        .max_len(40)
+        .opt(),
 ];
 
 const MASK: &str = "**********";
 
-/// Options a running VM applies at once (the rest stays pending).
+/// Options a running VM applies at once (the rest stays pending): the
+/// "fast plug" options, `cipassword` (written directly) and what the
+/// default `hotplug=network,disk,usb` covers.
 fn applies_while_running(key: &str) -> bool {
     const FAST: &[&str] = &[
         "name",
@@ -38,10 +44,14 @@ fn applies_while_running(key: &str) -> bool {
         "cipassword",
         "hookscript",
     ];
+    let indexed = |prefix: &str| {
+        key.strip_prefix(prefix)
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+    };
     FAST.contains(&key)
         || ["net", "scsi", "virtio", "unused"]
             .iter()
-            .any(|p| key.starts_with(p) && key[p.len()..].bytes().all(|b| b.is_ascii_digit()))
+            .any(|p| indexed(p))
 }
 
 fn masked(key: &str, value: &str) -> Value {
@@ -56,10 +66,9 @@ pub async fn get(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let vmid = call.params.vmid("vmid");
     inst.auth
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Audit"])?;
-    if call.params.has("snapshot") {
+    if let Some(snap) = call.params.get("snapshot") {
         return Err(ApiError::internal(format!(
-            "snapshot '{}' does not exist",
-            call.params.get("snapshot").unwrap_or_default()
+            "snapshot '{snap}' does not exist"
         )));
     }
     let cluster = inst.cluster();
@@ -101,7 +110,12 @@ pub async fn pending(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
                 item["value"] = masked(k, v);
             }
             if let Some(p) = vm.pending.get(k) {
-                item["pending"] = masked(k, p);
+                // PVE masks a pending cipassword with a trailing space (sic).
+                item["pending"] = if k == "cipassword" {
+                    json!(format!("{MASK} "))
+                } else {
+                    qemu::typed(k, p)
+                };
             }
             if vm.pending_delete.contains(k) {
                 item["delete"] = json!(1);
@@ -115,6 +129,8 @@ pub async fn pending(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
 /// A checked update, ready to run.
 struct Update {
     vmid: u32,
+    /// `-key value ...` for the task log line.
+    summary: String,
     set: Vec<(String, String)>,
     disks: Vec<DiskOp>,
     delete: Vec<String>,
@@ -122,83 +138,119 @@ struct Update {
     skiplock: bool,
 }
 
-/// The synchronous part both PUT and POST share.
+const CONFIG_PRIVS: &[&str] = &[
+    "VM.Config.Disk",
+    "VM.Config.CDROM",
+    "VM.Config.CPU",
+    "VM.Config.Memory",
+    "VM.Config.Network",
+    "VM.Config.HWType",
+    "VM.Config.Options",
+    "VM.Config.Cloudinit",
+];
+
+/// The synchronous part both PUT and POST share (`update_vm_api` up to the fork).
 fn prepare(inst: &Instance, call: &Call) -> Result<Update, ApiError> {
     let node = call.params.node();
     let vmid = call.params.vmid("vmid");
-    let path = format!("/vms/{vmid}");
-    let gate = [
-        "VM.Config.Disk",
-        "VM.Config.CDROM",
-        "VM.Config.CPU",
-        "VM.Config.Memory",
-        "VM.Config.Network",
-        "VM.Config.HWType",
-        "VM.Config.Options",
-        "VM.Config.Cloudinit",
-    ];
-    inst.auth.check(&call.identity, &path, &gate)?;
+    inst.auth
+        .check(&call.identity, &format!("/vms/{vmid}"), CONFIG_PRIVS)?;
+    let summary = call
+        .params
+        .iter()
+        .filter(|(k, _)| !["node", "vmid", "digest", "background_delay"].contains(&k.as_str()))
+        .map(|(k, v)| format!("-{k} {}", if k == "cipassword" { "<hidden>" } else { v }))
+        .collect::<Vec<_>>()
+        .join(" ");
+    super::check_root_only(call, &["skiplock"])?;
+    if let Some(keys) = call.params.get("sshkeys") {
+        super::validate_ssh_keys(keys)?;
+    }
     let opts = options(call);
-    let delete: Vec<String> = call
-        .params
-        .get("delete")
-        .map(|d| split_list(d).map(str::to_owned).collect())
-        .unwrap_or_default();
-    let revert: Vec<String> = call
-        .params
-        .get("revert")
-        .map(|d| split_list(d).map(str::to_owned).collect())
-        .unwrap_or_default();
+    let list = |name: &str| -> Vec<String> {
+        call.params
+            .get(name)
+            .map(|d| split_list(d).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let (delete, revert) = (list("delete"), list("revert"));
     if opts.is_empty() && delete.is_empty() && revert.is_empty() {
         return Err(ApiError::internal("no options specified"));
     }
-    for key in &delete {
-        if opts.iter().any(|(k, _)| k == key) {
-            return Err(ApiError::param(
-                "delete",
-                format!("you can't use '-{key}' and -delete {key}' at the same time"),
-            ));
-        }
-    }
-    let deleted: Vec<(String, String)> =
-        delete.iter().map(|k| (k.clone(), String::new())).collect();
-    check_option_privileges(inst, call, vmid, &opts)?;
-    let path_privs: Vec<_> = deleted
+    check_delete_revert(&opts, &delete, &revert)?;
+    let deleted: Vec<(String, String)> = delete
         .iter()
-        .filter(|(k, _)| qemu::option_privileges(k).is_some())
-        .cloned()
+        .filter(|k| !qemu::is_drive(k))
+        .map(|k| (k.clone(), String::new()))
         .collect();
-    check_option_privileges(inst, call, vmid, &path_privs)?;
-    {
-        let cluster = inst.cluster();
-        let vm = cluster.vm(node, vmid)?;
-        if let Some(digest) = call.params.get("digest")
-            && digest != vm.digest()
-        {
-            return Err(ApiError::internal(
-                "checksum mismatch (file change by other user?)",
-            ));
-        }
-        check_lock_sync(call, vm.lock())?;
-    }
+    check_option_privileges(inst, call, vmid, &deleted, false)?;
+    check_option_privileges(inst, call, vmid, &opts, false)?;
     let drive_opts: Vec<_> = opts
         .iter()
         .filter(|(k, _)| qemu::is_drive(k))
         .cloned()
         .collect();
     let disks = disks::plan(inst, &call.identity, node, &drive_opts)?;
+    {
+        let cluster = inst.cluster();
+        let vm = cluster.vm(node, vmid)?;
+        if call.params.get("digest").is_some_and(|d| d != vm.digest()) {
+            return Err(ApiError::internal(
+                "checksum mismatch (file change by other user?)",
+            ));
+        }
+        check_lock_sync(call, vm.lock())?;
+    }
     let set = opts
         .into_iter()
         .filter(|(k, _)| !qemu::is_drive(k))
         .collect();
+    let skiplock = call.params.flag("skiplock") == Some(true);
     Ok(Update {
         vmid,
+        summary,
         set,
         disks,
         delete,
         revert,
-        skiplock: call.params.flag("skiplock") == Some(true),
+        skiplock,
     })
+}
+
+fn check_delete_revert(
+    opts: &[(String, String)],
+    delete: &[String],
+    revert: &[String],
+) -> Result<(), ApiError> {
+    let known = |k: &str| crate::sim::schema::find(qemu::CONFIG.iter(), k).is_some();
+    let given = |k: &str| opts.iter().any(|(o, _)| o == k);
+    for key in revert {
+        if !known(key) {
+            return Err(ApiError::param("revert", format!("unknown option '{key}'")));
+        }
+        if given(key) {
+            return Err(ApiError::param(
+                "delete",
+                format!("you can't use '-{key}' and -revert {key}' at the same time"),
+            ));
+        }
+    }
+    for key in delete {
+        if given(key) {
+            return Err(ApiError::param(
+                "delete",
+                format!("you can't use '-{key}' and -delete {key}' at the same time"),
+            ));
+        }
+        if revert.contains(key) {
+            let msg = format!("you can't use '-delete {key}' and -revert {key}' at the same time");
+            return Err(ApiError::param("revert", msg));
+        }
+        if !known(key) {
+            return Err(ApiError::param("delete", format!("unknown option '{key}'")));
+        }
+    }
+    Ok(())
 }
 
 pub async fn put(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
@@ -211,16 +263,37 @@ pub async fn put(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
 pub async fn post(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let update = prepare(&inst, &call)?;
     let node = call.params.node().to_owned();
-    let id = update.vmid.to_string();
+    let vmid = update.vmid;
     let upid = tasks::spawn(
         &inst,
         &call,
         &node,
         "qmconfig",
-        &id,
+        &vmid.to_string(),
         move |ctx| async move { run(&ctx, update, true).await },
     );
+    // `background_delay`: wait for the task; null if it ended well in time.
+    if let Some(delay) = call.params.int("background_delay") {
+        let deadline = inst
+            .clock
+            .deadline(Duration::from_secs(delay.max(0) as u64));
+        while tokio::time::Instant::now() < deadline {
+            if let Some(exit) = inst.tasks.find(&upid).and_then(|r| r.exit) {
+                if exit == "OK" || exit.starts_with("WARNINGS: ") {
+                    return Ok(Reply::null());
+                }
+                return Err(ApiError::internal(format!(
+                    "failed to update VM {vmid}: {exit}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
     Ok(Reply::data(upid))
+}
+
+fn missing(node: &str, vmid: u32) -> String {
+    format!("Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist")
 }
 
 async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), String> {
@@ -228,32 +301,20 @@ async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), String> {
     let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
     {
         let cluster = ctx.inst.cluster();
-        let vm = cluster.vm(&ctx.node, vmid).map_err(|_| {
-            format!(
-                "Configuration file 'nodes/{}/qemu-server/{vmid}.conf' does not exist",
-                ctx.node
-            )
-        })?;
+        let vm = cluster
+            .vm(&ctx.node, vmid)
+            .map_err(|_| missing(&ctx.node, vmid))?;
         if !u.skiplock {
             vm.check_lock()?;
         }
     }
     ctx.checkpoint()?;
+    ctx.log(format!("update VM {vmid}: {}", u.summary));
     if in_task {
-        let summary: Vec<String> = u
-            .set
-            .iter()
-            .map(|(k, v)| format!("-{k} {}", if k == "cipassword" { "<hidden>" } else { v }))
-            .collect();
-        ctx.log(
-            format!("update VM {vmid}: {}", summary.join(" "))
-                .trim_end()
-                .to_owned(),
-        );
         ctx.sleep(ctx.inst.durations.config).await;
     }
     let mut created = Vec::new();
-    let mut values = u.set.clone();
+    let mut values = u.set;
     for op in u.disks {
         match disks::execute(ctx, vmid, op, &mut created).await {
             Ok(kv) => values.push(kv),
@@ -269,33 +330,14 @@ async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), String> {
     let mut cluster = ctx.inst.cluster();
     let node = ctx.node.clone();
     let mut freed = Vec::new();
-    let vm = cluster.vm_mut(&node, vmid).map_err(|_| {
-        format!("Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist")
-    })?;
-    let running = vm.is_running();
-    for (key, value) in values {
-        let value = normalize(ctx, vm, &key, value);
-        if running && !applies_while_running(&key) {
-            vm.pending_delete.remove(&key);
-            vm.pending.insert(key, value);
-        } else {
-            if let Some(old) = vm.config.get(&key).cloned()
-                && qemu::is_drive(&key)
-                && volume_of(&old) != volume_of(&value)
-            {
-                detach(vm, &key, &old, &mut freed);
-            }
-            vm.pending.remove(&key);
-            vm.config.insert(key, value);
-        }
-    }
+    let vm = cluster
+        .vm_mut(&node, vmid)
+        .map_err(|_| missing(&node, vmid))?;
     for key in u.delete {
-        if running && !applies_while_running(&key) {
-            vm.pending.remove(&key);
-            vm.pending_delete.insert(key);
-        } else if let Some(old) = vm.config.remove(&key) {
-            detach(vm, &key, &old, &mut freed);
-        }
+        delete_key(ctx, vm, key, &mut freed);
+    }
+    for (key, value) in values {
+        set_key(ctx, vm, key, value, &mut freed);
     }
     for key in u.revert {
         vm.pending.remove(&key);
@@ -307,21 +349,48 @@ async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// A new value as PVE stores it: NICs keep their MAC, passwords are hashed.
-fn normalize(ctx: &TaskCtx, vm: &Vm, key: &str, value: String) -> String {
+fn set_key(ctx: &TaskCtx, vm: &mut Vm, key: String, value: String, freed: &mut Vec<String>) {
+    let value = normalize(ctx, &key, value);
+    vm.pending_delete.remove(&key);
+    if vm.is_running() && !applies_while_running(&key) {
+        vm.pending.insert(key, value);
+        return;
+    }
+    if let Some(old) = vm.config.get(&key).cloned()
+        && qemu::is_drive(&key)
+        && volume_of(&old) != volume_of(&value)
+    {
+        detach(vm, &key, &old, freed);
+    }
+    vm.pending.remove(&key);
+    vm.config.insert(key, value);
+}
+
+fn delete_key(ctx: &TaskCtx, vm: &mut Vm, key: String, freed: &mut Vec<String>) {
+    if !vm.config.contains_key(&key) && !vm.pending.contains_key(&key) {
+        ctx.log(format!(
+            "cannot delete '{key}' - not set in current configuration!"
+        ));
+        return;
+    }
+    remove_from_boot_order(vm, &key);
+    vm.pending.remove(&key);
+    if vm.is_running() && !applies_while_running(&key) {
+        vm.pending_delete.insert(key);
+    } else if let Some(old) = vm.config.remove(&key) {
+        detach(vm, &key, &old, freed);
+    }
+}
+
+/// A new value as PVE stores it. A NIC given without `macaddr` gets a new
+/// random MAC (PVE's `parse_net` does not keep the old one), tags are
+/// de-duplicated and sorted, a plain `cipassword` is hashed.
+fn normalize(ctx: &TaskCtx, key: &str, value: String) -> String {
     if key.starts_with("net") {
-        let old_mac = vm
-            .config
-            .get(key)
-            .and_then(|old| propstr::NET.parse(key, old).ok())
-            .and_then(|n| n.get("macaddr").cloned());
-        let with_mac = match (old_mac, propstr::NET.parse(key, &value)) {
-            (Some(mac), Ok(new)) if !new.contains_key("macaddr") => {
-                format!("{value},macaddr={mac}")
-            }
-            _ => value,
-        };
-        return complete_net(&ctx.inst, key, &with_mac);
+        return complete_net(&ctx.inst, key, &value);
+    }
+    if key == "tags" {
+        return unique_tags(&value);
     }
     if key == "cipassword"
         && !["$1$", "$5$", "$6$", "$2a$", "$2y$"]
@@ -336,6 +405,25 @@ fn normalize(ctx: &TaskCtx, vm: &Vm, key: &str, value: String) -> String {
         return format!("$5$pvesim${hash}");
     }
     value
+}
+
+/// Deleting a device also removes it from `boot: order=...`.
+fn remove_from_boot_order(vm: &mut Vm, key: &str) {
+    let Some(boot) = vm.config.get("boot").cloned() else {
+        return;
+    };
+    let Ok(parsed) = propstr::BOOT.parse("boot", &boot) else {
+        return;
+    };
+    let Some(order) = parsed.get("order") else {
+        return;
+    };
+    let devices: Vec<&str> = order.split(';').collect();
+    if devices.contains(&key) {
+        let kept: Vec<&str> = devices.into_iter().filter(|d| *d != key).collect();
+        vm.config
+            .insert("boot".into(), format!("order={}", kept.join(";")));
+    }
 }
 
 fn volume_of(drive: &str) -> Option<String> {

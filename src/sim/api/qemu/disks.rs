@@ -72,6 +72,17 @@ pub fn plan(
             };
             check_target(inst, id, node, storage)?;
             check_import_source(inst, id, node, key, source)?;
+            let required: &[&str] = match key.as_str() {
+                "efidisk0" => &["efitype", "pre-enrolled-keys"],
+                "tpmstate0" => &["version"],
+                _ => &[],
+            };
+            if let Some(missing) = required.iter().find(|r| !opts.contains_key(**r)) {
+                return Err(ApiError::param(
+                    key.clone(),
+                    format!("need to specify '{missing}' when using 'import-from'"),
+                ));
+            }
             rest.remove("import-from");
             ops.push(DiskOp::Import {
                 key: key.clone(),
@@ -102,12 +113,27 @@ pub fn plan(
                 opts: rest,
             });
         } else {
-            if let Some((storage, _)) = file.split_once(':')
-                && inst.cluster().storage(node, storage).is_none()
+            if let Some((storage, volname)) =
+                file.split_once(':').filter(|(s, _)| !s.starts_with('/'))
             {
-                return Err(ApiError::internal(format!(
-                    "storage '{storage}' does not exist"
-                )));
+                if inst.cluster().storage(node, storage).is_none() {
+                    return Err(ApiError::internal(format!(
+                        "storage '{storage}' does not exist"
+                    )));
+                }
+                let vtype = volume_type(volname);
+                if vtype != "images" && vtype != "iso" {
+                    return Err(ApiError::param(
+                        key.clone(),
+                        "content type needs to be 'images' or 'iso'",
+                    ));
+                }
+                if vtype == "iso" && opts.get("media").is_none_or(|m| m != "cdrom") {
+                    return Err(ApiError::param(
+                        key.clone(),
+                        "explicit 'media=cdrom' is required for iso images",
+                    ));
+                }
             }
             ops.push(DiskOp::Keep {
                 key: key.clone(),
@@ -116,6 +142,17 @@ pub fn plan(
         }
     }
     Ok(ops)
+}
+
+/// The content type a volume name implies (`iso/x.iso` → `iso`, `vm-100-disk-0` → `images`).
+pub fn volume_type(volname: &str) -> &str {
+    if volname.starts_with("vm-") || volname.starts_with("base-") {
+        return "images";
+    }
+    match volname.split_once('/') {
+        Some((t, _)) if ["iso", "vztmpl", "import", "snippets", "backup"].contains(&t) => t,
+        _ => "images",
+    }
 }
 
 fn is_size(s: &str) -> bool {
@@ -216,7 +253,7 @@ pub async fn execute(
     created: &mut Vec<String>,
 ) -> Result<(String, String), String> {
     match op {
-        DiskOp::Keep { key, value } => Ok((key, value)),
+        DiskOp::Keep { key, value } => keep(ctx, key, value),
         DiskOp::Alloc {
             key,
             storage,
@@ -229,7 +266,9 @@ pub async fn execute(
             let volid = allocate(ctx, &storage, vmid, None, bytes, created)?;
             ctx.sleep(ctx.inst.durations.disk_alloc).await;
             opts.insert("size".into(), format_size(bytes));
-            Ok((key, print_drive(&volid, &opts)))
+            let value = print_drive(&volid, &opts);
+            ctx.log(format!("{key}: successfully created disk '{value}'"));
+            Ok((key, value))
         }
         DiskOp::CloudInit {
             key,
@@ -256,7 +295,8 @@ pub async fn execute(
             source,
             mut opts,
         } => {
-            let image = source_image(ctx, &source)?;
+            let image = source_image(ctx, &source)
+                .map_err(|e| format!("cannot import from '{source}' - {e}"))?;
             ctx.log(format!("create full clone of drive {key} ({source})"));
             let volid = allocate(ctx, &storage, vmid, None, image.virtual_size, created)?;
             let dst_path = volume_path(ctx, &volid);
@@ -273,6 +313,32 @@ pub async fn execute(
             Ok((key, value))
         }
     }
+}
+
+/// An existing volume (or `none`/`cdrom`): it must exist; its size is recorded.
+fn keep(ctx: &TaskCtx, key: String, value: String) -> Result<(String, String), String> {
+    let Some(format) = qemu::drive_format(&key) else {
+        return Ok((key, value));
+    };
+    let mut opts = format
+        .parse(&key, &value)
+        .map_err(|e| e.trim_end().to_owned())?;
+    let file = opts.remove("file").unwrap_or_default();
+    if file == "none" || file == "cdrom" || !file.contains(':') {
+        opts.remove("size");
+        return Ok((key, print_drive(&file, &opts)));
+    }
+    let cluster = ctx.inst.cluster();
+    let (storage, vol) = cluster
+        .volume(&ctx.node, &file)
+        .ok_or_else(|| format!("volume {file} does not exist"))?;
+    let size = if storage.is_file_based() && vol.content != "images" {
+        vol.size
+    } else {
+        vol.virtual_size
+    };
+    opts.insert("size".into(), format_size(size));
+    Ok((key, print_drive(&file, &opts)))
 }
 
 struct SourceImage {
@@ -296,13 +362,13 @@ fn source_image(ctx: &TaskCtx, source: &str) -> Result<SourceImage, String> {
                     .find(|v| s.path(&v.volname) == source)
                     .map(|v| (v.clone(), s.path(&v.volname)))
             });
-        return found.map(|(v, path)| image_of(&v, path)).ok_or_else(|| {
-            format!("cannot import from '{source}' - qemu-img: Could not open '{source}': Could not open '{source}': No such file or directory")
-        });
+        return found
+            .map(|(v, path)| image_of(&v, path))
+            .ok_or_else(|| format!("could not get file size of {source}"));
     }
     let (storage, vol) = cluster
         .volume(&ctx.node, source)
-        .ok_or_else(|| format!("volume '{source}' does not exist"))?;
+        .ok_or_else(|| format!("could not get size of {source}"))?;
     let path = storage.path(&vol.volname);
     Ok(image_of(vol, path))
 }
