@@ -8,6 +8,7 @@ pub mod disks;
 pub mod lifecycle;
 pub mod power;
 pub mod status;
+mod update;
 
 use std::collections::BTreeMap;
 
