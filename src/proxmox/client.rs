@@ -1,6 +1,7 @@
 //! The client: one per ProviderConfig, cheap to clone, and the single place
 //! where requests are authenticated, limited, traced, classified and retried.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use reqwest::Method;
 use reqwest::header::{CONTENT_TYPE, COOKIE, HeaderValue};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
+use tracing::Instrument;
 use url::Url;
 
 use crate::proxmox::auth::{self, Auth, LoginWith};
@@ -64,7 +66,7 @@ const SEGMENT: &AsciiSet = &CONTROLS
 /// the wire.
 #[derive(Clone, Debug)]
 pub(crate) struct ApiPath {
-    pub(crate) template: &'static str,
+    pub(crate) template: Cow<'static, str>,
     pub(crate) rendered: String,
 }
 
@@ -82,7 +84,18 @@ impl ApiPath {
             rest = &rest[close..];
         }
         rendered.push_str(rest);
-        Self { template, rendered }
+        Self {
+            template: Cow::Borrowed(template),
+            rendered,
+        }
+    }
+
+    /// A path given literally (no placeholders): it is its own template.
+    pub(crate) fn literal(path: &str) -> Self {
+        Self {
+            template: Cow::Owned(path.to_owned()),
+            rendered: path.to_owned(),
+        }
     }
 }
 
@@ -213,6 +226,22 @@ impl Client {
         upid_from_envelope(&req.endpoint(), &envelope.body)
     }
 
+    /// Calls any endpoint under `/api2/json` and returns `data` as JSON:
+    /// the escape hatch for endpoints without a typed method. `path` is
+    /// used as given (escape its segments yourself); `kind` decides what
+    /// may be retried (see [`crate::proxmox::retry`]).
+    pub async fn request_json(
+        &self,
+        method: Method,
+        path: &str,
+        params: Params,
+        kind: CallKind,
+    ) -> Result<serde_json::Value> {
+        let req = ApiRequest::new(method, ApiPath::literal(path), params, kind);
+        let endpoint = req.endpoint();
+        self.call(&req).await?.data(&endpoint)
+    }
+
     /// Sends a request with authentication, limits, retries and tracing.
     pub(crate) async fn call(&self, req: &ApiRequest) -> Result<Envelope> {
         let mut attempt = 1;
@@ -325,11 +354,11 @@ impl Client {
         let span = tracing::debug_span!(
             "pve_request",
             method = %req.method,
-            path = req.path.template,
+            path = %req.path.template,
             status = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
         );
-        let _slot = self.inner.limiter.acquire().await;
+        let _slot = self.inner.limiter.acquire().instrument(span.clone()).await;
         let started = Instant::now();
         let outcome = async {
             let response = builder.send().await.map_err(transport_error)?;
@@ -341,6 +370,7 @@ impl Client {
             let body = response.bytes().await.map_err(transport_error)?;
             Ok::<_, Error>((status, reason, body))
         }
+        .instrument(span.clone())
         .await;
         let elapsed = started.elapsed();
         let _enter = span.enter();
@@ -351,8 +381,9 @@ impl Client {
         let (status, reason, body) = match outcome {
             Ok(parts) => parts,
             Err(err) => {
+                let err = redact_error(err, secrets);
                 tracing::debug!(error = %err, "request failed");
-                return Err(redact_error(err, secrets));
+                return Err(err);
             }
         };
         span.record("status", status);
