@@ -288,11 +288,17 @@ fn as_rustls<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls:
     if let Some(tls) = e.downcast_ref::<rustls::Error>() {
         return Some(tls);
     }
-    // tokio-rustls wraps the rustls error in an io::Error, whose `source()`
-    // skips the wrapped error itself.
-    e.downcast_ref::<std::io::Error>()
-        .and_then(|io| io.get_ref())
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    // hyper-util and tokio-rustls wrap the rustls error in (nested)
+    // io::Errors, whose `source()` skips the wrapped error itself: descend
+    // through `get_ref` instead.
+    let mut io = e.downcast_ref::<std::io::Error>();
+    while let Some(inner) = io.and_then(std::io::Error::get_ref) {
+        if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        io = inner.downcast_ref::<std::io::Error>();
+    }
+    None
 }
 
 fn describe_rustls(err: &rustls::Error) -> String {
@@ -344,7 +350,8 @@ mod tests {
                 pinned: vec![pinned],
             },
         ))));
-        let io = std::io::Error::other(err);
+        // Wrapped twice, as hyper-util and tokio-rustls do.
+        let io = std::io::Error::other(std::io::Error::new(std::io::ErrorKind::InvalidData, err));
         let message = describe_tls_error(&io).unwrap();
         assert!(message.contains(&presented.to_string()), "{message}");
         assert!(message.contains(FP), "{message}");
