@@ -47,6 +47,12 @@ pub enum Error {
     #[error("already exists: {message}")]
     AlreadyExists { message: String },
 
+    /// The config changed since it was read: the `digest` sent with an
+    /// update no longer matches (`checksum mismatch (file change by other
+    /// user?)`). Re-read, recompute, and send again.
+    #[error("conflict: {message}")]
+    Conflict { message: String },
+
     /// 400: parameter verification failed, with PVE's per-parameter map.
     #[error("invalid request: {message}{}", format_errors(.errors))]
     Invalid {
@@ -272,6 +278,9 @@ pub(crate) fn classify_message(status: u16, message: String) -> Error {
     }
     if message.contains("already exists") {
         return Error::AlreadyExists { message };
+    }
+    if message.contains("checksum mismatch") {
+        return Error::Conflict { message };
     }
     if message.contains("does not exist") || message.starts_with("no such ") {
         return Error::NotFound { message };

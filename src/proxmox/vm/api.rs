@@ -81,12 +81,29 @@ impl Client {
         .await
     }
 
-    /// `GET .../config`, typed (with the raw map and the digest).
+    /// `GET .../config`, typed (with the raw map and the digest). Pending
+    /// changes are merged in, as PVE does by default: this is the config
+    /// the VM will have after its next restart.
     pub async fn vm_config(&self, node: &str, vmid: u32) -> Result<VmConfig> {
+        self.vm_config_with(node, vmid, false).await
+    }
+
+    /// `GET .../config?current=1`: the config the running VM uses now,
+    /// without pending changes.
+    pub async fn vm_config_current(&self, node: &str, vmid: u32) -> Result<VmConfig> {
+        self.vm_config_with(node, vmid, true).await
+    }
+
+    async fn vm_config_with(&self, node: &str, vmid: u32, current: bool) -> Result<VmConfig> {
+        let params = if current {
+            Params::new().flag("current", true)
+        } else {
+            Params::new()
+        };
         let value: serde_json::Value = self
             .get(
                 vm_path("/nodes/{node}/qemu/{vmid}/config", node, vmid),
-                Params::new(),
+                params,
             )
             .await?;
         Ok(VmConfig::from_json(&value))
