@@ -5,8 +5,8 @@
 #[path = "proxmox/harness.rs"]
 mod harness;
 
-use harness::{Harness, IMAGE, NODE, TEMPLATE, cloned_vm, http_fault};
-use provider_proxmox::proxmox::vm::{ConfigUpdate, CreateVm, DiskSpec, VmParams};
+use harness::{Harness, NODE, TEMPLATE, cloned_vm, http_fault, start_import};
+use provider_proxmox::proxmox::vm::{ConfigUpdate, CreateVm, VmParams};
 use provider_proxmox::proxmox::{CallKind, Credentials, Error, RetryPolicy};
 use provider_proxmox::sim::SimConfig;
 use serde_json::json;
@@ -64,33 +64,10 @@ async fn connection_reset_is_transient() {
 
 #[tokio::test]
 async fn locked_vm_and_flock_timeout_are_locked() {
-    let h = Harness::start_with(SimConfig {
-        // Slow enough that the create (and its lock) outlives the checks.
-        time_scale: 1.0,
-        ..SimConfig::default()
-    })
-    .await;
+    // Real timings: the create (and its lock) outlives the checks.
+    let h = Harness::start_scaled(1.0).await;
     let client = h.client_with(|c| c.retry = RetryPolicy::none());
-    let mut params = VmParams::default();
-    params.disks.insert(
-        "scsi0".into(),
-        DiskSpec::Import {
-            storage: "local-lvm".into(),
-            source: IMAGE.into(),
-            options: Default::default(),
-        },
-    );
-    let upid = client
-        .create_vm(
-            NODE,
-            &CreateVm {
-                vmid: 300,
-                params,
-                ..CreateVm::default()
-            },
-        )
-        .await
-        .unwrap();
+    let upid = start_import(&client, 300).await;
     let update = ConfigUpdate {
         set: VmParams {
             cores: Some(2),

@@ -9,8 +9,7 @@ mod harness;
 use std::time::Duration;
 
 use futures::future::join_all;
-use harness::{Harness, IMAGE, NODE, clone_template};
-use provider_proxmox::proxmox::vm::{CreateVm, DiskSpec, VmParams};
+use harness::{Harness, clone_template, start_import};
 use provider_proxmox::proxmox::{Client, ObserveMode, TaskObservation, Upid};
 use provider_proxmox::sim::{Durations, SimConfig};
 
@@ -34,21 +33,7 @@ async fn sim_with_long_imports() -> Harness {
 async fn start_imports(client: &Client, first_vmid: u32, n: u32) -> Vec<Upid> {
     let mut upids = Vec::new();
     for vmid in first_vmid..first_vmid + n {
-        let mut params = VmParams::default();
-        params.disks.insert(
-            "scsi0".into(),
-            DiskSpec::Import {
-                storage: "local-lvm".into(),
-                source: IMAGE.into(),
-                options: Default::default(),
-            },
-        );
-        let create = CreateVm {
-            vmid,
-            params,
-            ..CreateVm::default()
-        };
-        upids.push(client.create_vm(NODE, &create).await.unwrap());
+        upids.push(start_import(client, vmid).await);
     }
     upids
 }

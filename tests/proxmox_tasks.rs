@@ -8,35 +8,15 @@ mod harness;
 
 use std::time::Duration;
 
-use harness::{Harness, IMAGE, NODE, TEMPLATE, clone_template, cloned_vm, eventually};
+use harness::{
+    Harness, IMAGE, NODE, TEMPLATE, clone_template, cloned_vm, eventually, import_params,
+    start_import,
+};
 use provider_proxmox::proxmox::vm::{
-    CreateVm, DeleteOptions, DiskSize, DiskSpec, IpConfig, Nic, ShutdownOptions, Tags, VmParams,
-    gib,
+    CreateVm, DeleteOptions, DiskSize, DiskSpec, IpConfig, Nic, ShutdownOptions, Tags, gib,
 };
 use provider_proxmox::proxmox::{Error, Secret, TaskObservation, TaskOutcome, WaitOptions};
-use provider_proxmox::sim::SimConfig;
 use serde_json::json;
-
-fn import_params() -> VmParams {
-    let mut p = VmParams {
-        name: Some("web-1".into()),
-        memory: Some(2048),
-        cores: Some(2),
-        agent: Some(true),
-        scsihw: Some("virtio-scsi-pci".into()),
-        boot: Some("order=scsi0".into()),
-        ..VmParams::default()
-    };
-    p.disks.insert(
-        "scsi0".into(),
-        DiskSpec::Import {
-            storage: "local-lvm".into(),
-            source: IMAGE.into(),
-            options: Default::default(),
-        },
-    );
-    p
-}
 
 #[tokio::test]
 async fn a_successful_task_waits_to_ok() {
@@ -78,23 +58,9 @@ async fn warnings_are_success_and_kept() {
 #[tokio::test]
 async fn a_locked_vm_fails_its_task() {
     // start during a create: the start task waits for the flock, then fails.
-    let h = Harness::start_with(SimConfig {
-        time_scale: 0.05,
-        ..SimConfig::default()
-    })
-    .await;
+    let h = Harness::start_scaled(0.05).await;
     let client = h.client();
-    let create = client
-        .create_vm(
-            NODE,
-            &CreateVm {
-                vmid: 502,
-                params: import_params(),
-                ..CreateVm::default()
-            },
-        )
-        .await
-        .unwrap();
+    let create = start_import(&client, 502).await;
     let start = client.start_vm(NODE, 502).await.unwrap();
     let err = client.wait_task(&start).await.unwrap_err();
     match &err {
@@ -117,30 +83,11 @@ async fn a_locked_vm_fails_its_task() {
     client.wait_task(&create).await.unwrap();
 }
 
-/// A simulator slow enough that an import outlasts the test.
-async fn slow_sim() -> Harness {
-    Harness::start_with(SimConfig {
-        time_scale: 1.0,
-        ..SimConfig::default()
-    })
-    .await
-}
-
 #[tokio::test]
 async fn waiting_times_out_without_stopping_the_task() {
-    let h = slow_sim().await;
+    let h = Harness::start_scaled(1.0).await;
     let client = h.client();
-    let upid = client
-        .create_vm(
-            NODE,
-            &CreateVm {
-                vmid: 503,
-                params: import_params(),
-                ..CreateVm::default()
-            },
-        )
-        .await
-        .unwrap();
+    let upid = start_import(&client, 503).await;
     let opts = WaitOptions {
         poll_interval: Duration::from_millis(20),
         timeout: Duration::from_millis(200),
@@ -161,19 +108,9 @@ async fn waiting_times_out_without_stopping_the_task() {
 
 #[tokio::test]
 async fn waiting_can_be_cancelled() {
-    let h = slow_sim().await;
+    let h = Harness::start_scaled(1.0).await;
     let client = h.client();
-    let upid = client
-        .create_vm(
-            NODE,
-            &CreateVm {
-                vmid: 504,
-                params: import_params(),
-                ..CreateVm::default()
-            },
-        )
-        .await
-        .unwrap();
+    let upid = start_import(&client, 504).await;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let waiter = {
         let client = client.clone();
@@ -249,23 +186,9 @@ async fn a_task_unknown_past_the_grace_is_an_error() {
 #[tokio::test]
 async fn import_progress_is_seen_while_a_create_runs() {
     // 3.5 GiB at 120 MiB/s × 0.1 ≈ 3 s of import with ~100 progress lines.
-    let h = Harness::start_with(SimConfig {
-        time_scale: 0.1,
-        ..SimConfig::default()
-    })
-    .await;
+    let h = Harness::start_scaled(0.1).await;
     let client = h.client();
-    let upid = client
-        .create_vm(
-            NODE,
-            &CreateVm {
-                vmid: 507,
-                params: import_params(),
-                ..CreateVm::default()
-            },
-        )
-        .await
-        .unwrap();
+    let upid = start_import(&client, 507).await;
     let mut seen = Vec::new();
     loop {
         match client.observe_task_progress(&upid).await.unwrap() {

@@ -121,10 +121,13 @@ pub(crate) fn client_config(opts: &TlsOptions) -> Result<rustls::ClientConfig> {
             "TLS certificate verification is DISABLED for this Proxmox endpoint; \
              pin the certificate fingerprint instead"
         );
-        Arc::new(InsecureVerifier { algorithms })
+        Arc::new(LeafVerifier {
+            policy: LeafPolicy::Any,
+            algorithms,
+        })
     } else if !opts.pinned_fingerprints.is_empty() {
-        Arc::new(PinnedVerifier {
-            pins: opts.pinned_fingerprints.clone(),
+        Arc::new(LeafVerifier {
+            policy: LeafPolicy::Pinned(opts.pinned_fingerprints.clone()),
             algorithms,
         })
     } else {
@@ -177,14 +180,25 @@ fn system_roots() -> RootCertStore {
     roots
 }
 
-/// Accepts a leaf whose SHA-256 is pinned; refuses anything else.
+/// What a [`LeafVerifier`] accepts.
 #[derive(Debug)]
-struct PinnedVerifier {
-    pins: Vec<Fingerprint>,
+enum LeafPolicy {
+    /// A leaf whose SHA-256 is one of these; nothing else is checked.
+    Pinned(Vec<Fingerprint>),
+    /// Any certificate (insecure mode).
+    Any,
+}
+
+/// A verifier that judges the leaf alone (pinning, insecure mode) but, like
+/// every verifier, checks the handshake signatures: the server must hold
+/// the key of the certificate it shows.
+#[derive(Debug)]
+struct LeafVerifier {
+    policy: LeafPolicy,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
-impl ServerCertVerifier for PinnedVerifier {
+impl ServerCertVerifier for LeafVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -193,59 +207,21 @@ impl ServerCertVerifier for PinnedVerifier {
         _ocsp: &[u8],
         _now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        let pins = match &self.policy {
+            LeafPolicy::Any => return Ok(ServerCertVerified::assertion()),
+            LeafPolicy::Pinned(pins) => pins,
+        };
         let presented = Fingerprint::of_der(end_entity.as_ref());
-        if self.pins.contains(&presented) {
+        if pins.contains(&presented) {
             Ok(ServerCertVerified::assertion())
         } else {
             Err(rustls::Error::InvalidCertificate(CertificateError::Other(
                 OtherError(Arc::new(PinMismatch {
                     presented,
-                    pinned: self.pins.clone(),
+                    pinned: pins.clone(),
                 })),
             )))
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
-}
-
-/// Accepts any certificate (still checking handshake signatures, which
-/// costs nothing and keeps the code path identical).
-#[derive(Debug)]
-struct InsecureVerifier {
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for InsecureVerifier {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(

@@ -35,6 +35,15 @@ impl Harness {
         .await
     }
 
+    /// A simulator with the given time scale (1.0 = real PVE timings).
+    pub async fn start_scaled(time_scale: f64) -> Self {
+        Self::start_with(SimConfig {
+            time_scale,
+            ..SimConfig::default()
+        })
+        .await
+    }
+
     pub async fn start_with(config: SimConfig) -> Self {
         provider_proxmox::install_crypto_provider();
         let sim = Simulator::start(config)
@@ -204,6 +213,43 @@ pub async fn clone_template(client: &Client, newid: u32) -> Upid {
         )
         .await
         .expect("clone of the template starts")
+}
+
+/// VM settings with `scsi0` imported from [`IMAGE`] (`import-from`).
+pub fn import_params() -> provider_proxmox::proxmox::vm::VmParams {
+    use provider_proxmox::proxmox::vm::{DiskSpec, VmParams};
+    let mut p = VmParams {
+        name: Some("web-1".into()),
+        memory: Some(2048),
+        cores: Some(2),
+        agent: Some(true),
+        scsihw: Some("virtio-scsi-pci".into()),
+        boot: Some("order=scsi0".into()),
+        ..VmParams::default()
+    };
+    p.disks.insert(
+        "scsi0".into(),
+        DiskSpec::Import {
+            storage: "local-lvm".into(),
+            source: IMAGE.into(),
+            options: Default::default(),
+        },
+    );
+    p
+}
+
+/// Starts a create with [`import_params`]; returns the `qmcreate` task.
+pub async fn start_import(client: &Client, vmid: u32) -> Upid {
+    use provider_proxmox::proxmox::vm::CreateVm;
+    let create = CreateVm {
+        vmid,
+        params: import_params(),
+        ..CreateVm::default()
+    };
+    client
+        .create_vm(NODE, &create)
+        .await
+        .expect("the create starts")
 }
 
 /// Clones the template and waits for it.
