@@ -3,9 +3,10 @@
 
 use serde::Deserialize;
 
-use crate::proxmox::client::{ApiPath, Client};
+use crate::proxmox::client::Client;
 use crate::proxmox::error::{Error, Result};
 use crate::proxmox::form::Params;
+use crate::proxmox::request::ApiPath;
 
 /// An interface as the agent reports it.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]

@@ -2,10 +2,11 @@
 
 use serde::Deserialize;
 
-use crate::proxmox::client::{ApiPath, Client};
+use crate::proxmox::client::Client;
 use crate::proxmox::error::{Error, Result};
 use crate::proxmox::form::Params;
 use crate::proxmox::lenient;
+use crate::proxmox::request::ApiPath;
 
 /// `GET /version`.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]

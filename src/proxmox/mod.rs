@@ -16,6 +16,7 @@
 
 pub mod agent;
 mod auth;
+mod classify;
 mod client;
 pub mod cluster;
 pub mod config;
@@ -25,11 +26,13 @@ mod lenient;
 mod limit;
 pub mod node;
 pub mod observer;
+mod request;
 pub mod retry;
 pub mod secret;
 pub mod storage;
 pub mod task;
 pub mod tls;
+mod transport;
 pub mod upid;
 pub mod vm;
 mod wait;

@@ -8,10 +8,11 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use crate::proxmox::client::{ApiPath, Client};
+use crate::proxmox::client::Client;
 use crate::proxmox::error::Result;
 use crate::proxmox::form::Params;
 use crate::proxmox::lenient;
+use crate::proxmox::request::ApiPath;
 use crate::proxmox::upid::Upid;
 
 /// An entry of `GET /nodes/{node}/storage`.

@@ -3,10 +3,11 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use crate::proxmox::client::{ApiPath, Client};
+use crate::proxmox::client::Client;
 use crate::proxmox::error::Result;
 use crate::proxmox::form::Params;
 use crate::proxmox::lenient;
+use crate::proxmox::request::ApiPath;
 use crate::proxmox::upid::Upid;
 use crate::proxmox::vm::config::{PendingEntry, VmConfig};
 use crate::proxmox::vm::params::{CloneVm, ConfigUpdate, CreateVm, DeleteOptions, ShutdownOptions};
