@@ -56,17 +56,24 @@ impl std::str::FromStr for ApiTokenSpec {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
-        // The secret follows the last '=' like PVE splits it; the token ID
-        // itself never contains '='.
+        // A token name never contains '=' (PVE: `[A-Za-z][A-Za-z0-9.\-_]+`),
+        // so the spec splits at the first '='. (The request header is split
+        // at the *last* '=' like PVE does, so a secret containing '=' can
+        // never authenticate there either.)
         let bad = || {
             Error::Config(format!(
                 "invalid API token spec (want USER@REALM!TOKENID=SECRET): {}",
                 redact_after(s, '=')
             ))
         };
-        let (id, secret) = s.rsplit_once('=').ok_or_else(bad)?;
+        let (id, secret) = s.split_once('=').ok_or_else(bad)?;
         let (user, token) = id.split_once('!').ok_or_else(bad)?;
-        if !is_userid(user) || token.is_empty() || secret.is_empty() {
+        let token_ok = token.starts_with(|c: char| c.is_ascii_alphabetic())
+            && token.len() >= 2
+            && token
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+        if !is_userid(user) || !token_ok || secret.is_empty() {
             return Err(bad());
         }
         Ok(Self {
@@ -341,10 +348,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn token_spec_splits_at_last_equals() {
+    fn token_spec_splits_at_first_equals() {
         let t: ApiTokenSpec = "ci@pve!prov=a=b".parse().unwrap();
-        assert_eq!(t.full_id(), "ci@pve!prov=a");
-        assert_eq!(t.secret.expose(), "b");
+        assert_eq!(t.full_id(), "ci@pve!prov");
+        assert_eq!(t.secret.expose(), "a=b");
+        assert!("ci@pve!1x=s".parse::<ApiTokenSpec>().is_err());
         assert!("nobody!x=y".parse::<ApiTokenSpec>().is_err());
         assert!(!format!("{t:?}").contains("b\""));
     }

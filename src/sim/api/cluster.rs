@@ -76,7 +76,8 @@ pub async fn resources(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiErro
                 continue;
             }
             // pvestatd broadcasts every 10 s: until then a new VM has no stats.
-            let fresh = vm.created.elapsed() < inst.clock.scaled(inst.durations.resources_lag);
+            let lag = inst.clock.scaled(inst.durations.resources_lag);
+            let fresh = vm.created.is_some_and(|c| c.elapsed() < lag);
             let mut v = json!({"id": format!("qemu/{}", vm.vmid), "type": "qemu", "vmid": vm.vmid, "node": vm.node});
             if fresh {
                 v["status"] = json!("unknown");

@@ -117,7 +117,6 @@ pub const CREATE: &[Param] = &[
     Param::boolean("start").opt(),
     Param::string("storage").format(Named::PveStorageId).opt(),
     Param::string("pool").format(Named::PvePoolid).opt(),
-    Param::boolean("unique").opt(),
 ];
 
 /// Extra parameters of `PUT .../config`.
@@ -126,7 +125,7 @@ pub const UPDATE: &[Param] = &[
     VMID,
     Param::string("delete").format(Named::PveConfigidList).opt(),
     Param::string("revert").format(Named::PveConfigidList).opt(),
-    Param::string("digest").max_len(64).opt(),
+    Param::string("digest").max_len(40).opt(),
     Param::boolean("skiplock").opt(),
 ];
 

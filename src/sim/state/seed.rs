@@ -112,5 +112,7 @@ fn add_template(cluster: &mut Cluster, node: &str, now: u64) {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    cluster.vms.insert(vmid, Vm::new(vmid, node, config));
+    let mut vm = Vm::new(vmid, node, config);
+    vm.created = None;
+    cluster.vms.insert(vmid, vm);
 }

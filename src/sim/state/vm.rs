@@ -26,8 +26,9 @@ pub struct Vm {
     pub pending: BTreeMap<String, String>,
     pub pending_delete: BTreeSet<String>,
     pub running: Option<Running>,
-    /// When the VM appeared (for the `/cluster/resources` lag).
-    pub created: Instant,
+    /// When the VM appeared (for the `/cluster/resources` lag); `None` for
+    /// VMs that existed before the simulator started.
+    pub created: Option<Instant>,
 }
 
 impl Vm {
@@ -39,7 +40,7 @@ impl Vm {
             pending: BTreeMap::new(),
             pending_delete: BTreeSet::new(),
             running: None,
-            created: Instant::now(),
+            created: Some(Instant::now()),
         }
     }
 

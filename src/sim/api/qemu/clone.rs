@@ -1,11 +1,13 @@
 //! `POST .../clone`: a template clones linked by default, anything else (or
-//! `full=1`) is copied. The target holds `lock: clone` while the task runs.
+//! `full=1`) is copied. The task writes `lock: clone` as the target's
+//! config first and removes it again if the clone fails.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::disks::{self, print_drive};
-use super::{NODE_VMID, POOL, complete_net, creation_defaults};
+use super::{NODE_VMID, POOL, assert_config_exists, complete_net};
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::format::{format_size, parse_size};
@@ -29,13 +31,24 @@ pub const CLONE: &[Param] = &[
 ];
 pub const PARAMS: &[&[Param]] = &[NODE_VMID, CLONE];
 
-/// One disk to copy.
+/// One disk to copy or clone.
 #[derive(Clone, Debug)]
 struct DiskCopy {
     key: String,
     source: String,
     opts: BTreeMap<String, String>,
-    cloudinit: bool,
+    /// Copied (full clone, or always for the cloud-init drive) vs. linked.
+    full: bool,
+}
+
+struct Plan {
+    vmid: u32,
+    newid: u32,
+    storage: Option<String>,
+    copies: Vec<DiskCopy>,
+    config: BTreeMap<String, String>,
+    name: Option<String>,
+    description: Option<String>,
 }
 
 pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
@@ -43,89 +56,34 @@ pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let node = p.node().to_owned();
     let vmid = p.vmid("vmid");
     let newid = p.vmid("newid");
+    let id = &call.identity;
     inst.auth
-        .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Clone"])?;
+        .check(id, &format!("/vms/{vmid}"), &["VM.Clone"])?;
     match p.get("pool") {
-        Some(pool) => {
-            inst.auth
-                .check(&call.identity, &format!("/pool/{pool}"), &["VM.Allocate"])?
-        }
+        Some(pool) => inst
+            .auth
+            .check(id, &format!("/pool/{pool}"), &["VM.Allocate"])?,
         None => inst
             .auth
-            .check(&call.identity, &format!("/vms/{newid}"), &["VM.Allocate"])?,
+            .check(id, &format!("/vms/{newid}"), &["VM.Allocate"])?,
     }
+    assert_config_exists(&inst, &node, vmid)?;
     let storage = p.get("storage").map(str::to_owned);
-    let (source_config, full, copies) = {
-        let cluster = inst.cluster();
-        let source = cluster.vm(&node, vmid)?;
-        if let Some(lock) = source.lock() {
-            return Err(ApiError::internal(format!("VM is locked ({lock})")));
-        }
-        let full = p.flag("full").unwrap_or(!source.is_template());
-        if !full && storage.is_some() {
-            return Err(ApiError::internal(
-                "parameter 'storage' not allowed for linked clones",
-            ));
-        }
-        if !full && p.has("format") {
-            return Err(ApiError::internal(
-                "parameter 'format' not allowed for linked clones",
-            ));
-        }
-        let mut copies = Vec::new();
-        for (key, drive) in source.drives() {
-            let Some(file) = drive.get("file").filter(|f| f.contains(':')) else {
-                continue;
-            };
-            if key.starts_with("unused") {
-                continue;
-            }
-            let cloudinit = file.contains("-cloudinit");
-            if drive.get("media").is_some_and(|m| m == "cdrom") && !cloudinit {
-                continue;
-            }
-            if !full && !cloudinit && !source.is_template() {
-                return Err(ApiError::internal(format!(
-                    "Linked clone feature is not supported for drive '{key}'"
-                )));
-            }
-            copies.push(DiskCopy {
-                key,
-                source: file.clone(),
-                opts: drive,
-                cloudinit,
-            });
-        }
-        let targets: Vec<String> = match &storage {
-            Some(s) => vec![s.clone()],
-            None => copies
-                .iter()
-                .filter_map(|c| c.source.split_once(':').map(|(s, _)| s.to_owned()))
-                .collect(),
-        };
-        for s in targets {
-            inst.auth.check(
-                &call.identity,
-                &format!("/storage/{s}"),
-                &["Datastore.AllocateSpace"],
-            )?;
-            if cluster.storage(&node, &s).is_none() {
-                return Err(ApiError::internal(format!("storage '{s}' does not exist")));
-            }
-        }
-        (source.config.clone(), full, copies)
-    };
-    {
-        let mut cluster = inst.cluster();
-        if cluster.vms.contains_key(&newid) {
-            return Err(ApiError::internal(format!(
-                "unable to create VM {newid}: config file already exists"
-            )));
-        }
-        cluster.vms.insert(newid, Vm::locked(newid, &node, "clone"));
+    let (config, copies) = check(&inst, &call, &node, vmid, storage.as_deref())?;
+    if inst.cluster().vms.contains_key(&newid) {
+        return Err(ApiError::internal(format!(
+            "unable to create VM {newid}: config file already exists"
+        )));
     }
-    let name = p.get("name").map(str::to_owned);
-    let description = p.get("description").map(str::to_owned);
+    let plan = Plan {
+        vmid,
+        newid,
+        storage,
+        copies,
+        config,
+        name: p.get("name").map(str::to_owned),
+        description: p.get("description").map(str::to_owned),
+    };
     let upid = tasks::spawn(
         &inst,
         &call,
@@ -133,16 +91,19 @@ pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
         "qmclone",
         &vmid.to_string(),
         move |ctx| async move {
+            let _flock = ctx.flock(newid, Duration::from_secs(1)).await?;
+            {
+                let mut cluster = ctx.inst.cluster();
+                if cluster.vms.contains_key(&newid) {
+                    return Err(format!(
+                        "unable to create VM {newid}: config file already exists"
+                    ));
+                }
+                cluster
+                    .vms
+                    .insert(newid, Vm::locked(newid, &ctx.node, "clone"));
+            }
             let mut created = Vec::new();
-            let plan = ClonePlan {
-                newid,
-                full,
-                storage,
-                copies,
-                source_config,
-                name,
-                description,
-            };
             let result = run(&ctx, plan, &mut created).await;
             let mut cluster = ctx.inst.cluster();
             match result {
@@ -153,11 +114,11 @@ pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
                     Ok(())
                 }
                 Err(e) => {
-                    cluster.vms.remove(&newid);
                     for volid in created {
                         cluster.free_volume(&ctx.node, &volid);
                     }
-                    Err(e)
+                    cluster.vms.remove(&newid);
+                    Err(format!("clone failed: {e}"))
                 }
             }
         },
@@ -165,80 +126,131 @@ pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     Ok(Reply::data(upid))
 }
 
-struct ClonePlan {
-    newid: u32,
-    full: bool,
-    storage: Option<String>,
-    copies: Vec<DiskCopy>,
-    source_config: BTreeMap<String, String>,
-    name: Option<String>,
-    description: Option<String>,
+/// `load_and_check` of qemu-server's clone: the source's lock, linked vs.
+/// full, storage access, and which disks to copy.
+fn check(
+    inst: &Instance,
+    call: &Call,
+    node: &str,
+    vmid: u32,
+    storage: Option<&str>,
+) -> Result<(BTreeMap<String, String>, Vec<DiskCopy>), ApiError> {
+    let cluster = inst.cluster();
+    if let Some(s) = storage {
+        let scfg = cluster
+            .storage(node, s)
+            .ok_or_else(|| ApiError::internal(format!("storage '{s}' does not exist")))?;
+        if !scfg.supports("images") {
+            return Err(ApiError::param(
+                "storage",
+                format!("storage '{s}' does not support vm images"),
+            ));
+        }
+    }
+    let source = cluster.vm(node, vmid)?;
+    source.check_lock().map_err(ApiError::Internal)?;
+    let full = call.params.flag("full").unwrap_or(!source.is_template());
+    if storage.is_some() && !full {
+        return Err(ApiError::internal(
+            "parameter 'storage' not allowed for linked clones",
+        ));
+    }
+    if call.params.has("format") && !full {
+        return Err(ApiError::internal(
+            "parameter 'format' not allowed for linked clones",
+        ));
+    }
+    let mut copies = Vec::new();
+    for (key, drive) in source.drives() {
+        let file = drive.get("file").cloned().unwrap_or_default();
+        let cdrom = drive.get("media").is_some_and(|m| m == "cdrom");
+        let cloudinit = file.contains("-cloudinit");
+        if key.starts_with("unused") || file == "none" || (cdrom && !cloudinit) {
+            continue;
+        }
+        let (sid, volname) = file.split_once(':').unwrap_or_default();
+        let target = storage.unwrap_or(sid);
+        inst.auth.check(
+            &call.identity,
+            &format!("/storage/{target}"),
+            &["Datastore.AllocateSpace"],
+        )?;
+        let copy = full || cloudinit || key == "tpmstate0";
+        if !copy && !volname.starts_with("base-") {
+            return Err(ApiError::internal(format!(
+                "Linked clone feature is not supported for '{file}' ({key})"
+            )));
+        }
+        copies.push(DiskCopy {
+            key,
+            source: file,
+            opts: drive,
+            full: copy,
+        });
+    }
+    Ok((source.config.clone(), copies))
 }
 
 async fn run(
     ctx: &TaskCtx,
-    plan: ClonePlan,
+    plan: Plan,
     created: &mut Vec<String>,
 ) -> Result<BTreeMap<String, String>, String> {
     let newid = plan.newid;
-    let _flock = ctx.flock(newid, std::time::Duration::from_secs(1)).await?;
-    let mut config = plan.source_config.clone();
-    for key in ["template", "lock", "meta", "vmgenid"] {
-        config.remove(key);
-    }
-    config.retain(|k, _| !k.starts_with("unused"));
+    ctx.log(format!(
+        "creating a clone of VM {} with ID {newid}",
+        plan.vmid
+    ));
+    let mut config: BTreeMap<String, String> = plan
+        .config
+        .into_iter()
+        .filter(|(k, _)| {
+            !k.starts_with("unused")
+                && !["template", "lock", "parent", "vmstate"].contains(&k.as_str())
+        })
+        .collect();
     for copy in plan.copies {
-        let target = plan.storage.clone().unwrap_or_else(|| {
-            copy.source
-                .split_once(':')
-                .map(|(s, _)| s.to_owned())
-                .unwrap_or_default()
-        });
+        let (sid, _) = copy.source.split_once(':').unwrap_or_default();
+        let target = plan.storage.clone().unwrap_or_else(|| sid.to_owned());
+        let kind = if copy.full { "full" } else { "linked" };
+        ctx.log(format!(
+            "create {kind} clone of drive {} ({})",
+            copy.key, copy.source
+        ));
         let mut opts = copy.opts.clone();
         opts.remove("file");
         let size = opts.get("size").and_then(|s| parse_size(s)).unwrap_or(0);
-        let value = if copy.cloudinit {
-            let volid = disks::allocate(
+        let volid = if copy.source.contains("-cloudinit") {
+            disks::allocate(
                 ctx,
                 &target,
                 newid,
                 Some(format!("vm-{newid}-cloudinit")),
                 4 << 20,
                 created,
-            )?;
-            print_drive(&volid, &opts)
-        } else if plan.full {
-            ctx.log(format!(
-                "create full clone of drive {} ({})",
-                copy.key, copy.source
-            ));
-            let volid = disks::allocate(ctx, &target, newid, None, size, created)?;
-            disks::copy_with_progress(ctx, size, None)
-                .await
-                .map_err(|_| "copy failed".to_owned())?;
-            opts.insert("size".into(), format_size(size));
-            print_drive(&volid, &opts)
+            )?
         } else {
-            ctx.log(format!(
-                "create linked clone of drive {} ({})",
-                copy.key, copy.source
-            ));
             let volid = disks::allocate(ctx, &target, newid, None, size, created)?;
-            ctx.sleep(ctx.inst.durations.linked_clone).await;
-            print_drive(&volid, &opts)
+            if copy.full {
+                disks::copy_with_progress(ctx, size, None)
+                    .await
+                    .map_err(|_| "copy failed".to_owned())?;
+                opts.insert("size".into(), format_size(size));
+            } else {
+                ctx.sleep(ctx.inst.durations.linked_clone).await;
+            }
+            volid
         };
-        config.insert(copy.key, value);
+        config.insert(copy.key, print_drive(&volid, &opts));
     }
     ctx.checkpoint()?;
-    let old_name = config
-        .get("name")
-        .cloned()
-        .unwrap_or_else(|| format!("VM{}", newid));
-    config.insert(
-        "name".into(),
-        plan.name
-            .unwrap_or_else(|| format!("Copy-of-VM-{old_name}")),
-    );
+    let name = plan.name.unwrap_or_else(|| {
+        format!(
+            "Copy-of-VM-{}",
+            config.get("name").cloned().unwrap_or(plan.vmid.to_string())
+        )
+    });
+    config.insert("name".into(), name);
     if let Some(d) = plan.description {
         config.insert("description".into(), d);
     }
@@ -248,11 +260,11 @@ async fn run(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     for (key, value) in nets {
-        // A clone gets new MAC addresses.
+        // "always change MAC! address"
         let without_mac = propstr::NET.parse(&key, &value).map(|mut n| {
             n.remove("macaddr");
-            let model = n.remove("model").unwrap_or_else(|| "virtio".into());
-            std::iter::once(model)
+            n.remove("model")
+                .into_iter()
                 .chain(n.iter().map(|(k, v)| format!("{k}={v}")))
                 .collect::<Vec<_>>()
                 .join(",")
@@ -262,17 +274,21 @@ async fn run(
             complete_net(&ctx.inst, &key, &without_mac.unwrap_or(value)),
         );
     }
-    if let Some(smbios) = config.get("smbios1").cloned() {
-        let rest: Vec<&str> = smbios
-            .split(',')
-            .filter(|p| !p.starts_with("uuid="))
-            .collect();
-        if rest.is_empty() {
-            config.remove("smbios1");
-        } else {
-            config.insert("smbios1".into(), rest.join(","));
-        }
+    let smbios: Vec<String> = config
+        .get("smbios1")
+        .map(|s| {
+            s.split(',')
+                .filter(|p| !p.starts_with("uuid="))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut smbios = smbios;
+    smbios.push(format!("uuid={}", ctx.inst.random_uuid()));
+    smbios.sort();
+    config.insert("smbios1".into(), smbios.join(","));
+    if config.contains_key("vmgenid") {
+        config.insert("vmgenid".into(), ctx.inst.random_uuid());
     }
-    creation_defaults(&ctx.inst, &mut config);
     Ok(config)
 }

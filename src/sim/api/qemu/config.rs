@@ -4,45 +4,30 @@
 //! cannot be hot-plugged pending until its next start.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
 use super::disks::{self, DiskOp};
-use super::{check_lock_sync, check_option_privileges, complete_net, options};
+use super::{check_lock_sync, check_option_privileges, options};
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::format::split_list;
 use crate::sim::schema::qemu::{self, NODE, VMID};
-use crate::sim::schema::{Named, Param, propstr};
-use crate::sim::state::Vm;
+use crate::sim::schema::{Named, Param};
 use crate::sim::tasks::{self, TaskCtx};
 
 pub const GET: &[Param] = &[
     NODE,
     VMID,
     Param::boolean("current").opt(),
-    Param::string("snapshot").format(Named::PveConfigid).opt(),
+    Param::string("snapshot")
+        .format(Named::PveConfigid)
+        .max_len(40)
+        .opt(),
 ];
 
 const MASK: &str = "**********";
-
-/// Options a running VM applies at once (the rest stays pending).
-fn applies_while_running(key: &str) -> bool {
-    const FAST: &[&str] = &[
-        "name",
-        "description",
-        "tags",
-        "onboot",
-        "protection",
-        "startup",
-        "cipassword",
-        "hookscript",
-    ];
-    FAST.contains(&key)
-        || ["net", "scsi", "virtio", "unused"]
-            .iter()
-            .any(|p| key.starts_with(p) && key[p.len()..].bytes().all(|b| b.is_ascii_digit()))
-}
 
 fn masked(key: &str, value: &str) -> Value {
     if key == "cipassword" {
@@ -56,10 +41,9 @@ pub async fn get(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let vmid = call.params.vmid("vmid");
     inst.auth
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Audit"])?;
-    if call.params.has("snapshot") {
+    if let Some(snap) = call.params.get("snapshot") {
         return Err(ApiError::internal(format!(
-            "snapshot '{}' does not exist",
-            call.params.get("snapshot").unwrap_or_default()
+            "snapshot '{snap}' does not exist"
         )));
     }
     let cluster = inst.cluster();
@@ -101,7 +85,12 @@ pub async fn pending(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
                 item["value"] = masked(k, v);
             }
             if let Some(p) = vm.pending.get(k) {
-                item["pending"] = masked(k, p);
+                // PVE masks a pending cipassword with a trailing space (sic).
+                item["pending"] = if k == "cipassword" {
+                    json!(format!("{MASK} "))
+                } else {
+                    qemu::typed(k, p)
+                };
             }
             if vm.pending_delete.contains(k) {
                 item["delete"] = json!(1);
@@ -113,250 +102,169 @@ pub async fn pending(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
 }
 
 /// A checked update, ready to run.
-struct Update {
-    vmid: u32,
-    set: Vec<(String, String)>,
-    disks: Vec<DiskOp>,
-    delete: Vec<String>,
-    revert: Vec<String>,
-    skiplock: bool,
+pub(super) struct Update {
+    pub(super) vmid: u32,
+    /// `-key value ...` for the task log line.
+    pub(super) summary: String,
+    pub(super) set: Vec<(String, String)>,
+    pub(super) disks: Vec<DiskOp>,
+    pub(super) delete: Vec<String>,
+    pub(super) revert: Vec<String>,
+    pub(super) skiplock: bool,
 }
 
-/// The synchronous part both PUT and POST share.
+const CONFIG_PRIVS: &[&str] = &[
+    "VM.Config.Disk",
+    "VM.Config.CDROM",
+    "VM.Config.CPU",
+    "VM.Config.Memory",
+    "VM.Config.Network",
+    "VM.Config.HWType",
+    "VM.Config.Options",
+    "VM.Config.Cloudinit",
+];
+
+/// The synchronous part both PUT and POST share (`update_vm_api` up to the fork).
 fn prepare(inst: &Instance, call: &Call) -> Result<Update, ApiError> {
     let node = call.params.node();
     let vmid = call.params.vmid("vmid");
-    let path = format!("/vms/{vmid}");
-    let gate = [
-        "VM.Config.Disk",
-        "VM.Config.CDROM",
-        "VM.Config.CPU",
-        "VM.Config.Memory",
-        "VM.Config.Network",
-        "VM.Config.HWType",
-        "VM.Config.Options",
-        "VM.Config.Cloudinit",
-    ];
-    inst.auth.check(&call.identity, &path, &gate)?;
+    inst.auth
+        .check(&call.identity, &format!("/vms/{vmid}"), CONFIG_PRIVS)?;
+    let summary = call
+        .params
+        .iter()
+        .filter(|(k, _)| !["node", "vmid", "digest", "background_delay"].contains(&k.as_str()))
+        .map(|(k, v)| format!("-{k} {}", if k == "cipassword" { "<hidden>" } else { v }))
+        .collect::<Vec<_>>()
+        .join(" ");
+    super::check_root_only(call, &["skiplock"])?;
+    if let Some(keys) = call.params.get("sshkeys") {
+        super::validate_ssh_keys(keys)?;
+    }
     let opts = options(call);
-    let delete: Vec<String> = call
-        .params
-        .get("delete")
-        .map(|d| split_list(d).map(str::to_owned).collect())
-        .unwrap_or_default();
-    let revert: Vec<String> = call
-        .params
-        .get("revert")
-        .map(|d| split_list(d).map(str::to_owned).collect())
-        .unwrap_or_default();
+    let list = |name: &str| -> Vec<String> {
+        call.params
+            .get(name)
+            .map(|d| split_list(d).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let (delete, revert) = (list("delete"), list("revert"));
     if opts.is_empty() && delete.is_empty() && revert.is_empty() {
         return Err(ApiError::internal("no options specified"));
     }
-    for key in &delete {
-        if opts.iter().any(|(k, _)| k == key) {
-            return Err(ApiError::param(
-                "delete",
-                format!("you can't use '-{key}' and -delete {key}' at the same time"),
-            ));
-        }
-    }
-    let deleted: Vec<(String, String)> =
-        delete.iter().map(|k| (k.clone(), String::new())).collect();
-    check_option_privileges(inst, call, vmid, &opts)?;
-    let path_privs: Vec<_> = deleted
+    check_delete_revert(&opts, &delete, &revert)?;
+    let deleted: Vec<(String, String)> = delete
         .iter()
-        .filter(|(k, _)| qemu::option_privileges(k).is_some())
-        .cloned()
+        .filter(|k| !qemu::is_drive(k))
+        .map(|k| (k.clone(), String::new()))
         .collect();
-    check_option_privileges(inst, call, vmid, &path_privs)?;
-    {
-        let cluster = inst.cluster();
-        let vm = cluster.vm(node, vmid)?;
-        if let Some(digest) = call.params.get("digest")
-            && digest != vm.digest()
-        {
-            return Err(ApiError::internal(
-                "checksum mismatch (file change by other user?)",
-            ));
-        }
-        check_lock_sync(call, vm.lock())?;
-    }
+    check_option_privileges(inst, call, vmid, &deleted, false)?;
+    check_option_privileges(inst, call, vmid, &opts, false)?;
     let drive_opts: Vec<_> = opts
         .iter()
         .filter(|(k, _)| qemu::is_drive(k))
         .cloned()
         .collect();
     let disks = disks::plan(inst, &call.identity, node, &drive_opts)?;
+    {
+        let cluster = inst.cluster();
+        let vm = cluster.vm(node, vmid)?;
+        if call.params.get("digest").is_some_and(|d| d != vm.digest()) {
+            return Err(ApiError::internal(
+                "checksum mismatch (file change by other user?)",
+            ));
+        }
+        check_lock_sync(call, vm.lock())?;
+    }
     let set = opts
         .into_iter()
         .filter(|(k, _)| !qemu::is_drive(k))
         .collect();
+    let skiplock = call.params.flag("skiplock") == Some(true);
     Ok(Update {
         vmid,
+        summary,
         set,
         disks,
         delete,
         revert,
-        skiplock: call.params.flag("skiplock") == Some(true),
+        skiplock,
     })
+}
+
+fn check_delete_revert(
+    opts: &[(String, String)],
+    delete: &[String],
+    revert: &[String],
+) -> Result<(), ApiError> {
+    let known = |k: &str| crate::sim::schema::find(qemu::CONFIG.iter(), k).is_some();
+    let given = |k: &str| opts.iter().any(|(o, _)| o == k);
+    for key in revert {
+        if !known(key) {
+            return Err(ApiError::param("revert", format!("unknown option '{key}'")));
+        }
+        if given(key) {
+            return Err(ApiError::param(
+                "delete",
+                format!("you can't use '-{key}' and -revert {key}' at the same time"),
+            ));
+        }
+    }
+    for key in delete {
+        if given(key) {
+            return Err(ApiError::param(
+                "delete",
+                format!("you can't use '-{key}' and -delete {key}' at the same time"),
+            ));
+        }
+        if revert.contains(key) {
+            let msg = format!("you can't use '-delete {key}' and -revert {key}' at the same time");
+            return Err(ApiError::param("revert", msg));
+        }
+        if !known(key) {
+            return Err(ApiError::param("delete", format!("unknown option '{key}'")));
+        }
+    }
+    Ok(())
 }
 
 pub async fn put(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let update = prepare(&inst, &call)?;
     let ctx = TaskCtx::inline(inst.clone(), call.params.node(), call.lock_timeout);
-    run(&ctx, update, false).await.map_err(ApiError::Internal)?;
+    super::update::run(&ctx, update, false)
+        .await
+        .map_err(ApiError::Internal)?;
     Ok(Reply::null())
 }
 
 pub async fn post(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let update = prepare(&inst, &call)?;
     let node = call.params.node().to_owned();
-    let id = update.vmid.to_string();
+    let vmid = update.vmid;
     let upid = tasks::spawn(
         &inst,
         &call,
         &node,
         "qmconfig",
-        &id,
-        move |ctx| async move { run(&ctx, update, true).await },
+        &vmid.to_string(),
+        move |ctx| async move { super::update::run(&ctx, update, true).await },
     );
-    Ok(Reply::data(upid))
-}
-
-async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), String> {
-    let vmid = u.vmid;
-    let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
-    {
-        let cluster = ctx.inst.cluster();
-        let vm = cluster.vm(&ctx.node, vmid).map_err(|_| {
-            format!(
-                "Configuration file 'nodes/{}/qemu-server/{vmid}.conf' does not exist",
-                ctx.node
-            )
-        })?;
-        if !u.skiplock {
-            vm.check_lock()?;
-        }
-    }
-    ctx.checkpoint()?;
-    if in_task {
-        let summary: Vec<String> = u
-            .set
-            .iter()
-            .map(|(k, v)| format!("-{k} {}", if k == "cipassword" { "<hidden>" } else { v }))
-            .collect();
-        ctx.log(
-            format!("update VM {vmid}: {}", summary.join(" "))
-                .trim_end()
-                .to_owned(),
-        );
-        ctx.sleep(ctx.inst.durations.config).await;
-    }
-    let mut created = Vec::new();
-    let mut values = u.set.clone();
-    for op in u.disks {
-        match disks::execute(ctx, vmid, op, &mut created).await {
-            Ok(kv) => values.push(kv),
-            Err(e) => {
-                let mut cluster = ctx.inst.cluster();
-                for volid in created {
-                    cluster.free_volume(&ctx.node, &volid);
+    // `background_delay`: wait for the task; null if it ended well in time.
+    if let Some(delay) = call.params.int("background_delay") {
+        let deadline = inst
+            .clock
+            .deadline(Duration::from_secs(delay.max(0) as u64));
+        while tokio::time::Instant::now() < deadline {
+            if let Some(exit) = inst.tasks.find(&upid).and_then(|r| r.exit) {
+                if exit == "OK" || exit.starts_with("WARNINGS: ") {
+                    return Ok(Reply::null());
                 }
-                return Err(e);
+                return Err(ApiError::internal(format!(
+                    "failed to update VM {vmid}: {exit}"
+                )));
             }
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
-    let mut cluster = ctx.inst.cluster();
-    let node = ctx.node.clone();
-    let mut freed = Vec::new();
-    let vm = cluster.vm_mut(&node, vmid).map_err(|_| {
-        format!("Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist")
-    })?;
-    let running = vm.is_running();
-    for (key, value) in values {
-        let value = normalize(ctx, vm, &key, value);
-        if running && !applies_while_running(&key) {
-            vm.pending_delete.remove(&key);
-            vm.pending.insert(key, value);
-        } else {
-            if let Some(old) = vm.config.get(&key).cloned()
-                && qemu::is_drive(&key)
-                && volume_of(&old) != volume_of(&value)
-            {
-                detach(vm, &key, &old, &mut freed);
-            }
-            vm.pending.remove(&key);
-            vm.config.insert(key, value);
-        }
-    }
-    for key in u.delete {
-        if running && !applies_while_running(&key) {
-            vm.pending.remove(&key);
-            vm.pending_delete.insert(key);
-        } else if let Some(old) = vm.config.remove(&key) {
-            detach(vm, &key, &old, &mut freed);
-        }
-    }
-    for key in u.revert {
-        vm.pending.remove(&key);
-        vm.pending_delete.remove(&key);
-    }
-    for volid in freed {
-        cluster.free_volume(&node, &volid);
-    }
-    Ok(())
-}
-
-/// A new value as PVE stores it: NICs keep their MAC, passwords are hashed.
-fn normalize(ctx: &TaskCtx, vm: &Vm, key: &str, value: String) -> String {
-    if key.starts_with("net") {
-        let old_mac = vm
-            .config
-            .get(key)
-            .and_then(|old| propstr::NET.parse(key, old).ok())
-            .and_then(|n| n.get("macaddr").cloned());
-        let with_mac = match (old_mac, propstr::NET.parse(key, &value)) {
-            (Some(mac), Ok(new)) if !new.contains_key("macaddr") => {
-                format!("{value},macaddr={mac}")
-            }
-            _ => value,
-        };
-        return complete_net(&ctx.inst, key, &with_mac);
-    }
-    if key == "cipassword"
-        && !["$1$", "$5$", "$6$", "$2a$", "$2y$"]
-            .iter()
-            .any(|p| value.starts_with(p))
-    {
-        use sha2::{Digest, Sha256};
-        let hash: String = Sha256::digest(value.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        return format!("$5$pvesim${hash}");
-    }
-    value
-}
-
-fn volume_of(drive: &str) -> Option<String> {
-    drive
-        .split(',')
-        .next()
-        .filter(|f| f.contains(':'))
-        .map(str::to_owned)
-}
-
-/// Removing a drive: disks become `unusedN`, the cloud-init volume and
-/// `unusedN` volumes are destroyed, CD-ROMs just go away.
-fn detach(vm: &mut Vm, key: &str, old: &str, freed: &mut Vec<String>) {
-    let Some(volid) = volume_of(old) else { return };
-    if key.starts_with("unused") || volid.contains("-cloudinit") {
-        freed.push(volid);
-    } else if qemu::is_drive(key) && !old.contains("media=cdrom") {
-        let slot = (0..256)
-            .map(|i| format!("unused{i}"))
-            .find(|k| !vm.config.contains_key(k))
-            .unwrap_or_default();
-        vm.config.insert(slot, volid);
-    }
+    Ok(Reply::data(upid))
 }

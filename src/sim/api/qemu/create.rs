@@ -7,7 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::disks::{self, DiskOp};
-use super::{check_option_privileges, complete_net, creation_defaults, options, power};
+use super::{
+    check_option_privileges, complete_net, creation_defaults, options, power, unique_tags,
+    validate_ssh_keys,
+};
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::qemu;
@@ -18,17 +21,26 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     let node = call.params.node().to_owned();
     let vmid = call.params.vmid("vmid");
     let vm_path = format!("/vms/{vmid}");
-    match call.params.get("pool") {
-        Some(pool) => {
-            inst.auth
-                .check(&call.identity, &format!("/pool/{pool}"), &["VM.Allocate"])?
-        }
-        None => inst
-            .auth
-            .check(&call.identity, &vm_path, &["VM.Allocate"])?,
+    // qemu-server checks VM.Allocate on the VM or its pool "inside" and
+    // raises a bare `Permission check failed` when neither is granted.
+    let on_pool = call.params.get("pool").is_some_and(|pool| {
+        inst.auth
+            .has(&call.identity, &format!("/pool/{pool}"), "VM.Allocate")
+    });
+    if !inst.auth.has(&call.identity, &vm_path, "VM.Allocate") && !on_pool {
+        return Err(ApiError::Forbidden(None));
+    }
+    if let Some(keys) = call.params.get("sshkeys") {
+        validate_ssh_keys(keys)?;
+    }
+    if let Some(storage) = call.params.get("storage") {
+        inst.auth.check(
+            &call.identity,
+            &format!("/storage/{storage}"),
+            &["Datastore.AllocateSpace"],
+        )?;
     }
     let opts = options(&call);
-    check_option_privileges(&inst, &call, vmid, &opts)?;
     if call.params.flag("start") == Some(true) {
         inst.auth
             .check(&call.identity, &vm_path, &["VM.PowerMgmt"])?;
@@ -39,6 +51,7 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         .cloned()
         .collect();
     let ops = disks::plan(&inst, &call.identity, &node, &drive_opts)?;
+    check_option_privileges(&inst, &call, vmid, &opts, true)?;
 
     {
         let mut cluster = inst.cluster();
@@ -129,10 +142,10 @@ async fn build(
     }
     ctx.checkpoint()?;
     for (key, value) in plain {
-        let value = if key.starts_with("net") {
-            complete_net(&ctx.inst, &key, &value)
-        } else {
-            value
+        let value = match key.as_str() {
+            k if k.starts_with("net") => complete_net(&ctx.inst, &key, &value),
+            "tags" => unique_tags(&value),
+            _ => value,
         };
         config.insert(key, value);
     }

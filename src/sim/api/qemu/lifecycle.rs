@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{NODE_VMID, SKIPLOCK, check_lock_sync};
+use super::{NODE_VMID, SKIPLOCK, check_lock_sync, check_root_only};
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::format::{format_size, parse_size};
@@ -81,7 +81,7 @@ pub const TEMPLATE: &[Param] = &[Param::string("disk").enums(DISK_KEYS).opt()];
 pub const RESIZE: &[Param] = &[
     Param::string("disk").enums(DISK_KEYS),
     Param::string("size").pattern(r"\+?\d+(\.\d+)?[KMGT]?"),
-    Param::string("digest").max_len(64).opt(),
+    Param::string("digest").max_len(40).opt(),
     SKIPLOCK,
 ];
 pub const PARAMS_DESTROY: &[&[Param]] = &[NODE_VMID, DESTROY];
@@ -271,27 +271,10 @@ pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Config.Disk"])?;
     let disk = call.params.get("disk").unwrap_or_default().to_owned();
     let size = call.params.get("size").unwrap_or_default().to_owned();
+    check_root_only(&call, &["skiplock"])?;
     let skiplock = call.params.flag("skiplock") == Some(true);
-    if skiplock {
-        check_lock_sync(&call, None)?;
-    }
     let digest = call.params.get("digest").map(str::to_owned);
-    {
-        let cluster = inst.cluster();
-        let vm = cluster.vm(&node, vmid)?;
-        if let Some(sid) = vm
-            .config
-            .get(&disk)
-            .and_then(|d| d.split_once(':'))
-            .map(|(s, _)| s.to_owned())
-        {
-            inst.auth.check(
-                &call.identity,
-                &format!("/storage/{sid}"),
-                &["Datastore.AllocateSpace"],
-            )?;
-        }
-    }
+    let caller = call.identity.clone();
     let upid = tasks::spawn(
         &inst,
         &call,
@@ -325,6 +308,19 @@ pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
                     return Err("you can't resize a cdrom".into());
                 }
                 let volid = drive.get("file").cloned().unwrap_or_default();
+                let (sid, _) = volid
+                    .split_once(':')
+                    .ok_or_else(|| format!("disk '{disk}' has no associated volume"))?;
+                let allowed = ctx.inst.auth.has(
+                    &caller,
+                    &format!("/storage/{sid}"),
+                    "Datastore.AllocateSpace",
+                );
+                if !allowed {
+                    return Err(format!(
+                        "Permission check failed (/storage/{sid}, Datastore.AllocateSpace)"
+                    ));
+                }
                 let old = drive.get("size").and_then(|s| parse_size(s)).unwrap_or(0);
                 (volid, old, drive)
             };

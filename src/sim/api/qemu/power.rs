@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{NODE_VMID, SKIPLOCK, check_lock_sync};
+use super::{NODE_VMID, SKIPLOCK, assert_config_exists, check_root_only};
 use crate::sim::clock::Clock;
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
@@ -35,16 +35,14 @@ pub const PARAMS_STOP: &[&[Param]] = &[NODE_VMID, STOP];
 pub const PARAMS_SHUTDOWN: &[&[Param]] = &[NODE_VMID, SHUTDOWN];
 pub const PARAMS_REBOOT: &[&[Param]] = &[NODE_VMID, REBOOT];
 
-/// Sync part shared by all power calls: permission, existence, skiplock.
+/// Sync part shared by all power calls: the permission and root-only
+/// parameters. Like PVE, the VM's existence is checked in the task.
 fn precheck(inst: &Instance, call: &Call) -> Result<(String, u32), ApiError> {
     let node = call.params.node().to_owned();
     let vmid = call.params.vmid("vmid");
     inst.auth
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.PowerMgmt"])?;
-    inst.cluster().vm(&node, vmid)?;
-    if call.params.flag("skiplock") == Some(true) {
-        check_lock_sync(call, None)?;
-    }
+    check_root_only(call, &["skiplock", "keepActive"])?;
     Ok((node, vmid))
 }
 
@@ -207,6 +205,7 @@ pub async fn shutdown_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, 
 
 pub async fn reboot_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let (node, vmid) = precheck(&inst, &call)?;
+    assert_config_exists(&inst, &node, vmid)?;
     if !inst.cluster().vm(&node, vmid)?.is_running() {
         return Err(ApiError::internal(format!("VM {vmid} not running")));
     }

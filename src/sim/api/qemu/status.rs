@@ -88,13 +88,29 @@ pub async fn current(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
     Ok(Reply::data(v))
 }
 
-pub async fn vm_index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let vmid = call.params.vmid("vmid");
-    inst.auth
-        .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Audit"])?;
-    inst.cluster().vm(call.params.node(), vmid)?;
+/// `GET .../qemu/{vmid}`: a static directory index (no checks, like PVE).
+pub async fn vm_index(_inst: Arc<Instance>, _call: Call) -> Result<Reply, ApiError> {
     let dirs = [
-        "config", "pending", "status", "agent", "clone", "template", "resize",
+        "config",
+        "cloudinit",
+        "pending",
+        "status",
+        "unlink",
+        "vncproxy",
+        "termproxy",
+        "migrate",
+        "resize",
+        "move",
+        "rrd",
+        "rrddata",
+        "monitor",
+        "agent",
+        "snapshot",
+        "spiceproxy",
+        "sendkey",
+        "firewall",
+        "mtunnel",
+        "remote_migrate",
     ];
     Ok(Reply::data(
         dirs.iter()
@@ -105,8 +121,6 @@ pub async fn vm_index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
 
 pub async fn status_index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let vmid = call.params.vmid("vmid");
-    inst.auth
-        .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Audit"])?;
     inst.cluster().vm(call.params.node(), vmid)?;
     let dirs = [
         "current", "start", "stop", "reset", "shutdown", "suspend", "reboot",
