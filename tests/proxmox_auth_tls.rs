@@ -85,15 +85,7 @@ async fn ticket_auth_sends_csrf_on_writes() {
 async fn concurrent_callers_share_one_login() {
     let h = Harness::start().await;
     let client = Client::new(h.ticket_config()).unwrap();
-    let calls: Vec<_> = (0..25)
-        .map(|_| {
-            let c = client.clone();
-            tokio::spawn(async move { c.version().await })
-        })
-        .collect();
-    for call in calls {
-        call.await.unwrap().unwrap();
-    }
+    harness::concurrent_versions(&client, 25).await;
     assert_eq!(h.count("POST", "/access/ticket").await, 1);
     assert_eq!(h.count("GET", "/version").await, 25);
 }

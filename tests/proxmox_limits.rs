@@ -19,15 +19,7 @@ async fn no_more_than_the_cap_is_in_flight() {
     let client = h.client_with(|c| c.limits.max_concurrent_requests = 2);
     h.fault(json!({"method": "GET", "path": "/version", "fault": "latency", "ms": HOLD_MS}))
         .await;
-    let calls: Vec<_> = (0..6)
-        .map(|_| {
-            let c = client.clone();
-            tokio::spawn(async move { c.version().await })
-        })
-        .collect();
-    for call in calls {
-        call.await.unwrap().unwrap();
-    }
+    harness::concurrent_versions(&client, 6).await;
     let mut arrivals: Vec<f64> = h
         .requests()
         .await

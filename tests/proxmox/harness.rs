@@ -258,6 +258,20 @@ pub async fn cloned_vm(client: &Client, newid: u32) {
     client.wait_task(&upid).await.expect("clone succeeds");
 }
 
+/// `n` concurrent `GET /version` calls from clones of `client`; all must
+/// succeed.
+pub async fn concurrent_versions(client: &Client, n: usize) {
+    let calls: Vec<_> = (0..n)
+        .map(|_| {
+            let c = client.clone();
+            tokio::spawn(async move { c.version().await })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+}
+
 /// Polls `f` until it returns `Some`, with a generous deadline.
 pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
 where
