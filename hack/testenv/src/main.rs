@@ -26,6 +26,15 @@ enum Command {
     Status(DirArg),
     /// Print the kubeconfig path of the running control plane.
     Kubeconfig(DirArg),
+    /// Start an attached control plane, print `OWNER <dir> <pids>`, then
+    /// exit at once (`--exit`) or wait to be killed. The lifetime tests use
+    /// it as the owner process whose end they check.
+    #[command(hide = true)]
+    Hold {
+        /// Exit normally right after starting, instead of waiting.
+        #[arg(long)]
+        exit: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -128,6 +137,19 @@ async fn run(command: Command) -> Result<ExitCode, testenv::Error> {
                     ExitCode::FAILURE
                 }
             })
+        }
+        Command::Hold { exit } => {
+            let plane = ControlPlane::start(Options::attached()).await?;
+            let pids: Vec<String> = plane.pids().iter().map(u32::to_string).collect();
+            println!("OWNER {} {}", plane.dir().display(), pids.join(" "));
+            // Like a static in a test binary, the control plane is never
+            // dropped: only the process's end may stop it.
+            std::mem::forget(plane);
+            if exit {
+                std::process::exit(0);
+            }
+            std::future::pending::<()>().await;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Kubeconfig(arg) => {
             let dir = arg.dir();

@@ -10,9 +10,6 @@ use std::time::{Duration, Instant};
 
 use testenv::{ControlPlane, Options, ProcessId, Status};
 
-/// Environment variable that turns [`owner_process`] into a real owner.
-const HELPER_MODE: &str = "TESTENV_LIFETIME_HELPER";
-
 /// Waits (generously) until none of `processes` runs any more.
 fn assert_all_gone(processes: &[ProcessId], context: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -31,40 +28,21 @@ fn identify(pids: &[u32]) -> Vec<ProcessId> {
         .collect()
 }
 
-/// Not a test of its own: the process that [`run_owner`] starts and ends in
-/// the way under test. It starts an attached control plane, reports it on
-/// stdout, then exits normally or waits to be killed.
-#[test]
-#[ignore = "helper process for the owner_* tests, started by them"]
-fn owner_process() {
-    let mode = std::env::var(HELPER_MODE).expect("started by run_owner");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let plane = runtime
-        .block_on(ControlPlane::start(Options::attached()))
-        .unwrap();
-    let pids: Vec<String> = plane.pids().iter().map(u32::to_string).collect();
-    println!("OWNER {} {}", plane.dir().display(), pids.join(" "));
-    // Like a static in a test binary, the control plane is never dropped.
-    std::mem::forget(plane);
-    match mode.as_str() {
-        "exit" => std::process::exit(0),
-        _ => std::thread::sleep(Duration::from_secs(600)),
-    }
-}
-
 struct Owner {
     child: std::process::Child,
     dir: PathBuf,
     processes: Vec<ProcessId>,
 }
 
-fn run_owner(mode: &str) -> Owner {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "owner_process", "--ignored", "--nocapture"])
-        .env(HELPER_MODE, mode)
+/// Starts `testenv hold` (exiting at once when `exit`, else waiting to be
+/// killed) and reads which control plane it started.
+fn run_owner(exit: bool) -> Owner {
+    let mut args = vec!["hold"];
+    if exit {
+        args.push("--exit");
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_testenv"))
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -92,7 +70,7 @@ fn run_owner(mode: &str) -> Owner {
 
 #[test]
 fn owner_killed_with_sigkill_leaves_no_process_and_the_next_run_sweeps_its_dir() {
-    let mut owner = run_owner("hang");
+    let mut owner = run_owner(false);
     assert!(owner.processes.iter().all(ProcessId::is_alive));
     owner.child.kill().unwrap(); // SIGKILL: no exit hook, no destructor runs
     owner.child.wait().unwrap();
@@ -109,7 +87,7 @@ fn owner_killed_with_sigkill_leaves_no_process_and_the_next_run_sweeps_its_dir()
 
 #[test]
 fn owner_exiting_normally_stops_its_processes_and_removes_its_dir() {
-    let mut owner = run_owner("exit");
+    let mut owner = run_owner(true);
     let status = owner.child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert_all_gone(&owner.processes, "after a normal exit of the owner");
