@@ -1,52 +1,116 @@
 #!/usr/bin/env bash
-# Builds etcd and kube-apiserver from the Go modules pinned next to this script
-# and caches the binaries outside the repository, keyed by the modules' go.sum,
-# so only the first run on a machine pays for the build (minutes on 2 cores).
+# Builds etcd, kube-apiserver and a matching kubectl from the Go modules pinned
+# next to this script (go.mod + go.sum, nothing vendored) and caches the
+# binaries outside the repository, keyed by those files and this script, so
+# only the first run on a machine pays for the build (about 5 minutes on
+# 2 cores with an empty Go cache; a few seconds afterwards).
 #
-# Prints the directory that holds `etcd` and `kube-apiserver` as its last line.
+# Progress goes to stderr. The last line on stdout is the directory holding
+# `etcd`, `kube-apiserver` and `kubectl`.
+#
+# Environment:
+#   CONTROL_PLANE_CACHE  cache root (default: $XDG_CACHE_HOME or ~/.cache,
+#                        then crossplane-provider-proxmox/control-plane)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${CONTROL_PLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crossplane-provider-proxmox/control-plane}"
 
-key="$(cat "$here"/kube-apiserver/go.mod "$here"/kube-apiserver/go.sum \
+log() { printf '[control-plane] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# The version of a required module, from a go.mod `require` line (inside a
+# block or not). Fails loudly rather than producing an empty cache key.
+required_version() {
+  local module="$1" gomod="$2" version
+  version="$(awk -v m="$module" '
+    $1 == "require" && $2 == m { print $3; exit }
+    $1 == m && $2 ~ /^v/        { print $2; exit }' "$gomod")"
+  [[ -n "$version" ]] || die "no version of $module in $gomod"
+  printf '%s' "$version"
+}
+
+k8s_version="$(required_version k8s.io/kubernetes "$here/kubernetes/go.mod")"
+etcd_version="$(required_version go.etcd.io/etcd/server/v3 "$here/etcd/go.mod")"
+key="$(cat "$here"/kubernetes/go.mod "$here"/kubernetes/go.sum \
            "$here"/etcd/go.mod "$here"/etcd/go.sum "$here"/build.sh | sha256sum | cut -c1-16)"
-k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$here/kube-apiserver/go.mod")"
-etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" && $2 ~ /^v/ { print $2; exit }' "$here/etcd/go.mod")"
 out="$cache_root/k8s-$k8s_version-etcd-$etcd_version-$key"
 
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+complete() { [[ -x "$out/kube-apiserver" && -x "$out/kubectl" && -x "$out/etcd" ]]; }
+
+if complete; then
   echo "$out"
   exit 0
 fi
 
+command -v go >/dev/null || die "the Go toolchain (go) is not on PATH; it is needed once to build the control plane"
 mkdir -p "$cache_root"
+
+# Two test binaries (or `make` and an editor) may ask at the same time: the
+# second waits for the first instead of building the same thing twice.
+exec 9>"$cache_root/.build.lock"
+if ! flock -n 9; then
+  log "another build of the control plane is running; waiting for it"
+  flock 9
+fi
+if complete; then
+  echo "$out"
+  exit 0
+fi
+
 tmp="$(mktemp -d "$cache_root/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 
+# The toolchain on PATH, no cgo (no C compiler needed), go.mod/go.sum as committed.
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
-
-log() { printf '[control-plane] %s\n' "$*" >&2; }
 start=$SECONDS
 
-log "building etcd $etcd_version (first run only; about 1-2 min)"
-( cd "$here/etcd" && go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3 )
-log "etcd built in $((SECONDS - start)) s"
+# Runs a command in the background and reports every 30 s that it is still
+# going, so a long first build does not look like a hang.
+with_progress() {
+  local what="$1"; shift
+  "$@" &
+  local pid=$! started=$SECONDS
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 30); do
+      sleep 1
+      kill -0 "$pid" 2>/dev/null || break
+    done
+    kill -0 "$pid" 2>/dev/null && log "still building $what ($((SECONDS - started)) s so far)"
+  done
+  wait "$pid" || die "building $what failed (see the go output above)"
+  log "$what built in $((SECONDS - started)) s"
+}
+
+log "building the control plane into $out"
+log "first run on this machine: downloads Go modules and compiles; about 5 min on 2 cores"
+
+log "building etcd $etcd_version"
+with_progress "etcd $etcd_version" \
+  bash -c 'cd "$1/etcd" && go build -trimpath -ldflags "-s -w" -o "$2/etcd" go.etcd.io/etcd/server/v3' \
+  _ "$here" "$tmp"
 
 minor="${k8s_version#v1.}"; minor="${minor%%.*}"
-log "building kube-apiserver $k8s_version (first run only; about 10-20 min on 2 cores)"
-( cd "$here/kube-apiserver" && go build -trimpath -tags selinux,notest,grpcnotrace \
-    -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
-    -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver ) &
-pid=$!
-while kill -0 "$pid" 2>/dev/null; do
-  sleep 30
-  kill -0 "$pid" 2>/dev/null && log "still building kube-apiserver ($((SECONDS - start)) s so far)"
-done
-wait "$pid"
-log "kube-apiserver built; total $((SECONDS - start)) s"
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version"
+ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+log "building kube-apiserver and kubectl $k8s_version"
+# One `go build` for both commands shares the compilation of common packages.
+with_progress "kube-apiserver and kubectl $k8s_version" \
+  bash -c 'cd "$1/kubernetes" && go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$3" -o "$2/" \
+             k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl' \
+  _ "$here" "$tmp" "$ldflags"
+
+# A binary that does not report the pinned version is a broken build, not a cache entry.
+"$tmp/kube-apiserver" --version | grep -qx "Kubernetes $k8s_version" \
+  || die "kube-apiserver reports '$("$tmp/kube-apiserver" --version)', expected $k8s_version"
+"$tmp/kubectl" version --client | grep -q "Client Version: $k8s_version" \
+  || die "kubectl does not report $k8s_version"
+"$tmp/etcd" --version | grep -q "etcd Version: ${etcd_version#v}" \
+  || die "etcd does not report ${etcd_version#v}"
 
 rm -rf "$out"
 mv "$tmp" "$out"
 trap - EXIT
+log "control plane ready in $((SECONDS - start)) s: $out"
 echo "$out"

@@ -1,0 +1,57 @@
+# The project's front door. `make help` lists the targets.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+CARGO ?= cargo
+TESTENV := $(CARGO) run --quiet --package testenv --
+TIMINGS := .work/make-test-timings
+
+# $(call phase,NAME,COMMAND): runs COMMAND, printing and recording how long it took.
+define phase
+	@start=$$SECONDS; echo "==> $(1)"; \
+	$(2); \
+	line="$$(printf '%-24s %5d s' '$(1)' $$((SECONDS - start)))"; \
+	echo "==> $$line"; echo "$$line" >> $(TIMINGS)
+endef
+
+.PHONY: help
+help: ## Show this list
+	@echo "Targets:"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 18
+
+.PHONY: control-plane
+control-plane: ## Build etcd, kube-apiserver and kubectl from Go modules (cached; ~5 min the first time)
+	@bash hack/control-plane/build.sh
+
+.PHONY: cluster-up
+cluster-up: ## Start a local control plane in the background; prints the kubeconfig path last
+	@$(TESTENV) up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local control plane and remove its directory
+	@$(TESTENV) down
+
+.PHONY: cluster-status
+cluster-status: ## Tell whether the local control plane runs
+	@$(TESTENV) status
+
+.PHONY: fmt
+fmt: ## Format all Rust code
+	@$(CARGO) fmt --all
+
+.PHONY: lint
+lint: ## Check formatting and run clippy with warnings denied
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+.PHONY: test
+test: ## Everything CI checks: lint, control plane build, all unit and integration tests
+	@mkdir -p $(dir $(TIMINGS)) && : > $(TIMINGS)
+	$(call phase,lint,$(MAKE) lint)
+	$(call phase,control plane build,$(MAKE) control-plane >/dev/null)
+	$(call phase,cargo test,$(CARGO) test --workspace --all-targets)
+	$(call phase,doc tests,$(CARGO) test --workspace --doc)
+	@echo "==> make test passed; time per phase:"; cat $(TIMINGS)

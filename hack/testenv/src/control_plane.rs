@@ -1,0 +1,173 @@
+//! Starting a control plane and the handle to a running one.
+
+use std::path::{Path, PathBuf};
+
+use crate::binaries::Binaries;
+use crate::error::Error;
+use crate::launch::{Plan, Running};
+use crate::pki::Pki;
+use crate::process::Lifetime;
+use crate::state::State;
+use crate::{
+    Options, attached, default_dir, detached, install_crypto_provider, kubeconfig, readiness, sys,
+};
+
+/// A running control plane. Dropping an attached one stops it and removes
+/// its directory; dropping a detached one leaves it running.
+#[derive(Debug)]
+pub struct ControlPlane {
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    server: String,
+    ca_cert_pem: String,
+    binaries: Binaries,
+    lifetime: Lifetime,
+    pids: Vec<u32>,
+}
+
+impl ControlPlane {
+    /// Builds the binaries if needed, then starts etcd and kube-apiserver and
+    /// waits until the apiserver is ready and namespace `default` exists.
+    pub async fn start(options: Options) -> Result<Self, Error> {
+        install_crypto_provider();
+        let binaries = Binaries::ensure().await?;
+        let dir = match (&options.lifetime, &options.dir) {
+            (Lifetime::Detached, Some(dir)) => {
+                detached::prepare(dir)?;
+                dir.clone()
+            }
+            (Lifetime::Detached, None) => {
+                let dir = default_dir();
+                detached::prepare(&dir)?;
+                dir
+            }
+            (Lifetime::Attached, _) => attached::new_run_dir()?,
+        };
+        // Absolute paths: the processes and the state file outlive our cwd.
+        let dir = std::path::absolute(&dir).map_err(|source| Error::Io {
+            what: format!("resolving {}", dir.display()),
+            source,
+        })?;
+        let pki = Pki::generate()?;
+        let pki_files = pki.write(&dir.join("pki"))?;
+        let deadline = tokio::time::Instant::now() + options.start_timeout;
+        let Running {
+            mut etcd,
+            mut apiserver,
+            server,
+        } = Plan {
+            binaries: &binaries,
+            dir: &dir,
+            pki: &pki_files,
+            ca_cert_pem: &pki.ca_cert,
+            lifetime: options.lifetime,
+            deadline,
+            timeout: options.start_timeout,
+        }
+        .run()
+        .await?;
+
+        let kubeconfig = dir.join("kubeconfig");
+        let ready = async {
+            kubeconfig::write(&kubeconfig, &kubeconfig::admin(&server, &pki))?;
+            let client =
+                kube::Client::try_from(kubeconfig::load(&kubeconfig).await?).map_err(|e| {
+                    Error::Kubeconfig {
+                        path: kubeconfig.clone(),
+                        message: format!("building a client: {e}"),
+                    }
+                })?;
+            let apiserver_log = apiserver.log.clone();
+            readiness::wait_for(
+                "namespace default",
+                deadline,
+                options.start_timeout,
+                &mut [&mut apiserver, &mut etcd],
+                &apiserver_log,
+                || readiness::default_namespace(&client),
+            )
+            .await?;
+            let owner = match options.lifetime {
+                Lifetime::Attached => sys::ProcessId::current(),
+                Lifetime::Detached => None,
+            };
+            State {
+                owner,
+                etcd: etcd.id,
+                apiserver: apiserver.id,
+                server: server.clone(),
+                kubeconfig: kubeconfig.clone(),
+            }
+            .write(&dir)?;
+            Ok::<_, Error>(())
+        }
+        .await;
+        // On error, dropping the handles kills both processes.
+        ready?;
+        let pids = vec![apiserver.id.pid, etcd.id.pid];
+        match options.lifetime {
+            Lifetime::Attached => {
+                if let Err(e) = attached::keep_until_exit(&dir, vec![apiserver, etcd]) {
+                    attached::stop(&dir);
+                    return Err(e);
+                }
+            }
+            Lifetime::Detached => {
+                apiserver.release();
+                etcd.release();
+            }
+        }
+        Ok(Self {
+            dir,
+            kubeconfig,
+            server,
+            ca_cert_pem: pki.ca_cert,
+            binaries,
+            lifetime: options.lifetime,
+            pids,
+        })
+    }
+
+    /// The run directory (certificates, etcd data, logs, kubeconfig).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The admin kubeconfig (user `default` in group `system:masters`).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// `https://127.0.0.1:<port>`
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The CA that signed the serving certificate, for further kubeconfigs.
+    pub fn ca_cert_pem(&self) -> &str {
+        &self.ca_cert_pem
+    }
+
+    /// The binaries in use, including a kubectl of the apiserver's version.
+    pub fn binaries(&self) -> &Binaries {
+        &self.binaries
+    }
+
+    /// The PIDs of kube-apiserver and etcd.
+    pub fn pids(&self) -> &[u32] {
+        &self.pids
+    }
+
+    /// A client configuration for the admin.
+    pub async fn kube_config(&self) -> Result<kube::Config, Error> {
+        kubeconfig::load(&self.kubeconfig).await
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        if self.lifetime == Lifetime::Attached {
+            attached::stop(&self.dir);
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The launcher's promises about process lifetimes, checked with real
+//! etcd and kube-apiserver processes: nothing outlives an attached owner
+//! however it ends, and a detached control plane runs until stopped.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use testenv::{ControlPlane, Options, ProcessId, Status};
+
+/// Environment variable that turns [`owner_process`] into a real owner.
+const HELPER_MODE: &str = "TESTENV_LIFETIME_HELPER";
+
+/// Waits (generously) until none of `processes` runs any more.
+fn assert_all_gone(processes: &[ProcessId], context: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes.iter().any(ProcessId::is_alive) {
+        assert!(
+            Instant::now() < deadline,
+            "{context}: still running: {processes:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn identify(pids: &[u32]) -> Vec<ProcessId> {
+    pids.iter()
+        .map(|&pid| ProcessId::of(pid).unwrap_or_else(|| panic!("process {pid} is not running")))
+        .collect()
+}
+
+/// Not a test of its own: the process that [`run_owner`] starts and ends in
+/// the way under test. It starts an attached control plane, reports it on
+/// stdout, then exits normally or waits to be killed.
+#[test]
+#[ignore = "helper process for the owner_* tests, started by them"]
+fn owner_process() {
+    let mode = std::env::var(HELPER_MODE).expect("started by run_owner");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let plane = runtime
+        .block_on(ControlPlane::start(Options::attached()))
+        .unwrap();
+    let pids: Vec<String> = plane.pids().iter().map(u32::to_string).collect();
+    println!("OWNER {} {}", plane.dir().display(), pids.join(" "));
+    // Like a static in a test binary, the control plane is never dropped.
+    std::mem::forget(plane);
+    match mode.as_str() {
+        "exit" => std::process::exit(0),
+        _ => std::thread::sleep(Duration::from_secs(600)),
+    }
+}
+
+struct Owner {
+    child: std::process::Child,
+    dir: PathBuf,
+    processes: Vec<ProcessId>,
+}
+
+fn run_owner(mode: &str) -> Owner {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "owner_process", "--ignored", "--nocapture"])
+        .env(HELPER_MODE, mode)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        if let Some(report) = line.strip_prefix("OWNER ") {
+            let mut fields = report.split(' ');
+            let dir = PathBuf::from(fields.next().unwrap());
+            let pids: Vec<u32> = fields.map(|p| p.parse().unwrap()).collect();
+            assert_eq!(pids.len(), 2, "{line}");
+            let processes = identify(&pids);
+            return Owner {
+                child,
+                dir,
+                processes,
+            };
+        }
+    }
+    panic!(
+        "the owner process ended without starting a control plane: {:?}",
+        child.wait()
+    );
+}
+
+#[test]
+fn owner_killed_with_sigkill_leaves_no_process_and_the_next_run_sweeps_its_dir() {
+    let mut owner = run_owner("hang");
+    assert!(owner.processes.iter().all(ProcessId::is_alive));
+    owner.child.kill().unwrap(); // SIGKILL: no exit hook, no destructor runs
+    owner.child.wait().unwrap();
+    assert_all_gone(&owner.processes, "after SIGKILL of the owner");
+    // Nothing could remove the directory; the next attached start does.
+    assert!(owner.dir.exists());
+    testenv::sweep_stale_runs();
+    assert!(
+        !owner.dir.exists(),
+        "{} survived the sweep",
+        owner.dir.display()
+    );
+}
+
+#[test]
+fn owner_exiting_normally_stops_its_processes_and_removes_its_dir() {
+    let mut owner = run_owner("exit");
+    let status = owner.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert_all_gone(&owner.processes, "after a normal exit of the owner");
+    assert!(
+        !owner.dir.exists(),
+        "{} was left behind",
+        owner.dir.display()
+    );
+}
+
+#[tokio::test]
+async fn dropping_an_attached_control_plane_stops_it() {
+    let plane = ControlPlane::start(Options::attached()).await.unwrap();
+    let processes = identify(plane.pids());
+    let dir = plane.dir().to_owned();
+    drop(plane);
+    assert_all_gone(&processes, "after drop");
+    assert!(!dir.exists());
+}
+
+#[tokio::test]
+async fn a_detached_control_plane_runs_until_stopped() {
+    let dir = std::env::temp_dir().join(format!("testenv-detached-{}", std::process::id()));
+    let plane = ControlPlane::start(Options::detached(dir.clone()))
+        .await
+        .unwrap();
+    let processes = identify(plane.pids());
+    let _cleanup = KillOnDrop(processes.clone(), dir.clone());
+    let kubeconfig = plane.kubeconfig_path().to_owned();
+    drop(plane);
+
+    // Still serving after its handle is gone.
+    assert!(processes.iter().all(ProcessId::is_alive));
+    match testenv::status(&dir).unwrap() {
+        Status::Up {
+            kubeconfig: reported,
+            ..
+        } => assert_eq!(reported, kubeconfig),
+        other => panic!("expected Up, got {other:?}"),
+    }
+    let config = testenv::kubeconfig::load(&kubeconfig).await.unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client)
+        .get("default")
+        .await
+        .unwrap();
+
+    // A second start in the same directory is refused while it runs.
+    let again = ControlPlane::start(Options::detached(dir.clone())).await;
+    assert!(
+        again.is_err(),
+        "a second control plane started in {}",
+        dir.display()
+    );
+
+    assert_eq!(testenv::stop_detached(&dir).await.unwrap(), 2);
+    assert_all_gone(&processes, "after stop_detached");
+    assert!(!Path::new(&dir).exists());
+    assert!(matches!(testenv::status(&dir).unwrap(), Status::Down));
+}
+
+/// Detached processes outlive a failed test; this stops them anyway.
+struct KillOnDrop(Vec<ProcessId>, PathBuf);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for process in &self.0 {
+            let _ = process.signal(testenv::Signal::Kill);
+        }
+        let _ = std::fs::remove_dir_all(&self.1);
+    }
+}
