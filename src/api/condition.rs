@@ -169,6 +169,83 @@ impl Condition {
         }
     }
 
+    /// Ready=True, `Available`: the VM exists and is as requested.
+    pub fn available(now: Time) -> Self {
+        Self::new(
+            ConditionType::Ready,
+            ConditionStatus::True,
+            Reason::Available,
+            "",
+            now,
+        )
+    }
+
+    /// Ready=False, `Unavailable`, saying why.
+    pub fn unavailable(message: impl Into<String>, now: Time) -> Self {
+        Self::new(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            Reason::Unavailable,
+            message,
+            now,
+        )
+    }
+
+    /// Ready=False, `Creating`, saying what is being done.
+    pub fn creating(message: impl Into<String>, now: Time) -> Self {
+        Self::new(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            Reason::Creating,
+            message,
+            now,
+        )
+    }
+
+    /// Ready=False, `Deleting`, saying what is being done.
+    pub fn deleting(message: impl Into<String>, now: Time) -> Self {
+        Self::new(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            Reason::Deleting,
+            message,
+            now,
+        )
+    }
+
+    /// Synced=True, `ReconcileSuccess`.
+    pub fn reconcile_success(message: impl Into<String>, now: Time) -> Self {
+        Self::new(
+            ConditionType::Synced,
+            ConditionStatus::True,
+            Reason::ReconcileSuccess,
+            message,
+            now,
+        )
+    }
+
+    /// Synced=False, `ReconcileError`, with the error.
+    pub fn reconcile_error(message: impl Into<String>, now: Time) -> Self {
+        Self::new(
+            ConditionType::Synced,
+            ConditionStatus::False,
+            Reason::ReconcileError,
+            message,
+            now,
+        )
+    }
+
+    /// Synced=False, `ReconcilePaused`.
+    pub fn reconcile_paused(message: impl Into<String>, now: Time) -> Self {
+        Self::new(
+            ConditionType::Synced,
+            ConditionStatus::False,
+            Reason::ReconcilePaused,
+            message,
+            now,
+        )
+    }
+
     /// Whether this condition says the same as `other`, ignoring time and generation.
     pub fn same_as(&self, other: &Condition) -> bool {
         self.type_ == other.type_
@@ -245,14 +322,62 @@ mod tests {
     }
 
     #[test]
+    fn constructors_use_crossplanes_types_and_reasons() {
+        let cases = [
+            (
+                Condition::available(at(1)),
+                "Ready",
+                ConditionStatus::True,
+                "Available",
+            ),
+            (
+                Condition::unavailable("x", at(1)),
+                "Ready",
+                ConditionStatus::False,
+                "Unavailable",
+            ),
+            (
+                Condition::creating("x", at(1)),
+                "Ready",
+                ConditionStatus::False,
+                "Creating",
+            ),
+            (
+                Condition::deleting("x", at(1)),
+                "Ready",
+                ConditionStatus::False,
+                "Deleting",
+            ),
+            (
+                Condition::reconcile_success("", at(1)),
+                "Synced",
+                ConditionStatus::True,
+                "ReconcileSuccess",
+            ),
+            (
+                Condition::reconcile_error("x", at(1)),
+                "Synced",
+                ConditionStatus::False,
+                "ReconcileError",
+            ),
+            (
+                Condition::reconcile_paused("x", at(1)),
+                "Synced",
+                ConditionStatus::False,
+                "ReconcilePaused",
+            ),
+        ];
+        for (c, type_, status, reason) in cases {
+            assert_eq!(
+                (c.type_.as_str(), c.status, c.reason.as_str()),
+                (type_, status, reason)
+            );
+        }
+    }
+
+    #[test]
     fn other_types_are_left_alone() {
-        let synced = Condition::new(
-            ConditionType::Synced,
-            ConditionStatus::True,
-            Reason::ReconcileSuccess,
-            "",
-            at(5),
-        );
+        let synced = Condition::reconcile_success("", at(5));
         let mut conds = vec![synced.clone()];
         set_condition(
             &mut conds,

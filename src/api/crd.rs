@@ -1,6 +1,8 @@
 //! The CustomResourceDefinitions, as served to `kubectl apply`.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray,
+};
 use kube::CustomResourceExt;
 
 use crate::api::{ClusterProviderConfig, ProviderConfig, ProxmoxVM};
@@ -11,14 +13,53 @@ pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
     vec![
         (
             "proxmox.crossplane.io_clusterproviderconfigs.yaml",
-            ClusterProviderConfig::crd(),
+            tidy(ClusterProviderConfig::crd()),
         ),
         (
             "proxmox.crossplane.io_providerconfigs.yaml",
-            ProviderConfig::crd(),
+            tidy(ProviderConfig::crd()),
         ),
-        ("proxmox.crossplane.io_proxmoxvms.yaml", ProxmoxVM::crd()),
+        (
+            "proxmox.crossplane.io_proxmoxvms.yaml",
+            tidy(ProxmoxVM::crd()),
+        ),
     ]
+}
+
+/// Formats the API server knows for integers; schemars also writes
+/// `uint32`/`uint16`, which the server accepts with a warning on every apply.
+const KNOWN_INT_FORMATS: [&str; 2] = ["int32", "int64"];
+
+/// Drops integer formats the API server does not know (the bounds are
+/// expressed by `minimum`/`maximum` anyway).
+fn tidy(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    for version in &mut crd.spec.versions {
+        if let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        {
+            drop_unknown_formats(schema);
+        }
+    }
+    crd
+}
+
+fn drop_unknown_formats(schema: &mut JSONSchemaProps) {
+    if schema.type_.as_deref() == Some("integer")
+        && schema
+            .format
+            .as_deref()
+            .is_some_and(|f| !KNOWN_INT_FORMATS.contains(&f))
+    {
+        schema.format = None;
+    }
+    for child in schema.properties.iter_mut().flat_map(|p| p.values_mut()) {
+        drop_unknown_formats(child);
+    }
+    if let Some(JSONSchemaPropsOrArray::Schema(items)) = schema.items.as_mut() {
+        drop_unknown_formats(items);
+    }
 }
 
 /// One CRD as a YAML document (without the `---` separator).

@@ -54,7 +54,7 @@ impl JsonSchema for Quantity {
             "type": "string",
             "maxLength": 32,
             "x-kubernetes-validations": [{
-                "rule": "isQuantity(self) && quantity(self).sign() > 0",
+                "rule": "isQuantity(self) && quantity(self).compareTo(quantity('0')) > 0",
                 "message": "must be a positive Kubernetes quantity such as 512Mi, 4Gi or 32G",
             }],
         })

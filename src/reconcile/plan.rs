@@ -1,1 +1,290 @@
-//! placeholder
+//! The reconciler's decisions, as a pure function.
+//!
+//! A pass is: observe (Kubernetes object + Proxmox) → [`plan`] → act (one
+//! Proxmox call or one Kubernetes write) → write [`Plan::status`] → requeue.
+//! Before connecting to Proxmox the glue calls [`preflight`]: it either
+//! decides alone (paused, orphaned, ...) or says what to observe ([`Needs`]).
+//!
+//! The rules that make the provider safe under restarts, lost writes and
+//! concurrency live here, each in the phase it concerns:
+//!
+//! * [`task`]: never block on a Proxmox task; a task in flight is recorded in
+//!   the status and observed on later passes, and nothing else is dispatched
+//!   meanwhile; a task started before a lost status write is found again in
+//!   the node's active task list and adopted, not started twice.
+//! * [`create`]: the VMID is recorded (with `external-create-pending`) before
+//!   a create is sent; an unknown create outcome is resolved by looking.
+//! * [`converge`]: a VM without our owner marker is never changed.
+//! * [`delete`]: shutdown → stop → destroy, or orphan.
+
+mod compare;
+mod context;
+mod converge;
+mod create;
+mod decision;
+mod delete;
+mod drift;
+mod input;
+mod output;
+mod owner;
+mod render;
+mod report;
+mod task;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+
+pub use input::{
+    ActiveTask, AgentState, GuestInterface, ImageRef, Needs, NodeCandidate, NodeLoad, Observation,
+    ObservedVm, PasswordState, PlanInput, Power, ProviderState, TaskRef, TaskState, TemplateLookup,
+    TemplateRef, VmConfig, VmState,
+};
+pub use output::{ConfigChanges, Event, Param, Params, Plan, Sensitive, Step};
+pub use owner::{Ownership, marker_line, ownership};
+
+use crate::api::{
+    ProxmoxVM, Reason,
+    meta::{PolicyMode, policy_mode},
+    provider_config::{Limits, Timing},
+};
+use context::Ctx;
+use decision::{Decision, Out, Say};
+
+/// What to do before connecting to Proxmox.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Preflight {
+    /// Decided without Proxmox (paused, invalid policies, orphan, nothing
+    /// to clean up): act on this plan.
+    Decided(Box<Plan>),
+    /// Resolve the provider config, observe what [`Needs`] lists, then call
+    /// [`plan`].
+    Observe(Needs),
+}
+
+/// Decides what can be decided without Proxmox, or what to observe.
+pub fn preflight(vm: &ProxmoxVM, now: Timestamp) -> Preflight {
+    let observed = Observation::default();
+    let input = PlanInput {
+        vm,
+        provider: ProviderState::Ready {
+            timing: Timing::default(),
+            limits: Limits::default(),
+        },
+        observed,
+        now,
+    };
+    let ctx = Ctx::new(&input);
+    match gate(&ctx) {
+        Some(decision) => Preflight::Decided(Box::new(Out::new(&ctx).finish(&ctx, decision))),
+        None => Preflight::Observe(ctx.needs()),
+    }
+}
+
+/// Decides the next step from the resource, the provider config and what
+/// Proxmox showed.
+pub fn plan(input: &PlanInput) -> Plan {
+    let ctx = Ctx::new(input);
+    let mut out = Out::new(&ctx);
+    report::observed(&ctx, &mut out);
+    let decision = decide(&ctx, &mut out);
+    out.finish(&ctx, decision)
+}
+
+/// A step that failed when the glue carried it out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ActFailure {
+    /// Kubernetes answered 409: the object changed meanwhile. Retry at once
+    /// with a fresh read; not an error worth a condition.
+    Conflict,
+    /// Proxmox refused because the VM is locked (`VM is locked (backup)`,
+    /// `can't lock file ... got timeout`).
+    Locked(String),
+    /// Any other refusal or transport error, with its message.
+    Failed(String),
+}
+
+/// The plan to write when carrying out `plan.step` failed: Synced=False with
+/// the error, the failure recorded for backoff, and a retry.
+pub fn act_failed(input: &PlanInput, plan: &Plan, failure: ActFailure) -> Plan {
+    let ctx = Ctx::new(input);
+    let mut out = Out::from_status(plan.status.clone());
+    let what = describe_step(&plan.step);
+    let decision = match failure {
+        ActFailure::Conflict => Decision::silent(Step::Wait, Some(Duration::ZERO)),
+        ActFailure::Locked(message) => Decision::new(
+            Step::Wait,
+            Some(ctx.timing.poll_interval.max(Duration::from_secs(5))),
+            Say::no(
+                Reason::VmLocked,
+                format!("cannot {what}: {message}; retrying"),
+            ),
+        )
+        .keep_ready(),
+        ActFailure::Failed(message) => {
+            let retry = match plan.step.action() {
+                Some(action) => task::record_failure(&ctx, &mut out, action, &message),
+                None => task::backoff(1),
+            };
+            Decision::new(
+                Step::Wait,
+                Some(retry),
+                Say::no(
+                    Reason::ReconcileError,
+                    format!("cannot {what}: {message}; retrying in {}", secs(retry)),
+                ),
+            )
+            .keep_ready()
+        }
+    };
+    out.finish(&ctx, decision)
+}
+
+/// The phases, in order; the first that decides wins.
+fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
+    if let Some(d) = gate(ctx) {
+        return d;
+    }
+    if let Some(d) = provider(ctx) {
+        return d;
+    }
+    if let Some(d) = identity(ctx) {
+        return d;
+    }
+    if let Some(d) = task::in_flight(ctx, out) {
+        return d;
+    }
+    if let Some(d) = task::adopt(ctx, out) {
+        return d;
+    }
+    if ctx.deleting() {
+        return delete::decide(ctx, out);
+    }
+    match &ctx.obs.vm {
+        VmState::Present(vm) => converge::decide(ctx, out, vm),
+        VmState::Absent | VmState::Unknown => create::decide(ctx, out),
+    }
+}
+
+/// Decisions that need no Proxmox: pause, invalid policies, deletion without
+/// anything to clean up, orphaning.
+fn gate(ctx: &Ctx) -> Option<Decision> {
+    let paused_by = if ctx.annotation(crate::api::meta::PAUSED) == Some("true") {
+        Some("the crossplane.io/paused annotation is \"true\"")
+    } else if ctx.vm.spec.management_policies.is_empty() {
+        Some("managementPolicies is empty")
+    } else {
+        None
+    };
+    if let Some(why) = paused_by {
+        let say = Say::no(
+            Reason::ReconcilePaused,
+            format!("reconciliation is paused: {why}"),
+        );
+        return Some(Decision::new(Step::Paused, None, say).keep_ready());
+    }
+    if let PolicyMode::Invalid(message) = policy_mode(&ctx.vm.spec.management_policies) {
+        let say = Say::no(Reason::InvalidSpec, message);
+        return Some(Decision::new(Step::Refuse, None, say).keep_ready());
+    }
+    if ctx.deleting() && !ctx.has_finalizer() {
+        let say = Say::yes(
+            Reason::ReconcileSuccess,
+            "deleting; nothing left to clean up",
+        );
+        return Some(Decision::new(Step::Wait, None, say));
+    }
+    if ctx.deleting() && !ctx.caps.delete {
+        let say = Say::yes(
+            Reason::ReconcileSuccess,
+            "managementPolicies do not include Delete: the VM is left on Proxmox (orphaned)",
+        );
+        return Some(Decision::new(Step::RemoveFinalizer, None, say).event(
+            false,
+            "Orphaned",
+            format!(
+                "VM {} left on Proxmox: managementPolicies do not include Delete",
+                ctx.vmid_text()
+            ),
+        ));
+    }
+    None
+}
+
+/// The provider config must be usable for anything further.
+fn provider(ctx: &Ctx) -> Option<Decision> {
+    let retry = Some(Duration::from_secs(30));
+    let say = match &ctx.input.provider {
+        ProviderState::Ready { .. } => return None,
+        ProviderState::NotFound { message } => Say::no(Reason::ProviderConfigNotFound, message),
+        ProviderState::Unusable { message } => Say::no(
+            Reason::ReconcileError,
+            format!("cannot use the provider config: {message}"),
+        ),
+    };
+    Some(Decision::new(Step::Wait, retry, say).keep_ready())
+}
+
+/// The VMID: from `crossplane.io/external-name`, which must agree with
+/// `spec.forProvider.vmid` when both are set; recorded from the spec first.
+fn identity(ctx: &Ctx) -> Option<Decision> {
+    let spec_vmid = ctx.spec.vmid;
+    match (ctx.external_name(), spec_vmid) {
+        (None, Some(vmid)) if !ctx.deleting() => {
+            let say = Say::yes(
+                Reason::ReconcileSuccess,
+                format!("recording VMID {vmid} in crossplane.io/external-name"),
+            );
+            let step = Step::RecordExternalName {
+                vmid,
+                create_pending: ctx.caps.create,
+            };
+            Some(Decision::new(step, Some(Duration::ZERO), say))
+        }
+        (Some(Err(text)), _) => Some(Decision::new(
+            Step::Refuse,
+            None,
+            Say::no(
+                Reason::InvalidSpec,
+                format!(
+                    "the crossplane.io/external-name annotation {text:?} is not a VMID (100 to 999999999)"
+                ),
+            ),
+        )),
+        (Some(Ok(named)), Some(vmid)) if named != vmid => Some(Decision::new(
+            Step::Refuse,
+            None,
+            Say::no(
+                Reason::InvalidSpec,
+                format!(
+                    "the crossplane.io/external-name annotation names VMID {named} but spec.forProvider.vmid is {vmid}"
+                ),
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// Whole seconds, for messages.
+fn secs(d: Duration) -> String {
+    format!("{}s", d.as_secs().max(u64::from(d.subsec_nanos() > 0)))
+}
+
+/// A step in words, for messages.
+fn describe_step(step: &Step) -> String {
+    match step.action() {
+        Some(action) => format!("start the {}", action.describe()),
+        None => match step {
+            Step::AllocateVmid => "allocate a VMID".into(),
+            Step::RecordExternalName { .. } => "record the VMID".into(),
+            Step::ForgetExternalName => "forget the VMID".into(),
+            Step::AddFinalizer => "add the finalizer".into(),
+            Step::RemoveFinalizer => "remove the finalizer".into(),
+            Step::RecordCreateSucceeded => "record the successful create".into(),
+            _ => "write the status".into(),
+        },
+    }
+}

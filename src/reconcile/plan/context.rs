@@ -1,0 +1,228 @@
+//! The pass's context: what every phase reads, and what to observe.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::input::{ImageRef, Needs, Observation, PlanInput, ProviderState, TaskRef, TemplateRef};
+use crate::api::{
+    ProxmoxVM, ProxmoxVMStatus,
+    meta::{self, Capabilities, PolicyMode, policy_mode},
+    provider_config::{Limits, Timing},
+    vm::{InFlightTask, PowerState, VmParameters},
+};
+
+/// What every phase reads.
+pub(super) struct Ctx<'a> {
+    pub input: &'a PlanInput<'a>,
+    pub vm: &'a ProxmoxVM,
+    pub spec: &'a VmParameters,
+    /// The current status (empty when the resource has none yet).
+    pub status: ProxmoxVMStatus,
+    pub caps: Capabilities,
+    pub timing: Timing,
+    pub limits: Limits,
+    pub obs: &'a Observation,
+    pub now: Timestamp,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(input: &'a PlanInput<'a>) -> Self {
+        let caps = match policy_mode(&input.vm.spec.management_policies) {
+            PolicyMode::Active(caps) => caps,
+            PolicyMode::Paused | PolicyMode::Invalid(_) => Capabilities {
+                create: false,
+                update: false,
+                delete: false,
+            },
+        };
+        let (timing, limits) = match &input.provider {
+            ProviderState::Ready { timing, limits } => (*timing, limits.clone()),
+            _ => (Timing::default(), Limits::default()),
+        };
+        Self {
+            input,
+            vm: input.vm,
+            spec: &input.vm.spec.for_provider,
+            status: input.vm.status.clone().unwrap_or_default(),
+            caps,
+            timing,
+            limits,
+            obs: &input.observed,
+            now: input.now,
+        }
+    }
+
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.vm
+            .metadata
+            .annotations
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
+
+    /// The external name, parsed as a VMID.
+    pub fn external_name(&self) -> Option<Result<u32, String>> {
+        let text = self.vm.external_name()?;
+        Some(
+            text.parse::<u32>()
+                .ok()
+                .filter(|id| (100..=999_999_999).contains(id))
+                .ok_or_else(|| text.to_owned()),
+        )
+    }
+
+    /// The VMID, once recorded.
+    pub fn vmid(&self) -> Option<u32> {
+        self.external_name()?.ok()
+    }
+
+    pub fn vmid_text(&self) -> String {
+        self.vmid()
+            .map_or_else(|| "(no VMID yet)".into(), |id| id.to_string())
+    }
+
+    fn annotation_time(&self, key: &str) -> Option<Timestamp> {
+        // An unreadable time still counts as set, as early as possible.
+        self.annotation(key)
+            .map(|t| t.parse().unwrap_or(Timestamp::MIN))
+    }
+
+    /// A create may have been sent and its success is not recorded:
+    /// `external-create-pending` is set and newer than `-succeeded`.
+    pub fn create_pending(&self) -> bool {
+        match (
+            self.annotation_time(meta::EXTERNAL_CREATE_PENDING),
+            self.annotation_time(meta::EXTERNAL_CREATE_SUCCEEDED),
+        ) {
+            (Some(pending), Some(succeeded)) => pending > succeeded,
+            (pending, _) => pending.is_some(),
+        }
+    }
+
+    /// The create task is known to have succeeded (and no create was
+    /// attempted since).
+    pub fn create_succeeded(&self) -> bool {
+        self.annotation(meta::EXTERNAL_CREATE_SUCCEEDED).is_some() && !self.create_pending()
+    }
+
+    pub fn deleting(&self) -> bool {
+        self.vm.metadata.deletion_timestamp.is_some()
+    }
+
+    pub fn deletion_time(&self) -> Option<Timestamp> {
+        self.vm.metadata.deletion_timestamp.as_ref().map(|t| t.0)
+    }
+
+    pub fn has_finalizer(&self) -> bool {
+        self.vm
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == meta::FINALIZER)
+    }
+
+    pub fn uid(&self) -> &str {
+        self.vm.metadata.uid.as_deref().unwrap_or_default()
+    }
+
+    /// The VM's name on Proxmox: the spec's, else the resource's.
+    pub fn vm_name(&self) -> String {
+        self.spec
+            .name
+            .clone()
+            .or_else(|| self.vm.metadata.name.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn task(&self) -> Option<&InFlightTask> {
+        self.status.at_provider.task.as_ref()
+    }
+
+    /// The node the VM is to be created on, once known.
+    pub fn chosen_node(&self) -> Option<String> {
+        self.status
+            .at_provider
+            .node
+            .clone()
+            .or_else(|| self.spec.node.clone())
+    }
+
+    /// Whether the create imports disks (and so counts against the node's
+    /// import limit).
+    pub fn imports(&self) -> bool {
+        self.spec
+            .disks
+            .iter()
+            .any(|d| d.image.is_some() || d.import_from.is_some())
+    }
+
+    /// How long an up-to-date VM waits before the next drift check.
+    pub fn resync_interval(&self) -> Duration {
+        self.annotation(meta::POLL_INTERVAL)
+            .and_then(|text| text.parse::<kube::core::Duration>().ok())
+            .filter(|d| !d.is_negative())
+            .map(Duration::from)
+            .map_or(self.timing.resync_interval, |d| {
+                d.max(Duration::from_secs(5))
+            })
+    }
+
+    /// Whether the observed power state is what the spec asks for.
+    pub fn wants_running(&self) -> bool {
+        self.spec.power_state == PowerState::Running
+    }
+
+    fn on_create_path(&self) -> bool {
+        self.caps.create && !self.deleting() && !self.create_succeeded()
+    }
+
+    /// What to observe for [`super::plan`].
+    pub fn needs(&self) -> Needs {
+        let creating = self.on_create_path();
+        let node = self.chosen_node();
+        let images = match (&node, creating && self.spec.clone.is_none()) {
+            (Some(node), true) => self
+                .spec
+                .disks
+                .iter()
+                .filter_map(|d| d.image.as_ref())
+                .map(|image| ImageRef {
+                    node: node.clone(),
+                    storage: image.storage.clone(),
+                    volume: image.volume(),
+                })
+                .collect(),
+            _ => vec![],
+        };
+        let template = self.spec.clone.as_ref().filter(|_| creating).and_then(|c| {
+            match (c.template_vmid, &c.template_name) {
+                (Some(vmid), _) => Some(TemplateRef::Vmid(vmid)),
+                (None, Some(name)) => Some(TemplateRef::Name(name.clone())),
+                (None, None) => None,
+            }
+        });
+        let heavy = self.imports() || self.spec.clone.is_some();
+        Needs {
+            vmid: self.vmid(),
+            task: self.task().map(|t| TaskRef {
+                upid: t.upid.clone(),
+                node: t.node.clone(),
+            }),
+            active_tasks_on: node.clone(),
+            images,
+            nodes: creating && node.is_none() && self.spec.clone.is_none(),
+            template,
+            password: self
+                .spec
+                .cloud_init
+                .as_ref()
+                .and_then(|ci| ci.password_secret_ref.as_ref())
+                .filter(|_| !self.deleting())
+                .map(|r| (r.name.clone(), r.key.clone())),
+            load_on: node.filter(|_| creating && heavy),
+        }
+    }
+}

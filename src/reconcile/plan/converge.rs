@@ -1,0 +1,279 @@
+//! An existing VM: check ownership, then correct drift, grow disks and
+//! enforce the power state, one step per pass.
+//!
+//! A VM without our owner marker is never changed: it may be someone's
+//! hand-made VM that happens to have the VMID.
+
+use std::time::Duration;
+
+use super::context::Ctx;
+use super::decision::{Decision, Out, Say};
+use super::drift::{self, Diff};
+use super::input::{AgentState, ObservedVm, Power};
+use super::output::Step;
+use super::owner::{Ownership, marker_line, ownership};
+use super::task;
+use crate::api::{Reason, vm::TaskAction};
+
+/// Decides for a VM that exists.
+pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
+    let vmid = ctx.vmid_text();
+    if matches!(vm.lock.as_deref(), Some("create" | "clone")) && vm.config.is_none() {
+        return being_created(ctx, vm);
+    }
+    let Some(config) = &vm.config else {
+        let say = Say::no(
+            Reason::ReconcileError,
+            format!("cannot read the config of VM {vmid}"),
+        );
+        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+    };
+    let managing = ctx.caps.update || ctx.caps.create;
+    if !managing {
+        let say = Say::yes(
+            Reason::ReconcileSuccess,
+            format!("observing VM {vmid}; managementPolicies do not allow changing it"),
+        );
+        return Decision::new(Step::UpToDate, Some(ctx.resync_interval()), say);
+    }
+    match ownership(config, ctx.uid()) {
+        Ownership::Ours => {}
+        other => return not_ours(ctx, vm, other),
+    }
+    if !ctx.create_succeeded() {
+        // Our VM exists but its creation was never recorded (the write was
+        // lost, or the create task was not observed to its end).
+        let say = Say::yes(
+            Reason::ReconcileSuccess,
+            format!("VM {vmid} exists; recording its creation"),
+        );
+        return Decision::new(Step::RecordCreateSucceeded, Some(Duration::ZERO), say);
+    }
+    if !ctx.caps.update {
+        let say = Say::yes(
+            Reason::ReconcileSuccess,
+            format!("VM {vmid} exists; managementPolicies do not allow Update"),
+        );
+        return Decision::new(Step::UpToDate, Some(ctx.resync_interval()), say);
+    }
+    let diff = match drift::diff(ctx, config) {
+        Ok(diff) => diff,
+        Err(why) => return Decision::new(Step::Refuse, None, Say::no(Reason::InvalidSpec, why)),
+    };
+    out.status.at_provider.pending_changes = diff.pending.clone();
+    change(ctx, out, vm, diff)
+}
+
+/// The VM is locked `create`/`clone` and its config cannot be read yet.
+fn being_created(ctx: &Ctx, vm: &ObservedVm) -> Decision {
+    let lock = vm.lock.as_deref().unwrap_or_default();
+    let vmid = ctx.vmid_text();
+    if ctx.create_pending() {
+        let say = Say::yes(
+            Reason::WaitingForTask,
+            format!("Proxmox is creating VM {vmid} (lock: {lock}); waiting for it"),
+        );
+        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+    }
+    let say = Say::no(
+        Reason::NotOwned,
+        format!(
+            "VM {vmid} is being created by someone else (lock: {lock}); waiting to see whose it is"
+        ),
+    );
+    Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say)
+}
+
+fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
+    let vmid = ctx.vmid_text();
+    if ctx.create_pending() && ctx.spec.vmid.is_none() && ctx.caps.create {
+        // The VMID we allocated was taken by another VM before ours was
+        // created (Proxmox's next free ID is not a reservation). Ours would
+        // carry our marker from its first moment, so this one is not ours:
+        // forget the VMID and allocate another.
+        let say = Say::yes(
+            Reason::ReconcileSuccess,
+            format!(
+                "VMID {vmid} was taken by another VM before ours was created; allocating another"
+            ),
+        );
+        let ready = Say::no(
+            Reason::Creating,
+            format!("VMID {vmid} is taken; allocating another"),
+        );
+        return Decision::new(Step::ForgetExternalName, Some(Duration::ZERO), say)
+            .ready(ready)
+            .event(
+                true,
+                "VmidTaken",
+                format!(
+                    "VMID {vmid} on node {} belongs to another VM; allocating another VMID",
+                    vm.node
+                ),
+            );
+    }
+    let whose = match owner {
+        Ownership::Foreign(uid) => format!("belongs to another resource (uid {uid})"),
+        _ => "was not created by this resource (its description has no owner marker)".into(),
+    };
+    let hint = marker_line(
+        ctx.vm.metadata.namespace.as_deref().unwrap_or_default(),
+        ctx.vm.metadata.name.as_deref().unwrap_or_default(),
+        ctx.uid(),
+    );
+    let message = format!(
+        "VM {vmid} on node {} {whose}; it is left untouched. To only observe it, set managementPolicies to [\"Observe\"]; to manage it, add the line \"{hint}\" to its notes",
+        vm.node
+    );
+    let ready = Say::no(
+        Reason::Unavailable,
+        format!("VM {vmid} is not managed by this resource"),
+    );
+    Decision::new(
+        Step::Wait,
+        Some(ctx.resync_interval()),
+        Say::no(Reason::NotOwned, message),
+    )
+    .ready(ready)
+}
+
+/// One step towards the spec: configure, then grow disks, then power.
+fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
+    let vmid = ctx.vmid().unwrap_or_default();
+    let node = vm.node.clone();
+    let step = if !diff.changes.is_empty() {
+        Some((
+            TaskAction::Configure,
+            format!("updating {} of VM {vmid}", keys(&diff)),
+            Step::Configure {
+                node: node.clone(),
+                vmid,
+                changes: diff.changes.clone(),
+            },
+        ))
+    } else if let Some((slot, bytes)) = diff.resizes.first() {
+        Some((
+            TaskAction::ResizeDisk,
+            format!("growing disk {slot} of VM {vmid}"),
+            Step::ResizeDisk {
+                node: node.clone(),
+                vmid,
+                slot: slot.clone(),
+                bytes: *bytes,
+            },
+        ))
+    } else {
+        power_step(ctx, out, vm, vmid)
+    };
+    let Some((action, doing, step)) = step else {
+        return up_to_date(ctx, vm, &diff);
+    };
+    if let Some(lock) = &vm.lock {
+        let say = Say::no(
+            Reason::VmLocked,
+            format!("VM {vmid} is locked ({lock}); waiting to continue {doing}"),
+        );
+        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+    }
+    if let Some(d) = task::gate(ctx, out, action) {
+        return d;
+    }
+    if action == TaskAction::Configure && diff.password_version.is_some() {
+        out.status.at_provider.password_version = diff.password_version.clone();
+    }
+    let say = Say::yes(Reason::WaitingForTask, doing);
+    Decision::new(step, Some(ctx.timing.poll_interval), say)
+}
+
+fn keys(diff: &Diff) -> String {
+    diff.changes
+        .set
+        .keys()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Start or stop the VM as `powerState` asks; a shutdown that failed (timed
+/// out) is followed by a hard stop.
+fn power_step(
+    ctx: &Ctx,
+    out: &Out,
+    vm: &ObservedVm,
+    vmid: u32,
+) -> Option<(TaskAction, String, Step)> {
+    let node = vm.node.clone();
+    match (ctx.wants_running(), vm.power) {
+        (true, Power::Stopped) => Some((
+            TaskAction::Start,
+            format!("starting VM {vmid}"),
+            Step::Start { node, vmid },
+        )),
+        (false, Power::Running) if shutdown_failed(out) => Some((
+            TaskAction::Stop,
+            format!("stopping VM {vmid} (the shutdown did not finish)"),
+            Step::Stop { node, vmid },
+        )),
+        (false, Power::Running) => Some((
+            TaskAction::Shutdown,
+            format!("shutting VM {vmid} down"),
+            Step::Shutdown {
+                node,
+                vmid,
+                timeout: ctx.timing.shutdown_timeout,
+            },
+        )),
+        _ => None,
+    }
+}
+
+fn shutdown_failed(out: &Out) -> bool {
+    out.status
+        .at_provider
+        .last_failure
+        .as_ref()
+        .is_some_and(|f| f.action == TaskAction::Shutdown)
+}
+
+/// Nothing to do: report what is not as asked but cannot be changed.
+fn up_to_date(ctx: &Ctx, vm: &ObservedVm, diff: &Diff) -> Decision {
+    let mut problems = diff.problems.clone();
+    if let Some(node) = &ctx.spec.node
+        && *node != vm.node
+    {
+        problems.push(format!(
+            "the VM runs on node {}, the spec says {node}; migration is not supported",
+            vm.node
+        ));
+    }
+    let mut requeue = ctx.resync_interval();
+    let agent_expected = vm.power == Power::Running
+        && ctx.spec.agent.as_ref().is_some_and(|a| a.enabled)
+        && !matches!(vm.agent, AgentState::Interfaces(_));
+    if agent_expected {
+        // Ask the agent again soon: its IPs are what people wait for.
+        requeue = requeue.min(Duration::from_secs(15));
+    }
+    let say = if vm.power == Power::Paused {
+        Say::no(
+            Reason::ReconcileError,
+            format!(
+                "VM {} is paused or suspended; resume it in Proxmox",
+                ctx.vmid_text()
+            ),
+        )
+    } else if !problems.is_empty() {
+        Say::no(Reason::InvalidSpec, problems.join("; "))
+    } else if !diff.pending.is_empty() {
+        Say::yes(
+            Reason::ReconcileSuccess,
+            format!(
+                "changes to {} take effect at the VM's next reboot",
+                diff.pending.join(", ")
+            ),
+        )
+    } else {
+        Say::yes(Reason::ReconcileSuccess, "")
+    };
+    Decision::new(Step::UpToDate, Some(requeue), say)
+}

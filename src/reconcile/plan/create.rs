@@ -1,0 +1,315 @@
+//! Creating a VM that does not exist: VMID → placement → image downloads →
+//! finalizer → create (with `import-from`) or clone.
+//!
+//! The VMID is recorded in `crossplane.io/external-name`, with
+//! `crossplane.io/external-create-pending`, before any create is sent. A
+//! create is sent only when the VM was looked up and found absent and no task
+//! for it is running (see [`super::task::adopt`]); Proxmox refuses a second
+//! VM with the same VMID, so repeating a create whose outcome was lost is
+//! safe, and a new VMID is never allocated for it.
+
+use std::time::Duration;
+
+use super::context::Ctx;
+use super::decision::{Decision, Out, Say};
+use super::input::{PasswordState, TemplateLookup, VmState};
+use super::output::{Sensitive, Step};
+use super::render;
+use super::task;
+use crate::api::{
+    Reason,
+    vm::{CloneSource, TaskAction},
+};
+
+/// Decides for a VM that is absent (or whose VMID is not known yet).
+pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
+    let Some(vmid) = ctx.vmid() else {
+        if !ctx.caps.create {
+            return Decision::new(
+                Step::Refuse,
+                None,
+                Say::no(
+                    Reason::InvalidSpec,
+                    "no VM to observe: set the crossplane.io/external-name annotation (or spec.forProvider.vmid) to its VMID",
+                ),
+            );
+        }
+        let say = Say::yes(Reason::ReconcileSuccess, "allocating a VMID");
+        return Decision::new(Step::AllocateVmid, Some(Duration::ZERO), say);
+    };
+    if ctx.obs.vm == VmState::Unknown {
+        // Never create blindly: the VM must have been looked up.
+        let say = Say::no(
+            Reason::ReconcileError,
+            format!("VM {vmid} was not observed"),
+        );
+        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+    }
+    if !ctx.caps.create {
+        let say = Say::no(
+            Reason::ReconcileError,
+            format!("VM {vmid} does not exist, and managementPolicies do not allow Create"),
+        );
+        return Decision::new(Step::Wait, Some(ctx.resync_interval()), say);
+    }
+    if !ctx.create_pending() {
+        let mut d = Decision::new(
+            Step::RecordExternalName {
+                vmid,
+                create_pending: true,
+            },
+            Some(Duration::ZERO),
+            Say::yes(
+                Reason::ReconcileSuccess,
+                format!("marking the create of VM {vmid} as pending"),
+            ),
+        );
+        if ctx.create_succeeded() {
+            d = d.event(
+                true,
+                "VmVanished",
+                format!("VM {vmid} was created before but no longer exists; creating it again"),
+            );
+        }
+        return d;
+    }
+    match &ctx.spec.clone {
+        Some(clone) => clone_vm(ctx, out, vmid, clone),
+        None => create_vm(ctx, out, vmid),
+    }
+}
+
+fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
+    let node = match placement(ctx, out) {
+        Ok(node) => node,
+        Err(d) => return *d,
+    };
+    let password = match password(ctx) {
+        Ok(p) => p,
+        Err(d) => return *d,
+    };
+    if let Some(d) = download_images(ctx, out, &node) {
+        return d;
+    }
+    if ctx.imports() && ctx.obs.load.imports >= ctx.limits.max_concurrent_imports_per_node {
+        return no_capacity(
+            ctx,
+            &node,
+            "import",
+            ctx.obs.load.imports,
+            ctx.limits.max_concurrent_imports_per_node,
+        );
+    }
+    if let Some(d) = task::gate(ctx, out, TaskAction::Create) {
+        return d;
+    }
+    if let Some(d) = finalizer(ctx, vmid) {
+        return d;
+    }
+    let params = match render::create_params(ctx, password.as_ref().map(|(p, _)| p)) {
+        Ok(params) => params,
+        Err(why) => return Decision::new(Step::Refuse, None, Say::no(Reason::InvalidSpec, why)),
+    };
+    out.status.at_provider.password_version = password.map(|(_, version)| version);
+    out.status.at_provider.node = Some(node.clone());
+    let reason = if ctx.imports() {
+        Reason::ImportingDisk
+    } else {
+        Reason::WaitingForTask
+    };
+    let say = Say::yes(reason, format!("creating VM {vmid} on node {node}"));
+    let step = Step::CreateVm { node, vmid, params };
+    Decision::new(step, Some(ctx.timing.poll_interval), say)
+}
+
+fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decision {
+    let (template, template_node) = match &ctx.obs.template {
+        Some(TemplateLookup::Found { vmid, node, .. }) => (*vmid, node.clone()),
+        other => {
+            let why = match other {
+                Some(TemplateLookup::Ambiguous(ids)) => format!(
+                    "the template name matches several VMs ({ids:?}); name it by templateVmid"
+                ),
+                Some(TemplateLookup::NotFound) => "the clone template does not exist".into(),
+                _ => "the clone template was not looked up".into(),
+            };
+            let say = Say::no(Reason::TemplateNotFound, why);
+            return Decision::new(Step::Wait, Some(Duration::from_secs(30)), say);
+        }
+    };
+    let node = ctx.chosen_node().unwrap_or_else(|| template_node.clone());
+    out.status.at_provider.node = Some(node.clone());
+    if ctx.obs.load.clones >= ctx.limits.max_concurrent_clones_per_node {
+        return no_capacity(
+            ctx,
+            &node,
+            "clone",
+            ctx.obs.load.clones,
+            ctx.limits.max_concurrent_clones_per_node,
+        );
+    }
+    if let Some(d) = task::gate(ctx, out, TaskAction::Clone) {
+        return d;
+    }
+    if let Some(d) = finalizer(ctx, vmid) {
+        return d;
+    }
+    let say = Say::yes(
+        Reason::WaitingForTask,
+        format!("cloning template {template} into VM {vmid} on node {node}"),
+    );
+    let step = Step::CloneVm {
+        source_node: template_node.clone(),
+        template,
+        vmid,
+        target_node: (node != template_node).then_some(node),
+        full: clone.full,
+        storage: clone.storage.clone(),
+        name: ctx.vm_name(),
+        description: render::description_value(ctx),
+        pool: ctx.spec.pool.clone(),
+    };
+    Decision::new(step, Some(ctx.timing.poll_interval), say)
+}
+
+/// The node to create on: the one recorded, the spec's, or the online node
+/// with the most free memory among `allowedNodes` (recorded first, so a
+/// download and the create land on the same node).
+fn placement(ctx: &Ctx, out: &mut Out) -> Result<String, Box<Decision>> {
+    if let Some(node) = ctx.chosen_node() {
+        return Ok(node);
+    }
+    let allowed = &ctx.spec.allowed_nodes;
+    let best = ctx
+        .obs
+        .nodes
+        .iter()
+        .filter(|n| n.online && (allowed.is_empty() || allowed.contains(&n.name)))
+        .max_by(|a, b| a.free_memory.cmp(&b.free_memory).then(b.name.cmp(&a.name)));
+    match best {
+        Some(node) => {
+            out.status.at_provider.node = Some(node.name.clone());
+            let say = Say::yes(
+                Reason::ReconcileSuccess,
+                format!("placing the VM on node {} (most free memory)", node.name),
+            );
+            Err(Box::new(Decision::new(
+                Step::SaveStatus,
+                Some(Duration::ZERO),
+                say,
+            )))
+        }
+        None => {
+            let among = if allowed.is_empty() {
+                String::new()
+            } else {
+                format!(" among allowedNodes {allowed:?}")
+            };
+            let say = Say::no(
+                Reason::ReconcileError,
+                format!("no online node to place the VM on{among}"),
+            );
+            Err(Box::new(Decision::new(
+                Step::Wait,
+                Some(Duration::from_secs(30)),
+                say,
+            )))
+        }
+    }
+}
+
+/// The cloud-init password and its Secret's version, if the spec has one.
+fn password(ctx: &Ctx) -> Result<Option<(Sensitive, String)>, Box<Decision>> {
+    let wanted = ctx
+        .spec
+        .cloud_init
+        .as_ref()
+        .and_then(|ci| ci.password_secret_ref.as_ref());
+    if wanted.is_none() {
+        return Ok(None);
+    }
+    match &ctx.obs.password {
+        Some(PasswordState::Available { value, version }) => {
+            Ok(Some((value.clone(), version.clone())))
+        }
+        other => {
+            let why = match other {
+                Some(PasswordState::Missing(why)) => why.clone(),
+                _ => "it was not read".into(),
+            };
+            let say = Say::no(
+                Reason::SecretNotFound,
+                format!("cannot read the cloud-init password Secret: {why}"),
+            );
+            Err(Box::new(Decision::new(
+                Step::Wait,
+                Some(Duration::from_secs(30)),
+                say,
+            )))
+        }
+    }
+}
+
+/// Starts the download of the first image not yet in storage.
+fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
+    for image in ctx.spec.disks.iter().filter_map(|d| d.image.as_ref()) {
+        let volume = image.volume();
+        match ctx.obs.images.get(&volume) {
+            Some(true) => continue,
+            Some(false) => {}
+            None => {
+                let say = Say::no(
+                    Reason::ReconcileError,
+                    format!("image volume {volume} on node {node} was not looked up"),
+                );
+                return Some(Decision::new(
+                    Step::Wait,
+                    Some(ctx.timing.poll_interval),
+                    say,
+                ));
+            }
+        }
+        if let Some(d) = task::gate(ctx, out, TaskAction::DownloadImage) {
+            return Some(d);
+        }
+        let say = Say::yes(
+            Reason::DownloadingImage,
+            format!("downloading {} into {volume} on node {node}", image.url),
+        );
+        let step = Step::DownloadImage {
+            node: node.to_owned(),
+            storage: image.storage.clone(),
+            url: image.url.clone(),
+            file_name: image.file_name(),
+            checksum: image.checksum.clone(),
+            algorithm: image.checksum_algorithm,
+        };
+        return Some(Decision::new(step, Some(ctx.timing.poll_interval), say));
+    }
+    None
+}
+
+fn no_capacity(ctx: &Ctx, node: &str, what: &str, busy: u32, limit: u32) -> Decision {
+    let say = Say::yes(
+        Reason::WaitingForCapacity,
+        format!("waiting for a free {what} slot on node {node} ({busy} of {limit} in use)"),
+    );
+    Decision::new(
+        Step::Wait,
+        Some(ctx.timing.poll_interval.max(Duration::from_secs(5))),
+        say,
+    )
+}
+
+/// The finalizer goes on just before the first create is sent: only then can
+/// a VM exist that deletion must clean up.
+fn finalizer(ctx: &Ctx, vmid: u32) -> Option<Decision> {
+    if ctx.has_finalizer() {
+        return None;
+    }
+    let say = Say::yes(
+        Reason::ReconcileSuccess,
+        format!("adding the finalizer before creating VM {vmid}"),
+    );
+    Some(Decision::new(Step::AddFinalizer, Some(Duration::ZERO), say))
+}

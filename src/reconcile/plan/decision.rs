@@ -1,0 +1,272 @@
+//! A phase's decision and the output under construction: conditions,
+//! generation, the task a dispatching step starts.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::context::Ctx;
+use super::output::{Event, Plan, Step, time};
+use super::{report, secs};
+use crate::api::{
+    Condition, ConditionStatus, ConditionType, ProxmoxVMStatus, Reason, set_condition,
+    vm::{InFlightTask, TaskAction},
+};
+
+/// A condition to set, before it gets its time and generation.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Say {
+    pub status: ConditionStatus,
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl Say {
+    /// A condition that holds.
+    pub fn yes(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            status: ConditionStatus::True,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    /// A condition that does not hold.
+    pub fn no(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            status: ConditionStatus::False,
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// How the Ready condition is to be set.
+#[derive(Clone, Debug, PartialEq)]
+enum Readiness {
+    /// From the observed VM (see [`Out::finish`]).
+    Observed,
+    /// Leave it as it is (paused, provider unusable: nothing new is known).
+    Keep,
+    /// As the phase says.
+    Set(Say),
+}
+
+/// A phase's decision.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Decision {
+    step: Step,
+    requeue: Option<Duration>,
+    synced: Option<Say>,
+    ready: Readiness,
+    events: Vec<Event>,
+}
+
+impl Decision {
+    pub fn new(step: Step, requeue: Option<Duration>, synced: Say) -> Self {
+        Self {
+            step,
+            requeue,
+            synced: Some(synced),
+            ready: Readiness::Observed,
+            events: vec![],
+        }
+    }
+
+    /// A decision that changes no condition (a conflict: retry at once).
+    pub fn silent(step: Step, requeue: Option<Duration>) -> Self {
+        Self {
+            step,
+            requeue,
+            synced: None,
+            ready: Readiness::Keep,
+            events: vec![],
+        }
+    }
+
+    pub fn keep_ready(mut self) -> Self {
+        self.ready = Readiness::Keep;
+        self
+    }
+
+    pub fn ready(mut self, say: Say) -> Self {
+        self.ready = Readiness::Set(say);
+        self
+    }
+
+    pub fn event(mut self, warning: bool, reason: &'static str, note: impl Into<String>) -> Self {
+        self.events.push(Event {
+            warning,
+            reason,
+            note: note.into(),
+        });
+        self
+    }
+}
+
+/// The status and events under construction.
+pub(super) struct Out {
+    pub status: ProxmoxVMStatus,
+    pub events: Vec<Event>,
+}
+
+impl Out {
+    pub fn new(ctx: &Ctx) -> Self {
+        Self::from_status(ctx.status.clone())
+    }
+
+    pub fn from_status(status: ProxmoxVMStatus) -> Self {
+        Self {
+            status,
+            events: vec![],
+        }
+    }
+
+    pub fn event(&mut self, warning: bool, reason: &'static str, note: impl Into<String>) {
+        self.events.push(Event {
+            warning,
+            reason,
+            note: note.into(),
+        });
+    }
+
+    fn set(&mut self, ctx: &Ctx, type_: ConditionType, say: Say) {
+        let mut condition =
+            Condition::new(type_, say.status, say.reason, say.message, time(ctx.now));
+        condition.observed_generation = ctx.vm.metadata.generation;
+        set_condition(&mut self.status.conditions, condition);
+    }
+
+    /// Sets the GuestAgent condition (from [`report`]).
+    pub fn set_agent(&mut self, ctx: &Ctx, say: Say) {
+        self.set(ctx, ConditionType::GuestAgent, say);
+    }
+
+    /// Completes the plan: conditions, generation, the task a dispatching
+    /// step will start, connection details.
+    pub fn finish(mut self, ctx: &Ctx, decision: Decision) -> Plan {
+        let Decision {
+            step,
+            requeue,
+            synced,
+            ready,
+            mut events,
+        } = decision;
+        let ready = match ready {
+            Readiness::Keep => None,
+            Readiness::Set(say) => Some(say),
+            Readiness::Observed => Some(observed_readiness(ctx, synced.as_ref())),
+        };
+        if let Some(say) = synced {
+            self.set(ctx, ConditionType::Synced, say);
+        }
+        if let Some(say) = ready {
+            self.set(ctx, ConditionType::Ready, say);
+        }
+        self.status.observed_generation = ctx.vm.metadata.generation;
+        let pending_task = step.action().map(|action| pending_task(ctx, &step, action));
+        let connection = report::connection(ctx, &self.status);
+        self.events.append(&mut events);
+        Plan {
+            step,
+            status: self.status,
+            requeue_after: requeue,
+            events: self.events,
+            connection,
+            pending_task,
+        }
+    }
+}
+
+/// Ready from what was observed, when the phase did not say.
+fn observed_readiness(ctx: &Ctx, synced: Option<&Say>) -> Say {
+    let doing = synced.map(|s| s.message.clone()).unwrap_or_default();
+    if ctx.deleting() {
+        return Say::no(Reason::Deleting, doing);
+    }
+    let creating = ctx.caps.create && !ctx.create_succeeded();
+    match &ctx.obs.vm {
+        super::VmState::Present(vm) => {
+            if matches!(vm.lock.as_deref(), Some("create" | "clone")) {
+                return Say::no(Reason::Creating, doing);
+            }
+            let running = vm.power == super::Power::Running;
+            if running == ctx.wants_running() && vm.power != super::Power::Unknown {
+                Say::yes(Reason::Available, "")
+            } else if creating {
+                Say::no(Reason::Creating, doing)
+            } else {
+                let state = report::power_word(vm.power);
+                let want = if ctx.wants_running() {
+                    "Running"
+                } else {
+                    "Stopped"
+                };
+                Say::no(
+                    Reason::Unavailable,
+                    format!("VM {} is {state}; powerState is {want}", ctx.vmid_text()),
+                )
+            }
+        }
+        _ if ctx.caps.create => Say::no(Reason::Creating, doing),
+        _ => Say::no(
+            Reason::Unavailable,
+            format!("VM {} does not exist", ctx.vmid_text()),
+        ),
+    }
+}
+
+/// The in-flight record for the task a dispatching step starts; the glue
+/// fills in the UPID with [`Plan::task_started`].
+fn pending_task(ctx: &Ctx, step: &Step, action: TaskAction) -> InFlightTask {
+    let (node, target) = match step {
+        Step::DownloadImage {
+            node,
+            storage,
+            file_name,
+            ..
+        } => (node.clone(), Some(format!("{storage}:import/{file_name}"))),
+        Step::CloneVm { source_node, .. } => (source_node.clone(), None),
+        Step::ResizeDisk { node, slot, .. } => (node.clone(), Some(slot.clone())),
+        Step::CreateVm { node, .. }
+        | Step::Configure { node, .. }
+        | Step::Start { node, .. }
+        | Step::Shutdown { node, .. }
+        | Step::Stop { node, .. }
+        | Step::Destroy { node, .. } => (node.clone(), None),
+        _ => (String::new(), None),
+    };
+    let timeout = match step {
+        // A shutdown ends by itself after its own timeout; give it that plus
+        // the usual margin before calling it late.
+        Step::Shutdown { timeout, .. } => *timeout + ctx.timing.poll_interval * 10,
+        _ => ctx.timing.task_timeout,
+    };
+    let type_ = action.pve_type().to_owned();
+    InFlightTask {
+        upid: String::new(),
+        action,
+        summary: InFlightTask::summarize(&type_, None),
+        type_,
+        node,
+        target,
+        started_at: time(ctx.now),
+        deadline: time(after(ctx.now, timeout)),
+        progress: None,
+    }
+}
+
+/// `ts + d`, saturating.
+pub(super) fn after(ts: Timestamp, d: Duration) -> Timestamp {
+    ts.saturating_add(d).unwrap_or(Timestamp::MAX)
+}
+
+/// How long from `earlier` to `later`, zero if negative.
+pub(super) fn between(earlier: Timestamp, later: Timestamp) -> Duration {
+    Duration::try_from(later.duration_since(earlier)).unwrap_or_default()
+}
+
+/// `in 30s`, for messages.
+pub(super) fn in_secs(d: Duration) -> String {
+    format!("in {}", secs(d))
+}

@@ -1,0 +1,127 @@
+//! Deleting: shutdown (with a timeout) → stop → destroy with purge → verify
+//! gone → remove the finalizer. A VM that is already gone is success; a VM
+//! that is not ours is left alone.
+//!
+//! Orphaning (policies without Delete) and "nothing to clean up" are decided
+//! before Proxmox is contacted (see `gate` in the parent module).
+
+use std::time::Duration;
+
+use super::context::Ctx;
+use super::decision::{Decision, Out, Say};
+use super::input::{ObservedVm, Power, VmState};
+use super::output::Step;
+use super::owner::{Ownership, ownership};
+use super::task;
+use crate::api::{Reason, vm::TaskAction};
+
+/// Decides for a resource being deleted that still holds our finalizer.
+pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
+    let vm = match &ctx.obs.vm {
+        VmState::Present(vm) => vm,
+        VmState::Absent | VmState::Unknown => return gone(ctx),
+    };
+    let vmid = ctx.vmid_text();
+    if matches!(vm.lock.as_deref(), Some("create" | "clone")) && vm.config.is_none() {
+        if ctx.create_pending() {
+            let say = Say::yes(
+                Reason::WaitingForTask,
+                format!("waiting for the create of VM {vmid} to finish before destroying it"),
+            );
+            return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+        }
+        return release(ctx, vm, "is being created by someone else");
+    }
+    let Some(config) = &vm.config else {
+        let say = Say::no(
+            Reason::ReconcileError,
+            format!("cannot read the config of VM {vmid}"),
+        );
+        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+    };
+    match ownership(config, ctx.uid()) {
+        Ownership::Ours => {}
+        Ownership::Foreign(_) => return release(ctx, vm, "belongs to another resource"),
+        Ownership::Unmarked => return release(ctx, vm, "was not created by this resource"),
+    }
+    if let Some(lock) = &vm.lock {
+        let say = Say::no(
+            Reason::VmLocked,
+            format!("VM {vmid} is locked ({lock}); waiting to destroy it"),
+        );
+        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+    }
+    let node = vm.node.clone();
+    let vmid = ctx.vmid().unwrap_or_default();
+    let (action, doing, step) = match vm.power {
+        Power::Running if !shutdown_failed_since_deletion(ctx, out) => (
+            TaskAction::Shutdown,
+            format!("shutting VM {vmid} down before destroying it"),
+            Step::Shutdown {
+                node,
+                vmid,
+                timeout: ctx.timing.shutdown_timeout,
+            },
+        ),
+        // A paused VM cannot shut down; one whose shutdown timed out is
+        // stopped hard.
+        Power::Running | Power::Paused => (
+            TaskAction::Stop,
+            format!("stopping VM {vmid} before destroying it"),
+            Step::Stop { node, vmid },
+        ),
+        Power::Stopped => (
+            TaskAction::Destroy,
+            format!("destroying VM {vmid}"),
+            Step::Destroy { node, vmid },
+        ),
+        Power::Unknown => {
+            let say = Say::no(
+                Reason::ReconcileError,
+                format!(
+                    "the state of VM {vmid} is unknown (is node {} online?); waiting",
+                    vm.node
+                ),
+            );
+            return Decision::new(Step::Wait, Some(Duration::from_secs(30)), say);
+        }
+    };
+    if let Some(d) = task::gate(ctx, out, action) {
+        return d;
+    }
+    Decision::new(
+        step,
+        Some(ctx.timing.poll_interval),
+        Say::yes(Reason::WaitingForTask, doing),
+    )
+}
+
+fn shutdown_failed_since_deletion(ctx: &Ctx, out: &Out) -> bool {
+    let Some(failure) = &out.status.at_provider.last_failure else {
+        return false;
+    };
+    failure.action == TaskAction::Shutdown
+        && ctx
+            .deletion_time()
+            .is_none_or(|deleted| failure.at.0 >= deleted)
+}
+
+/// The VM is gone (or was never created): let the resource go.
+fn gone(ctx: &Ctx) -> Decision {
+    let say = Say::yes(
+        Reason::ReconcileSuccess,
+        format!("VM {} is gone; removing the finalizer", ctx.vmid_text()),
+    );
+    Decision::new(Step::RemoveFinalizer, None, say)
+}
+
+/// The VM is not ours: let the resource go and leave the VM alone.
+fn release(ctx: &Ctx, vm: &ObservedVm, whose: &str) -> Decision {
+    let note = format!(
+        "VM {} on node {} {whose}; it was left untouched",
+        ctx.vmid_text(),
+        vm.node
+    );
+    let say = Say::yes(Reason::ReconcileSuccess, note.clone());
+    Decision::new(Step::RemoveFinalizer, None, say).event(true, "NotOwned", note)
+}

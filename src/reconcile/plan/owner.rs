@@ -1,0 +1,119 @@
+//! The owner marker: a line in the VM's description naming the resource
+//! that created it.
+//!
+//! It is passed in the create/clone call itself, so the VM carries it from
+//! its first moment; a VM without it (or with another resource's UID) is
+//! never modified or deleted.
+
+use super::input::VmConfig;
+
+/// What starts the marker line.
+const PREFIX: &str = "Managed by crossplane-provider-proxmox:";
+
+/// Who owns a VM, according to its description.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// The marker holds this resource's UID.
+    Ours,
+    /// The marker holds another resource's UID.
+    Foreign(String),
+    /// No marker.
+    Unmarked,
+}
+
+/// The marker line for a resource.
+pub fn marker_line(namespace: &str, name: &str, uid: &str) -> String {
+    format!("{PREFIX} ProxmoxVM {namespace}/{name} uid={uid}")
+}
+
+/// Reads the owner UID from a description, if it carries a marker.
+fn marker_uid(description: &str) -> Option<&str> {
+    description
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix(PREFIX))
+        .find_map(|rest| {
+            rest.split_whitespace()
+                .find_map(|word| word.strip_prefix("uid="))
+        })
+}
+
+/// Who owns the VM with this config, as seen by the resource with `uid`.
+pub fn ownership(config: &VmConfig, uid: &str) -> Ownership {
+    let description = config.current.get("description").map(String::as_str);
+    match description.and_then(marker_uid) {
+        Some(found) if found == uid && !uid.is_empty() => Ownership::Ours,
+        Some(found) => Ownership::Foreign(found.to_owned()),
+        None => Ownership::Unmarked,
+    }
+}
+
+/// The description to write: the user's text (if any) and the marker.
+pub(super) fn description(user: Option<&str>, marker: &str) -> String {
+    match user.map(str::trim_end).filter(|d| !d.trim().is_empty()) {
+        Some(text) => format!("{text}\n\n{marker}"),
+        None => marker.to_owned(),
+    }
+}
+
+/// The user's part of an observed description: everything but marker lines,
+/// trimmed.
+pub(super) fn user_part(description: &str) -> String {
+    description
+        .lines()
+        .filter(|line| !line.trim().starts_with(PREFIX))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(description: Option<&str>) -> VmConfig {
+        let mut config = VmConfig::default();
+        if let Some(d) = description {
+            config.current.insert("description".into(), d.into());
+        }
+        config
+    }
+
+    #[test]
+    fn reads_the_marker_wherever_it_is() {
+        let marker = marker_line("default", "web", "u-1");
+        let cases = [
+            ("marker alone", Some(marker.clone()), Ownership::Ours),
+            (
+                "after notes, with a trailing newline",
+                Some(format!("{}\n", description(Some("my notes"), &marker))),
+                Ownership::Ours,
+            ),
+            (
+                "another resource's",
+                Some(marker_line("default", "db", "u-2")),
+                Ownership::Foreign("u-2".into()),
+            ),
+            ("no description", None, Ownership::Unmarked),
+            ("notes only", Some("hand made".into()), Ownership::Unmarked),
+        ];
+        for (name, desc, want) in cases {
+            assert_eq!(ownership(&config(desc.as_deref()), "u-1"), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn an_empty_uid_owns_nothing() {
+        let marker = marker_line("default", "web", "");
+        assert_ne!(ownership(&config(Some(&marker)), ""), Ownership::Ours);
+    }
+
+    #[test]
+    fn user_part_drops_the_marker() {
+        let marker = marker_line("ns", "web", "u-1");
+        let full = description(Some("line one\nline two\n"), &marker);
+        assert_eq!(user_part(&full), "line one\nline two");
+        assert_eq!(description(None, &marker), marker);
+        assert_eq!(description(Some("  "), &marker), marker);
+    }
+}

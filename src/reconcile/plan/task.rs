@@ -1,0 +1,327 @@
+//! Proxmox tasks: observe the one in flight, adopt one that a lost status
+//! write forgot, back off after failures.
+//!
+//! The provider never waits for a task inside a pass. A dispatched task is
+//! recorded in the status (UPID, deadline) and observed on later passes;
+//! while it runs nothing else is dispatched for the VM. A restarted provider
+//! resumes from the status; if the status write after a dispatch was lost,
+//! the task is found again in the node's active task list.
+
+use std::time::Duration;
+
+use super::context::Ctx;
+use super::decision::{Decision, Out, Say, after, between, in_secs};
+use super::input::{ActiveTask, TaskState, VmState};
+use super::output::{Step, time};
+use super::owner::{Ownership, ownership};
+use crate::api::{
+    Reason,
+    vm::{InFlightTask, TaskAction, TaskFailure},
+};
+
+/// A task Proxmox does not know yet may just not be visible yet (cluster
+/// file system sync); after this long it is taken as lost.
+const NOT_VISIBLE_GRACE: Duration = Duration::from_secs(60);
+
+/// Retry delay after `count` consecutive failures: 10 s doubling to 5 min.
+pub(super) fn backoff(count: u32) -> Duration {
+    let exp = count.saturating_sub(1).min(16);
+    (Duration::from_secs(10) * 2u32.pow(exp)).min(Duration::from_secs(300))
+}
+
+/// Records a failure of `action` and returns the delay before retrying.
+pub(super) fn record_failure(
+    ctx: &Ctx,
+    out: &mut Out,
+    action: TaskAction,
+    message: &str,
+) -> Duration {
+    let at = &mut out.status.at_provider;
+    let count = match &at.last_failure {
+        Some(f) if f.action == action => f.count.saturating_add(1),
+        _ => 1,
+    };
+    at.last_failure = Some(TaskFailure {
+        action,
+        message: message.to_owned(),
+        at: time(ctx.now),
+        count,
+    });
+    // A password sent with a failed create or update did not land.
+    if matches!(
+        action,
+        TaskAction::Create | TaskAction::Clone | TaskAction::Configure
+    ) {
+        at.password_version = None;
+    }
+    backoff(count)
+}
+
+/// Waits out the backoff before `action` is tried again, if one is due.
+/// Reads the status as this pass updated it (a task consumed earlier in the
+/// pass may have cleared or added a failure).
+pub(super) fn gate(ctx: &Ctx, out: &Out, action: TaskAction) -> Option<Decision> {
+    let failure = out
+        .status
+        .at_provider
+        .last_failure
+        .as_ref()
+        .filter(|f| f.action == action)?;
+    let until = after(failure.at.0, backoff(failure.count));
+    if ctx.now >= until {
+        return None;
+    }
+    let wait = between(ctx.now, until);
+    let say = Say::no(
+        Reason::TaskFailed,
+        format!(
+            "the {} failed ({} time(s), last: {}); retrying {}",
+            action.describe(),
+            failure.count,
+            failure.message,
+            in_secs(wait)
+        ),
+    );
+    Some(Decision::new(Step::Wait, Some(wait), say))
+}
+
+fn is_success(exit_status: &str) -> bool {
+    exit_status == "OK"
+        || exit_status
+            .strip_prefix("WARNINGS: ")
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+}
+
+fn activity(ctx: &Ctx, action: TaskAction) -> Reason {
+    match action {
+        TaskAction::DownloadImage => Reason::DownloadingImage,
+        TaskAction::Create if ctx.imports() => Reason::ImportingDisk,
+        _ => Reason::WaitingForTask,
+    }
+}
+
+/// Observes the task recorded in the status. Decides while it runs or
+/// failed; clears it and lets the later phases decide when it succeeded.
+pub(super) fn in_flight(ctx: &Ctx, out: &mut Out) -> Option<Decision> {
+    let task = ctx.task()?.clone();
+    let observed = ctx
+        .obs
+        .task
+        .clone()
+        .unwrap_or_else(|| TaskState::Unreadable("it was not observed".into()));
+    match observed {
+        TaskState::Running { progress } => Some(running(ctx, out, &task, progress)),
+        TaskState::NotFound if between(task.started_at.0, ctx.now) < NOT_VISIBLE_GRACE => {
+            Some(running(ctx, out, &task, None))
+        }
+        TaskState::NotFound => {
+            // Gone (node rebooted, logs rotated): decide from the VM itself.
+            out.status.at_provider.task = None;
+            out.event(
+                true,
+                "TaskLost",
+                format!(
+                    "Proxmox no longer knows task {}; looking at the VM instead",
+                    task.upid
+                ),
+            );
+            None
+        }
+        TaskState::Unreadable(why) => {
+            let say = Say::no(
+                Reason::ReconcileError,
+                format!("cannot read the status of task {}: {why}", task.upid),
+            );
+            Some(Decision::new(Step::ObserveTask, Some(ctx.timing.poll_interval), say).keep_ready())
+        }
+        TaskState::Finished {
+            exit_status,
+            log_tail,
+        } => finished(ctx, out, &task, &exit_status, &log_tail),
+    }
+}
+
+fn running(ctx: &Ctx, out: &mut Out, task: &InFlightTask, progress: Option<u8>) -> Decision {
+    let mut progress = progress.or(task.progress);
+    if let Some(t) = out.status.at_provider.task.as_mut() {
+        progress = progress.map(|p| p.min(100));
+        t.progress = progress;
+        t.summary = InFlightTask::summarize(&t.type_, progress);
+    }
+    let done = progress.map(|p| format!(", {p}% done")).unwrap_or_default();
+    let what = task.action.describe();
+    let say = if ctx.now > task.deadline.0 {
+        Say::no(
+            Reason::TaskTimeout,
+            format!(
+                "the {what} (task {}) has run past its deadline {}; still waiting for it{done}",
+                task.upid, task.deadline.0
+            ),
+        )
+    } else {
+        Say::yes(
+            activity(ctx, task.action),
+            format!("waiting for the {what} (task {}{done})", task.upid),
+        )
+    };
+    Decision::new(Step::ObserveTask, Some(ctx.timing.poll_interval), say)
+}
+
+fn finished(
+    ctx: &Ctx,
+    out: &mut Out,
+    task: &InFlightTask,
+    exit_status: &str,
+    log_tail: &[String],
+) -> Option<Decision> {
+    out.status.at_provider.task = None;
+    if is_success(exit_status) {
+        out.status.at_provider.last_failure = None;
+        out.event(
+            false,
+            "TaskSucceeded",
+            format!("{} {} finished: {exit_status}", task.type_, task.upid),
+        );
+        if matches!(task.action, TaskAction::Create | TaskAction::Clone) && !ctx.create_succeeded()
+        {
+            let say = Say::yes(
+                Reason::ReconcileSuccess,
+                format!("created VM {}; recording it", ctx.vmid_text()),
+            );
+            return Some(Decision::new(
+                Step::RecordCreateSucceeded,
+                Some(Duration::ZERO),
+                say,
+            ));
+        }
+        return None;
+    }
+    let retry = record_failure(ctx, out, task.action, exit_status);
+    let tail = if log_tail.is_empty() {
+        String::new()
+    } else {
+        format!(" (log: {})", log_tail.join(" | "))
+    };
+    out.event(
+        true,
+        "TaskFailed",
+        format!("{} {} failed: {exit_status}{tail}", task.type_, task.upid),
+    );
+    if task.action == TaskAction::Shutdown {
+        // A shutdown that timed out is followed by a hard stop at once.
+        return None;
+    }
+    let say = Say::no(
+        Reason::TaskFailed,
+        format!(
+            "the {} failed: {exit_status}; retrying {}",
+            task.action.describe(),
+            in_secs(retry)
+        ),
+    );
+    Some(Decision::new(Step::Wait, Some(retry), say))
+}
+
+/// The actions whose tasks carry the VMID as task ID (a clone's ID is the
+/// source VM's; a download's is the file name).
+const VM_TASKS: [TaskAction; 7] = [
+    TaskAction::Create,
+    TaskAction::Configure,
+    TaskAction::ResizeDisk,
+    TaskAction::Start,
+    TaskAction::Shutdown,
+    TaskAction::Stop,
+    TaskAction::Destroy,
+];
+
+/// With no task recorded, a task already running for this VM (or for one of
+/// its images) means a status write was lost after a dispatch, or someone
+/// else is working on the VM: adopt ours, wait for theirs, start nothing.
+pub(super) fn adopt(ctx: &Ctx, out: &mut Out) -> Option<Decision> {
+    if out.status.at_provider.task.is_some() {
+        return None;
+    }
+    let vmid = ctx.vmid()?.to_string();
+    if let VmState::Present(vm) = &ctx.obs.vm
+        && vm
+            .config
+            .as_ref()
+            .is_some_and(|c| ownership(c, ctx.uid()) != Ownership::Ours)
+    {
+        // Not ours: the later phases say so; its tasks are not our business.
+        return None;
+    }
+    let images: Vec<(String, String)> = ctx
+        .spec
+        .disks
+        .iter()
+        .filter_map(|d| d.image.as_ref())
+        .map(|i| (i.file_name(), i.volume()))
+        .collect();
+    for t in &ctx.obs.active_tasks {
+        if t.id == vmid {
+            let action = VM_TASKS.into_iter().find(|a| a.pve_type() == t.type_);
+            return Some(match action {
+                Some(action) => take_over(ctx, out, t, action, None),
+                None => foreign_task(ctx, t),
+            });
+        }
+        if t.type_ == TaskAction::DownloadImage.pve_type()
+            && let Some((_, volume)) = images.iter().find(|(file, _)| *file == t.id)
+        {
+            let target = Some(volume.clone());
+            return Some(take_over(ctx, out, t, TaskAction::DownloadImage, target));
+        }
+    }
+    None
+}
+
+fn take_over(
+    ctx: &Ctx,
+    out: &mut Out,
+    t: &ActiveTask,
+    action: TaskAction,
+    target: Option<String>,
+) -> Decision {
+    out.status.at_provider.task = Some(InFlightTask {
+        upid: t.upid.clone(),
+        action,
+        type_: t.type_.clone(),
+        node: t.node.clone(),
+        target,
+        started_at: time(t.started_at),
+        deadline: time(after(t.started_at, ctx.timing.task_timeout)),
+        progress: None,
+        summary: InFlightTask::summarize(&t.type_, None),
+    });
+    out.event(
+        false,
+        "TaskAdopted",
+        format!(
+            "found {} {} already running; observing it instead of starting another",
+            t.type_, t.upid
+        ),
+    );
+    let say = Say::yes(
+        activity(ctx, action),
+        format!(
+            "waiting for the {} (task {}, found running)",
+            action.describe(),
+            t.upid
+        ),
+    );
+    Decision::new(Step::ObserveTask, Some(ctx.timing.poll_interval), say)
+}
+
+fn foreign_task(ctx: &Ctx, t: &ActiveTask) -> Decision {
+    let say = Say::yes(
+        Reason::WaitingForTask,
+        format!(
+            "Proxmox task {} ({}) is running on VM {}; waiting for it to finish",
+            t.type_,
+            t.upid,
+            ctx.vmid_text()
+        ),
+    );
+    Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say)
+}

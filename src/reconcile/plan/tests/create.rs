@@ -1,0 +1,314 @@
+//! Creating: VMID, placement, image download, finalizer, create, clone.
+
+use super::*;
+use crate::api::ManagementPolicy::*;
+
+fn candidates() -> Vec<NodeCandidate> {
+    let node = |name: &str, online, gib: u64| NodeCandidate {
+        name: name.into(),
+        online,
+        free_memory: gib << 30,
+    };
+    vec![
+        node("pve1", true, 8),
+        node("pve2", true, 32),
+        node("pve3", false, 64),
+    ]
+}
+
+/// VMID recorded, create pending, VM looked up and absent, node chosen,
+/// image present, finalizer on: the next step is the create itself.
+fn ready_to_create() -> World {
+    World::new()
+        .pending()
+        .absent()
+        .node("pve1")
+        .image(true)
+        .finalizer()
+}
+
+fn template(vmid: u32, node: &str) -> Option<TemplateLookup> {
+    Some(TemplateLookup::Found {
+        vmid,
+        node: node.into(),
+        template: true,
+    })
+}
+
+fn cloning(w: World) -> World {
+    w.spec(|s| {
+        s.disks.clear();
+        s.clone = Some(serde_json::from_value(json!({"templateName": "jammy"})).unwrap());
+    })
+}
+
+#[test]
+fn create_table() {
+    let creating = Some((F, Reason::Creating));
+    run_table(vec![
+        (
+            "fresh resource gets a VMID",
+            World::new(),
+            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+        ),
+        (
+            "recorded VMID without pending mark",
+            World::new().vmid(100).absent(),
+            expect(
+                "RecordExternalName",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
+        ),
+        (
+            "never create without having looked",
+            World::new().pending().node("pve1").image(true).finalizer(),
+            expect("Wait", (F, Reason::ReconcileError), creating),
+        ),
+        (
+            "placement picks the online node with most free memory",
+            World::new()
+                .pending()
+                .absent()
+                .observe(|o| o.nodes = candidates()),
+            expect("SaveStatus", (T, Reason::ReconcileSuccess), creating),
+        ),
+        (
+            "no online node among allowedNodes",
+            World::new()
+                .pending()
+                .absent()
+                .spec(|s| s.allowed_nodes = vec!["pve3".into()])
+                .observe(|o| o.nodes = candidates()),
+            expect("Wait", (F, Reason::ReconcileError), creating),
+        ),
+        (
+            "image missing: download first, no finalizer yet",
+            World::new().pending().absent().node("pve1").image(false),
+            expect("DownloadImage", (T, Reason::DownloadingImage), creating),
+        ),
+        (
+            "image present: finalizer before the first create",
+            World::new().pending().absent().node("pve1").image(true),
+            expect("AddFinalizer", (T, Reason::ReconcileSuccess), creating),
+        ),
+        (
+            "everything ready: create",
+            ready_to_create(),
+            expect("CreateVm", (T, Reason::ImportingDisk), creating),
+        ),
+        (
+            "password Secret missing",
+            ready_to_create().password("1").observe(|o| {
+                o.password = Some(PasswordState::Missing(
+                    "Secret default/web-pw not found".into(),
+                ))
+            }),
+            expect("Wait", (F, Reason::SecretNotFound), creating),
+        ),
+        (
+            "import slots on the node are full",
+            ready_to_create().observe(|o| o.load.imports = 2),
+            expect("Wait", (T, Reason::WaitingForCapacity), creating),
+        ),
+        (
+            "create failed 5 s ago: back off",
+            ready_to_create().failed(TaskAction::Create, 1, 95),
+            expect("Wait", (F, Reason::TaskFailed), creating),
+        ),
+        (
+            "create failed 11 s ago: try again, same VMID",
+            ready_to_create().failed(TaskAction::Create, 1, 89),
+            expect("CreateVm", (T, Reason::ImportingDisk), creating),
+        ),
+        (
+            "failed download backs off the download only",
+            World::new()
+                .pending()
+                .absent()
+                .node("pve1")
+                .image(false)
+                .failed(TaskAction::DownloadImage, 3, 80),
+            expect("Wait", (F, Reason::TaskFailed), creating),
+        ),
+        (
+            "VM vanished after it was created: mark a new create pending",
+            World::new().created().absent().node("pve1"),
+            expect(
+                "RecordExternalName",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
+        ),
+        (
+            "observe only, VM absent: report, never create",
+            World::new().vmid(100).absent().policies(&[Observe]),
+            expect(
+                "Wait",
+                (F, Reason::ReconcileError),
+                Some((F, Reason::Unavailable)),
+            ),
+        ),
+        (
+            "observe only, no VMID",
+            World::new().policies(&[Observe]),
+            expect(
+                "Refuse",
+                (F, Reason::InvalidSpec),
+                Some((F, Reason::Unavailable)),
+            ),
+        ),
+        (
+            "clone from a template found by name",
+            cloning(World::new().pending().absent().finalizer())
+                .observe(|o| o.template = template(9000, "pve2")),
+            expect("CloneVm", (T, Reason::WaitingForTask), creating),
+        ),
+        (
+            "clone template missing",
+            cloning(World::new().pending().absent().finalizer())
+                .observe(|o| o.template = Some(TemplateLookup::NotFound)),
+            expect("Wait", (F, Reason::TemplateNotFound), creating),
+        ),
+        (
+            "clone template name ambiguous",
+            cloning(World::new().pending().absent().finalizer())
+                .observe(|o| o.template = Some(TemplateLookup::Ambiguous(vec![9000, 9001]))),
+            expect("Wait", (F, Reason::TemplateNotFound), creating),
+        ),
+        (
+            "clone slots full",
+            cloning(World::new().pending().absent().finalizer()).observe(|o| {
+                o.template = template(9000, "pve2");
+                o.load.clones = 2;
+            }),
+            expect("Wait", (T, Reason::WaitingForCapacity), creating),
+        ),
+    ]);
+}
+
+#[test]
+fn placement_is_recorded_before_anything_lands_on_a_node() {
+    let plan = World::new()
+        .pending()
+        .absent()
+        .spec(|s| s.allowed_nodes = vec!["pve1".into(), "pve3".into()])
+        .observe(|o| o.nodes = candidates())
+        .run();
+    assert_eq!(plan.step, Step::SaveStatus);
+    assert_eq!(
+        plan.status.at_provider.node.as_deref(),
+        Some("pve1"),
+        "pve3 is offline, pve2 not allowed"
+    );
+
+    let any = World::new()
+        .pending()
+        .absent()
+        .observe(|o| o.nodes = candidates())
+        .run();
+    assert_eq!(any.status.at_provider.node.as_deref(), Some("pve2"));
+}
+
+#[test]
+fn download_names_a_content_addressed_file() {
+    let plan = World::new()
+        .pending()
+        .absent()
+        .node("pve1")
+        .image(false)
+        .run();
+    let Step::DownloadImage {
+        node,
+        storage,
+        url,
+        file_name,
+        checksum,
+        ..
+    } = &plan.step
+    else {
+        panic!("want DownloadImage, got {:?}", plan.step);
+    };
+    assert_eq!((node.as_str(), storage.as_str()), ("pve1", "local"));
+    assert_eq!(url, "https://images.example/jammy.img");
+    assert_eq!(file_name, "jammy-abababababab.qcow2");
+    assert_eq!(checksum.len(), 64);
+    assert_eq!(
+        plan.pending_task.as_ref().unwrap().target.as_deref(),
+        Some(image_volume().as_str())
+    );
+}
+
+#[test]
+fn the_create_carries_everything_and_the_owner_marker() {
+    let plan = ready_to_create().password("v7").run();
+    let Step::CreateVm { node, vmid, params } = &plan.step else {
+        panic!("want CreateVm, got {:?}", plan.step);
+    };
+    assert_eq!((node.as_str(), *vmid), ("pve1", 100));
+    let p = |k: &str| params.get(k).map(|v| v.expose().to_owned());
+    assert_eq!(
+        p("scsi0").as_deref(),
+        Some(format!("local-lvm:0,import-from={}", image_volume()).as_str())
+    );
+    assert_eq!(p("boot").as_deref(), Some("order=scsi0"));
+    assert_eq!(p("ide2").as_deref(), Some("local-lvm:cloudinit"));
+    assert_eq!(p("memory").as_deref(), Some("2048"));
+    assert_eq!(p("cores").as_deref(), Some("2"));
+    assert_eq!(p("net0").as_deref(), Some("virtio,bridge=vmbr0"));
+    assert_eq!(p("ipconfig0").as_deref(), Some("ip=dhcp"));
+    assert_eq!(
+        p("sshkeys").as_deref(),
+        Some("ssh-ed25519%20AAAAkey%20me%40laptop")
+    );
+    assert_eq!(p("agent").as_deref(), Some("1"));
+    assert_eq!(p("tags").as_deref(), Some("web;prod"));
+    assert_eq!(p("scsihw").as_deref(), Some("virtio-scsi-single"));
+    assert_eq!(p("cipassword").as_deref(), Some("hunter2"));
+    assert_eq!(p("description"), Some(marker_line("default", "web", UID)));
+    assert!(!params.contains_key("vmid"), "vmid is its own field");
+    assert_eq!(
+        plan.status.at_provider.password_version.as_deref(),
+        Some("v7")
+    );
+}
+
+#[test]
+fn a_clone_names_source_target_and_marker() {
+    let plan = cloning(World::new().pending().absent().finalizer())
+        .spec(|s| s.node = Some("pve1".into()))
+        .observe(|o| o.template = template(9000, "pve2"))
+        .run();
+    let Step::CloneVm {
+        source_node,
+        template: source,
+        vmid,
+        target_node,
+        full,
+        description,
+        name,
+        ..
+    } = &plan.step
+    else {
+        panic!("want CloneVm, got {:?}", plan.step);
+    };
+    assert_eq!((source_node.as_str(), *source, *vmid), ("pve2", 9000, 100));
+    assert_eq!(target_node.as_deref(), Some("pve1"));
+    assert!(*full);
+    assert_eq!(name, "web");
+    assert!(description.contains(UID));
+    assert_eq!(
+        plan.pending_task.as_ref().unwrap().node,
+        "pve2",
+        "the clone task runs on the source node"
+    );
+
+    let same_node = cloning(World::new().pending().absent().finalizer())
+        .observe(|o| o.template = template(9000, "pve2"))
+        .run();
+    let Step::CloneVm { target_node, .. } = &same_node.step else {
+        panic!("want CloneVm, got {:?}", same_node.step);
+    };
+    assert_eq!(*target_node, None);
+    assert_eq!(same_node.status.at_provider.node.as_deref(), Some("pve2"));
+}

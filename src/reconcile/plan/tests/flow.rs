@@ -1,0 +1,346 @@
+//! Whole flows: the plan run pass after pass against a tiny model of
+//! Kubernetes and Proxmox, until the VM is Ready (or gone). Catches what
+//! single cases cannot: loops (a config Proxmox echoes differently from what
+//! was sent would be "corrected" forever), steps dispatched twice after a
+//! lost status write, flows that never finish.
+
+use super::*;
+
+/// Proxmox as far as the plan can tell: one VM, one image, one task.
+#[derive(Default)]
+struct Pve {
+    vm: Option<ObservedVm>,
+    image: bool,
+    /// The running task and what it does when it ends.
+    task: Option<(String, TaskAction)>,
+    /// Every Proxmox step sent, in order.
+    sent: Vec<&'static str>,
+}
+
+/// How Proxmox stores what a create sent: imported disks get their volume
+/// and the image's size, the cloud-init drive its volume, NICs a MAC.
+fn stored(key: &str, value: &str) -> String {
+    if value.contains("import-from=") {
+        let storage = value.split(':').next().unwrap_or_default();
+        return format!("{storage}:vm-100-disk-0,size=2252M");
+    }
+    if let Some(storage) = value.strip_suffix(":cloudinit") {
+        return format!("{storage}:vm-100-cloudinit,media=cdrom");
+    }
+    if key.starts_with("net") && !value.split(',').next().unwrap_or_default().contains('=') {
+        let (model, rest) = value.split_once(',').unwrap_or((value, ""));
+        return format!("{model}=BC:24:11:00:00:01,{rest}");
+    }
+    value.to_owned()
+}
+
+impl Pve {
+    fn start(&mut self, step: &Step) -> String {
+        let action = step.action().expect("a Proxmox step");
+        self.sent.push(step_name(step));
+        let upid = format!(
+            "UPID:pve1:{:08X}:00000001:6B49D200:{}:100:root@pam:",
+            self.sent.len(),
+            action.pve_type()
+        );
+        match step {
+            Step::CreateVm { params, .. } => {
+                let config = VmConfig {
+                    current: params
+                        .iter()
+                        .filter(|(k, _)| k.as_str() != "cipassword" && k.as_str() != "pool")
+                        .map(|(k, v)| (k.clone(), stored(k, v.expose())))
+                        .chain([("digest".to_owned(), "d0".to_owned())])
+                        .collect(),
+                    pending: Default::default(),
+                };
+                self.vm = Some(ObservedVm {
+                    node: "pve1".into(),
+                    power: Power::Stopped,
+                    lock: Some("create".into()),
+                    template: false,
+                    config: Some(config),
+                    agent: AgentState::NotAsked,
+                });
+            }
+            Step::CloneVm {
+                name, description, ..
+            } => {
+                // A bare template: its own disk, one NIC, no cloud-init.
+                let current = [
+                    ("name", name.as_str()),
+                    ("description", description.as_str()),
+                    ("memory", "512"),
+                    ("scsi0", "local-lvm:vm-100-disk-0,size=2252M"),
+                    ("net0", "virtio=BC:24:11:00:00:02,bridge=vmbr0"),
+                    ("digest", "c0"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+                self.vm = Some(ObservedVm {
+                    node: "pve1".into(),
+                    power: Power::Stopped,
+                    lock: Some("clone".into()),
+                    template: false,
+                    config: Some(VmConfig {
+                        current,
+                        pending: Default::default(),
+                    }),
+                    agent: AgentState::NotAsked,
+                });
+            }
+            Step::Configure { changes, .. } => {
+                let config = self.vm.as_mut().unwrap().config.as_mut().unwrap();
+                for (k, v) in &changes.set {
+                    config.current.insert(k.clone(), stored(k, v.expose()));
+                }
+            }
+            Step::ResizeDisk { slot, bytes, .. } => {
+                let config = self.vm.as_mut().unwrap().config.as_mut().unwrap();
+                let value = config.current.get_mut(slot).unwrap();
+                let base = value.split(",size=").next().unwrap().to_owned();
+                *value = format!("{base},size={}M", bytes >> 20);
+            }
+            _ => {}
+        }
+        self.task = Some((upid.clone(), action));
+        upid
+    }
+
+    /// The task ends: its effect lands.
+    fn finish(&mut self) {
+        let Some((_, action)) = self.task.take() else {
+            return;
+        };
+        match action {
+            TaskAction::DownloadImage => self.image = true,
+            TaskAction::Create | TaskAction::Clone => self.vm.as_mut().unwrap().lock = None,
+            TaskAction::Start => self.vm.as_mut().unwrap().power = Power::Running,
+            TaskAction::Shutdown | TaskAction::Stop => {
+                self.vm.as_mut().unwrap().power = Power::Stopped
+            }
+            TaskAction::Destroy => self.vm = None,
+            _ => {}
+        }
+    }
+
+    fn observe(&self, world: &World) -> Observation {
+        let vm = match (&world.vm.external_name(), &self.vm) {
+            (None, _) => VmState::Unknown,
+            (Some(_), None) => VmState::Absent,
+            (Some(_), Some(vm)) if matches!(vm.lock.as_deref(), Some("create" | "clone")) => {
+                VmState::Present(ObservedVm {
+                    config: None,
+                    ..vm.clone()
+                })
+            }
+            (Some(_), Some(vm)) => VmState::Present(vm.clone()),
+        };
+        let recorded = world
+            .vm
+            .status
+            .as_ref()
+            .and_then(|s| s.at_provider.task.as_ref());
+        let task = recorded.map(|t| match &self.task {
+            Some((upid, _)) if *upid == t.upid => TaskState::Running { progress: Some(50) },
+            _ => TaskState::Finished {
+                exit_status: "OK".into(),
+                log_tail: vec![],
+            },
+        });
+        // The node's active task list, as the glue reads it on every pass.
+        let active_tasks = match &self.task {
+            Some((upid, action)) => vec![ActiveTask {
+                upid: upid.clone(),
+                type_: action.pve_type().into(),
+                id: if *action == TaskAction::DownloadImage {
+                    image_volume().rsplit('/').next().unwrap().into()
+                } else {
+                    "100".into()
+                },
+                node: "pve1".into(),
+                started_at: world.now,
+            }],
+            None => vec![],
+        };
+        Observation {
+            vm,
+            task,
+            active_tasks,
+            images: [(image_volume(), self.image)].into(),
+            template: Some(TemplateLookup::Found {
+                vmid: 9000,
+                node: "pve1".into(),
+                template: true,
+            }),
+            nodes: vec![NodeCandidate {
+                name: "pve1".into(),
+                online: true,
+                free_memory: 8 << 30,
+            }],
+            ..Observation::default()
+        }
+    }
+}
+
+/// Applies a Kubernetes step to the resource.
+fn apply_kube(world: &mut World, step: &Step, nextid: u32) {
+    let now = world.now.to_string();
+    let ann = |w: &mut World, k: &str, v: &str| {
+        w.vm.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(k.into(), v.into());
+    };
+    match step {
+        Step::AllocateVmid => {
+            ann(world, meta::EXTERNAL_NAME, &nextid.to_string());
+            ann(world, meta::EXTERNAL_CREATE_PENDING, &now);
+        }
+        Step::RecordExternalName {
+            vmid,
+            create_pending,
+        } => {
+            ann(world, meta::EXTERNAL_NAME, &vmid.to_string());
+            if *create_pending {
+                ann(world, meta::EXTERNAL_CREATE_PENDING, &now);
+            }
+        }
+        Step::RecordCreateSucceeded => ann(world, meta::EXTERNAL_CREATE_SUCCEEDED, &now),
+        Step::AddFinalizer => world.vm.metadata.finalizers = Some(vec![meta::FINALIZER.into()]),
+        Step::RemoveFinalizer => world.vm.metadata.finalizers = Some(vec![]),
+        _ => {}
+    }
+}
+
+/// Runs passes until `done` holds; `lose_status_after` drops the status
+/// write that follows that Proxmox step (a crash between dispatch and write).
+fn drive(
+    mut world: World,
+    pve: &mut Pve,
+    lose_status_after: Option<&str>,
+    done: impl Fn(&Plan) -> bool,
+) -> Vec<&'static str> {
+    let mut lost = false;
+    let mut steps = vec![];
+    for _ in 0..60 {
+        world.obs = pve.observe(&world);
+        let mut plan = world.run();
+        steps.push(step_name(&plan.step));
+        if done(&plan) {
+            return steps;
+        }
+        let mut write_status = true;
+        if plan.step.action().is_some() {
+            let upid = pve.start(&plan.step);
+            plan.task_started(&upid);
+            if !lost && lose_status_after == Some(step_name(&plan.step)) {
+                lost = true;
+                write_status = false;
+            }
+        } else {
+            apply_kube(&mut world, &plan.step, 100);
+        }
+        if write_status {
+            world.vm.status = Some(plan.status.clone());
+        }
+        // Time passes; a task that was seen running ends.
+        world.now = at((world.now.as_second() - T0) + 5);
+        if matches!(plan.step, Step::ObserveTask | Step::Wait) {
+            pve.finish();
+        }
+    }
+    panic!("no end after 60 passes: {steps:?}");
+}
+
+fn ready(plan: &Plan) -> bool {
+    plan.step == Step::UpToDate && condition(plan, ConditionType::Ready).is_some_and(|c| c.0 == T)
+}
+
+#[test]
+fn image_flow_reaches_ready_with_each_step_once() {
+    let mut pve = Pve::default();
+    let steps = drive(World::new(), &mut pve, None, ready);
+    assert_eq!(
+        pve.sent,
+        ["DownloadImage", "CreateVm", "ResizeDisk", "Start"],
+        "passes: {steps:?}"
+    );
+    for k8s in ["AllocateVmid", "AddFinalizer", "RecordCreateSucceeded"] {
+        assert_eq!(
+            steps.iter().filter(|s| **s == k8s).count(),
+            1,
+            "{k8s} in {steps:?}"
+        );
+    }
+    let vm = pve.vm.unwrap();
+    assert_eq!(
+        vm.config.unwrap().current["scsi0"],
+        "local-lvm:vm-100-disk-0,size=20480M"
+    );
+}
+
+#[test]
+fn a_crash_after_each_dispatch_never_sends_it_twice() {
+    for step in ["DownloadImage", "CreateVm", "ResizeDisk", "Start"] {
+        let mut pve = Pve::default();
+        let passes = drive(World::new(), &mut pve, Some(step), ready);
+        assert_eq!(
+            pve.sent,
+            ["DownloadImage", "CreateVm", "ResizeDisk", "Start"],
+            "status lost after {step}: passes {passes:?}"
+        );
+    }
+}
+
+#[test]
+fn clone_flow_configures_grows_and_starts() {
+    let world = World::new().spec(|s| {
+        s.disks[0].image = None;
+        s.clone = Some(serde_json::from_value(json!({"templateName": "jammy"})).unwrap());
+    });
+    let mut pve = Pve::default();
+    let steps = drive(world, &mut pve, None, ready);
+    assert_eq!(
+        pve.sent,
+        ["CloneVm", "Configure", "ResizeDisk", "Start"],
+        "passes: {steps:?}"
+    );
+    let config = pve.vm.unwrap().config.unwrap().current;
+    assert_eq!(config["ide2"], "local-lvm:vm-100-cloudinit,media=cdrom");
+    assert_eq!(config["memory"], "2048");
+}
+
+#[test]
+fn delete_flow_destroys_then_lets_go() {
+    let mut pve = Pve {
+        vm: Some(our_vm(Power::Running)),
+        image: true,
+        ..Pve::default()
+    };
+    let steps = drive(World::new().created().deleting(), &mut pve, None, |p| {
+        p.step == Step::RemoveFinalizer
+    });
+    assert_eq!(pve.sent, ["Shutdown", "Destroy"], "passes: {steps:?}");
+    assert!(pve.vm.is_none());
+}
+
+#[test]
+fn drift_is_corrected_once_and_stays_corrected() {
+    let mut drifted = our_vm(Power::Running);
+    let config = drifted.config.as_mut().unwrap();
+    config.current.insert("memory".into(), "512".into());
+    config
+        .current
+        .insert("net0".into(), "e1000=BC:24:11:00:00:07,bridge=vmbr1".into());
+    let mut pve = Pve {
+        vm: Some(drifted),
+        image: true,
+        ..Pve::default()
+    };
+    let steps = drive(World::new().created(), &mut pve, None, ready);
+    assert_eq!(pve.sent, ["Configure"], "passes: {steps:?}");
+    let net0 = &pve.vm.unwrap().config.unwrap().current["net0"];
+    assert_eq!(net0, "virtio=BC:24:11:00:00:07,bridge=vmbr0", "MAC kept");
+}

@@ -1,0 +1,306 @@
+//! Tasks in flight, restarts, lost status writes, failures, deadlines.
+
+use std::time::Duration;
+
+use super::*;
+
+fn running(progress: Option<u8>) -> TaskState {
+    TaskState::Running { progress }
+}
+
+fn finished(exit: &str) -> TaskState {
+    TaskState::Finished {
+        exit_status: exit.into(),
+        log_tail: vec![
+            "transferred 1.1 GiB of 2.2 GiB (50.00%)".into(),
+            format!("TASK ERROR: {exit}"),
+        ],
+    }
+}
+
+/// A create task recorded in the status, as after a dispatch (or as a
+/// restarted provider finds it).
+fn importing() -> World {
+    World::new()
+        .pending()
+        .finalizer()
+        .node("pve1")
+        .task(TaskAction::Create, 10)
+}
+
+fn locked_create() -> ObservedVm {
+    ObservedVm {
+        node: "pve1".into(),
+        power: Power::Stopped,
+        lock: Some("create".into()),
+        template: false,
+        config: None,
+        agent: AgentState::NotAsked,
+    }
+}
+
+#[test]
+fn task_table() {
+    let creating = Some((F, Reason::Creating));
+    run_table(vec![
+        (
+            "import running: observe, dispatch nothing",
+            importing()
+                .task_state(running(Some(42)))
+                .present(locked_create()),
+            expect("ObserveTask", (T, Reason::ImportingDisk), creating),
+        ),
+        (
+            "restarted provider resumes the same task from status",
+            importing()
+                .at(400)
+                .task_state(running(Some(87)))
+                .present(locked_create()),
+            expect("ObserveTask", (T, Reason::ImportingDisk), creating),
+        ),
+        (
+            "past the deadline: TaskTimeout, still observing",
+            importing()
+                .at(700)
+                .task_state(running(Some(99)))
+                .present(locked_create()),
+            expect("ObserveTask", (F, Reason::TaskTimeout), creating),
+        ),
+        (
+            "create finished: record success",
+            importing()
+                .task_state(finished("OK"))
+                .present(our_vm(Power::Stopped)),
+            expect(
+                "RecordCreateSucceeded",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
+        ),
+        (
+            "warnings count as success",
+            importing()
+                .task_state(finished("WARNINGS: 2"))
+                .present(our_vm(Power::Stopped)),
+            expect(
+                "RecordCreateSucceeded",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
+        ),
+        (
+            "create failed (Proxmox removed the VM): back off",
+            importing()
+                .task_state(finished("unable to create VM 100 - checksum mismatch"))
+                .absent(),
+            expect("Wait", (F, Reason::TaskFailed), creating),
+        ),
+        (
+            "task not visible yet",
+            importing()
+                .at(30)
+                .task_state(TaskState::NotFound)
+                .present(locked_create()),
+            expect("ObserveTask", (T, Reason::ImportingDisk), creating),
+        ),
+        (
+            "task gone for good, VM absent: create again with the same VMID",
+            importing()
+                .at(200)
+                .task_state(TaskState::NotFound)
+                .absent()
+                .image(true),
+            expect("CreateVm", (T, Reason::ImportingDisk), creating),
+        ),
+        (
+            "task status unreadable",
+            importing()
+                .task_state(TaskState::Unreadable("503".into()))
+                .present(locked_create()),
+            expect("ObserveTask", (F, Reason::ReconcileError), None),
+        ),
+        (
+            "lost status write: create running, adopt it from the task list",
+            World::new()
+                .pending()
+                .finalizer()
+                .node("pve1")
+                .present(locked_create())
+                .active("qmcreate", "100"),
+            expect("ObserveTask", (T, Reason::ImportingDisk), creating),
+        ),
+        (
+            "lost status write: VM locked create, task list shows nothing yet",
+            World::new()
+                .pending()
+                .finalizer()
+                .node("pve1")
+                .present(locked_create()),
+            expect("Wait", (T, Reason::WaitingForTask), creating),
+        ),
+        (
+            "lost status write: create finished meanwhile",
+            World::new()
+                .pending()
+                .finalizer()
+                .node("pve1")
+                .present(our_vm(Power::Stopped)),
+            expect(
+                "RecordCreateSucceeded",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
+        ),
+        (
+            "lost status write: create failed meanwhile, VM gone: create again",
+            World::new()
+                .pending()
+                .finalizer()
+                .node("pve1")
+                .absent()
+                .image(true),
+            expect("CreateVm", (T, Reason::ImportingDisk), creating),
+        ),
+        (
+            "lost status write: download still running, adopt it",
+            World::new()
+                .pending()
+                .node("pve1")
+                .absent()
+                .image(false)
+                .active("download", "jammy-abababababab.qcow2"),
+            expect("ObserveTask", (T, Reason::DownloadingImage), creating),
+        ),
+        (
+            "someone else's backup runs on our VM: wait, start nothing",
+            World::new()
+                .created()
+                .present(our_vm(Power::Stopped))
+                .active("vzdump", "100"),
+            expect("Wait", (T, Reason::WaitingForTask), None),
+        ),
+        (
+            "someone cloning our VM (task id is the source): not ours to adopt",
+            World::new()
+                .created()
+                .present(our_vm(Power::Running))
+                .active("qmclone", "100"),
+            expect("Wait", (T, Reason::WaitingForTask), None),
+        ),
+        (
+            "start finished: carry on in the same pass",
+            World::new()
+                .created()
+                .task(TaskAction::Start, 90)
+                .task_state(finished("OK"))
+                .present(our_vm(Power::Running)),
+            expect(
+                "UpToDate",
+                (T, Reason::ReconcileSuccess),
+                Some((T, Reason::Available)),
+            ),
+        ),
+    ]);
+}
+
+#[test]
+fn progress_shows_in_the_task_summary() {
+    let plan = importing()
+        .task_state(running(Some(42)))
+        .present(locked_create())
+        .run();
+    let task = plan
+        .status
+        .at_provider
+        .task
+        .as_ref()
+        .expect("still in flight");
+    assert_eq!(task.summary, "qmcreate 42%");
+    assert_eq!(task.progress, Some(42));
+    assert_eq!(
+        plan.requeue_after,
+        Some(Duration::from_secs(3)),
+        "poll interval"
+    );
+    assert!(
+        synced_message(&plan).contains("42% done"),
+        "{}",
+        synced_message(&plan)
+    );
+}
+
+#[test]
+fn a_failed_task_backs_off_and_says_why() {
+    let first = importing()
+        .task_state(finished("unable to create VM 100 - checksum mismatch"))
+        .absent()
+        .run();
+    assert_eq!(first.requeue_after, Some(Duration::from_secs(10)));
+    assert!(first.status.at_provider.task.is_none());
+    let failure = first.status.at_provider.last_failure.as_ref().unwrap();
+    assert_eq!((failure.action, failure.count), (TaskAction::Create, 1));
+    assert!(synced_message(&first).contains("checksum mismatch"));
+    assert!(
+        first
+            .events
+            .iter()
+            .any(|e| e.warning && e.reason == "TaskFailed" && e.note.contains("TASK ERROR"))
+    );
+
+    let second = importing()
+        .failed(TaskAction::Create, 1, 5)
+        .task_state(finished("unable to create VM 100 - checksum mismatch"))
+        .absent()
+        .run();
+    assert_eq!(
+        second
+            .status
+            .at_provider
+            .last_failure
+            .as_ref()
+            .unwrap()
+            .count,
+        2
+    );
+    assert_eq!(second.requeue_after, Some(Duration::from_secs(20)));
+}
+
+#[test]
+fn a_success_clears_the_failure_record() {
+    let plan = importing()
+        .failed(TaskAction::Create, 2, 5)
+        .task_state(finished("OK"))
+        .present(our_vm(Power::Stopped))
+        .run();
+    assert_eq!(plan.status.at_provider.last_failure, None);
+    assert_eq!(plan.status.at_provider.task, None);
+}
+
+#[test]
+fn an_adopted_task_keeps_its_upid_and_start_time() {
+    let plan = World::new()
+        .pending()
+        .finalizer()
+        .node("pve1")
+        .present(locked_create())
+        .active("qmcreate", "100")
+        .run();
+    let task = plan.status.at_provider.task.as_ref().expect("adopted");
+    assert!(task.upid.contains(":qmcreate:100:"));
+    assert_eq!(task.action, TaskAction::Create);
+    assert_eq!(task.started_at.0, at(90));
+    assert_eq!(task.deadline.0, at(690));
+    assert!(plan.events.iter().any(|e| e.reason == "TaskAdopted"));
+}
+
+#[test]
+fn a_failed_password_update_is_sent_again() {
+    let plan = World::new()
+        .created()
+        .status(|s| s.at_provider.password_version = Some("v2".into()))
+        .task(TaskAction::Configure, 90)
+        .task_state(finished("VM is locked (backup)"))
+        .present(our_vm(Power::Running))
+        .run();
+    assert_eq!(plan.status.at_provider.password_version, None);
+}
