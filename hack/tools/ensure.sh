@@ -5,6 +5,7 @@
 #
 #   hack/tools/ensure.sh helm                # Helm, built from the Go module pinned in hack/tools/helm
 #   hack/tools/ensure.sh dockerfile-lint     # BuildKit's Dockerfile checks, hack/tools/dockerfile-lint
+#   hack/tools/ensure.sh argocd-lua          # gopher-lua set up as Argo CD runs health checks, hack/tools/argocd-lua
 #   hack/tools/ensure.sh servicemonitor-crd  # the ServiceMonitor CRD of the pinned prometheus-operator module
 #   hack/tools/ensure.sh lua                 # lua5.4 (Debian package)
 #   hack/tools/ensure.sh shellcheck          # shellcheck (Debian package)
@@ -26,7 +27,7 @@ log() { printf '[tools] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-  sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -120,6 +121,9 @@ case "$1" in
     ;;
   dockerfile-lint)
     go_tool dockerfile-lint "$here/dockerfile-lint" .
+    ;;
+  argocd-lua)
+    go_tool argocd-lua "$here/argocd-lua" .
     ;;
   servicemonitor-crd)
     dir="$(cd "$here/prometheus-operator" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
