@@ -1,0 +1,157 @@
+//! Shared by the packaging tests (`tests/deploy_*.rs`, `tests/examples.rs`):
+//! the tools of `hack/tools/` and running commands the way a user would.
+//!
+//! Tools are made available by `hack/tools/ensure.sh` (built from pinned Go
+//! modules or installed from Debian packages, cached outside the
+//! repository); a test that cannot get one fails with the command to run.
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// The repository root.
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Path of a tool of `hack/tools/ensure.sh` (`helm`, `dockerfile-lint`,
+/// `argocd-lua`, `servicemonitor-crd`, `lua`, `shellcheck`), built or
+/// installed on first use.
+pub fn tool(name: &str) -> PathBuf {
+    // One ensure at a time per process: they would only wait on each other's
+    // lock file anyway, and the output stays readable.
+    static ENSURE: Mutex<()> = Mutex::new(());
+    let _one = ENSURE.lock().unwrap_or_else(|p| p.into_inner());
+    let script = repo().join("hack/tools/ensure.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(name)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let path = stdout.lines().last().unwrap_or_default().trim();
+    assert!(
+        out.status.success() && !path.is_empty(),
+        "`hack/tools/ensure.sh {name}` failed; run it by hand to see why:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(path)
+}
+
+/// Runs `command` (stdin closed) and returns what it printed.
+pub fn run(command: &mut Command) -> Output {
+    command
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"))
+}
+
+/// Runs `command`, which must succeed; returns its stdout.
+pub fn run_ok(command: &mut Command) -> String {
+    let out = run(command);
+    assert!(
+        out.status.success(),
+        "{command:?} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// `helm <args>` with the pinned Helm, in the repository root.
+pub fn helm(args: &[&str]) -> Output {
+    run(Command::new(tool("helm")).args(args).current_dir(repo()))
+}
+
+/// The chart of `deploy/helm/`.
+pub const CHART: &str = "deploy/helm/crossplane-provider-proxmox";
+
+/// `helm template` of the chart as release `crossplane-provider-proxmox`
+/// in `crossplane-system` (CRDs included) with extra arguments; must succeed.
+pub fn helm_template(kube_version: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "template",
+        "crossplane-provider-proxmox",
+        CHART,
+        "--namespace",
+        "crossplane-system",
+        "--include-crds",
+        "--kube-version",
+        kube_version,
+    ];
+    args.extend(extra);
+    let out = helm(&args);
+    assert!(
+        out.status.success(),
+        "helm {} failed:\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// A file of the repository, as text.
+pub fn read(relative: &str) -> String {
+    let path = repo().join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// The documents of a YAML stream (empty documents dropped).
+pub fn yaml_docs(text: &str, origin: &str) -> Vec<Value> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
+        .unwrap_or_else(|e| panic!("parsing YAML of {origin}: {e}"));
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+/// The one document of `docs` with this kind and name.
+pub fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    let found: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one {kind} {name}, found {}",
+        found.len()
+    );
+    found[0]
+}
+
+/// `kind/name` of every document, sorted.
+pub fn kinds_and_names(docs: &[Value]) -> Vec<String> {
+    let mut names: Vec<String> = docs
+        .iter()
+        .map(|d| {
+            format!(
+                "{}/{}",
+                d["kind"].as_str().unwrap_or("?"),
+                d["metadata"]["name"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Writes `contents` to a fresh temporary file whose name ends in `suffix`.
+pub fn temp_file(suffix: &str, contents: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "crossplane-provider-proxmox-deploy-tests-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let path = dir.join(format!(
+        "{}{suffix}",
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&path, contents).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    path
+}
