@@ -314,6 +314,55 @@ fn crossplane_package_root_holds_the_provider_meta_and_the_crds() {
     );
 }
 
+#[test]
+fn every_deploy_manifest_is_in_a_tested_place() {
+    // Kustomizations must list every manifest next to them: a file left
+    // out would be neither installed nor tested.
+    for (kustomization, dir) in [
+        ("deploy/kustomization.yaml", "deploy/provider"),
+        ("deploy/pve-sim/kustomization.yaml", "deploy/pve-sim"),
+    ] {
+        let doc = &yaml_docs(&read(kustomization), kustomization)[0];
+        let listed: Vec<String> = doc["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_owned())
+            .collect();
+        for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name == "kustomization.yaml" {
+                continue;
+            }
+            let relative = if dir == "deploy/provider" {
+                format!("provider/{name}")
+            } else {
+                name.clone()
+            };
+            assert!(
+                listed.contains(&relative),
+                "{dir}/{name} is not in {kustomization}"
+            );
+        }
+    }
+    // Everything else under deploy/ belongs to a part with its own tests.
+    let tested = [
+        "kustomization.yaml",
+        "provider",
+        "pve-sim",
+        "helm",
+        "argocd",
+        "flux",
+    ];
+    for entry in std::fs::read_dir(repo().join("deploy")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(
+            tested.contains(&name.as_str()),
+            "deploy/{name}: which test covers it?"
+        );
+    }
+}
+
 mod pve_sim_tls {
     //! The certificate `scripts/pve-sim-tls.sh` makes must satisfy rustls
     //! (which the provider uses) for the Service's name, and only for it.

@@ -1,9 +1,14 @@
-//! The Argo CD health check of `deploy/argocd/`: every case of its
-//! `health_test.yaml` (Argo CD's own test format) gives the expected status
-//! and message in gopher-lua set up exactly as Argo CD runs argocd-cm
-//! scripts, and in Lua 5.4 from Debian with the same libraries; the
-//! argocd-cm entry is the script verbatim; and the sample objects are valid
-//! ProxmoxVMs for the real API server (spec and status subresource).
+//! GitOps health of ProxmoxVMs.
+//!
+//! Argo CD (`deploy/argocd/`): every case of the check's `health_test.yaml`
+//! (Argo CD's own test format) gives the expected status and message in
+//! gopher-lua set up exactly as Argo CD runs argocd-cm scripts, and in Lua 5.4
+//! from Debian with the same libraries; the argocd-cm entry is the script
+//! verbatim; the sample objects are valid ProxmoxVMs for the real API server.
+//!
+//! Flux (`deploy/flux/`): the Kustomization is accepted with Flux's real
+//! CRD, and its CEL health expressions classify the same samples the way the
+//! Argo CD check does.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod deploy_tools;
@@ -318,4 +323,80 @@ async fn samples_are_valid_proxmoxvms_for_the_api_server() {
             );
         }
     }
+}
+
+fn flux_kustomization() -> Value {
+    let docs = yaml_docs(
+        &read("deploy/flux/proxmoxvms-kustomization.yaml"),
+        "proxmoxvms-kustomization.yaml",
+    );
+    assert_eq!(docs.len(), 1);
+    docs.into_iter().next().unwrap()
+}
+
+#[tokio::test]
+async fn flux_kustomization_is_accepted_with_flux_crd() {
+    support::install_crds(tool("flux-kustomization-crd")).await;
+    let ns = support::namespace("flux").await;
+    let mut kustomization = flux_kustomization();
+    // The file names namespace flux-system, which need not exist here.
+    kustomization["metadata"]["namespace"] = Value::String(ns.name().to_owned());
+    support::apply_dry_run_server(kustomization.to_string().as_str(), None).await;
+}
+
+/// Evaluates a Flux health expression on an object: like Flux, with the
+/// object's top-level fields as variables (a missing status as an empty one).
+fn flux_eval(expression: &str, obj: &Value) -> bool {
+    use kube::core::cel::cel::{Context, Program, Value as CelValue};
+    let program = Program::compile(expression)
+        .unwrap_or_else(|e| panic!("Flux expression does not compile: {e}\n{expression}"));
+    let mut context = Context::default();
+    for field in ["apiVersion", "kind", "metadata", "spec", "status"] {
+        let value = obj.get(field).cloned().unwrap_or_else(|| json!({}));
+        context.add_variable(field, value).unwrap();
+    }
+    match program.execute(&context) {
+        Ok(CelValue::Bool(b)) => b,
+        other => panic!("{expression} gave {other:?} for {obj}"),
+    }
+}
+
+#[test]
+fn flux_expressions_agree_with_the_argo_check() {
+    let kustomization = flux_kustomization();
+    let check = &kustomization["spec"]["healthCheckExprs"][0];
+    assert_eq!(check["kind"], "ProxmoxVM");
+    let failed = check["failed"].as_str().unwrap();
+    let current = check["current"].as_str().unwrap();
+    let mut wrong = vec![];
+    for case in cases() {
+        let obj = sample(&case.input);
+        // Flux evaluates failed before current; neither means in progress.
+        let flux = if flux_eval(failed, &obj) {
+            "Failed"
+        } else if flux_eval(current, &obj) {
+            "Current"
+        } else {
+            "InProgress"
+        };
+        let ready = obj["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        });
+        let expected = match case.status.as_str() {
+            "Healthy" => "Current",
+            "Degraded" => "Failed",
+            "Progressing" => "InProgress",
+            // Flux has no "paused": a paused VM is as healthy as it was.
+            "Suspended" if ready => "Current",
+            _ => "InProgress",
+        };
+        if flux != expected {
+            wrong.push(format!(
+                "{}: Argo {}, Flux {flux}, expected {expected}",
+                case.input, case.status
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
