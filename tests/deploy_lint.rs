@@ -440,10 +440,7 @@ mod pve_sim_tls {
     #[tokio::test]
     async fn certificate_verifies_for_the_service_name_only() {
         provider_proxmox::install_crypto_provider();
-        let yaml = run_ok(
-            Command::new(repo().join("scripts/pve-sim-tls.sh"))
-                .args(["--namespace", "crossplane-system"]),
-        );
+        let yaml = deploy_tools::pve_sim_tls(&["--namespace", "crossplane-system"]);
         let chain = secret_data(&yaml, "tls.crt");
         let key = secret_data(&yaml, "tls.key");
         let ca = secret_data(&yaml, "ca.crt");
@@ -464,7 +461,7 @@ mod pve_sim_tls {
             "a certificate for another host name must be refused: {wrong:?}"
         );
         // A fresh run is a fresh CA: the old CA does not trust the new certificate.
-        let again = run_ok(&mut Command::new(repo().join("scripts/pve-sim-tls.sh")));
+        let again = deploy_tools::pve_sim_tls(&[]);
         let other_ca = secret_data(&again, "ca.crt");
         let refused = handshake(&chain, &key, &other_ca, "pve-sim.crossplane-system.svc").await;
         assert!(refused.is_err(), "{refused:?}");

@@ -10,11 +10,7 @@
 mod deploy_tools;
 mod support;
 
-use std::process::Command;
-
-use deploy_tools::{
-    CHART, find, helm, helm_template, kinds_and_names, repo, run_ok, tool, yaml_docs,
-};
+use deploy_tools::{CHART, find, helm, helm_template, kinds_and_names, repo, tool, yaml_docs};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -111,7 +107,7 @@ fn env_map(container: &Value) -> std::collections::BTreeMap<String, String> {
 #[tokio::test]
 async fn pve_sim_addon_is_accepted_and_consistent() {
     prerequisites().await;
-    let tls = run_ok(&mut Command::new(repo().join("scripts/pve-sim-tls.sh")));
+    let tls = deploy_tools::pve_sim_tls(&[]);
     support::apply_dry_run_server(tls.as_str(), None).await;
 
     let rendered = kustomize("deploy/pve-sim").await;

@@ -10,6 +10,7 @@
 #   hack/tools/ensure.sh flux-kustomization-crd  # Flux's Kustomization CRD, pinned kustomize-controller module
 #   hack/tools/ensure.sh lua                 # lua5.4 (Debian package)
 #   hack/tools/ensure.sh shellcheck          # shellcheck (Debian package)
+#   hack/tools/ensure.sh openssl             # openssl (Debian package), for scripts/pve-sim-tls.sh
 #
 # Go tools are built with the local Go toolchain from the go.mod/go.sum next
 # to this script (nothing vendored, nothing prebuilt downloaded) and cached
@@ -28,7 +29,7 @@ log() { printf '[tools] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -149,5 +150,6 @@ case "$1" in
     ;;
   lua) apt_tool lua5.4 lua5.4 ;;
   shellcheck) apt_tool shellcheck shellcheck ;;
+  openssl) apt_tool openssl openssl ;;
   *) usage ;;
 esac

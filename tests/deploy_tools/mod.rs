@@ -155,3 +155,9 @@ pub fn temp_file(suffix: &str, contents: &str) -> PathBuf {
     std::fs::write(&path, contents).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     path
 }
+
+/// The Secret YAML `scripts/pve-sim-tls.sh <args>` prints (openssl ensured).
+pub fn pve_sim_tls(args: &[&str]) -> String {
+    tool("openssl");
+    run_ok(Command::new(repo().join("scripts/pve-sim-tls.sh")).args(args))
+}
