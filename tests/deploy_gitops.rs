@@ -15,11 +15,10 @@ mod deploy_tools;
 mod support;
 
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use deploy_tools::{read, repo, tool, yaml_docs};
+use deploy_tools::{read, repo, run_with_input, tool, yaml_docs};
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -65,20 +64,10 @@ fn script() -> PathBuf {
 
 /// (status, message) from Argo CD's interpreter (hack/tools/argocd-lua).
 fn gopher_lua(script: &Path, obj: &Value) -> Health {
-    let mut child = Command::new(tool("argocd-lua"))
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(obj.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_with_input(
+        Command::new(tool("argocd-lua")).arg(script),
+        &obj.to_string(),
+    );
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
@@ -151,20 +140,7 @@ io.write(tostring(hs.status), "\n", tostring(hs.message), "\n")
         obj = lua_literal(obj),
         path = lua_string(&script.display().to_string()),
     );
-    let mut child = Command::new(tool("lua"))
-        .arg("-")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(program.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_with_input(Command::new(tool("lua")).arg("-"), &program);
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod deploy_tools;
+mod support;
 
 use std::process::Command;
 

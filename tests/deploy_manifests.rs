@@ -10,30 +10,14 @@
 mod deploy_tools;
 mod support;
 
-use deploy_tools::{CHART, find, helm, helm_template, kinds_and_names, repo, tool, yaml_docs};
+use deploy_tools::{
+    CHART, find, helm, helm_template, kinds_and_names, kustomize, prerequisites, repo,
+    server_version, tool, yaml_docs,
+};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
-
-/// `kubectl kustomize <dir>` (the kustomize built into kubectl, as
-/// `kubectl apply -k` uses it).
-async fn kustomize(dir: &str) -> String {
-    support::kubectl_ok(&["kustomize", &repo().join(dir).display().to_string()]).await
-}
-
-/// The API server's version without the `v`, for `helm --kube-version`.
-async fn server_version() -> String {
-    let info = support::client().apiserver_version().await.unwrap();
-    info.git_version.trim_start_matches('v').to_owned()
-}
-
-/// CRDs installed and namespace crossplane-system present (it is where
-/// deploy/ puts everything namespaced; a dry run cannot create it first).
-async fn prerequisites() {
-    support::install_crds(repo().join("crds")).await;
-    support::apply_path(repo().join("deploy/provider/namespace.yaml"), None).await;
-}
 
 #[tokio::test]
 async fn kustomize_install_is_accepted_by_the_api_server() {

@@ -188,8 +188,7 @@ fn rendered_roles(docs: &[Value]) -> (ClusterRole, Role) {
 
 #[tokio::test]
 async fn rules_are_the_contract_exactly() {
-    let rendered =
-        support::kubectl_ok(&["kustomize", &repo().join("deploy").display().to_string()]).await;
+    let rendered = deploy_tools::kustomize("deploy").await;
     let (cluster_role, role) = rendered_roles(&yaml_docs(&rendered, "deploy/"));
     let mut granted = flatten(&cluster_role.rules.unwrap());
     granted.extend(flatten(&role.rules.unwrap()));
@@ -229,8 +228,7 @@ async fn authorizer_allows_what_is_needed_and_nothing_nearby() {
     support::install_crds(repo().join("crds")).await;
     let ns = support::namespace("rbac").await;
     let admin = support::client();
-    let rendered =
-        support::kubectl_ok(&["kustomize", &repo().join("deploy").display().to_string()]).await;
+    let rendered = deploy_tools::kustomize("deploy").await;
     let (mut cluster_role, mut role) = rendered_roles(&yaml_docs(&rendered, "deploy/"));
 
     // Copies under names of this test: the rules are what is checked.

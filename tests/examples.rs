@@ -12,7 +12,7 @@ mod support;
 
 use std::path::PathBuf;
 
-use deploy_tools::{read, repo, yaml_docs};
+use deploy_tools::{prerequisites, read, repo, yaml_docs};
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::{Api, ResourceExt};
@@ -34,12 +34,6 @@ fn example_files() -> Vec<PathBuf> {
     walk(&repo().join("examples"), &mut files);
     files.sort();
     files
-}
-
-async fn prerequisites() {
-    support::install_crds(repo().join("crds")).await;
-    // examples/providerconfig/cluster-default.yaml puts its Secret there.
-    support::apply_path(repo().join("deploy/provider/namespace.yaml"), None).await;
 }
 
 #[tokio::test]

@@ -1,5 +1,7 @@
 //! Shared by the packaging tests (`tests/deploy_*.rs`, `tests/examples.rs`):
-//! the tools of `hack/tools/` and running commands the way a user would.
+//! the tools of `hack/tools/`, running commands the way a user would, and
+//! the cluster steps every manifest test starts with. Test binaries that
+//! use it also declare `mod support;` (the control-plane harness).
 //!
 //! Tools are made available by `hack/tools/ensure.sh` (built from pinned Go
 //! modules or installed from Debian packages, cached outside the
@@ -48,6 +50,25 @@ pub fn run(command: &mut Command) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("running {command:?}: {e}"))
+}
+
+/// Runs `command` with `input` on its stdin.
+pub fn run_with_input(command: &mut Command, input: &str) -> Output {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    let mut stdin = child.stdin.take().expect("stdin was piped");
+    stdin
+        .write_all(input.as_bytes())
+        .unwrap_or_else(|e| panic!("writing the stdin of {command:?}: {e}"));
+    drop(stdin);
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("waiting for {command:?}: {e}"))
 }
 
 /// Runs `command`, which must succeed; returns its stdout.
@@ -160,4 +181,22 @@ pub fn temp_file(suffix: &str, contents: &str) -> PathBuf {
 pub fn pve_sim_tls(args: &[&str]) -> String {
     tool("openssl");
     run_ok(Command::new(repo().join("scripts/pve-sim-tls.sh")).args(args))
+}
+
+/// CRDs installed and namespace crossplane-system present (deploy/ puts
+/// everything namespaced there; a dry run cannot create it first).
+pub async fn prerequisites() {
+    crate::support::install_crds(repo().join("crds")).await;
+    crate::support::apply_path(repo().join("deploy/provider/namespace.yaml"), None).await;
+}
+
+/// `kubectl kustomize <dir>` (the kustomize of `kubectl apply -k`).
+pub async fn kustomize(dir: &str) -> String {
+    crate::support::kubectl_ok(&["kustomize", &repo().join(dir).display().to_string()]).await
+}
+
+/// The API server's version without the `v`, for `helm --kube-version`.
+pub async fn server_version() -> String {
+    let info = crate::support::client().apiserver_version().await.unwrap();
+    info.git_version.trim_start_matches('v').to_owned()
 }
