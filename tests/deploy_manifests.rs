@@ -139,11 +139,17 @@ async fn pve_sim_addon_is_accepted_and_consistent() {
         args.contains(&"--api-token=$(PVE_TOKEN_ID)=$(PVE_TOKEN_SECRET)"),
         "{args:?}"
     );
+    // The token comes from the Secret the ClusterProviderConfig names; the
+    // user the simulator grants the role to is the token's user.
+    let token_id = credentials["stringData"]["tokenId"].as_str().unwrap();
     for env in container["env"].as_array().unwrap() {
-        assert_eq!(
-            env["valueFrom"]["secretKeyRef"]["name"],
-            credentials["metadata"]["name"]
-        );
+        match env["name"].as_str().unwrap() {
+            "PVE_USER" => assert_eq!(env["value"], token_id.split('!').next().unwrap()),
+            name => assert_eq!(
+                env["valueFrom"]["secretKeyRef"]["name"], credentials["metadata"]["name"],
+                "{name}"
+            ),
+        }
     }
     assert_eq!(
         service["spec"]["selector"]["app"],
