@@ -160,15 +160,35 @@ pub fn kinds_and_names(docs: &[Value]) -> Vec<String> {
     names
 }
 
+const TEMP_PREFIX: &str = "crossplane-provider-proxmox-deploy-tests-";
+
+/// This process's temporary directory. The first call removes those of
+/// earlier test processes that are gone (a test binary cannot clean up
+/// after itself at exit).
+fn temp_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = std::env::temp_dir();
+        if let Ok(entries) = std::fs::read_dir(&root) {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let pid = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX));
+                if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let dir = root.join(format!("{TEMP_PREFIX}{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        dir
+    })
+}
+
 /// Writes `contents` to a fresh temporary file whose name ends in `suffix`.
 pub fn temp_file(suffix: &str, contents: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU32, Ordering};
     static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "crossplane-provider-proxmox-deploy-tests-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let dir = temp_dir();
     let path = dir.join(format!(
         "{}{suffix}",
         COUNTER.fetch_add(1, Ordering::Relaxed)
