@@ -26,6 +26,12 @@ help: ## Show this list
 control-plane: ## Build etcd, kube-apiserver and kubectl from Go modules (cached; ~6 min the first time)
 	@bash hack/control-plane/build.sh
 
+TOOLS := helm dockerfile-lint argocd-lua servicemonitor-crd flux-kustomization-crd lua shellcheck openssl
+
+.PHONY: tools
+tools: ## Build or install the tools the packaging tests use (cached; ~3 min the first time)
+	@for tool in $(TOOLS); do bash hack/tools/ensure.sh $$tool >/dev/null; done
+
 .PHONY: cluster-up
 cluster-up: ## Start a local control plane in the background; prints the kubeconfig path last
 	@$(TESTENV) up
@@ -48,10 +54,11 @@ lint: ## Check formatting and run clippy with warnings denied
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 .PHONY: test
-test: ## Everything CI checks: lint, control plane build, all unit and integration tests
+test: ## Everything CI checks: lint, control plane and tools build, all unit and integration tests
 	@mkdir -p $(dir $(TIMINGS)) && : > $(TIMINGS)
 	$(call phase,lint,$(MAKE) lint)
 	$(call phase,control plane build,$(MAKE) control-plane >/dev/null)
+	$(call phase,tools,$(MAKE) tools)
 	$(call phase,cargo test,$(CARGO) test --workspace --all-targets)
 	$(call phase,doc tests,$(CARGO) test --workspace --doc)
 	@echo "==> make test passed; time per phase:"; cat $(TIMINGS)
