@@ -392,3 +392,48 @@ async fn kubectl_wait_and_kstatus_see_what_the_provider_writes() {
         observed.name_any()
     );
 }
+
+/// The YAML blocks of README.md, in order: the front door must not show a
+/// manifest the API server refuses.
+fn readme_manifests() -> Vec<String> {
+    let readme = read("README.md");
+    let mut blocks = vec![];
+    let mut current: Option<String> = None;
+    for line in readme.lines() {
+        match (&mut current, line.trim_end()) {
+            (None, "```yaml") => current = Some(String::new()),
+            (Some(block), "```") => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), text) => {
+                block.push_str(text);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+#[tokio::test]
+async fn readme_manifests_are_accepted() {
+    prerequisites().await;
+    let ns = support::namespace("readme").await;
+    let blocks = readme_manifests();
+    assert!(
+        blocks.len() >= 2,
+        "README.md shows a provider config and a VM: {blocks:?}"
+    );
+    for block in &blocks {
+        let docs = yaml_docs(block, "README.md");
+        let names_namespace = docs.iter().any(|d| d["metadata"]["namespace"].is_string());
+        let target = (!names_namespace).then_some(ns.name());
+        let out = support::apply_dry_run_server(block.as_str(), target).await;
+        assert_eq!(
+            out.matches("(server dry run)").count(),
+            docs.len(),
+            "every document of this README block is accepted:\n{block}\n{out}"
+        );
+    }
+}
