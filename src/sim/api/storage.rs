@@ -1,0 +1,103 @@
+//! `/nodes/{node}/storage`: list, status and content of storages.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::sim::http::{ApiError, Call, Reply};
+use crate::sim::instance::Instance;
+use crate::sim::schema::format::split_list;
+use crate::sim::schema::qemu::NODE;
+use crate::sim::schema::{Named, Param};
+
+pub const STORAGE: Param = Param::string("storage").format(Named::PveStorageId);
+pub const LIST: &[Param] = &[
+    NODE,
+    Param::string("content")
+        .format(Named::PveStorageContentList)
+        .opt(),
+    Param::boolean("enabled").opt(),
+    Param::boolean("format").opt(),
+    Param::string("storage").format(Named::PveStorageId).opt(),
+    Param::string("target").format(Named::PveNode).opt(),
+];
+pub const ONE: &[Param] = &[NODE, STORAGE];
+pub const CONTENT: &[Param] = &[
+    NODE,
+    STORAGE,
+    Param::string("content")
+        .format(Named::PveStorageContent)
+        .opt(),
+    Param::integer("vmid")
+        .format(Named::PveVmid)
+        .min(100)
+        .max(999_999_999)
+        .opt(),
+];
+
+fn may_see(inst: &Instance, call: &Call, storage: &str) -> bool {
+    let path = format!("/storage/{storage}");
+    inst.auth.has(&call.identity, &path, "Datastore.Audit")
+        || inst
+            .auth
+            .has(&call.identity, &path, "Datastore.AllocateSpace")
+}
+
+pub async fn list(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let p = &call.params;
+    let content: Vec<&str> = p
+        .get("content")
+        .map(|c| split_list(c).collect())
+        .unwrap_or_default();
+    let cluster = inst.cluster();
+    let items: Vec<Value> = cluster
+        .storages
+        .get(p.node())
+        .into_iter()
+        .flatten()
+        .filter(|s| may_see(&inst, &call, &s.id))
+        .filter(|s| p.get("storage").is_none_or(|id| id == s.id))
+        .filter(|s| content.is_empty() || content.iter().any(|c| s.supports(c)))
+        .map(|s| s.status_json())
+        .collect();
+    Ok(Reply::data(items))
+}
+
+pub async fn status(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let id = call.params.get("storage").unwrap_or_default();
+    inst.auth.check(
+        &call.identity,
+        &format!("/storage/{id}"),
+        &["Datastore.Audit", "Datastore.AllocateSpace"],
+    )?;
+    let cluster = inst.cluster();
+    let s = cluster
+        .storage(call.params.node(), id)
+        .ok_or_else(|| ApiError::internal(format!("storage '{id}' does not exist")))?;
+    Ok(Reply::data(s.status_json()))
+}
+
+pub async fn content(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let p = &call.params;
+    let id = p.get("storage").unwrap_or_default();
+    inst.auth.check(
+        &call.identity,
+        &format!("/storage/{id}"),
+        &["Datastore.Audit", "Datastore.AllocateSpace"],
+    )?;
+    let cluster = inst.cluster();
+    let s = cluster
+        .storage(p.node(), id)
+        .ok_or_else(|| ApiError::internal(format!("storage '{id}' does not exist")))?;
+    let items: Vec<Value> = s
+        .volumes
+        .values()
+        .filter(|v| p.get("content").is_none_or(|c| c == v.content))
+        .filter(|v| {
+            p.get("vmid")
+                .is_none_or(|id| v.vmid.map(|x| x.to_string()).as_deref() == Some(id))
+        })
+        .map(|v| s.content_json(v))
+        .collect();
+    Ok(Reply::data(items))
+}

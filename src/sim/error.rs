@@ -1,0 +1,19 @@
+//! Errors of starting and running a simulator instance (not API errors:
+//! those are [`crate::sim::http::ApiError`] and become HTTP responses).
+
+/// Why a simulator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}

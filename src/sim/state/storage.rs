@@ -1,0 +1,133 @@
+//! Storages and the volumes on them.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+/// The kind of a storage, which decides paths and volume naming.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StorageKind {
+    /// A directory storage (`dir`), e.g. `local` at `/var/lib/vz`.
+    Dir { path: String },
+    /// An LVM-thin pool (`lvmthin`), e.g. `local-lvm` on VG `pve`.
+    LvmThin { vg: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct Volume {
+    /// e.g. `import/ubuntu.qcow2`, `iso/x.iso`, `vm-100-disk-0`
+    pub volname: String,
+    pub content: &'static str,
+    pub format: String,
+    /// Bytes used on the storage (file size, or virtual size for thin LVs).
+    pub size: u64,
+    /// The image's virtual size (what an import allocates).
+    pub virtual_size: u64,
+    pub vmid: Option<u32>,
+    pub ctime: u64,
+    /// An import from this image fails part-way like a corrupt image.
+    pub corrupt: bool,
+    /// Known checksums of a downloaded file (algorithm → lower-case hex).
+    pub checksums: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Storage {
+    pub id: String,
+    pub kind: StorageKind,
+    pub content: Vec<&'static str>,
+    pub total: u64,
+    pub volumes: BTreeMap<String, Volume>,
+}
+
+impl Storage {
+    pub fn type_name(&self) -> &'static str {
+        match self.kind {
+            StorageKind::Dir { .. } => "dir",
+            StorageKind::LvmThin { .. } => "lvmthin",
+        }
+    }
+
+    pub fn supports(&self, content: &str) -> bool {
+        self.content.contains(&content)
+    }
+
+    pub fn is_file_based(&self) -> bool {
+        matches!(self.kind, StorageKind::Dir { .. })
+    }
+
+    pub fn volid(&self, volname: &str) -> String {
+        format!("{}:{volname}", self.id)
+    }
+
+    /// The filesystem path of a volume as PVE's `path` would give it.
+    pub fn path(&self, volname: &str) -> String {
+        match &self.kind {
+            StorageKind::Dir { path } => match volname.split_once('/') {
+                Some(("iso", f)) => format!("{path}/template/iso/{f}"),
+                Some(("vztmpl", f)) => format!("{path}/template/cache/{f}"),
+                Some((dir, f)) => format!("{path}/{dir}/{f}"),
+                None => format!("{path}/images/{volname}"),
+            },
+            StorageKind::LvmThin { vg } => format!("/dev/{vg}/{volname}"),
+        }
+    }
+
+    /// The volname a downloaded file of `content` type gets.
+    pub fn download_volname(content: &str, filename: &str) -> String {
+        format!("{content}/{filename}")
+    }
+
+    pub fn used(&self) -> u64 {
+        self.volumes.values().map(|v| v.size).sum()
+    }
+
+    /// The next free `vm-<vmid>-disk-N` (or `base-`) name.
+    pub fn free_disk_name(&self, vmid: u32) -> String {
+        (0..)
+            .map(|n| format!("vm-{vmid}-disk-{n}"))
+            .find(|name| {
+                !self.volumes.contains_key(name)
+                    && !self.volumes.contains_key(&name.replacen("vm-", "base-", 1))
+            })
+            .unwrap_or_default()
+    }
+
+    /// An entry of `GET /nodes/{node}/storage`.
+    pub fn status_json(&self) -> Value {
+        let used = self.used();
+        json!({
+            "storage": self.id,
+            "type": self.type_name(),
+            "content": self.content.join(","),
+            "active": 1,
+            "enabled": 1,
+            "shared": 0,
+            "total": self.total,
+            "used": used,
+            "avail": self.total.saturating_sub(used),
+            "used_fraction": used as f64 / self.total as f64,
+        })
+    }
+
+    /// An entry of `GET .../storage/{storage}/content`.
+    pub fn content_json(&self, vol: &Volume) -> Value {
+        let mut v = json!({
+            "volid": self.volid(&vol.volname),
+            "content": vol.content,
+            "format": vol.format,
+            "size": if vol.content == "images" { vol.virtual_size } else { vol.size },
+            "ctime": vol.ctime,
+        });
+        if let Some(vmid) = vol.vmid {
+            v["vmid"] = json!(vmid);
+            v["used"] = json!(vol.size);
+        }
+        v
+    }
+}
+
+/// Splits `storage:volname`.
+pub fn split_volid(volid: &str) -> Option<(&str, &str)> {
+    volid.split_once(':')
+}

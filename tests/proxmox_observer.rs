@@ -1,0 +1,161 @@
+//! Observation at scale, counted on pve-sim: one active-task list per node
+//! per interval answers for every task in flight, so the batched observer
+//! makes far fewer requests than per-task polling.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "proxmox/harness.rs"]
+mod harness;
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use harness::{Harness, clone_template, start_import};
+use provider_proxmox::proxmox::{Client, ObserveMode, TaskObservation, Upid};
+use provider_proxmox::sim::{Durations, SimConfig};
+
+const LIST: &str = "/nodes/{node}/tasks";
+const STATUS: &str = "/nodes/{node}/tasks/{upid}/status";
+
+/// A simulator whose imports take about an hour: tasks stay in flight for
+/// the whole test.
+async fn sim_with_long_imports() -> Harness {
+    Harness::start_with(SimConfig {
+        time_scale: 1.0,
+        durations: Durations {
+            import_bytes_per_sec: 1 << 20,
+            ..Durations::default()
+        },
+        ..SimConfig::default()
+    })
+    .await
+}
+
+async fn start_imports(client: &Client, first_vmid: u32, n: u32) -> Vec<Upid> {
+    let mut upids = Vec::new();
+    for vmid in first_vmid..first_vmid + n {
+        upids.push(start_import(client, vmid).await);
+    }
+    upids
+}
+
+async fn observe_round(client: &Client, upids: &[Upid]) {
+    let results = join_all(upids.iter().map(|u| client.observe_task(u))).await;
+    for r in results {
+        assert!(
+            matches!(r, Ok(TaskObservation::Running { .. })),
+            "every task is still running: {r:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn batched_observation_beats_per_task_polling_for_30_tasks() {
+    const TASKS: u32 = 30;
+    const ROUNDS: u64 = 3;
+    let h = sim_with_long_imports().await;
+    let interval = Duration::from_millis(1000);
+    let batched = h.client_with(|c| {
+        c.tasks.poll_interval = interval;
+        c.tasks.observe_mode = ObserveMode::Batched;
+    });
+    let per_task = h.client_with(|c| {
+        c.tasks.poll_interval = interval;
+        c.tasks.observe_mode = ObserveMode::PerTask;
+    });
+    let upids = start_imports(&batched, 600, TASKS).await;
+
+    h.clear_stats().await;
+    for round in 0..ROUNDS {
+        if round > 0 {
+            tokio::time::sleep(interval + Duration::from_millis(100)).await;
+        }
+        observe_round(&batched, &upids).await;
+    }
+    let batched_lists = h.count("GET", LIST).await;
+    let batched_status = h.count("GET", STATUS).await;
+    let batched_total = h.total().await;
+
+    h.clear_stats().await;
+    for _ in 0..ROUNDS {
+        observe_round(&per_task, &upids).await;
+    }
+    let per_task_status = h.count("GET", STATUS).await;
+    let per_task_total = h.total().await;
+
+    // One list per node per round (two if a slow round straddles the
+    // interval), and no per-task requests while tasks run.
+    assert!(
+        (ROUNDS..=2 * ROUNDS).contains(&batched_lists),
+        "batched list requests: {batched_lists}"
+    );
+    assert_eq!(batched_status, 0, "running tasks cost no status request");
+    assert_eq!(per_task_status, u64::from(TASKS) * ROUNDS);
+    assert!(
+        batched_total * 5 <= per_task_total,
+        "batched {batched_total} vs per-task {per_task_total}"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_observers_share_one_list_request() {
+    let h = sim_with_long_imports().await;
+    let client = h.client_with(|c| c.tasks.poll_interval = Duration::from_secs(30));
+    let upids = start_imports(&client, 700, 20).await;
+    h.clear_stats().await;
+    let observers: Vec<_> = upids
+        .iter()
+        .cloned()
+        .map(|u| {
+            let c = client.clone();
+            tokio::spawn(async move { c.observe_task(&u).await })
+        })
+        .collect();
+    for o in observers {
+        assert!(matches!(
+            o.await.unwrap(),
+            Ok(TaskObservation::Running { .. })
+        ));
+    }
+    assert_eq!(h.count("GET", LIST).await, 1, "single flight per node");
+    assert_eq!(h.total().await, 1);
+}
+
+#[tokio::test]
+async fn finished_tasks_cost_one_status_request_each() {
+    const TASKS: u32 = 10;
+    let h = Harness::start().await;
+    let client = h.client_with(|c| c.tasks.poll_interval = Duration::from_millis(50));
+    let mut upids = Vec::new();
+    for i in 0..TASKS {
+        upids.push(clone_template(&client, 800 + i).await);
+    }
+    h.clear_stats().await;
+    let mut pending: Vec<Upid> = upids.clone();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !pending.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "tasks never finished"
+        );
+        let mut still = Vec::new();
+        for u in pending {
+            match client.observe_task(&u).await.unwrap() {
+                TaskObservation::Finished(outcome) => assert!(outcome.is_success()),
+                _ => still.push(u),
+            }
+        }
+        pending = still;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(h.count("GET", STATUS).await, u64::from(TASKS));
+    // Finished outcomes are cached: observing again is free.
+    h.clear_stats().await;
+    for u in &upids {
+        assert!(matches!(
+            client.observe_task(u).await.unwrap(),
+            TaskObservation::Finished(_)
+        ));
+    }
+    assert_eq!(h.total().await, 0);
+    assert_eq!(client.observed_tasks(), TASKS as usize);
+}

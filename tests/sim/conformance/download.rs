@@ -1,0 +1,301 @@
+//! download-url: an async `download` task that never touches the network.
+
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::common::*;
+
+const URL: &str = "https://cloud-images.example/noble/noble-server-cloudimg-amd64.img";
+
+fn sha256_hex(s: &str) -> String {
+    Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[tokio::test]
+async fn download_import_image_with_checksum_then_import_it() {
+    let sim = start().await;
+    let sum = sha256_hex(URL);
+    let params = [
+        ("url", URL),
+        ("content", "import"),
+        ("filename", "noble.qcow2"),
+        ("checksum", sum.as_str()),
+        ("checksum-algorithm", "sha256"),
+    ];
+    let upid = sim
+        .post("/nodes/pve/storage/local/download-url", &params)
+        .await
+        .upid();
+    assert!(
+        upid.contains(":download:noble.qcow2:root@pam!sim:"),
+        "{upid}"
+    );
+    sim.task_ok(&upid).await;
+    let log = sim.task_log(&upid).await;
+    assert_eq!(
+        log[0],
+        format!("downloading {URL} to /var/lib/vz/import/noble.qcow2")
+    );
+    assert!(
+        log.contains(&"calculating checksum...OK, checksum verified".to_owned()),
+        "{log:?}"
+    );
+    assert!(log.contains(&format!(
+        "download of '{URL}' to '/var/lib/vz/import/noble.qcow2' finished"
+    )));
+
+    let content = sim
+        .get_q("/nodes/pve/storage/local/content", &[("content", "import")])
+        .await
+        .data();
+    let vol = content
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["volid"] == "local:import/noble.qcow2")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (vol["format"].as_str(), vol["size"].as_u64()),
+        (Some("qcow2"), Some(600 << 20))
+    );
+
+    // Same name again: refused without a checksum, accepted when it matches.
+    let again = sim
+        .post("/nodes/pve/storage/local/download-url", &params[..3])
+        .await
+        .upid();
+    assert_eq!(
+        sim.wait_task(&again).await["exitstatus"],
+        "refusing to override existing file '/var/lib/vz/import/noble.qcow2'"
+    );
+    let same = sim
+        .post("/nodes/pve/storage/local/download-url", &params)
+        .await
+        .upid();
+    sim.task_ok(&same).await;
+    assert!(sim.task_log(&same).await.contains(&"calculating checksum of existing file...OK, got correct file already, no need to download".to_owned()));
+
+    let vm = sim
+        .post(
+            "/nodes/pve/qemu",
+            &[
+                ("vmid", "150"),
+                ("scsi0", "local-lvm:0,import-from=local:import/noble.qcow2"),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&vm).await;
+    assert_eq!(
+        sim.config("150").await["scsi0"],
+        "local-lvm:vm-150-disk-0,size=3584M"
+    );
+}
+
+#[tokio::test]
+async fn checksum_mismatch_and_failing_urls() {
+    let sim = start().await;
+    let wrong = ["0"; 64].concat();
+    let bad = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", URL),
+                ("content", "iso"),
+                ("filename", "x.iso"),
+                ("checksum", &wrong),
+                ("checksum-algorithm", "sha256"),
+            ],
+        )
+        .await
+        .upid();
+    let exit = sim.wait_task(&bad).await["exitstatus"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        exit,
+        format!(
+            "checksum mismatch: got '{}' != expect '{wrong}'",
+            sha256_hex(URL)
+        )
+    );
+
+    let unresolvable = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", "https://mirror.invalid/x.qcow2"),
+                ("content", "import"),
+                ("filename", "x.qcow2"),
+            ],
+        )
+        .await
+        .upid();
+    let status = sim.wait_task(&unresolvable).await;
+    assert!(
+        status["exitstatus"]
+            .as_str()
+            .unwrap()
+            .starts_with("download failed:"),
+        "{status}"
+    );
+
+    sim.control(
+        reqwest::Method::POST,
+        "/urls",
+        Some(json!({"url": "https://images.example/gone.qcow2", "error": "ERROR 404: Not Found."})),
+    )
+    .await;
+    let gone = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", "https://images.example/gone.qcow2"),
+                ("content", "import"),
+                ("filename", "gone.qcow2"),
+            ],
+        )
+        .await
+        .upid();
+    assert!(
+        sim.wait_task(&gone).await["exitstatus"]
+            .as_str()
+            .unwrap()
+            .starts_with("download failed:")
+    );
+    assert!(
+        sim.task_log(&gone)
+            .await
+            .contains(&"wget: ERROR 404: Not Found.".to_owned())
+    );
+
+    sim.control(
+        reqwest::Method::POST,
+        "/urls",
+        Some(json!({"url": "https://images.example/known.qcow2", "size": 1048576, "virtual_size": 2147483648u64, "checksums": {"md5": "ABCDEF"}})),
+    )
+    .await;
+    let known = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", "https://images.example/known.qcow2"),
+                ("content", "import"),
+                ("filename", "known.qcow2"),
+                ("checksum", "abcdef"),
+                ("checksum-algorithm", "md5"),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&known).await;
+    let vm = sim
+        .post(
+            "/nodes/pve/qemu",
+            &[
+                ("vmid", "151"),
+                ("scsi0", "local-lvm:0,import-from=local:import/known.qcow2"),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&vm).await;
+    assert_eq!(
+        sim.config("151").await["scsi0"],
+        "local-lvm:vm-151-disk-0,size=2G"
+    );
+}
+
+#[tokio::test]
+async fn download_parameter_rules() {
+    let sim = start().await;
+    let img = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", URL),
+                ("content", "import"),
+                ("filename", "noble.img"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        img.errors(),
+        json!({"filename": "invalid filename or wrong extension"})
+    );
+    let iso = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", URL),
+                ("content", "iso"),
+                ("filename", "noble.qcow2"),
+            ],
+        )
+        .await;
+    assert_eq!(iso.errors(), json!({"filename": "wrong file extension"}));
+    let lvm = sim
+        .post(
+            "/nodes/pve/storage/local-lvm/download-url",
+            &[("url", URL), ("content", "iso"), ("filename", "a.iso")],
+        )
+        .await;
+    assert_eq!(
+        (lvm.status, lvm.reason.as_str()),
+        (
+            500,
+            "can't upload to storage type 'lvmthin', not a file based storage!"
+        )
+    );
+    let ftp = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", "ftp://x/a.iso"),
+                ("content", "iso"),
+                ("filename", "a.iso"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        ftp.errors()["url"],
+        "value does not match the regex pattern"
+    );
+    let half = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", URL),
+                ("content", "iso"),
+                ("filename", "a.iso"),
+                ("checksum", "ab"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        half.errors()["checksum-algorithm"],
+        "missing property - 'checksum' requires this property"
+    );
+    let normalized = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", URL),
+                ("content", "iso"),
+                ("filename", "../my image.iso"),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&normalized).await;
+    let isos = sim
+        .get_q("/nodes/pve/storage/local/content", &[("content", "iso")])
+        .await
+        .data();
+    assert_eq!(isos[0]["volid"], "local:iso/my_image.iso");
+}

@@ -1,0 +1,183 @@
+//! Tasks: UPIDs, status, logs, the task list and its filters.
+
+use serde_json::json;
+
+use crate::common::*;
+use provider_proxmox::sim::upid::Upid;
+
+#[tokio::test]
+async fn upids_are_well_formed_and_tasks_end_ok() {
+    let sim = start().await;
+    let upid = sim
+        .post("/nodes/pve/qemu", &[("vmid", "200"), ("memory", "1024")])
+        .await
+        .upid();
+    let re = regex::Regex::new(
+        r"^UPID:pve:[0-9A-F]{8}:[0-9A-F]{8,9}:[0-9A-F]{8}:qmcreate:200:root@pam!sim:$",
+    )
+    .unwrap();
+    assert!(re.is_match(&upid), "{upid}");
+    let parsed = Upid::parse(&upid).unwrap();
+    let status = sim.wait_task(&upid).await;
+    assert_eq!(status["exitstatus"], "OK");
+    assert_eq!(status["upid"], upid.as_str());
+    assert_eq!(status["type"], "qmcreate");
+    assert_eq!(status["id"], "200");
+    assert_eq!(status["node"], "pve");
+    assert_eq!(status["pid"], json!(parsed.pid));
+    assert_eq!(status["pstart"], json!(parsed.pstart));
+    assert_eq!(status["starttime"], json!(parsed.starttime));
+    assert_eq!(status["user"], "root@pam");
+    assert_eq!(status["tokenid"], "sim");
+    let log = sim.task_log(&upid).await;
+    assert_eq!(log.last().map(String::as_str), Some("TASK OK"));
+}
+
+#[tokio::test]
+async fn unknown_tasks_give_pve_answers() {
+    let sim = start().await;
+    let bad = sim.get("/nodes/pve/tasks/garbage/status").await;
+    assert_eq!(bad.errors(), json!({"upid": "unable to parse worker upid"}));
+    let unknown = "UPID:pve:000934AF:0D015579:68BF3A41:qmstart:100:root@pam:";
+    let status = sim
+        .get(&format!("/nodes/pve/tasks/{}/status", urlencode(unknown)))
+        .await;
+    assert_eq!(status.errors(), json!({"upid": "no such task"}));
+    let log = sim
+        .get(&format!("/nodes/pve/tasks/{}/log", urlencode(unknown)))
+        .await;
+    assert_eq!(
+        log.json(),
+        json!({"data": [{"n": 1, "t": "unable to open file - No such file or directory"}], "total": 1})
+    );
+    let bad_log = sim.get("/nodes/pve/tasks/garbage/log").await;
+    assert_eq!(bad_log.errors()["upid"], "unable to parse worker upid");
+    // The UPID's node must be the node asked.
+    let upid = sim.post("/nodes/pve/qemu", &[("vmid", "201")]).await.upid();
+    sim.task_ok(&upid).await;
+    let other = upid.replace("UPID:pve:", "UPID:pve2:");
+    assert_eq!(
+        sim.get(&format!("/nodes/pve/tasks/{}/status", urlencode(&other)))
+            .await
+            .errors()["upid"],
+        "no such task"
+    );
+}
+
+#[tokio::test]
+async fn task_log_paging_and_error_exit() {
+    let sim = start().await;
+    let upid = sim
+        .post(
+            "/nodes/pve/qemu",
+            &[
+                ("vmid", "202"),
+                ("scsi0", &format!("local-lvm:0,import-from={UBUNTU}")),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&upid).await;
+    let page = sim
+        .get_q(
+            &format!("/nodes/pve/tasks/{}/log", urlencode(&upid)),
+            &[("start", "2"), ("limit", "3")],
+        )
+        .await;
+    let body = page.json();
+    let total = body["total"].as_u64().unwrap();
+    assert!(total > 100, "imports log about once per percent: {total}");
+    let lines = body["data"].as_array().unwrap();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["n"], 3);
+    let default = sim
+        .get(&format!("/nodes/pve/tasks/{}/log", urlencode(&upid)))
+        .await
+        .data();
+    assert_eq!(
+        default.as_array().unwrap().len(),
+        50,
+        "limit defaults to 50"
+    );
+
+    let start = sim
+        .post("/nodes/pve/qemu/9000/status/start", &[])
+        .await
+        .upid();
+    let status = sim.wait_task(&start).await;
+    assert_eq!(
+        status["exitstatus"],
+        "you can't start a vm if it's a template"
+    );
+    assert_eq!(
+        sim.task_log(&start).await.last().unwrap(),
+        "TASK ERROR: you can't start a vm if it's a template"
+    );
+}
+
+#[tokio::test]
+async fn task_list_filters() {
+    let sim = start_with(|c| c.durations.start = std::time::Duration::from_secs(3000)).await;
+    sim.create_plain("210", &[]).await;
+    sim.create_plain("211", &[]).await;
+    let running = sim
+        .post("/nodes/pve/qemu/210/status/start", &[])
+        .await
+        .upid();
+
+    let archive = sim.get("/nodes/pve/tasks").await.data();
+    let archived: Vec<&str> = archive
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["upid"].as_str().unwrap())
+        .collect();
+    assert!(
+        !archived.contains(&running.as_str()),
+        "the default source 'archive' lists finished tasks only"
+    );
+    assert_eq!(archived.len(), 2);
+    assert!(archive[0]["endtime"].is_u64() && archive[0]["status"] == "OK");
+
+    let active = sim
+        .get_q("/nodes/pve/tasks", &[("source", "active")])
+        .await
+        .data();
+    assert_eq!(active.as_array().unwrap().len(), 1);
+    assert_eq!(active[0]["upid"], running.as_str());
+    assert_eq!(active[0]["status"], "RUNNING");
+
+    let all = sim
+        .get_q("/nodes/pve/tasks", &[("source", "all")])
+        .await
+        .data();
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    let by_vm = sim
+        .get_q("/nodes/pve/tasks", &[("source", "all"), ("vmid", "211")])
+        .await
+        .data();
+    assert_eq!(by_vm.as_array().unwrap().len(), 1);
+    assert_eq!(by_vm[0]["id"], "211");
+    let by_type = sim
+        .get_q(
+            "/nodes/pve/tasks",
+            &[("source", "all"), ("typefilter", "qmstart")],
+        )
+        .await
+        .data();
+    assert_eq!(by_type.as_array().unwrap().len(), 1);
+    let limited = sim
+        .get_q("/nodes/pve/tasks", &[("source", "all"), ("limit", "1")])
+        .await
+        .data();
+    assert_eq!(limited.as_array().unwrap().len(), 1);
+    let bad = sim
+        .get_q("/nodes/pve/tasks", &[("source", "everything")])
+        .await;
+    assert!(
+        bad.errors()["source"]
+            .as_str()
+            .unwrap()
+            .contains("enumeration 'archive, active, all'")
+    );
+}
