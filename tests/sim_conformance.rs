@@ -9,6 +9,8 @@ mod common;
 
 #[path = "sim/conformance/auth.rs"]
 mod auth;
+#[path = "sim/conformance/binary.rs"]
+mod binary;
 #[path = "sim/conformance/clone.rs"]
 mod clone;
 #[path = "sim/conformance/config.rs"]

@@ -13,7 +13,7 @@ use provider_proxmox::sim::{
 
 /// Simulates the Proxmox VE REST API (HTTPS, /api2/json) in memory.
 #[derive(Parser, Debug)]
-#[command(name = "pve-sim", version, about)]
+#[command(name = "pve-sim", version)]
 struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8006")]

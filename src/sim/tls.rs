@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
 };
 use rustls::ServerConfig;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -61,55 +61,63 @@ pub fn fingerprint(der: &[u8]) -> String {
 
 type Chain = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>, String);
 
+/// A distinguished name from (type, value) pairs.
+fn dn(entries: &[(DnType, &str)]) -> DistinguishedName {
+    let mut name = DistinguishedName::new();
+    for (ty, value) in entries {
+        name.push(ty.clone(), *value);
+    }
+    name
+}
+
+/// Parameters valid for (almost) ever, so tests never see an expired certificate.
+fn params(
+    sans: Vec<String>,
+    name: DistinguishedName,
+    usages: Vec<KeyUsagePurpose>,
+) -> Result<CertificateParams, rcgen::Error> {
+    let mut p = CertificateParams::new(sans)?;
+    p.distinguished_name = name;
+    p.key_usages = usages;
+    p.not_before = rcgen::date_time_ymd(2024, 1, 1);
+    p.not_after = rcgen::date_time_ymd(2099, 12, 31);
+    Ok(p)
+}
+
 fn generate(node: &str) -> Result<Chain, Error> {
     let tls = |e: rcgen::Error| Error::Tls(e.to_string());
-
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls)?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "Proxmox Virtual Environment");
-    ca_params
-        .distinguished_name
-        .push(DnType::OrganizationalUnitName, "pve-sim");
-    ca_params
-        .distinguished_name
-        .push(DnType::OrganizationName, "PVE Cluster Manager CA");
-    ca_params.key_usages = vec![
+    let ca_name = dn(&[
+        (DnType::CommonName, "Proxmox Virtual Environment"),
+        (DnType::OrganizationalUnitName, "pve-sim"),
+        (DnType::OrganizationName, "PVE Cluster Manager CA"),
+    ]);
+    let ca_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
         KeyUsagePurpose::DigitalSignature,
     ];
-    ca_params.not_before = rcgen::date_time_ymd(2024, 1, 1);
-    ca_params.not_after = rcgen::date_time_ymd(2099, 12, 31);
+    let mut ca_params = params(Vec::new(), ca_name, ca_usages).map_err(tls)?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca_key = KeyPair::generate().map_err(tls)?;
     let ca_cert = ca_params.self_signed(&ca_key).map_err(tls)?;
     let issuer = Issuer::new(ca_params, ca_key);
 
-    let sans = vec![
-        node.to_owned(),
-        "localhost".to_owned(),
-        "127.0.0.1".to_owned(),
-        "::1".to_owned(),
-    ];
-    let mut leaf_params = CertificateParams::new(sans).map_err(tls)?;
-    leaf_params
-        .distinguished_name
-        .push(DnType::OrganizationalUnitName, "PVE Cluster Node");
-    leaf_params
-        .distinguished_name
-        .push(DnType::OrganizationName, "Proxmox Virtual Environment");
-    leaf_params
-        .distinguished_name
-        .push(DnType::CommonName, node);
-    leaf_params.use_authority_key_identifier_extension = true;
-    leaf_params.key_usages = vec![
+    // Like pve-cluster's gen_pve_ssl_cert: OU/O/CN=<node>, SANs for the node and loopback.
+    let sans = [node, "localhost", "127.0.0.1", "::1"]
+        .map(str::to_owned)
+        .to_vec();
+    let leaf_name = dn(&[
+        (DnType::OrganizationalUnitName, "PVE Cluster Node"),
+        (DnType::OrganizationName, "Proxmox Virtual Environment"),
+        (DnType::CommonName, node),
+    ]);
+    let leaf_usages = vec![
         KeyUsagePurpose::DigitalSignature,
         KeyUsagePurpose::KeyEncipherment,
     ];
+    let mut leaf_params = params(sans, leaf_name, leaf_usages).map_err(tls)?;
+    leaf_params.use_authority_key_identifier_extension = true;
     leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    leaf_params.not_before = rcgen::date_time_ymd(2024, 1, 1);
-    leaf_params.not_after = rcgen::date_time_ymd(2099, 12, 31);
     let leaf_key = KeyPair::generate().map_err(tls)?;
     let leaf_cert = leaf_params.signed_by(&leaf_key, &issuer).map_err(tls)?;
 

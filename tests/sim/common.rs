@@ -207,6 +207,19 @@ impl Sim {
         );
     }
 
+    /// POSTs an async call and waits for its task to end OK; returns the UPID.
+    pub async fn post_ok(&self, path: &str, params: &[(&str, &str)]) -> String {
+        let upid = self.post(path, params).await.upid();
+        self.task_ok(&upid).await;
+        upid
+    }
+
+    /// `POST /nodes/pve/qemu/{vmid}/status/{action}` and wait for OK.
+    pub async fn power(&self, vmid: &str, action: &str) -> String {
+        self.post_ok(&format!("/nodes/pve/qemu/{vmid}/status/{action}"), &[])
+            .await
+    }
+
     pub async fn task_log(&self, upid: &str) -> Vec<String> {
         let node = upid.split(':').nth(1).expect("UPID has a node");
         let resp = self

@@ -9,6 +9,7 @@ use crate::sim::instance::Instance;
 use crate::sim::schema::format::split_list;
 use crate::sim::schema::qemu::NODE;
 use crate::sim::schema::{Named, Param};
+use crate::sim::state::Storage;
 
 pub const STORAGE: Param = Param::string("storage").format(Named::PveStorageId);
 pub const LIST: &[Param] = &[
@@ -63,41 +64,40 @@ pub async fn list(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     Ok(Reply::data(items))
 }
 
-pub async fn status(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+/// Runs `f` on the storage a call names, after PVE's audit check.
+fn with_storage<R>(
+    inst: &Instance,
+    call: &Call,
+    f: impl FnOnce(&Storage) -> R,
+) -> Result<R, ApiError> {
     let id = call.params.get("storage").unwrap_or_default();
-    inst.auth.check(
-        &call.identity,
-        &format!("/storage/{id}"),
-        &["Datastore.Audit", "Datastore.AllocateSpace"],
-    )?;
+    let privs = ["Datastore.Audit", "Datastore.AllocateSpace"];
+    inst.auth
+        .check(&call.identity, &format!("/storage/{id}"), &privs)?;
     let cluster = inst.cluster();
-    let s = cluster
-        .storage(call.params.node(), id)
-        .ok_or_else(|| ApiError::internal(format!("storage '{id}' does not exist")))?;
-    Ok(Reply::data(s.status_json()))
+    let storage = cluster.storage(call.params.node(), id);
+    storage
+        .map(f)
+        .ok_or_else(|| ApiError::internal(format!("storage '{id}' does not exist")))
+}
+
+pub async fn status(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    with_storage(&inst, &call, |s| Reply::data(s.status_json()))
 }
 
 pub async fn content(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let p = &call.params;
-    let id = p.get("storage").unwrap_or_default();
-    inst.auth.check(
-        &call.identity,
-        &format!("/storage/{id}"),
-        &["Datastore.Audit", "Datastore.AllocateSpace"],
-    )?;
-    let cluster = inst.cluster();
-    let s = cluster
-        .storage(p.node(), id)
-        .ok_or_else(|| ApiError::internal(format!("storage '{id}' does not exist")))?;
-    let items: Vec<Value> = s
-        .volumes
-        .values()
-        .filter(|v| p.get("content").is_none_or(|c| c == v.content))
-        .filter(|v| {
-            p.get("vmid")
-                .is_none_or(|id| v.vmid.map(|x| x.to_string()).as_deref() == Some(id))
-        })
-        .map(|v| s.content_json(v))
-        .collect();
-    Ok(Reply::data(items))
+    with_storage(&inst, &call, |s| {
+        let items: Vec<Value> = s
+            .volumes
+            .values()
+            .filter(|v| p.get("content").is_none_or(|c| c == v.content))
+            .filter(|v| {
+                p.get("vmid")
+                    .is_none_or(|id| v.vmid.map(|x| x.to_string()).as_deref() == Some(id))
+            })
+            .map(|v| s.content_json(v))
+            .collect();
+        Reply::data(items)
+    })
 }

@@ -50,9 +50,12 @@ impl ApiError {
     }
 }
 
-/// The message PVE attaches to a VM that has no config on this node.
+/// The message PVE dies with when a VM has no config on this node.
+pub fn no_such_vm_message(node: &str, vmid: u32) -> String {
+    format!("Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist")
+}
+
+/// [`no_such_vm_message`] as a 500.
 pub fn no_such_vm(node: &str, vmid: u32) -> ApiError {
-    ApiError::internal(format!(
-        "Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist"
-    ))
+    ApiError::Internal(no_such_vm_message(node, vmid))
 }

@@ -126,6 +126,8 @@ async fn process(
         body_params.append(&mut raw);
         raw = body_params;
     }
+    // The ExtJS cache buster is dropped before validation, as pveproxy does.
+    raw.remove("_dc");
     entry.params = traffic::redact(raw.iter().map(|(k, v)| (k.clone(), v.display())));
 
     let found = router::find(&inst.routes, method, rel);

@@ -26,6 +26,16 @@ pub fn reply(reply: &Reply) -> Response<Body> {
 
 /// An error in PVE's shape. `Reset` has no response; callers handle it.
 pub fn error(err: &ApiError) -> Response<Body> {
+    let mut resp = error_response(err);
+    // pveproxy closes the connection after every response with code >= 300.
+    resp.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    resp
+}
+
+fn error_response(err: &ApiError) -> Response<Body> {
     match err {
         ApiError::Param(errors) => build(
             400,

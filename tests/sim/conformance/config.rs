@@ -166,12 +166,7 @@ async fn running_vm_keeps_changes_pending() {
     let sim = start().await;
     sim.create_plain("103", &[("memory", "1024"), ("cores", "1")])
         .await;
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/103/status/start", &[])
-            .await
-            .upid(),
-    )
-    .await;
+    sim.power("103", "start").await;
 
     let upid = sim
         .post(
@@ -232,12 +227,8 @@ async fn running_vm_keeps_changes_pending() {
     );
 
     // A delete of a non-hotpluggable option is pending too.
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/103/config", &[("delete", "cores")])
-            .await
-            .upid(),
-    )
-    .await;
+    sim.post_ok("/nodes/pve/qemu/103/config", &[("delete", "cores")])
+        .await;
     assert_eq!(item_of(&sim, "103", "cores").await["delete"], 1);
 
     // Revert drops a pending change.
@@ -255,18 +246,8 @@ async fn running_vm_keeps_changes_pending() {
     );
 
     // Pending changes apply at the next start.
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/103/status/stop", &[])
-            .await
-            .upid(),
-    )
-    .await;
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/103/status/start", &[])
-            .await
-            .upid(),
-    )
-    .await;
+    sim.power("103", "stop").await;
+    sim.power("103", "start").await;
     let config = sim
         .get_q("/nodes/pve/qemu/103/config", &[("current", "1")])
         .await

@@ -124,7 +124,7 @@ async fn task_faults() {
     );
     assert_eq!(sim.get("/nodes/pve/qemu/101/config").await.status, 500);
 
-    sim.add_fault(json!({"fault": "task-hidden", "task_type": "qmstop", "ms": 400, "count": 1}))
+    sim.add_fault(json!({"fault": "task-hidden", "task_type": "qmstop", "ms": 1500, "count": 1}))
         .await;
     let hidden = sim
         .post("/nodes/pve/qemu/100/status/stop", &[])

@@ -277,3 +277,42 @@ async fn cluster_resources_lag_for_new_vms() {
             .any(|s| s["id"] == "storage/pve/local-lvm")
     );
 }
+
+#[tokio::test]
+async fn several_nodes_share_one_vmid_space() {
+    let sim = start_with(|c| c.nodes = vec!["pve".into(), "pve2".into()]).await;
+    let nodes = sim.get("/nodes").await.data();
+    assert_eq!(nodes.as_array().unwrap().len(), 2);
+    let upid = sim
+        .post(
+            "/nodes/pve2/qemu",
+            &[
+                ("vmid", "100"),
+                ("scsi0", &format!("local-lvm:0,import-from={UBUNTU}")),
+            ],
+        )
+        .await
+        .upid();
+    assert!(
+        upid.starts_with("UPID:pve2:"),
+        "the UPID names the node that runs the task: {upid}"
+    );
+    sim.task_ok(&upid).await;
+    assert_eq!(sim.get("/nodes/pve2/qemu").await.data()[0]["vmid"], 100);
+    assert_eq!(
+        sim.get("/nodes/pve2/qemu/9000/config").await.status,
+        500,
+        "the template lives on the first node"
+    );
+    let elsewhere = sim.get("/nodes/pve/qemu/100/config").await;
+    assert_eq!(
+        elsewhere.reason,
+        "Configuration file 'nodes/pve/qemu-server/100.conf' does not exist"
+    );
+    let dup = sim.post("/nodes/pve/qemu", &[("vmid", "100")]).await;
+    assert_eq!(
+        dup.reason,
+        "unable to create VM 100 - VM 100 already exists on node 'pve2'"
+    );
+    assert_eq!(sim.get("/cluster/nextid").await.data(), "101");
+}

@@ -28,12 +28,7 @@ async fn start_boot_agent_and_stop() {
         .await;
     assert_eq!(no_agent.reason, "No QEMU guest agent configured");
 
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/100/status/start", &[])
-            .await
-            .upid(),
-    )
-    .await;
+    sim.power("100", "start").await;
     let booting = sim.get(agent).await;
     assert_eq!(
         (booting.status, booting.reason.as_str()),
@@ -90,12 +85,7 @@ async fn start_boot_agent_and_stop() {
 async fn dhcp_guests_get_documentation_addresses() {
     let sim = start().await;
     sim.create_plain("102", &[("agent", "1")]).await;
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/102/status/start", &[])
-            .await
-            .upid(),
-    )
-    .await;
+    sim.power("102", "start").await;
     let data = sim
         .eventually("the guest agent", || async {
             let r = sim
@@ -119,18 +109,8 @@ async fn shutdown_timeout_semantics() {
     let sim = start().await;
     sim.create_plain("103", &[]).await;
     // Not running: OK at once.
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/103/status/shutdown", &[])
-            .await
-            .upid(),
-    )
-    .await;
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/103/status/start", &[])
-            .await
-            .upid(),
-    )
-    .await;
+    sim.power("103", "shutdown").await;
+    sim.power("103", "start").await;
     let too_short = sim
         .post("/nodes/pve/qemu/103/status/shutdown", &[("timeout", "1")])
         .await
@@ -166,24 +146,9 @@ async fn shutdown_timeout_semantics() {
         (500, "VM 103 not running")
     );
     // A stopped VM shuts down gracefully within the default timeout once booted.
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/103/status/start", &[])
-            .await
-            .upid(),
-    )
-    .await;
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/103/status/reboot", &[])
-            .await
-            .upid(),
-    )
-    .await;
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/103/status/shutdown", &[])
-            .await
-            .upid(),
-    )
-    .await;
+    sim.power("103", "start").await;
+    sim.power("103", "reboot").await;
+    sim.power("103", "shutdown").await;
     // Power calls check the VM's existence in the task.
     let ghost = sim
         .post("/nodes/pve/qemu/555/status/start", &[])
@@ -263,8 +228,7 @@ async fn template_conversion_and_resize() {
         "value does not match the regex pattern"
     );
 
-    sim.task_ok(&sim.post("/nodes/pve/qemu/104/template", &[]).await.upid())
-        .await;
+    sim.post_ok("/nodes/pve/qemu/104/template", &[]).await;
     let config = sim.config("104").await;
     assert_eq!(config["template"], 1);
     assert_eq!(config["scsi0"], "local-lvm:base-104-disk-0,size=5G");
@@ -300,23 +264,13 @@ async fn destroy_rules() {
         200
     );
 
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/105/status/start", &[])
-            .await
-            .upid(),
-    )
-    .await;
+    sim.power("105", "start").await;
     let running = sim.delete("/nodes/pve/qemu/105", &[]).await;
     assert_eq!(
         (running.status, running.reason.as_str()),
         (500, "VM 105 is running - destroy failed")
     );
-    sim.task_ok(
-        &sim.post("/nodes/pve/qemu/105/status/stop", &[])
-            .await
-            .upid(),
-    )
-    .await;
+    sim.power("105", "stop").await;
 
     let upid = sim
         .delete(

@@ -180,3 +180,35 @@ async fn untrusted_clients_are_refused_and_ca_is_served() {
         .unwrap();
     assert_eq!(pem, sim.handle.ca_pem());
 }
+
+#[tokio::test]
+async fn user_certificates_are_served() {
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let dir = std::env::temp_dir().join(format!("pve-sim-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
+    let sim = start_with(|c| {
+        c.tls = provider_proxmox::sim::TlsSource::Files {
+            cert: cert_path.clone(),
+            key: key_path.clone(),
+        };
+    })
+    .await;
+    let expected = Sha256::digest(cert.cert.der().as_ref())
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(":");
+    assert_eq!(sim.handle.fingerprint(), expected);
+    assert_eq!(sim.handle.ca_pem(), cert.cert.pem());
+    assert_eq!(
+        sim.get("/version").await.status,
+        200,
+        "the client trusts the given certificate"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

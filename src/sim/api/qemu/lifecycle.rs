@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use super::{NODE_VMID, SKIPLOCK, check_lock_sync, check_root_only};
+use super::{NODE_VMID, SKIPLOCK, check_lock_sync, check_root_only, spawn_locked};
+use crate::sim::http::error::no_such_vm_message;
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::format::{format_size, parse_size};
 use crate::sim::schema::{Param, qemu};
 use crate::sim::state::StorageKind;
-use crate::sim::tasks::{self, TaskCtx};
 
 pub const DISK_KEYS: &[&str] = &[
     "ide0",
@@ -88,13 +88,6 @@ pub const PARAMS_DESTROY: &[&[Param]] = &[NODE_VMID, DESTROY];
 pub const PARAMS_TEMPLATE: &[&[Param]] = &[NODE_VMID, TEMPLATE];
 pub const PARAMS_RESIZE: &[&[Param]] = &[NODE_VMID, RESIZE];
 
-fn missing(ctx: &TaskCtx, vmid: u32) -> String {
-    format!(
-        "Configuration file 'nodes/{}/qemu-server/{vmid}.conf' does not exist",
-        ctx.node
-    )
-}
-
 pub async fn destroy(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let node = call.params.node().to_owned();
     let vmid = call.params.vmid("vmid");
@@ -120,19 +113,17 @@ pub async fn destroy(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
     }
     let unreferenced = call.params.flag("destroy-unreferenced-disks") == Some(true);
     let purge = call.params.flag("purge") == Some(true);
-    let upid = tasks::spawn(
+    Ok(spawn_locked(
         &inst,
         &call,
-        &node,
         "qmdestroy",
-        &vmid.to_string(),
+        vmid,
         move |ctx| async move {
-            let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
             let volumes = {
                 let mut cluster = ctx.inst.cluster();
                 let vm = cluster
                     .vm_mut(&ctx.node, vmid)
-                    .map_err(|_| missing(&ctx, vmid))?;
+                    .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
                 if !skiplock {
                     vm.check_lock()?;
                 }
@@ -170,8 +161,7 @@ pub async fn destroy(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
             }
             Ok(())
         },
-    );
-    Ok(Reply::data(upid))
+    ))
 }
 
 pub async fn template(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
@@ -195,21 +185,19 @@ pub async fn template(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
         }
     }
     let only = call.params.get("disk").map(str::to_owned);
-    let upid = tasks::spawn(
+    Ok(spawn_locked(
         &inst,
         &call,
-        &node,
         "qmtemplate",
-        &vmid.to_string(),
+        vmid,
         move |ctx| async move {
-            let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
             ctx.sleep(ctx.inst.durations.config).await;
             ctx.checkpoint()?;
             let mut cluster = ctx.inst.cluster();
             let node = ctx.node.clone();
             let drives = cluster
                 .vm(&node, vmid)
-                .map_err(|_| missing(&ctx, vmid))?
+                .map_err(|_| no_such_vm_message(&ctx.node, vmid))?
                 .drives();
             let mut renamed = Vec::new();
             for (key, drive) in drives {
@@ -247,7 +235,7 @@ pub async fn template(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
             }
             let vm = cluster
                 .vm_mut(&node, vmid)
-                .map_err(|_| missing(&ctx, vmid))?;
+                .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
             for (key, new_file) in renamed {
                 if let Some(value) = vm.config.get(&key).cloned() {
                     let rest = value
@@ -260,12 +248,11 @@ pub async fn template(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
             vm.config.insert("template".into(), "1".into());
             Ok(())
         },
-    );
-    Ok(Reply::data(upid))
+    ))
 }
 
 pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let node = call.params.node().to_owned();
+    let _node = call.params.node().to_owned();
     let vmid = call.params.vmid("vmid");
     inst.auth
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Config.Disk"])?;
@@ -275,19 +262,17 @@ pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     let skiplock = call.params.flag("skiplock") == Some(true);
     let digest = call.params.get("digest").map(str::to_owned);
     let caller = call.identity.clone();
-    let upid = tasks::spawn(
+    Ok(spawn_locked(
         &inst,
         &call,
-        &node,
         "resize",
-        &vmid.to_string(),
+        vmid,
         move |ctx| async move {
-            let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
             let (volid, old, drive) = {
                 let cluster = ctx.inst.cluster();
                 let vm = cluster
                     .vm(&ctx.node, vmid)
-                    .map_err(|_| missing(&ctx, vmid))?;
+                    .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
                 if digest.as_ref().is_some_and(|d| *d != vm.digest()) {
                     return Err("checksum mismatch (file change by other user?)".into());
                 }
@@ -362,7 +347,7 @@ pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
             }
             let vm = cluster
                 .vm_mut(&node, vmid)
-                .map_err(|_| missing(&ctx, vmid))?;
+                .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
             let mut opts = drive;
             opts.remove("file");
             opts.insert("size".into(), format_size(new));
@@ -370,6 +355,5 @@ pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
                 .insert(disk.clone(), super::disks::print_drive(&volid, &opts));
             Ok(())
         },
-    );
-    Ok(Reply::data(upid))
+    ))
 }

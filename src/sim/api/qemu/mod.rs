@@ -12,11 +12,15 @@ mod update;
 
 use std::collections::BTreeMap;
 
-use crate::sim::http::{ApiError, Call};
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::propstr;
 use crate::sim::schema::qemu::{self, NODE, VMID};
 use crate::sim::schema::{Named, Param};
+use crate::sim::tasks::{self, TaskCtx};
 
 pub const NODE_VMID: &[Param] = &[NODE, VMID];
 pub const SKIPLOCK: Param = Param::boolean("skiplock").opt();
@@ -205,6 +209,33 @@ fn is_public_key_line(line: &str) -> bool {
         let end = 4 + len as usize;
         blob.get(4..end).is_some_and(|t| t == w[0].as_bytes()) && blob.len() > end
     })
+}
+
+/// Starts a worker task (id = VMID) whose body runs under the VM's config
+/// flock with the 10 s timeout, like PVE's `lock_config` inside most workers.
+pub fn spawn_locked<F, Fut>(
+    inst: &Arc<Instance>,
+    call: &Call,
+    task_type: &str,
+    vmid: u32,
+    body: F,
+) -> Reply
+where
+    F: FnOnce(TaskCtx) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), String>> + Send + 'static,
+{
+    let node = call.params.node().to_owned();
+    Reply::data(tasks::spawn(
+        inst,
+        call,
+        &node,
+        task_type,
+        &vmid.to_string(),
+        move |ctx| async move {
+            let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
+            body(ctx).await
+        },
+    ))
 }
 
 pub const POOL: Param = Param::string("pool").format(Named::PvePoolid).opt();

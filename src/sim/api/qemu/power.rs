@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{NODE_VMID, SKIPLOCK, assert_config_exists, check_root_only};
+use super::{NODE_VMID, SKIPLOCK, assert_config_exists, check_root_only, spawn_locked};
 use crate::sim::clock::Clock;
+use crate::sim::http::error::no_such_vm_message;
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::{Param, propstr};
 use crate::sim::state::Running;
-use crate::sim::tasks::{self, TaskCtx};
+use crate::sim::tasks::TaskCtx;
 
 pub const START: &[Param] = &[SKIPLOCK, Param::integer("timeout").min(0).max(86400).opt()];
 pub const STOP: &[Param] = &[
@@ -37,13 +38,14 @@ pub const PARAMS_REBOOT: &[&[Param]] = &[NODE_VMID, REBOOT];
 
 /// Sync part shared by all power calls: the permission and root-only
 /// parameters. Like PVE, the VM's existence is checked in the task.
-fn precheck(inst: &Instance, call: &Call) -> Result<(String, u32), ApiError> {
+fn precheck(inst: &Instance, call: &Call) -> Result<(String, u32, bool), ApiError> {
     let node = call.params.node().to_owned();
     let vmid = call.params.vmid("vmid");
+    let skiplock = call.params.flag("skiplock") == Some(true);
     inst.auth
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.PowerMgmt"])?;
     check_root_only(call, &["skiplock", "keepActive"])?;
-    Ok((node, vmid))
+    Ok((node, vmid, skiplock))
 }
 
 /// The lock check of a task, honouring skiplock.
@@ -51,29 +53,19 @@ fn task_lock_check(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), Strin
     let cluster = ctx.inst.cluster();
     let vm = cluster
         .vm(&ctx.node, vmid)
-        .map_err(|_| missing(&ctx.node, vmid))?;
+        .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
     if skiplock { Ok(()) } else { vm.check_lock() }
 }
 
-fn missing(node: &str, vmid: u32) -> String {
-    format!("Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist")
-}
-
 pub async fn start_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let (node, vmid) = precheck(&inst, &call)?;
-    let skiplock = call.params.flag("skiplock") == Some(true);
-    let upid = tasks::spawn(
+    let (_, vmid, skiplock) = precheck(&inst, &call)?;
+    Ok(spawn_locked(
         &inst,
         &call,
-        &node,
         "qmstart",
-        &vmid.to_string(),
-        move |ctx| async move {
-            let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
-            start_locked(&ctx, vmid, skiplock).await
-        },
-    );
-    Ok(Reply::data(upid))
+        vmid,
+        move |ctx| async move { start_locked(&ctx, vmid, skiplock).await },
+    ))
 }
 
 /// A start task's work (also used by create's `start=1`).
@@ -87,7 +79,7 @@ async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), St
         let cluster = ctx.inst.cluster();
         let vm = cluster
             .vm(&ctx.node, vmid)
-            .map_err(|_| missing(&ctx.node, vmid))?;
+            .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
         if vm.is_template() {
             return Err("you can't start a vm if it's a template".into());
         }
@@ -98,12 +90,11 @@ async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), St
             return Err(format!("VM {vmid} already running"));
         }
         for (k, v) in vm.config.iter().filter(|(k, _)| k.starts_with("net")) {
-            if let Some(bridge) = propstr::NET
+            let bridge = propstr::NET
                 .parse(k, v)
                 .ok()
-                .and_then(|n| n.get("bridge").cloned())
-                && bridge != "vmbr0"
-            {
+                .and_then(|n| n.get("bridge").cloned());
+            if let Some(bridge) = bridge.filter(|b| b != "vmbr0") {
                 return Err(format!("bridge '{bridge}' does not exist"));
             }
         }
@@ -117,7 +108,7 @@ async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), St
     let mut cluster = ctx.inst.cluster();
     let vm = cluster
         .vm_mut(&ctx.node, vmid)
-        .map_err(|_| missing(&ctx.node, vmid))?;
+        .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
     apply_pending(vm);
     vm.running = Some(Running {
         pid: 100_000 + vmid % 100_000,
@@ -138,18 +129,14 @@ pub fn apply_pending(vm: &mut crate::sim::state::Vm) {
 }
 
 pub async fn stop_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let (node, vmid) = precheck(&inst, &call)?;
-    let skiplock = call.params.flag("skiplock") == Some(true);
-    let upid = tasks::spawn(
+    let (_, vmid, skiplock) = precheck(&inst, &call)?;
+    Ok(spawn_locked(
         &inst,
         &call,
-        &node,
         "qmstop",
-        &vmid.to_string(),
+        vmid,
         move |ctx| async move {
-            let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
-            task_lock_check(&ctx, vmid, skiplock)?;
-            if !is_running(&ctx, vmid) {
+            if !needs_stop(&ctx, vmid, skiplock)? {
                 return Ok(());
             }
             ctx.sleep(ctx.inst.durations.stop).await;
@@ -157,36 +144,29 @@ pub async fn stop_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
             set_stopped(&ctx, vmid);
             Ok(())
         },
-    );
-    Ok(Reply::data(upid))
+    ))
 }
 
 pub async fn shutdown_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let (node, vmid) = precheck(&inst, &call)?;
-    let skiplock = call.params.flag("skiplock") == Some(true);
+    let (_, vmid, skiplock) = precheck(&inst, &call)?;
     let force = call.params.flag("forceStop") == Some(true);
     let timeout = call
         .params
         .int("timeout")
-        .map_or(inst.durations.shutdown_timeout, |t| {
-            Duration::from_secs(t.max(0) as u64)
-        });
-    let upid = tasks::spawn(
+        .map(|t| Duration::from_secs(t.max(0) as u64));
+    let timeout = timeout.unwrap_or(inst.durations.shutdown_timeout);
+    Ok(spawn_locked(
         &inst,
         &call,
-        &node,
         "qmshutdown",
-        &vmid.to_string(),
+        vmid,
         move |ctx| async move {
-            let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
-            task_lock_check(&ctx, vmid, skiplock)?;
-            if !is_running(&ctx, vmid) {
+            if !needs_stop(&ctx, vmid, skiplock)? {
                 return Ok(());
             }
             ctx.checkpoint()?;
             // A guest that is still booting acts on the ACPI request only once it is up.
-            let booted_in = agent_ready_in(&ctx, vmid);
-            let needed = ctx.inst.durations.shutdown + booted_in.unwrap_or(Duration::MAX / 4);
+            let needed = ctx.inst.durations.shutdown + agent_ready_in(&ctx, vmid);
             if needed <= timeout {
                 ctx.sleep(needed).await;
             } else {
@@ -199,24 +179,21 @@ pub async fn shutdown_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, 
             set_stopped(&ctx, vmid);
             Ok(())
         },
-    );
-    Ok(Reply::data(upid))
+    ))
 }
 
 pub async fn reboot_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let (node, vmid) = precheck(&inst, &call)?;
+    let (node, vmid, _) = precheck(&inst, &call)?;
     assert_config_exists(&inst, &node, vmid)?;
     if !inst.cluster().vm(&node, vmid)?.is_running() {
         return Err(ApiError::internal(format!("VM {vmid} not running")));
     }
-    let upid = tasks::spawn(
+    Ok(spawn_locked(
         &inst,
         &call,
-        &node,
         "qmreboot",
-        &vmid.to_string(),
+        vmid,
         move |ctx| async move {
-            let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
             task_lock_check(&ctx, vmid, false)?;
             ctx.sleep(ctx.inst.durations.shutdown + ctx.inst.durations.start)
                 .await;
@@ -224,15 +201,21 @@ pub async fn reboot_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, Ap
             let mut cluster = ctx.inst.cluster();
             let vm = cluster
                 .vm_mut(&ctx.node, vmid)
-                .map_err(|_| missing(&ctx.node, vmid))?;
+                .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
             apply_pending(vm);
             if let Some(run) = vm.running.as_mut() {
                 run.agent_ready = ctx.inst.clock.deadline(ctx.inst.durations.guest_boot);
             }
             Ok(())
         },
-    );
-    Ok(Reply::data(upid))
+    ))
+}
+
+/// The lock check of stop/shutdown, then whether there is anything to stop
+/// (a stopped VM ends the task with OK at once).
+fn needs_stop(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<bool, String> {
+    task_lock_check(ctx, vmid, skiplock)?;
+    Ok(is_running(ctx, vmid))
 }
 
 fn is_running(ctx: &TaskCtx, vmid: u32) -> bool {
@@ -243,12 +226,18 @@ fn is_running(ctx: &TaskCtx, vmid: u32) -> bool {
         .is_some_and(|vm| vm.is_running())
 }
 
-/// Simulated time until the guest agent answers (zero if up already).
-fn agent_ready_in(ctx: &TaskCtx, vmid: u32) -> Option<Duration> {
+/// Simulated time until the guest agent answers (zero once it is up).
+fn agent_ready_in(ctx: &TaskCtx, vmid: u32) -> Duration {
     let cluster = ctx.inst.cluster();
-    let run = cluster.vms.get(&vmid)?.running.as_ref()?;
-    let real = run.agent_ready.saturating_duration_since(Instant::now());
-    Some(real.div_f64(ctx.inst.clock.scale()))
+    let ready = cluster
+        .vms
+        .get(&vmid)
+        .and_then(|vm| vm.running.as_ref())
+        .map(|r| r.agent_ready);
+    let real = ready.map_or(Duration::ZERO, |r| {
+        r.saturating_duration_since(Instant::now())
+    });
+    real.div_f64(ctx.inst.clock.scale())
 }
 
 fn set_stopped(ctx: &TaskCtx, vmid: u32) {

@@ -4,6 +4,7 @@
 use super::config::Update;
 use super::disks;
 use super::{complete_net, unique_tags};
+use crate::sim::http::error::no_such_vm_message;
 use crate::sim::schema::{propstr, qemu};
 use crate::sim::state::Vm;
 use crate::sim::tasks::TaskCtx;
@@ -32,10 +33,6 @@ fn applies_while_running(key: &str) -> bool {
             .any(|p| indexed(p))
 }
 
-fn missing(node: &str, vmid: u32) -> String {
-    format!("Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist")
-}
-
 pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), String> {
     let vmid = u.vmid;
     let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
@@ -43,7 +40,7 @@ pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), S
         let cluster = ctx.inst.cluster();
         let vm = cluster
             .vm(&ctx.node, vmid)
-            .map_err(|_| missing(&ctx.node, vmid))?;
+            .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
         if !u.skiplock {
             vm.check_lock()?;
         }
@@ -72,7 +69,7 @@ pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), S
     let mut freed = Vec::new();
     let vm = cluster
         .vm_mut(&node, vmid)
-        .map_err(|_| missing(&node, vmid))?;
+        .map_err(|_| no_such_vm_message(&node, vmid))?;
     for key in u.delete {
         delete_key(ctx, vm, key, &mut freed);
     }
