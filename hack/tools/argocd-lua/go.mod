@@ -1,0 +1,5 @@
+module localbuild/argocd-lua
+
+go 1.26.0
+
+require github.com/yuin/gopher-lua v1.1.1

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Makes a tool the packaging tests need available and prints its path as the
+# last line on stdout (progress goes to stderr). Idempotent and safe to run
+# concurrently: the first caller builds or installs, the others wait for it.
+#
+#   hack/tools/ensure.sh helm                # Helm, built from the Go module pinned in hack/tools/helm
+#   hack/tools/ensure.sh dockerfile-lint     # BuildKit's Dockerfile checks, hack/tools/dockerfile-lint
+#   hack/tools/ensure.sh argocd-lua          # gopher-lua set up as Argo CD runs health checks, hack/tools/argocd-lua
+#   hack/tools/ensure.sh servicemonitor-crd  # the ServiceMonitor CRD of the pinned prometheus-operator module
+#   hack/tools/ensure.sh lua                 # lua5.4 (Debian package)
+#   hack/tools/ensure.sh shellcheck          # shellcheck (Debian package)
+#
+# Go tools are built with the local Go toolchain from the go.mod/go.sum next
+# to this script (nothing vendored, nothing prebuilt downloaded) and cached
+# outside the repository, keyed by those files, so only the first run pays
+# (helm: about 2 minutes on 2 cores with a cold Go cache).
+#
+# Environment:
+#   TOOLS_CACHE  cache root (default: $XDG_CACHE_HOME or ~/.cache, then
+#                crossplane-provider-proxmox/tools)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache_root="${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crossplane-provider-proxmox/tools}"
+
+log() { printf '[tools] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+usage() {
+  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+# Holds an exclusive lock on $cache_root/$1.lock for the rest of the script.
+lock() {
+  mkdir -p "$cache_root"
+  exec 9>"$cache_root/$1.lock"
+  if ! flock -n 9; then
+    log "another process is preparing $1; waiting for it"
+    flock 9
+  fi
+}
+
+# The version of a required module, from a go.mod `require` line.
+required_version() {
+  local module="$1" gomod="$2" version
+  version="$(awk -v m="$module" '
+    $1 == "require" && $2 == m { print $3; exit }
+    $1 == m && $2 ~ /^v/        { print $2; exit }' "$gomod")"
+  [[ -n "$version" ]] || die "no version of $module in $gomod"
+  printf '%s' "$version"
+}
+
+# go_tool NAME MODULE_DIR PACKAGE [LDFLAGS]: builds PACKAGE in the tool module
+# MODULE_DIR into the cache, once per content of that module and this script.
+go_tool() {
+  local name="$1" dir="$2" package="$3" ldflags="${4:-}"
+  local key out sources
+  sources=("$dir"/go.mod "$dir"/go.sum "${BASH_SOURCE[0]}")
+  shopt -s nullglob
+  sources+=("$dir"/*.go)
+  shopt -u nullglob
+  key="$(cat "${sources[@]}" | sha256sum | cut -c1-16)"
+  out="$cache_root/$name-$key"
+  if [[ -x "$out/$name" ]]; then
+    echo "$out/$name"
+    return
+  fi
+  command -v go >/dev/null || die "the Go toolchain (go) is not on PATH; it is needed once to build $name"
+  lock "$name"
+  if [[ -x "$out/$name" ]]; then
+    echo "$out/$name"
+    return
+  fi
+  local tmp start=$SECONDS
+  tmp="$(mktemp -d "$cache_root/.build-$name.XXXXXX")"
+  # shellcheck disable=SC2064 # expand now: $tmp is local to this function
+  trap "rm -rf '$tmp'" EXIT
+  log "building $name (first run only; downloads Go modules and compiles)"
+  ( cd "$dir" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly \
+      go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp/$name" "$package" ) \
+    || die "building $name failed (see the go output above)"
+  rm -rf "$out"
+  mv "$tmp" "$out"
+  trap - EXIT
+  log "$name built in $((SECONDS - start)) s: $out/$name"
+  echo "$out/$name"
+}
+
+# apt_tool COMMAND PACKAGE: COMMAND from PATH, or installs the Debian package.
+apt_tool() {
+  local cmd="$1" package="$2"
+  if command -v "$cmd" >/dev/null; then
+    command -v "$cmd"
+    return
+  fi
+  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+    die "$cmd is not installed; install it with: sudo apt-get install -y $package"
+  fi
+  lock apt
+  if ! command -v "$cmd" >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-cache show "$package" >/dev/null 2>&1; then
+      log "apt-get update (package lists do not know $package yet)"
+      apt-get update -qq >&2 || die "apt-get update failed"
+    fi
+    log "installing $package"
+    apt-get install -y -qq --no-install-recommends "$package" >&2 \
+      || die "apt-get install $package failed"
+  fi
+  command -v "$cmd" >/dev/null || die "$package is installed but $cmd is not on PATH"
+  command -v "$cmd"
+}
+
+[[ $# -eq 1 ]] || usage
+case "$1" in
+  helm)
+    version="$(required_version helm.sh/helm/v3 "$here/helm/go.mod")"
+    go_tool helm "$here/helm" helm.sh/helm/v3/cmd/helm \
+      "-X helm.sh/helm/v3/internal/version.version=$version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+    ;;
+  dockerfile-lint)
+    go_tool dockerfile-lint "$here/dockerfile-lint" .
+    ;;
+  argocd-lua)
+    go_tool argocd-lua "$here/argocd-lua" .
+    ;;
+  servicemonitor-crd)
+    dir="$(cd "$here/prometheus-operator" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
+             go mod download -json github.com/prometheus-operator/prometheus-operator \
+           | awk -F'"' '$2 == "Dir" { print $4 }')" \
+      || die "downloading the prometheus-operator module failed"
+    crd="$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
+    [[ -f "$crd" ]] || die "no ServiceMonitor CRD at $crd"
+    echo "$crd"
+    ;;
+  lua) apt_tool lua5.4 lua5.4 ;;
+  shellcheck) apt_tool shellcheck shellcheck ;;
+  *) usage ;;
+esac
