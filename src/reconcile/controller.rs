@@ -15,6 +15,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -89,10 +90,18 @@ pub async fn run(
         let readiness = Arc::clone(&readiness);
         let reader = reader.clone();
         async move {
-            if reader.wait_until_ready().await.is_ok() {
-                tracing::info!("ProxmoxVM cache filled");
-                readiness.set_synced(true);
+            // The store's readiness signal wakes only its latest waiter (the
+            // Controller waits on it too), so look again every second.
+            loop {
+                let wait = reader.wait_until_ready();
+                match tokio::time::timeout(Duration::from_secs(1), wait).await {
+                    Ok(Ok(())) => break,
+                    Ok(Err(_)) => return,
+                    Err(_) => continue,
+                }
             }
+            tracing::info!("ProxmoxVM cache filled");
+            readiness.set_synced(true);
         }
     });
     tracing::info!(concurrency, "controller started");

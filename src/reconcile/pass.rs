@@ -192,12 +192,13 @@ async fn finish(
     .await
     {
         Ok(Done::Started(upid)) => {
+            let what = plan.step.action().map_or("Proxmox task", |a| a.describe());
             plan.task_started(&upid);
             events.append(&mut plan.events);
             events.push(Event {
                 warning: false,
                 reason: "TaskStarted",
-                note: format!("started Proxmox task {upid}"),
+                note: format!("started the {what}: {upid}"),
             });
         }
         Ok(_) => events.append(&mut plan.events),

@@ -7,7 +7,7 @@ use provider_proxmox::proxmox::{
     Client, ClientConfig, Credentials, ResourceType, RetryPolicy, vm::VmConfig,
 };
 use provider_proxmox::sim::{SimConfig, SimHandle, Simulator};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A running simulator.
 pub struct Sim {
@@ -94,26 +94,6 @@ impl Sim {
             .unwrap();
         assert!(r.status().is_success(), "fault {rule} refused");
         r.json::<Value>().await.unwrap()["id"].as_u64().unwrap()
-    }
-
-    /// How often each fault rule fired, by id.
-    pub async fn fault_fired(&self, id: u64) -> u64 {
-        let v: Value = self
-            .control
-            .get(self.url("faults"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        v["faults"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|f| f["id"] == json!(id))
-            .and_then(|f| f["fired"].as_u64())
-            .unwrap_or(0)
     }
 
     /// VMIDs of the VMs on the sim (the seeded template 9000 included).
