@@ -190,7 +190,8 @@ async fn the_active_task_list_is_shared_and_refetched_after_a_dispatch() {
 async fn the_request_hook_sees_every_exchange() {
     use std::sync::{Arc, Mutex};
     let h = Harness::start().await;
-    let seen: Arc<Mutex<Vec<(String, String, Option<u16>)>>> = Arc::default();
+    type Seen = Vec<(String, String, Option<u16>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
     let log = Arc::clone(&seen);
     let client = h.client_with(|c| {
         c.request_hook = Some(provider_proxmox::proxmox::RequestHook::new(move |r| {
