@@ -7,7 +7,7 @@
 //!   write one file per CRD into a directory (how `crds/` is regenerated).
 
 use std::{
-    io::Write,
+    io::{IsTerminal, Write},
     net::SocketAddr,
     path::{Path, PathBuf},
     time::Duration,
@@ -138,6 +138,7 @@ fn init_logging(args: &RunArgs) -> anyhow::Result<()> {
         .with_context(|| format!("invalid --log-level {:?}", args.log_level))?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match args.log_format {
         LogFormat::Json => builder.json().flatten_event(true).init(),

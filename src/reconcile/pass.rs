@@ -192,13 +192,16 @@ async fn finish(
     .await
     {
         Ok(Done::Started(upid)) => {
-            let what = plan.step.action().map_or("Proxmox task", |a| a.describe());
+            let note = match plan.step.action() {
+                Some(a) => format!("started {} ({}): {upid}", a.pve_type(), a.describe()),
+                None => format!("started {upid}"),
+            };
             plan.task_started(&upid);
             events.append(&mut plan.events);
             events.push(Event {
                 warning: false,
                 reason: "TaskStarted",
-                note: format!("started the {what}: {upid}"),
+                note,
             });
         }
         Ok(_) => events.append(&mut plan.events),
@@ -212,6 +215,7 @@ async fn finish(
     if let Some(c) = connection {
         ctx.capacity.record(&c.key, vm, &plan.status);
     }
+    log_synced_change(vm, &plan);
     let written = status::write(&ctx.kube, vm, &plan.status).await;
     for event in &events {
         ctx.events.publish(vm, event).await;
@@ -248,5 +252,20 @@ fn count_finished_task(ctx: &Context, input: &PlanInput<'_>) {
             .try_into()
             .unwrap_or_default();
         ctx.metrics.task_finished(&task.type_, success, elapsed);
+    }
+}
+
+/// Logs what the resource now says it is doing, when that changed.
+fn log_synced_change(vm: &ProxmoxVM, plan: &Plan) {
+    let synced = |conditions: &[crate::api::Condition]| {
+        crate::api::condition::find(conditions, crate::api::ConditionType::Synced)
+            .map(|c| (c.reason.clone(), c.message.clone().unwrap_or_default()))
+    };
+    let before = vm.status.as_ref().and_then(|s| synced(&s.conditions));
+    let after = synced(&plan.status.conditions);
+    if let Some((reason, message)) = after
+        && before.as_ref().map(|(r, _)| r) != Some(&reason)
+    {
+        tracing::info!(%reason, %message, "synced");
     }
 }
