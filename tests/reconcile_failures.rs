@@ -49,13 +49,7 @@ async fn a_corrupt_image_fails_with_the_exit_status_and_leaves_no_vm() {
         "a warning event with the log tail: {events:?}"
     );
     // The retry waits for its backoff: no second create in the meantime.
-    assert_eq!(
-        env.sim
-            .requests_to("POST", "/nodes/{node}/qemu")
-            .await
-            .len(),
-        1
-    );
+    assert_eq!(env.sim.count("POST", "/nodes/{node}/qemu").await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,13 +75,7 @@ async fn a_task_past_its_deadline_reports_timeout_and_is_still_observed() {
     );
 
     env.wait_ready("slow").await;
-    assert_eq!(
-        env.sim
-            .requests_to("POST", "/nodes/{node}/qemu")
-            .await
-            .len(),
-        1
-    );
+    assert_eq!(env.sim.count("POST", "/nodes/{node}/qemu").await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

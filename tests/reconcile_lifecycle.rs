@@ -5,36 +5,24 @@
 mod reconcile;
 mod support;
 
-use provider_proxmox::proxmox::vm::{ConfigUpdate, Tags, VmParams};
+use provider_proxmox::proxmox::vm::{Tags, VmParams};
 use reconcile::{DEADLINE, Env, condition, is_true, manifests};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_made_behind_the_providers_back_is_corrected() {
     let env = Env::start("drift").await;
-    env.apply(&manifests::vm(
-        "web",
-        manifests::imported(json!({"tags": ["web", "Prod"]})),
-    ))
-    .await;
-    env.wait_ready("web").await;
-    let vmid = env.vmid("web").await;
+    let spec = manifests::imported(json!({"tags": ["web", "Prod"]}));
+    let vmid = env.create_ready("web", spec).await;
 
     // Someone edits the VM in the Proxmox GUI.
-    let edit = ConfigUpdate {
-        set: VmParams {
-            cores: Some(1),
-            memory: Some(512),
-            tags: Some(Tags::parse("hacked")),
-            ..VmParams::default()
-        },
-        ..ConfigUpdate::default()
+    let edit = VmParams {
+        cores: Some(1),
+        memory: Some(512),
+        tags: Some(Tags::parse("hacked")),
+        ..VmParams::default()
     };
-    env.sim
-        .client()
-        .update_vm_config_sync("pve", vmid, &edit)
-        .await
-        .unwrap();
+    env.sim.edit(vmid, edit).await;
     assert_eq!(env.sim.config(vmid).await.cores, Some(1));
 
     support::poll("the drift to be corrected", DEADLINE, || async {
@@ -68,10 +56,9 @@ async fn drift_made_behind_the_providers_back_is_corrected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_power_state_is_enforced_both_ways() {
     let env = Env::start("power").await;
-    env.apply(&manifests::vm("web", manifests::imported(json!({}))))
+    let vmid = env
+        .create_ready("web", manifests::imported(json!({})))
         .await;
-    env.wait_ready("web").await;
-    let vmid = env.vmid("web").await;
     assert_eq!(env.sim.power(vmid).await, "running");
 
     env.patch_vm(
@@ -124,10 +111,9 @@ async fn the_power_state_is_enforced_both_ways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_destroys_the_vm_then_releases_the_resource() {
     let env = Env::start("delete").await;
-    env.apply(&manifests::vm("web", manifests::imported(json!({}))))
+    let vmid = env
+        .create_ready("web", manifests::imported(json!({})))
         .await;
-    env.wait_ready("web").await;
-    let vmid = env.vmid("web").await;
     assert!(env.sim.vmids().await.contains(&vmid));
 
     env.vms()

@@ -6,7 +6,7 @@ mod reconcile;
 mod support;
 
 use provider_proxmox::api::vm::TaskAction;
-use provider_proxmox::proxmox::vm::{ConfigUpdate, CreateVm, VmParams};
+use provider_proxmox::proxmox::vm::{CreateVm, VmParams};
 use reconcile::{Controller, DEADLINE, Env, Options, condition, manifests};
 use serde_json::json;
 
@@ -33,13 +33,7 @@ async fn a_provider_killed_mid_import_finishes_without_a_second_vm() {
     .await;
     let vmid = env.vmid("web").await;
     env.kill_controller().await;
-    assert_eq!(
-        env.sim
-            .requests_to("POST", "/nodes/{node}/qemu")
-            .await
-            .len(),
-        1
-    );
+    assert_eq!(env.sim.count("POST", "/nodes/{node}/qemu").await, 1);
 
     env.start_controller().await;
     env.wait_ready("web").await;
@@ -90,12 +84,7 @@ async fn a_lost_status_write_does_not_dispatch_the_create_again() {
     ))
     .await;
     support::poll("the create to be sent", DEADLINE, || async {
-        match env
-            .sim
-            .requests_to("POST", "/nodes/{node}/qemu")
-            .await
-            .len()
-        {
+        match env.sim.count("POST", "/nodes/{node}/qemu").await {
             0 => Err("no create yet".to_owned()),
             _ => Ok(()),
         }
@@ -242,10 +231,9 @@ async fn observe_only_reports_an_existing_vm_and_never_changes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_vm_is_waited_for_and_the_change_retried() {
     let env = Env::start("locked").await;
-    env.apply(&manifests::vm("web", manifests::imported(json!({}))))
+    let vmid = env
+        .create_ready("web", manifests::imported(json!({})))
         .await;
-    env.wait_ready("web").await;
-    let vmid = env.vmid("web").await;
     // A backup holds the lock for the next two config updates.
     env.sim
         .fault(json!({
@@ -253,18 +241,11 @@ async fn a_locked_vm_is_waited_for_and_the_change_retried() {
             "fault": "http-error", "status": 500, "message": "VM is locked (backup)", "count": 2,
         }))
         .await;
-    let edit = ConfigUpdate {
-        set: VmParams {
-            cores: Some(1),
-            ..VmParams::default()
-        },
-        ..ConfigUpdate::default()
+    let edit = VmParams {
+        cores: Some(1),
+        ..VmParams::default()
     };
-    env.sim
-        .client()
-        .update_vm_config_sync("pve", vmid, &edit)
-        .await
-        .unwrap();
+    env.sim.edit(vmid, edit).await;
 
     let locked = env.wait_synced_reason("web", "VmLocked").await;
     assert!(

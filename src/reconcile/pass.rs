@@ -206,7 +206,7 @@ async fn finish(
         }
         Ok(_) => events.append(&mut plan.events),
         Err(failure) => {
-            tracing::info!(step, ?failure, "the step failed");
+            tracing::info!(%step, ?failure, "the step failed");
             events.append(&mut plan.events);
             plan = plan::act_failed(input, &plan, failure);
             events.append(&mut plan.events);
@@ -226,7 +226,7 @@ async fn finish(
     {
         connection::publish(&ctx.kube, vm, data).await?;
     }
-    tracing::debug!(step, status_written = written, requeue = ?plan.requeue_after, "pass done");
+    tracing::debug!(%step, status_written = written, requeue = ?plan.requeue_after, "pass done");
     Ok(match plan.requeue_after {
         Some(after) => Action::requeue(after),
         None => Action::await_change(),

@@ -221,6 +221,14 @@ impl Env {
         .await
     }
 
+    /// Applies a ProxmoxVM `name` with `for_provider`, waits until it is
+    /// Ready and returns its VMID.
+    pub async fn create_ready(&self, name: &str, for_provider: Value) -> u32 {
+        self.apply(&manifests::vm(name, for_provider)).await;
+        self.wait_ready(name).await;
+        self.vmid(name).await
+    }
+
     /// Waits for the Synced condition to have `reason`.
     pub async fn wait_synced_reason(&self, name: &str, reason: &str) -> Condition {
         self.wait_vm(name, &format!("Synced reason {reason}"), |vm| {

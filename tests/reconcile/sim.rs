@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use provider_proxmox::proxmox::{
-    Client, ClientConfig, Credentials, ResourceType, RetryPolicy, vm::VmConfig,
+    Client, ClientConfig, Credentials, ResourceType, RetryPolicy,
+    vm::{ConfigUpdate, VmConfig, VmParams},
 };
 use provider_proxmox::sim::{SimConfig, SimHandle, Simulator};
 use serde_json::Value;
@@ -70,6 +71,23 @@ impl Sim {
             .into_iter()
             .filter(|r| r["method"] == method && r["route"] == route)
             .collect()
+    }
+
+    /// How many requests matched a method and route template.
+    pub async fn count(&self, method: &str, route: &str) -> usize {
+        self.requests_to(method, route).await.len()
+    }
+
+    /// Changes a VM's config directly on Proxmox (behind the provider's back).
+    pub async fn edit(&self, vmid: u32, set: VmParams) {
+        let update = ConfigUpdate {
+            set,
+            ..ConfigUpdate::default()
+        };
+        self.client()
+            .update_vm_config_sync("pve", vmid, &update)
+            .await
+            .unwrap();
     }
 
     /// Requests to one VM's paths other than reads.

@@ -13,7 +13,7 @@ const PASSWORD: &str = "cipassword";
 
 /// Starts the task of a Proxmox step and returns its UPID.
 pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, proxmox::Error> {
-    tracing::info!(step = step_name(step), "starting a Proxmox task");
+    tracing::info!(step = %step_name(step), "starting a Proxmox task");
     match step {
         Step::DownloadImage {
             node,
@@ -144,37 +144,40 @@ fn config_update(changes: &ConfigChanges) -> Result<ConfigUpdate, proxmox::Error
     })
 }
 
-/// A step's name, for logs.
-pub fn step_name(step: &Step) -> &'static str {
-    match step {
-        Step::RecordExternalName { .. } => "RecordExternalName",
-        Step::AllocateVmid => "AllocateVmid",
-        Step::ForgetExternalName => "ForgetExternalName",
-        Step::AddFinalizer => "AddFinalizer",
-        Step::RecordCreateSucceeded => "RecordCreateSucceeded",
-        Step::RemoveFinalizer => "RemoveFinalizer",
-        Step::DownloadImage { .. } => "DownloadImage",
-        Step::CreateVm { .. } => "CreateVm",
-        Step::CloneVm { .. } => "CloneVm",
-        Step::Configure { .. } => "Configure",
-        Step::ResizeDisk { .. } => "ResizeDisk",
-        Step::Start { .. } => "Start",
-        Step::Shutdown { .. } => "Shutdown",
-        Step::Stop { .. } => "Stop",
-        Step::Destroy { .. } => "Destroy",
-        Step::SaveStatus => "SaveStatus",
-        Step::ObserveTask => "ObserveTask",
-        Step::Wait => "Wait",
-        Step::Refuse => "Refuse",
-        Step::Paused => "Paused",
-        Step::UpToDate => "UpToDate",
-    }
+/// A step's name (its variant), for logs.
+pub fn step_name(step: &Step) -> String {
+    // Debug prints the variant first; parameters print redacted anyway.
+    let debug = format!("{step:?}");
+    debug
+        .split([' ', '{', '('])
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::super::plan::Sensitive;
     use super::*;
+
+    #[test]
+    fn step_names_are_variant_names() {
+        assert_eq!(step_name(&Step::UpToDate), "UpToDate");
+        assert_eq!(
+            step_name(&Step::Start {
+                node: "pve".into(),
+                vmid: 100
+            }),
+            "Start"
+        );
+        assert_eq!(
+            step_name(&Step::RecordExternalName {
+                vmid: 100,
+                create_pending: true
+            }),
+            "RecordExternalName"
+        );
+    }
 
     #[test]
     fn plan_params_go_out_as_given_and_the_password_as_a_secret() {
