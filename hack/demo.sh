@@ -21,7 +21,7 @@
 #   DEMO_SIM_LISTEN             pve-sim address (default 127.0.0.1:8006, or a
 #                               free port when that one is taken)
 #   DEMO_SIM_FLAGS              more pve-sim flags, e.g. "--time-scale 0.2"
-#                               (default: real-time, --time-scale 1.0)
+#                               (default: none, i.e. real-time speed)
 #   DEMO_METRICS_ADDR           provider's /metrics address (default
 #                               127.0.0.1:8080, or a free port)
 #   DEMO_MANIFEST               the VM to apply (default examples/vm-100.yaml)
@@ -113,7 +113,7 @@ token_id='root@pam!demo'
 say "starting pve-sim on $sim_listen"
 # shellcheck disable=SC2086 # DEMO_SIM_FLAGS is a list of flags
 "$bin/pve-sim" --listen "$sim_listen" --api-token "$token_id=$token_secret" \
-  --time-scale 1.0 ${DEMO_SIM_FLAGS:-} --ca-out "$dir/pve-sim-ca.pem" \
+  ${DEMO_SIM_FLAGS:-} --ca-out "$dir/pve-sim-ca.pem" \
   >"$dir/pve-sim.out" 2>"$dir/pve-sim.log" &
 sim_pid=$!
 for _ in $(seq 100); do
@@ -193,7 +193,7 @@ while :; do
   if [[ "$ready" == True && -z "$ready_at" ]]; then
     ready_at=$SECONDS
     [[ "$tty" == 1 ]] && printf '\n'
-    say "$vm_name is Ready after $((ready_at - applied_at)) s (the import alone takes about 30 s); waiting for the guest agent's address"
+    say "$vm_name is Ready after $((ready_at - applied_at)) s; waiting for the guest agent's address"
     last_phase=""
   fi
   # Once Ready, give the guest agent up to 40 s to report the address.
