@@ -48,6 +48,11 @@ async fn a_corrupt_image_fails_with_the_exit_status_and_leaves_no_vm() {
             .any(|e| e.0 == "Warning" && e.1 == "TaskFailed" && e.2.contains("qemu-img")),
         "a warning event with the log tail: {events:?}"
     );
+    let metrics = env.controller.as_ref().unwrap().metrics.encode();
+    assert!(
+        metrics.contains("proxmox_provider_reconcile_errors_total{kind=\"TaskFailed\"}"),
+        "failed passes are counted by reason: {metrics}"
+    );
     // The retry waits for its backoff: no second create in the meantime.
     assert_eq!(env.sim.count("POST", "/nodes/{node}/qemu").await, 1);
 }

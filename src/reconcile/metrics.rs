@@ -19,10 +19,12 @@ struct ResultLabels {
     result: &'static str,
 }
 
-/// `kind` of a reconcile error.
+/// `kind` of a reconcile error: a Kubernetes failure of the pass
+/// (`kube_api`, ...) or the Synced=False reason it reported (`TaskFailed`,
+/// `VmLocked`, ...).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
-    kind: &'static str,
+    kind: String,
 }
 
 /// A Proxmox task's `type` and `outcome` (`success`, `failed`).
@@ -65,7 +67,7 @@ impl Default for Metrics {
         let errors = Family::<ErrorLabels, Counter>::default();
         registry.register(
             "reconcile_errors",
-            "Failed ProxmoxVM reconcile passes by kind of error",
+            "Failed ProxmoxVM reconcile passes by kind: a Kubernetes error, or the Synced=False reason",
             errors.clone(),
         );
         let duration = Histogram::new(exponential_buckets(0.005, 2.0, 14));
@@ -121,14 +123,18 @@ impl Metrics {
     }
 
     /// Counts a finished pass and its duration.
-    pub fn reconciled(&self, elapsed: Duration, error: Option<&'static str>) {
+    pub fn reconciled(&self, elapsed: Duration, error: Option<&str>) {
         self.duration.observe(elapsed.as_secs_f64());
         let result = if error.is_some() { "error" } else { "success" };
         self.reconciles
             .get_or_create(&ResultLabels { result })
             .inc();
         if let Some(kind) = error {
-            self.errors.get_or_create(&ErrorLabels { kind }).inc();
+            self.errors
+                .get_or_create(&ErrorLabels {
+                    kind: kind.to_owned(),
+                })
+                .inc();
         }
     }
 

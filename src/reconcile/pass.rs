@@ -32,14 +32,18 @@ pub async fn reconcile(
     let (name, uid) = identify(&obj);
     let span = tracing::info_span!("reconcile", vm = %name);
     let result = pass(&obj, &ctx).instrument(span).await;
-    ctx.metrics.reconciled(
-        started.elapsed(),
-        result.as_ref().err().map(Error::metric_label),
-    );
+    // A pass that ends with Synced=False (a failed task, a lock, a missing
+    // config, ...) failed too, though not as a Kubernetes error: its reason
+    // is the kind.
+    let kind = match &result {
+        Ok((_, failed)) => failed.clone(),
+        Err(e) => Some(e.metric_label().to_owned()),
+    };
+    ctx.metrics.reconciled(started.elapsed(), kind.as_deref());
     if result.is_ok() {
         ctx.failures.succeeded(&uid);
     }
-    result
+    result.map(|(action, _)| action)
 }
 
 /// After a failed pass: retry with per-resource exponential backoff (1 s
@@ -75,7 +79,11 @@ fn identify(obj: &DeserializeGuard<ProxmoxVM>) -> (String, String) {
     )
 }
 
-async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Action, Error> {
+/// What a pass ends with: when to look again, and the Synced=False reason
+/// it reported, if any.
+type Outcome = (Action, Option<String>);
+
+async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Outcome, Error> {
     let cached = obj.0.as_ref().map_err(|invalid| Error::InvalidObject {
         name: identify(obj).0,
         message: invalid.error.clone(),
@@ -86,7 +94,7 @@ async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Action
         Api::namespaced(ctx.kube.clone(), &cached.namespace().unwrap_or_default());
     let vm = match api.get_opt(&cached.name_any()).await {
         Ok(Some(vm)) => vm,
-        Ok(None) => return Ok(Action::await_change()),
+        Ok(None) => return Ok((Action::await_change(), None)),
         Err(kube::Error::SerdeError(e)) => {
             return Err(Error::InvalidObject {
                 name: identify(obj).0,
@@ -179,7 +187,7 @@ async fn finish(
     input: &PlanInput<'_>,
     mut plan: Plan,
     connection: Option<&Connection>,
-) -> Result<Action, Error> {
+) -> Result<Outcome, Error> {
     let step = super::act::step_name(&plan.step);
     let mut events: Vec<Event> = vec![];
     match act(
@@ -227,10 +235,19 @@ async fn finish(
         connection::publish(&ctx.kube, vm, data).await?;
     }
     tracing::debug!(%step, status_written = written, requeue = ?plan.requeue_after, "pass done");
-    Ok(match plan.requeue_after {
+    let action = match plan.requeue_after {
         Some(after) => Action::requeue(after),
         None => Action::await_change(),
-    })
+    };
+    Ok((action, failed_reason(&plan)))
+}
+
+/// The Synced reason when Synced is False (a pause is not a failure).
+fn failed_reason(plan: &Plan) -> Option<String> {
+    crate::api::condition::find(&plan.status.conditions, crate::api::ConditionType::Synced)
+        .filter(|c| c.status == crate::api::ConditionStatus::False)
+        .filter(|c| c.reason != crate::api::Reason::ReconcilePaused.as_str())
+        .map(|c| c.reason.clone())
 }
 
 /// Counts the task this pass found finished, with its duration from the
