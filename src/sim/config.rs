@@ -220,6 +220,10 @@ pub struct Durations {
     pub auth_failure_delay: Duration,
     /// Default shutdown timeout when the request gives none.
     pub shutdown_timeout: Duration,
+    /// pveproxy's inactivity timeout on the hop to pvedaemon: a synchronous
+    /// call that works longer is answered `596 Connection timed out` while
+    /// the work goes on.
+    pub proxy_timeout: Duration,
 }
 
 impl Default for Durations {
@@ -242,6 +246,7 @@ impl Default for Durations {
             flock_timeout: Duration::from_secs(10),
             auth_failure_delay: Duration::from_secs(3),
             shutdown_timeout: Duration::from_secs(60),
+            proxy_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -35,6 +35,7 @@ pub use config::{
     TlsSource, UserSpec,
 };
 pub use control::faults::{FaultAction, FaultRule};
+pub use control::traffic::Entry as RequestLogEntry;
 pub use control::urls::UrlEntry;
 pub use error::Error;
 pub use server::{SimHandle, Simulator};

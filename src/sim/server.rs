@@ -13,6 +13,9 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use super::config::SimConfig;
+use super::control::faults::FaultRule;
+use super::control::traffic::Entry;
+use super::control::urls::UrlEntry;
 use super::error::Error;
 use super::http::pipeline;
 use super::instance::Instance;
@@ -83,9 +86,44 @@ impl SimHandle {
         &self.ca_pem
     }
 
+    /// `https://127.0.0.1:PORT/_sim`, the control API.
+    pub fn control_url(&self) -> String {
+        format!("{}/_sim", self.base_url())
+    }
+
     /// Number of worker tasks started so far (for tests and diagnostics).
     pub fn task_count(&self) -> usize {
         self.instance.tasks.records().len()
+    }
+
+    /// Adds a fault rule (as `POST /_sim/faults`); returns its id.
+    pub fn add_fault(&self, rule: FaultRule) -> u64 {
+        self.instance.faults().add(rule)
+    }
+
+    /// Removes all fault rules (as `DELETE /_sim/faults`).
+    pub fn clear_faults(&self) {
+        self.instance.faults().clear();
+    }
+
+    /// Registers what a download-url of `entry.url` yields (as `POST /_sim/urls`).
+    pub fn register_url(&self, entry: UrlEntry) {
+        self.instance.urls().register(entry);
+    }
+
+    /// Request counts per route and status (as `GET /_sim/stats`).
+    pub fn stats(&self) -> serde_json::Value {
+        self.instance.traffic().stats()
+    }
+
+    /// The request log (as `GET /_sim/requests`).
+    pub fn requests(&self) -> Vec<Entry> {
+        self.instance.traffic().entries().cloned().collect()
+    }
+
+    /// Clears the request log and statistics.
+    pub fn clear_requests(&self) {
+        self.instance.traffic().clear();
     }
 
     /// Stops accepting, lets open requests finish (up to a few seconds).

@@ -391,6 +391,34 @@ mod tests {
         assert_eq!(err["vmid"], "property is missing and it is not optional");
     }
 
+    /// `regex_matches` panics on a bad built-in pattern; prove there is none.
+    #[test]
+    fn all_builtin_patterns_compile() {
+        fn visit(p: &Param, n: &mut usize) {
+            if let Some(pattern) = p.pattern {
+                Regex::new(&format!("^(?:{pattern})$")).unwrap();
+                *n += 1;
+            }
+            if let Some(Format::Prop(f)) = p.format {
+                f.keys.iter().for_each(|k| visit(k, n));
+            }
+        }
+        let mut n = 0;
+        for route in crate::sim::api::routes() {
+            route.params().for_each(|p| visit(p, &mut n));
+        }
+        for f in [
+            &propstr::IPCONFIG,
+            &propstr::BOOT,
+            &propstr::CICUSTOM,
+            &propstr::CPU,
+            &propstr::SMBIOS1,
+        ] {
+            f.keys.iter().for_each(|k| visit(k, &mut n));
+        }
+        assert!(n > 10, "patterns checked: {n}");
+    }
+
     #[test]
     fn indexed_names_match_within_range() {
         assert!(SCSI.matches("scsi0") && SCSI.matches("scsi30"));

@@ -305,3 +305,35 @@ async fn nic_without_mac_gets_a_new_one() {
         "PVE's parse_net assigns a fresh MAC"
     );
 }
+
+#[tokio::test]
+async fn slow_sync_import_times_out_at_the_proxy_but_completes() {
+    // 3.5 GiB at 60 MiB/s is about 60 simulated seconds: longer than pveproxy's 30 s.
+    let sim = start_with(|c| c.durations.import_bytes_per_sec = 60 << 20).await;
+    sim.create_plain("105", &[]).await;
+    let disk = format!("local-lvm:0,import-from={UBUNTU}");
+    let resp = sim
+        .put("/nodes/pve/qemu/105/config", &[("scsi1", &disk)])
+        .await;
+    assert_eq!(
+        (resp.status, resp.reason.as_str(), resp.body.as_str()),
+        (596, "Connection timed out", "")
+    );
+    let scsi1 = sim
+        .eventually("the import to finish after the proxy gave up", || async {
+            sim.config("105")
+                .await
+                .get("scsi1")
+                .and_then(|v| v.as_str().map(str::to_owned))
+        })
+        .await;
+    assert_eq!(scsi1, "local-lvm:vm-105-disk-0,size=3584M");
+    let fast = sim
+        .put("/nodes/pve/qemu/105/config", &[("scsi2", "local-lvm:1")])
+        .await;
+    assert_eq!(
+        fast.json(),
+        json!({"data": null}),
+        "short work answers normally"
+    );
+}

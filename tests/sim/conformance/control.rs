@@ -202,3 +202,33 @@ async fn stats_and_request_log_redact_secrets() {
         json!([])
     );
 }
+
+#[tokio::test]
+async fn rust_handle_controls_the_same_state() {
+    let sim = start().await;
+    let rule: provider_proxmox::sim::FaultRule = serde_json::from_value(
+        json!({"path": "/version", "fault": "http-error", "status": 599, "count": 1}),
+    )
+    .unwrap();
+    sim.handle.add_fault(rule);
+    let resp = sim.get("/version").await;
+    assert_eq!(
+        (resp.status, resp.reason.as_str()),
+        (599, "Too many redirections")
+    );
+    assert_eq!(
+        sim.handle.stats()["requests"]["GET /version"]["status"]["599"],
+        1
+    );
+    let log = sim.handle.requests();
+    assert_eq!(
+        (log.len(), log[0].status, log[0].route.as_deref()),
+        (1, 599, Some("/version"))
+    );
+    sim.handle.clear_requests();
+    assert!(sim.handle.requests().is_empty());
+    assert_eq!(
+        sim.handle.control_url(),
+        format!("{}/_sim", sim.handle.base_url())
+    );
+}

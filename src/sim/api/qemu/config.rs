@@ -231,10 +231,19 @@ fn check_delete_revert(
 pub async fn put(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let update = prepare(&inst, &call)?;
     let ctx = TaskCtx::inline(inst.clone(), call.params.node(), call.lock_timeout);
-    super::update::run(&ctx, update, false)
-        .await
-        .map_err(ApiError::Internal)?;
-    Ok(Reply::null())
+    // The work runs in pvedaemon; pveproxy gives up on it after 30 s (an
+    // inline import can take longer) while the work itself goes on.
+    let work = tokio::spawn(async move { super::update::run(&ctx, update, false).await });
+    match tokio::time::timeout(inst.clock.scaled(inst.durations.proxy_timeout), work).await {
+        Ok(Ok(result)) => result.map(|()| Reply::null()).map_err(ApiError::Internal),
+        Ok(Err(join)) => Err(ApiError::internal(format!(
+            "pve-sim: update failed: {join}"
+        ))),
+        Err(_) => Err(ApiError::Status {
+            code: 596,
+            reason: "Connection timed out".into(),
+        }),
+    }
 }
 
 pub async fn post(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {

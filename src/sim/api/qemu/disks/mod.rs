@@ -1,7 +1,7 @@
 //! Disk parameters: the synchronous checks PVE makes before a task starts
-//! (`check_storage_access`, the `import-from` syntax) in [`plan`], and the
+//! (`check_storage_access`, the `import-from` syntax) in `plan`, and the
 //! work a task does (allocate, import with progress, cloud-init drive) in
-//! [`work`].
+//! `work`.
 
 mod plan;
 mod work;
