@@ -7,8 +7,10 @@
 #   hack/tools/ensure.sh dockerfile-lint     # BuildKit's Dockerfile checks, hack/tools/dockerfile-lint
 #   hack/tools/ensure.sh argocd-lua          # gopher-lua set up as Argo CD runs health checks, hack/tools/argocd-lua
 #   hack/tools/ensure.sh servicemonitor-crd  # the ServiceMonitor CRD of the pinned prometheus-operator module
+#   hack/tools/ensure.sh flux-kustomization-crd  # Flux's Kustomization CRD, pinned kustomize-controller module
 #   hack/tools/ensure.sh lua                 # lua5.4 (Debian package)
 #   hack/tools/ensure.sh shellcheck          # shellcheck (Debian package)
+#   hack/tools/ensure.sh openssl             # openssl (Debian package), for scripts/pve-sim-tls.sh
 #
 # Go tools are built with the local Go toolchain from the go.mod/go.sum next
 # to this script (nothing vendored, nothing prebuilt downloaded) and cached
@@ -27,7 +29,7 @@ log() { printf '[tools] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -87,6 +89,19 @@ go_tool() {
   echo "$out/$name"
 }
 
+# module_file MODULE_DIR MODULE PATH: a file of a Go module pinned by the
+# go.mod/go.sum in MODULE_DIR, from the module cache (downloaded, checksum
+# verified, once).
+module_file() {
+  local dir="$1" module="$2" path="$3" root
+  command -v go >/dev/null || die "the Go toolchain (go) is not on PATH; it is needed once to download $module"
+  root="$(cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go mod download -json "$module" \
+          | awk -F'"' '$2 == "Dir" { print $4 }')" \
+    || die "downloading $module failed"
+  [[ -f "$root/$path" ]] || die "no $path in $module ($root)"
+  echo "$root/$path"
+}
+
 # apt_tool COMMAND PACKAGE: COMMAND from PATH, or installs the Debian package.
 apt_tool() {
   local cmd="$1" package="$2"
@@ -126,15 +141,15 @@ case "$1" in
     go_tool argocd-lua "$here/argocd-lua" .
     ;;
   servicemonitor-crd)
-    dir="$(cd "$here/prometheus-operator" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
-             go mod download -json github.com/prometheus-operator/prometheus-operator \
-           | awk -F'"' '$2 == "Dir" { print $4 }')" \
-      || die "downloading the prometheus-operator module failed"
-    crd="$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
-    [[ -f "$crd" ]] || die "no ServiceMonitor CRD at $crd"
-    echo "$crd"
+    module_file "$here/prometheus-operator" github.com/prometheus-operator/prometheus-operator \
+      example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml
+    ;;
+  flux-kustomization-crd)
+    module_file "$here/fluxcd" github.com/fluxcd/kustomize-controller \
+      config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml
     ;;
   lua) apt_tool lua5.4 lua5.4 ;;
   shellcheck) apt_tool shellcheck shellcheck ;;
+  openssl) apt_tool openssl openssl ;;
   *) usage ;;
 esac
