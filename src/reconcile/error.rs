@@ -29,7 +29,7 @@ pub enum Error {
 
     /// The ProxmoxVM CRD is missing (the controller cannot start).
     #[error(
-        "cannot list ProxmoxVMs ({0}); are the CRDs installed? (proxmox-provider crds | kubectl apply -f -)"
+        "cannot list ProxmoxVMs; are the CRDs installed? (proxmox-provider crds | kubectl apply -f -)"
     )]
     CrdMissing(#[source] kube::Error),
 
