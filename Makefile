@@ -44,6 +44,10 @@ cluster-down: ## Stop the local control plane and remove its directory
 cluster-status: ## Tell whether the local control plane runs
 	@$(TESTENV) status
 
+.PHONY: demo
+demo: ## Run the provider against pve-sim on a local control plane and create examples/vm-100.yaml (Ctrl-C ends it)
+	@bash hack/demo.sh
+
 .PHONY: fmt
 fmt: ## Format all Rust code
 	@$(CARGO) fmt --all

@@ -1,18 +1,21 @@
 //! `proxmox-provider`: the controller binary.
 //!
 //! Subcommands:
+//! * `run`: the controller (see `docs/controller.md`); every flag is also an
+//!   environment variable.
 //! * `crds`: print every CustomResourceDefinition as multi-document YAML, or
 //!   write one file per CRD into a directory (how `crds/` is regenerated).
-//!
-//! The controller itself (`run`) joins [`Command`] as another variant.
 
 use std::{
-    io::Write,
+    io::{IsTerminal, Write},
+    net::SocketAddr,
     path::{Path, PathBuf},
+    time::Duration,
 };
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use provider_proxmox::reconcile::{self, LeaderElection, Settings};
 
 /// Crossplane-style Kubernetes provider for Proxmox VE virtual machines.
 #[derive(Parser, Debug)]
@@ -24,6 +27,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run the controller: reconcile ProxmoxVMs until SIGTERM or Ctrl-C.
+    Run(RunArgs),
     /// Print the CustomResourceDefinitions as multi-document YAML
     /// (`proxmox-provider crds | kubectl apply -f -` installs them).
     Crds(CrdsArgs),
@@ -37,14 +42,179 @@ struct CrdsArgs {
     output_dir: Option<PathBuf>,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormat {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Address serving /metrics, /healthz and /readyz.
+    #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    metrics_addr: SocketAddr,
+    /// Elect a leader among replicas (Lease crossplane-provider-proxmox in
+    /// POD_NAMESPACE); only the leader reconciles.
+    #[arg(long, env = "LEADER_ELECTION", default_value_t = true, action = ArgAction::Set)]
+    leader_election: bool,
+    /// Log filter: a level (error, warn, info, debug, trace) or
+    /// tracing-subscriber directives.
+    #[arg(long, env = "RUST_LOG", default_value = "info")]
+    log_level: String,
+    /// Log format.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
+    /// How often a VM that is up to date is compared with Proxmox again
+    /// (drift check), as a Go duration; a provider config's resyncInterval
+    /// other than 1m, and a crossplane.io/poll-interval annotation, win.
+    #[arg(long, env = "POLL_INTERVAL", default_value = "1m", value_parser = go_duration)]
+    poll_interval: Duration,
+    /// ProxmoxVMs reconciled at once.
+    #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 10,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    max_concurrent_reconciles: u16,
+    /// Kubeconfig to use outside a cluster (default: in-cluster config, then
+    /// ~/.kube/config).
+    #[arg(long, env = "KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+}
+
+fn go_duration(text: &str) -> Result<Duration, String> {
+    text.parse::<kube::core::Duration>()
+        .ok()
+        .filter(|d| !d.is_negative() && !Duration::from(*d).is_zero())
+        .map(Duration::from)
+        .ok_or_else(|| format!("{text:?} is not a positive Go duration such as 30s, 1m or 1h30m"))
+}
+
 fn main() -> anyhow::Result<()> {
     provider_proxmox::install_crypto_provider();
     match Cli::parse().command {
+        Command::Run(args) => run(args),
         Command::Crds(args) => match args.output_dir {
             Some(dir) => write_crds(&dir),
             None => print_crds(),
         },
     }
+}
+
+fn run(args: RunArgs) -> anyhow::Result<()> {
+    init_logging(&args)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(async move {
+            let kube = kube_client(args.kubeconfig.as_deref()).await?;
+            let settings = Settings {
+                poll_interval: args.poll_interval,
+                max_concurrent_reconciles: args.max_concurrent_reconciles,
+                metrics_addr: Some(args.metrics_addr),
+                leader_election: if args.leader_election {
+                    Some(LeaderElection::in_namespace(lease_namespace()?))
+                } else {
+                    None
+                },
+                identity: identity(),
+                namespace: None,
+            };
+            tracing::info!(
+                version = env!("CARGO_PKG_VERSION"),
+                poll_interval = ?settings.poll_interval,
+                max_concurrent_reconciles = settings.max_concurrent_reconciles,
+                leader_election = settings.leader_election.is_some(),
+                "starting proxmox-provider"
+            );
+            reconcile::run(kube, settings, shutdown_signal())
+                .await
+                .context("the controller stopped")
+        })
+}
+
+fn init_logging(args: &RunArgs) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level)
+        .with_context(|| format!("invalid --log-level {:?}", args.log_level))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Text => builder.init(),
+    }
+    Ok(())
+}
+
+async fn kube_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading the kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &Default::default())
+                .await
+                .with_context(|| format!("loading the kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer().await.context(
+            "no Kubernetes configuration: run in a cluster, or pass --kubeconfig (KUBECONFIG)",
+        )?,
+    };
+    kube::Client::try_from(config).context("building the Kubernetes client")
+}
+
+/// The namespace for the leader election Lease: `POD_NAMESPACE`, else the
+/// namespace of the pod's service account.
+fn lease_namespace() -> anyhow::Result<String> {
+    const SERVICE_ACCOUNT_NAMESPACE: &str =
+        "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+    if let Ok(ns) = std::env::var("POD_NAMESPACE")
+        && !ns.trim().is_empty()
+    {
+        return Ok(ns.trim().to_owned());
+    }
+    match std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE) {
+        Ok(ns) if !ns.trim().is_empty() => Ok(ns.trim().to_owned()),
+        _ => anyhow::bail!(
+            "leader election needs a namespace for its Lease (crossplane-provider-proxmox): \
+             set POD_NAMESPACE=<namespace> (for example POD_NAMESPACE=default), \
+             or run with --leader-election=false (LEADER_ELECTION=false) when only one instance runs"
+        ),
+    }
+}
+
+/// Who this replica is: the pod name (or host name) plus a random suffix,
+/// so two processes on one host never share an identity.
+fn identity() -> String {
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "proxmox-provider".to_owned());
+    format!("{host}-{:08x}", rand::random::<u32>())
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("shutting down");
 }
 
 fn print_crds() -> anyhow::Result<()> {

@@ -159,3 +159,61 @@ async fn finished_tasks_cost_one_status_request_each() {
     assert_eq!(h.total().await, 0);
     assert_eq!(client.observed_tasks(), TASKS as usize);
 }
+
+#[tokio::test]
+async fn the_active_task_list_is_shared_and_refetched_after_a_dispatch() {
+    let h = sim_with_long_imports().await;
+    let client = h.client_with(|c| c.tasks.poll_interval = Duration::from_secs(30));
+    let first = start_imports(&client, 900, 1).await.remove(0);
+    h.clear_stats().await;
+    let listed = client.active_tasks("pve").await.unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|e| e.upid == first.as_str() && e.is_running())
+    );
+    client.active_tasks("pve").await.unwrap();
+    assert_eq!(h.count("GET", LIST).await, 1, "reused within the interval");
+
+    // A task started through this client makes the next list a fresh one:
+    // a list from before the dispatch cannot say whether it runs.
+    let second = start_imports(&client, 901, 1).await.remove(0);
+    let listed = client.active_tasks("pve").await.unwrap();
+    assert!(
+        listed.iter().any(|e| e.upid == second.as_str()),
+        "{listed:?}"
+    );
+    assert_eq!(h.count("GET", LIST).await, 2);
+}
+
+#[tokio::test]
+async fn the_request_hook_sees_every_exchange() {
+    use std::sync::{Arc, Mutex};
+    let h = Harness::start().await;
+    type Seen = Vec<(String, String, Option<u16>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let log = Arc::clone(&seen);
+    let client = h.client_with(|c| {
+        c.request_hook = Some(provider_proxmox::proxmox::RequestHook::new(move |r| {
+            log.lock()
+                .unwrap()
+                .push((r.method.to_owned(), r.path.to_owned(), r.status));
+        }))
+    });
+    h.clear_stats().await;
+    client.version().await.unwrap();
+    assert!(client.vm_status("pve", 4242).await.is_err());
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            ("GET".to_owned(), "/version".to_owned(), Some(200)),
+            (
+                "GET".to_owned(),
+                "/nodes/{node}/qemu/{vmid}/status/current".to_owned(),
+                Some(500)
+            ),
+        ]
+    );
+    assert_eq!(h.total().await, 2, "one record per request the sim saw");
+}

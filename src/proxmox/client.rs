@@ -13,6 +13,7 @@ use crate::proxmox::auth::Auth;
 use crate::proxmox::config::{ClientConfig, RetryPolicy, TaskOptions};
 use crate::proxmox::error::{Error, Result};
 use crate::proxmox::form::Params;
+use crate::proxmox::hook::RequestHook;
 use crate::proxmox::limit::Limiter;
 use crate::proxmox::observer::ObserverState;
 use crate::proxmox::request::{ApiPath, ApiRequest, upid_from_envelope};
@@ -36,6 +37,7 @@ struct Inner {
     retry: RetryPolicy,
     tasks: TaskOptions,
     observer: ObserverState,
+    hook: Option<RequestHook>,
 }
 
 impl Client {
@@ -65,6 +67,7 @@ impl Client {
                 retry: config.retry.clone(),
                 tasks: config.tasks.clone(),
                 observer: ObserverState::default(),
+                hook: config.request_hook.clone(),
             }),
         })
     }
@@ -108,9 +111,15 @@ impl Client {
         path: ApiPath,
         params: Params,
     ) -> Result<Upid> {
+        let node = req_node(&path);
         let req = ApiRequest::new(method, path, params, CallKind::StartsTask);
-        let envelope = self.call(&req).await?;
-        upid_from_envelope(&req.endpoint(), &envelope.body)
+        let result = self.call(&req).await;
+        // Whatever the answer, a task may now run on the node: the next
+        // active-task list must be fetched after this moment.
+        if let Some(node) = node {
+            self.observer_state().invalidate(&node).await;
+        }
+        upid_from_envelope(&req.endpoint(), &result?.body)
     }
 
     /// Calls any endpoint under `/api2/json` and returns `data` as JSON:
@@ -148,4 +157,15 @@ impl Client {
     pub(crate) fn base(&self) -> &Url {
         &self.inner.base
     }
+
+    pub(crate) fn hook(&self) -> Option<&RequestHook> {
+        self.inner.hook.as_ref()
+    }
+}
+
+/// The node a `/nodes/{node}/...` path addresses.
+fn req_node(path: &ApiPath) -> Option<String> {
+    let rest = path.rendered.strip_prefix("/nodes/")?;
+    let node = rest.split('/').next()?;
+    (!node.is_empty()).then(|| node.to_owned())
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::proxmox::error::{Error, Result};
+use crate::proxmox::hook::RequestHook;
 use crate::proxmox::secret::Secret;
 use crate::proxmox::tls::TlsOptions;
 
@@ -188,6 +189,8 @@ pub struct ClientConfig {
     pub limits: Limits,
     pub retry: RetryPolicy,
     pub tasks: TaskOptions,
+    /// Called after every HTTP exchange (metrics); none by default.
+    pub request_hook: Option<RequestHook>,
 }
 
 impl ClientConfig {
@@ -210,6 +213,7 @@ impl ClientConfig {
             limits: Limits::default(),
             retry: RetryPolicy::default(),
             tasks: TaskOptions::default(),
+            request_hook: None,
         })
     }
 

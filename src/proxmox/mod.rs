@@ -22,6 +22,7 @@ pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod form;
+pub mod hook;
 mod lenient;
 mod limit;
 pub mod node;
@@ -44,6 +45,7 @@ pub use config::{
     AuthOptions, ClientConfig, Credentials, Limits, ObserveMode, RetryPolicy, TaskOptions,
 };
 pub use error::{Error, Result};
+pub use hook::{RequestHook, RequestRecord};
 pub use node::{NodeInfo, NodeStatus};
 pub use observer::ObserveOptions;
 pub use retry::CallKind;

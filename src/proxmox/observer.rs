@@ -76,6 +76,8 @@ pub(crate) struct ActiveSnapshot {
     entries: HashMap<String, Option<String>>,
     /// False when the list may have been cut at the limit.
     complete: bool,
+    /// The entries as listed.
+    listed: Vec<TaskListEntry>,
 }
 
 impl ActiveSnapshot {
@@ -83,8 +85,12 @@ impl ActiveSnapshot {
         let complete = entries.len() < ACTIVE_LIST_LIMIT as usize;
         Self {
             fetched_at,
-            entries: entries.into_iter().map(|e| (e.upid, e.status)).collect(),
+            entries: entries
+                .iter()
+                .map(|e| (e.upid.clone(), e.status.clone()))
+                .collect(),
             complete,
+            listed: entries,
         }
     }
 
@@ -174,6 +180,13 @@ impl ObserverState {
     fn node_slot(&self, node: &str) -> Arc<NodeSlot> {
         let mut nodes = self.nodes.lock().expect("observer node map poisoned");
         Arc::clone(nodes.entry(node.to_owned()).or_default())
+    }
+
+    /// Forgets the node's active list: a task was just started there, so a
+    /// list fetched before cannot tell whether it runs. Waits for a fetch in
+    /// flight, so no list older than this call survives it.
+    pub(crate) async fn invalidate(&self, node: &str) {
+        *self.node_slot(node).snapshot.lock().await = None;
     }
 
     /// Number of tasks currently tracked (for tests and metrics).
@@ -327,6 +340,16 @@ impl Client {
         }
         *guard = Some(Arc::clone(&snapshot));
         Ok(snapshot)
+    }
+
+    /// The tasks `GET /nodes/{node}/tasks?source=active` lists, shared with
+    /// task observation: fetched at most once per poll interval for all
+    /// callers, and always after the last task this client started on the
+    /// node (starting one invalidates the list). Entries may include tasks
+    /// that finished but are not archived yet (`status` other than
+    /// `RUNNING`; see [`TaskListEntry::is_running`]).
+    pub async fn active_tasks(&self, node: &str) -> Result<Vec<TaskListEntry>> {
+        Ok(self.active_snapshot(node).await?.listed.clone())
     }
 
     /// Number of tasks the observer remembers.

@@ -12,6 +12,7 @@ use crate::proxmox::classify::classify;
 use crate::proxmox::client::Client;
 use crate::proxmox::error::{Error, Result};
 use crate::proxmox::form::Params;
+use crate::proxmox::hook::RequestRecord;
 use crate::proxmox::request::{ApiPath, ApiRequest, Envelope};
 use crate::proxmox::retry::{self, CallKind};
 use crate::proxmox::secret::{Secret, redact};
@@ -148,6 +149,14 @@ impl Client {
         .instrument(span.clone())
         .await;
         let elapsed = started.elapsed();
+        if let Some(hook) = self.hook() {
+            hook.call(&RequestRecord {
+                method: req.method.as_str(),
+                path: &req.path.template,
+                status: outcome.as_ref().ok().map(|(status, _, _)| *status),
+                elapsed,
+            });
+        }
         let _enter = span.enter();
         span.record(
             "duration_ms",

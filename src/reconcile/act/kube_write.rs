@@ -1,0 +1,165 @@
+//! Metadata writes: the external name and create annotations, the
+//! finalizer. Each is a JSON merge patch carrying the resourceVersion the
+//! pass read, so a write based on a stale object fails with 409 and two
+//! writers can never both believe they recorded a VMID.
+
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::{Map, Value, json};
+
+use super::super::plan::Step;
+use crate::api::{ProxmoxVM, meta};
+
+/// A metadata write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Write {
+    /// Ask Proxmox for a VMID first, then record it.
+    Allocate,
+    /// Set the external name, and mark a create as pending.
+    Record { vmid: u32, create_pending: bool },
+    /// Drop the external name and the create annotations.
+    Forget,
+    /// Set `external-create-succeeded`.
+    CreateSucceeded,
+    /// Add our finalizer.
+    AddFinalizer,
+    /// Remove our finalizer.
+    RemoveFinalizer,
+}
+
+/// The write a step asks for, if it is one.
+pub(super) fn for_step(step: &Step) -> Option<Write> {
+    Some(match step {
+        Step::AllocateVmid => Write::Allocate,
+        Step::RecordExternalName {
+            vmid,
+            create_pending,
+        } => Write::Record {
+            vmid: *vmid,
+            create_pending: *create_pending,
+        },
+        Step::ForgetExternalName => Write::Forget,
+        Step::RecordCreateSucceeded => Write::CreateSucceeded,
+        Step::AddFinalizer => Write::AddFinalizer,
+        Step::RemoveFinalizer => Write::RemoveFinalizer,
+        _ => return None,
+    })
+}
+
+/// The merge patch for a write (never [`Write::Allocate`], resolved first).
+pub(super) fn patch(vm: &ProxmoxVM, write: &Write, now: Timestamp) -> Value {
+    let now = now.to_string();
+    let mut metadata = Map::new();
+    metadata.insert(
+        "resourceVersion".into(),
+        json!(vm.resource_version().unwrap_or_default()),
+    );
+    let annotations = match write {
+        Write::Allocate => None,
+        Write::Record {
+            vmid,
+            create_pending,
+        } => {
+            let mut a = json!({ meta::EXTERNAL_NAME: vmid.to_string() });
+            if *create_pending {
+                a[meta::EXTERNAL_CREATE_PENDING] = json!(now);
+            }
+            Some(a)
+        }
+        Write::Forget => Some(json!({
+            meta::EXTERNAL_NAME: null,
+            meta::EXTERNAL_CREATE_PENDING: null,
+            meta::EXTERNAL_CREATE_SUCCEEDED: null,
+        })),
+        Write::CreateSucceeded => Some(json!({ meta::EXTERNAL_CREATE_SUCCEEDED: now })),
+        Write::AddFinalizer | Write::RemoveFinalizer => None,
+    };
+    if let Some(a) = annotations {
+        metadata.insert("annotations".into(), a);
+    }
+    let others = vm.finalizers().iter().filter(|f| *f != meta::FINALIZER);
+    match write {
+        Write::AddFinalizer => {
+            let list: Vec<&str> = others
+                .map(String::as_str)
+                .chain([meta::FINALIZER])
+                .collect();
+            metadata.insert("finalizers".into(), json!(list));
+        }
+        Write::RemoveFinalizer => {
+            metadata.insert("finalizers".into(), json!(others.collect::<Vec<_>>()));
+        }
+        _ => {}
+    }
+    json!({ "metadata": metadata })
+}
+
+/// Sends the write.
+pub(super) async fn apply(
+    kube: &kube::Client,
+    vm: &ProxmoxVM,
+    write: &Write,
+    now: Timestamp,
+) -> Result<(), kube::Error> {
+    let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
+    let body = patch(vm, write, now);
+    tracing::debug!(vm = %vm.name_any(), ?write, "writing metadata");
+    api.patch(
+        &vm.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&body),
+    )
+    .await
+    .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vm() -> ProxmoxVM {
+        let mut vm: ProxmoxVM = serde_json::from_value(json!({
+            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "kind": "ProxmoxVM",
+            "metadata": {"name": "web", "namespace": "ns", "resourceVersion": "42",
+                         "finalizers": ["other"]},
+            "spec": {"forProvider": {}},
+        }))
+        .unwrap();
+        vm.metadata.annotations = None;
+        vm
+    }
+
+    #[test]
+    fn every_write_carries_the_resource_version() {
+        let now = Timestamp::from_second(1_800_000_000).unwrap();
+        let record = patch(
+            &vm(),
+            &Write::Record {
+                vmid: 100,
+                create_pending: true,
+            },
+            now,
+        );
+        assert_eq!(
+            record,
+            json!({"metadata": {"resourceVersion": "42", "annotations": {
+                "crossplane.io/external-name": "100",
+                "crossplane.io/external-create-pending": "2027-01-15T08:00:00Z",
+            }}})
+        );
+        let add = patch(&vm(), &Write::AddFinalizer, now);
+        assert_eq!(
+            add["metadata"]["finalizers"],
+            json!(["other", meta::FINALIZER])
+        );
+        let mut ours = vm();
+        ours.metadata.finalizers = Some(vec!["other".into(), meta::FINALIZER.into()]);
+        let remove = patch(&ours, &Write::RemoveFinalizer, now);
+        assert_eq!(remove["metadata"]["finalizers"], json!(["other"]));
+        let forget = patch(&vm(), &Write::Forget, now);
+        assert!(forget["metadata"]["annotations"]["crossplane.io/external-name"].is_null());
+        assert_eq!(forget["metadata"]["resourceVersion"], "42");
+    }
+}

@@ -1,0 +1,105 @@
+//! The in-flight task and the node's active tasks.
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::super::plan::{ActiveTask, TaskRef, TaskState};
+use crate::proxmox::{self, Client, TaskObservation, TaskOutcome, Upid};
+
+/// Task types whose log reports progress (`transferred X of Y (pp%)`); only
+/// for these is the log read while they run.
+const WITH_PROGRESS: [&str; 3] = ["qmcreate", "qmclone", "download"];
+
+/// The state of the task recorded in the status. Never waits for it.
+pub(super) async fn task_state(client: &Client, task: &TaskRef) -> TaskState {
+    let upid = match Upid::parse(&task.upid) {
+        Ok(upid) => upid,
+        Err(e) => return TaskState::Unreadable(format!("the recorded UPID is invalid: {e}")),
+    };
+    let observed = if WITH_PROGRESS.contains(&upid.task_type()) {
+        client.observe_task_progress(&upid).await
+    } else {
+        client.observe_task(&upid).await
+    };
+    match observed {
+        Ok(TaskObservation::Running { progress }) => TaskState::Running {
+            // Whole percent, rounded down: 99.6 % is not done.
+            progress: progress.map(|p| p.percent.clamp(0.0, 100.0) as u8),
+        },
+        Ok(TaskObservation::Finished(outcome)) => finished(outcome),
+        Ok(TaskObservation::NotVisibleYet) | Err(proxmox::Error::TaskUnknown { .. }) => {
+            TaskState::NotFound
+        }
+        Err(e) => TaskState::Unreadable(e.to_string()),
+    }
+}
+
+fn finished(outcome: TaskOutcome) -> TaskState {
+    match outcome {
+        TaskOutcome::Succeeded {
+            warnings,
+            warning_lines,
+        } => TaskState::Finished {
+            exit_status: if warnings == 0 {
+                "OK".to_owned()
+            } else {
+                format!("WARNINGS: {warnings}")
+            },
+            log_tail: warning_lines,
+        },
+        TaskOutcome::Failed {
+            exit_status,
+            log_tail,
+        } => TaskState::Finished {
+            exit_status,
+            log_tail,
+        },
+    }
+}
+
+/// The tasks running on `node` (finished ones the list still shows are left
+/// out: they are nothing to adopt or wait for).
+pub(super) async fn active_tasks(
+    client: &Client,
+    node: &str,
+) -> Result<Vec<ActiveTask>, proxmox::Error> {
+    Ok(client
+        .active_tasks(node)
+        .await?
+        .into_iter()
+        .filter(|e| e.is_running())
+        .filter_map(|e| Upid::parse(&e.upid).ok())
+        .map(|upid| ActiveTask {
+            upid: upid.as_str().to_owned(),
+            type_: upid.task_type().to_owned(),
+            id: upid.id().to_owned(),
+            node: upid.node().to_owned(),
+            started_at: Timestamp::from_second(i64::from(upid.starttime()))
+                .unwrap_or(Timestamp::UNIX_EPOCH),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_become_exit_statuses() {
+        let ok = finished(TaskOutcome::Succeeded {
+            warnings: 0,
+            warning_lines: vec![],
+        });
+        assert!(matches!(ok, TaskState::Finished { ref exit_status, .. } if exit_status == "OK"));
+        let warned = finished(TaskOutcome::Succeeded {
+            warnings: 2,
+            warning_lines: vec!["WARN: a".into()],
+        });
+        assert_eq!(
+            warned,
+            TaskState::Finished {
+                exit_status: "WARNINGS: 2".into(),
+                log_tail: vec!["WARN: a".into()]
+            }
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! A Proxmox client configuration from a provider config and its Secrets.
+
+use k8s_openapi::api::core::v1::Secret;
+
+use crate::api::{
+    ProviderSettings,
+    provider_config::{
+        SECRET_KEY_PASSWORD, SECRET_KEY_TOKEN_ID, SECRET_KEY_TOKEN_SECRET, SECRET_KEY_USERNAME,
+        Timing,
+    },
+};
+use crate::proxmox::{
+    ClientConfig, Credentials, Fingerprint, RequestHook, RetryPolicy, Secret as PveSecret,
+};
+
+/// A Secret's value as text, trimmed (values written from files often end
+/// in a newline).
+pub(crate) fn secret_value(secret: &Secret, key: &str) -> Option<String> {
+    let bytes = secret.data.as_ref()?.get(key)?;
+    let text = String::from_utf8(bytes.0.clone()).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+fn credentials(secret: &Secret) -> Result<Credentials, String> {
+    let name = secret.metadata.name.as_deref().unwrap_or_default();
+    match (
+        secret_value(secret, SECRET_KEY_TOKEN_ID),
+        secret_value(secret, SECRET_KEY_TOKEN_SECRET),
+        secret_value(secret, SECRET_KEY_USERNAME),
+        secret_value(secret, SECRET_KEY_PASSWORD),
+    ) {
+        (Some(token_id), Some(token), _, _) => Ok(Credentials::Token {
+            token_id,
+            secret: PveSecret::new(token),
+        }),
+        (None, None, Some(username), Some(password)) => Ok(Credentials::Password {
+            username,
+            password: PveSecret::new(password),
+        }),
+        _ => Err(format!(
+            "the credentials Secret {name} must hold the keys {SECRET_KEY_TOKEN_ID} and {SECRET_KEY_TOKEN_SECRET} (an API token), or {SECRET_KEY_USERNAME} and {SECRET_KEY_PASSWORD}"
+        )),
+    }
+}
+
+/// The client configuration; `Err` says what is wrong, for people.
+pub(super) fn client_config(
+    settings: &ProviderSettings,
+    credentials_secret: &Secret,
+    ca_secret: Option<(&Secret, &str)>,
+    timing: &Timing,
+    hook: RequestHook,
+) -> Result<ClientConfig, String> {
+    let mut config = ClientConfig::new(&settings.endpoint, credentials(credentials_secret)?)
+        .map_err(|e| e.to_string())?;
+    let tls = &settings.tls;
+    if let Some(fp) = &tls.fingerprint {
+        let fp: Fingerprint = fp
+            .parse()
+            .map_err(|e: crate::proxmox::Error| e.to_string())?;
+        config.tls.pinned_fingerprints = vec![fp];
+    }
+    config.tls.ca_pem = match (&tls.ca_bundle, ca_secret) {
+        (Some(pem), _) => Some(pem.clone()),
+        (None, Some((secret, key))) => Some(secret_value(secret, key).ok_or_else(|| {
+            format!(
+                "the CA bundle Secret {} has no key {key}",
+                secret.metadata.name.as_deref().unwrap_or_default()
+            )
+        })?),
+        (None, None) => None,
+    };
+    config.tls.insecure_skip_verify = tls.insecure_skip_tls_verify;
+    let limits = &settings.limits;
+    config.limits.max_concurrent_requests = limits.max_concurrent_requests as usize;
+    config.limits.requests_per_second = f64::from(limits.requests_per_second);
+    config.limits.burst = limits.requests_per_second.saturating_mul(2);
+    // A lock is reported on the resource and retried on a later pass, not
+    // waited out inside one.
+    config.retry = RetryPolicy {
+        retry_locked: false,
+        ..RetryPolicy::default()
+    };
+    config.tasks.poll_interval = timing.poll_interval;
+    config.tasks.task_timeout = timing.task_timeout;
+    config.request_hook = Some(hook);
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+    use std::collections::BTreeMap;
+
+    fn secret(pairs: &[(&str, &str)]) -> Secret {
+        let mut s = Secret::default();
+        s.metadata.name = Some("pve".into());
+        s.data = Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec())))
+                .collect::<BTreeMap<_, _>>(),
+        );
+        s
+    }
+
+    fn settings(extra: serde_json::Value) -> ProviderSettings {
+        let mut v = serde_json::json!({
+            "endpoint": "https://pve.example:8006",
+            "credentials": {"secretRef": {"name": "pve"}},
+        });
+        if let (Some(obj), Some(more)) = (v.as_object_mut(), extra.as_object()) {
+            obj.extend(more.clone());
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn token_or_password_from_the_secret() {
+        let token = secret(&[("tokenId", "ci@pve!prov\n"), ("secret", "s3cr3t")]);
+        match credentials(&token).unwrap() {
+            Credentials::Token { token_id, secret } => {
+                assert_eq!(token_id, "ci@pve!prov");
+                assert_eq!(secret.expose(), "s3cr3t");
+            }
+            other => panic!("{other:?}"),
+        }
+        let user = secret(&[("username", "root@pam"), ("password", "pw")]);
+        assert!(matches!(
+            credentials(&user),
+            Ok(Credentials::Password { .. })
+        ));
+        let err = credentials(&secret(&[("tokenId", "x")])).unwrap_err();
+        assert!(err.contains("tokenId and secret"), "{err}");
+        assert!(!err.contains("s3cr3t"));
+    }
+
+    #[test]
+    fn tls_limits_and_timing_are_carried_over() {
+        let fp = ["AB"; 32].join(":");
+        let s = settings(serde_json::json!({
+            "tls": {"fingerprint": fp},
+            "limits": {"maxConcurrentRequests": 3, "requestsPerSecond": 7},
+        }));
+        let timing = Timing::default();
+        let c = client_config(
+            &s,
+            &secret(&[("tokenId", "a@pve!t"), ("secret", "x")]),
+            None,
+            &timing,
+            RequestHook::new(|_| {}),
+        )
+        .unwrap();
+        assert_eq!(c.tls.pinned_fingerprints.len(), 1);
+        assert_eq!(c.limits.max_concurrent_requests, 3);
+        assert_eq!(c.limits.requests_per_second, 7.0);
+        assert!(!c.retry.retry_locked);
+        assert_eq!(c.tasks.poll_interval, timing.poll_interval);
+        let missing_key = client_config(
+            &settings(serde_json::json!({})),
+            &secret(&[("tokenId", "a@pve!t"), ("secret", "x")]),
+            Some((&secret(&[]), "ca.crt")),
+            &timing,
+            RequestHook::new(|_| {}),
+        )
+        .unwrap_err();
+        assert!(missing_key.contains("no key ca.crt"), "{missing_key}");
+    }
+}

@@ -1,0 +1,72 @@
+//! How the controller runs: what `proxmox-provider run` takes from its flags
+//! and environment, as plain data so tests can start the controller
+//! in-process.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The field manager of every write the controller makes (status,
+/// connection Secrets), so `kubectl get --show-managed-fields` names us.
+pub const FIELD_MANAGER: &str = "crossplane-provider-proxmox";
+
+/// The component named in events and in the labels of connection Secrets.
+pub const COMPONENT: &str = "crossplane-provider-proxmox";
+
+/// The Lease used for leader election.
+pub const LEASE_NAME: &str = "crossplane-provider-proxmox";
+
+/// Controller settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// How often a VM that is up to date is compared with Proxmox again,
+    /// for provider configs that leave `resyncInterval` at its default
+    /// (`1m`); a config that sets another value wins, and the
+    /// `crossplane.io/poll-interval` annotation wins over both.
+    pub poll_interval: Duration,
+    /// ProxmoxVMs reconciled at once (one VM's passes never overlap).
+    pub max_concurrent_reconciles: u16,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served; `None`: not
+    /// served (tests).
+    pub metrics_addr: Option<SocketAddr>,
+    /// Leader election; `None`: this process reconciles unconditionally.
+    pub leader_election: Option<LeaderElection>,
+    /// Who we are in events (`reportingInstance`) and in the Lease.
+    pub identity: String,
+    /// Reconcile only the ProxmoxVMs (and read only the ProviderConfigs and
+    /// Secrets) of this namespace; `None`: all namespaces. ClusterProviderConfigs
+    /// are read cluster-wide either way. Lets tests run one controller per
+    /// namespace side by side.
+    pub namespace: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            poll_interval: Duration::from_secs(60),
+            max_concurrent_reconciles: 10,
+            metrics_addr: None,
+            leader_election: None,
+            identity: COMPONENT.to_owned(),
+            namespace: None,
+        }
+    }
+}
+
+/// Where the leader election Lease lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderElection {
+    /// Namespace of the Lease (the provider's own, `POD_NAMESPACE`).
+    pub namespace: String,
+    /// Name of the Lease.
+    pub lease_name: String,
+}
+
+impl LeaderElection {
+    /// The provider's Lease in `namespace`.
+    pub fn in_namespace(namespace: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            lease_name: LEASE_NAME.to_owned(),
+        }
+    }
+}

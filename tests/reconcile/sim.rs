@@ -1,0 +1,140 @@
+//! The in-process pve-sim, its control API (`/_sim/`) and a Proxmox client
+//! for changing things "behind the provider's back".
+
+use std::time::Duration;
+
+use provider_proxmox::proxmox::{
+    Client, ClientConfig, Credentials, ResourceType, RetryPolicy,
+    vm::{ConfigUpdate, VmConfig, VmParams},
+};
+use provider_proxmox::sim::{SimConfig, SimHandle, Simulator};
+use serde_json::Value;
+
+/// A running simulator.
+pub struct Sim {
+    pub handle: SimHandle,
+    control: reqwest::Client,
+}
+
+impl Sim {
+    pub async fn start(time_scale: f64) -> Self {
+        let handle = Simulator::start(SimConfig {
+            time_scale,
+            ..SimConfig::default()
+        })
+        .await
+        .expect("pve-sim starts on a loopback port");
+        let ca = reqwest::Certificate::from_pem(handle.ca_pem().as_bytes()).expect("CA PEM");
+        let control = reqwest::Client::builder()
+            .tls_certs_only([ca])
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("control client");
+        Self { handle, control }
+    }
+
+    /// A Proxmox client of our own (the default token, pinned).
+    pub fn client(&self) -> Client {
+        let mut c = ClientConfig::new(
+            &self.handle.base_url(),
+            Credentials::token_from_str(provider_proxmox::sim::DEFAULT_API_TOKEN).unwrap(),
+        )
+        .unwrap();
+        c.tls.pinned_fingerprints = vec![self.handle.fingerprint().parse().unwrap()];
+        c.retry = RetryPolicy::none();
+        c.tasks.poll_interval = Duration::from_millis(50);
+        Client::new(c).unwrap()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/_sim/{path}", self.handle.base_url())
+    }
+
+    /// `GET /_sim/requests`: every API request so far.
+    pub async fn requests(&self) -> Vec<Value> {
+        let v: Value = self
+            .control
+            .get(self.url("requests"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["requests"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Requests matching a method and route template (any status).
+    pub async fn requests_to(&self, method: &str, route: &str) -> Vec<Value> {
+        self.requests()
+            .await
+            .into_iter()
+            .filter(|r| r["method"] == method && r["route"] == route)
+            .collect()
+    }
+
+    /// How many requests matched a method and route template.
+    pub async fn count(&self, method: &str, route: &str) -> usize {
+        self.requests_to(method, route).await.len()
+    }
+
+    /// Changes a VM's config directly on Proxmox (behind the provider's back).
+    pub async fn edit(&self, vmid: u32, set: VmParams) {
+        let update = ConfigUpdate {
+            set,
+            ..ConfigUpdate::default()
+        };
+        self.client()
+            .update_vm_config_sync("pve", vmid, &update)
+            .await
+            .unwrap();
+    }
+
+    /// Requests to one VM's paths other than reads.
+    pub async fn writes_to_vm(&self, vmid: u32) -> Vec<Value> {
+        let prefix = format!("/nodes/pve/qemu/{vmid}");
+        self.requests()
+            .await
+            .into_iter()
+            .filter(|r| r["method"] != "GET")
+            .filter(|r| r["path"].as_str().is_some_and(|p| p.starts_with(&prefix)))
+            .collect()
+    }
+
+    /// `POST /_sim/faults`.
+    pub async fn fault(&self, rule: Value) -> u64 {
+        let r = self
+            .control
+            .post(self.url("faults"))
+            .json(&rule)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "fault {rule} refused");
+        r.json::<Value>().await.unwrap()["id"].as_u64().unwrap()
+    }
+
+    /// VMIDs of the VMs on the sim (the seeded template 9000 included).
+    pub async fn vmids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self
+            .client()
+            .cluster_resources(Some(ResourceType::Vm))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| r.vmid.map(|v| v as u32))
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The VM's config with pending changes merged (what it will run with).
+    pub async fn config(&self, vmid: u32) -> VmConfig {
+        self.client().vm_config("pve", vmid).await.unwrap()
+    }
+
+    /// `running` or `stopped`.
+    pub async fn power(&self, vmid: u32) -> String {
+        self.client().vm_status("pve", vmid).await.unwrap().status
+    }
+}
