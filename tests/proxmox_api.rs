@@ -10,22 +10,13 @@ use provider_proxmox::proxmox::vm::{CloneVm, ConfigUpdate, VmParams};
 use provider_proxmox::proxmox::{
     AgentNetwork, AgentNotReady, Checksum, DownloadContent, DownloadUrl, Error, ResourceType,
 };
-use provider_proxmox::sim::{Durations, SimConfig};
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
 #[tokio::test]
 async fn cluster_nodes_and_storage() {
     // A stats lag (pvestatd's broadcast) far longer than the test.
-    let h = Harness::start_with(SimConfig {
-        time_scale: 0.01,
-        durations: Durations {
-            resources_lag: Duration::from_secs(100_000),
-            ..Durations::default()
-        },
-        ..SimConfig::default()
-    })
-    .await;
+    let h = Harness::start_with_durations(|d| d.resources_lag = Duration::from_secs(100_000)).await;
     let client = h.client();
     let nodes = client.nodes().await.unwrap();
     assert!(nodes.iter().any(|n| n.node == NODE), "{nodes:?}");

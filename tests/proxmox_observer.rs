@@ -178,16 +178,9 @@ async fn observe_until_finished(client: &Client, upids: &[Upid]) -> Vec<TaskOutc
 /// task is missing from the list and costs one status request.
 #[tokio::test]
 async fn a_stopped_task_counts_as_running_until_archived_then_costs_one_status_request() {
-    let h = Harness::start_with(SimConfig {
-        time_scale: 0.01,
-        durations: Durations {
-            // Only a task start on the node archives.
-            task_archive: Duration::from_secs(1_000_000),
-            ..Durations::default()
-        },
-        ..SimConfig::default()
-    })
-    .await;
+    // Only a task start on the node archives.
+    let h =
+        Harness::start_with_durations(|d| d.task_archive = Duration::from_secs(1_000_000)).await;
     let client = h.client_with(|c| c.tasks.poll_interval = Duration::from_millis(50));
     let upid = clone_template(&client, 820).await;
     eventually("the clone to stop", || async {
