@@ -11,32 +11,35 @@ use provider_proxmox::proxmox::{
     AgentNetwork, AgentNotReady, Checksum, DownloadContent, DownloadUrl, Error, ResourceType,
 };
 use sha2::{Digest, Sha256};
+use std::time::Duration;
 
 #[tokio::test]
 async fn cluster_nodes_and_storage() {
-    let h = Harness::start().await;
+    // A stats lag (pvestatd's broadcast) far longer than the test.
+    let h = Harness::start_with_durations(|d| d.resources_lag = Duration::from_secs(100_000)).await;
     let client = h.client();
     let nodes = client.nodes().await.unwrap();
     assert!(nodes.iter().any(|n| n.node == NODE), "{nodes:?}");
     let status = client.node_status(NODE).await.unwrap();
     assert!(status.memory.total.unwrap_or(0) > 0, "{status:?}");
 
-    // Resource stats lag (pvestatd broadcasts every 10 s; the sim scales
-    // that): until then a VM is `status: unknown` without details.
-    let template = eventually("the template's stats", || async {
-        let vms = client
-            .cluster_resources(Some(ResourceType::Vm))
-            .await
-            .unwrap();
-        let t = vms
-            .into_iter()
-            .find(|r| r.vmid == Some(u64::from(TEMPLATE)))
-            .unwrap();
-        (t.status.as_deref() != Some("unknown")).then_some(t)
-    })
-    .await;
+    // The seeded template existed before the simulator started: its stats
+    // are there at once. A new VM is `status: unknown` without details until
+    // the next broadcast.
+    let vms = client
+        .cluster_resources(Some(ResourceType::Vm))
+        .await
+        .unwrap();
+    let template = vms
+        .iter()
+        .find(|r| r.vmid == Some(u64::from(TEMPLATE)))
+        .unwrap();
+    assert_eq!(template.status.as_deref(), Some("stopped"), "{template:?}");
     assert!(template.template, "{template:?}");
     assert_eq!(template.node.as_deref(), Some(NODE));
+    cloned_vm(&client, 140).await;
+    let fresh = client.locate_vm(140).await.unwrap().unwrap();
+    assert_eq!(fresh.status.as_deref(), Some("unknown"), "{fresh:?}");
     let located = client.locate_vm(TEMPLATE).await.unwrap().unwrap();
     assert_eq!(located.id, format!("qemu/{TEMPLATE}"));
     assert!(client.locate_vm(4242).await.unwrap().is_none());

@@ -9,12 +9,14 @@ mod harness;
 use std::time::Duration;
 
 use futures::future::join_all;
-use harness::{Harness, clone_template, start_import};
-use provider_proxmox::proxmox::{Client, ObserveMode, TaskObservation, Upid};
+use harness::{Harness, clone_template, eventually, start_import};
+use provider_proxmox::proxmox::{Client, ObserveMode, TaskObservation, TaskOutcome, Upid};
 use provider_proxmox::sim::{Durations, SimConfig};
+use serde_json::json;
 
 const LIST: &str = "/nodes/{node}/tasks";
 const STATUS: &str = "/nodes/{node}/tasks/{upid}/status";
+const LOG: &str = "/nodes/{node}/tasks/{upid}/log";
 
 /// A simulator whose imports take about an hour: tasks stay in flight for
 /// the whole test.
@@ -130,23 +132,10 @@ async fn finished_tasks_cost_one_status_request_each() {
         upids.push(clone_template(&client, 800 + i).await);
     }
     h.clear_stats().await;
-    let mut pending: Vec<Upid> = upids.clone();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !pending.is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "tasks never finished"
-        );
-        let mut still = Vec::new();
-        for u in pending {
-            match client.observe_task(&u).await.unwrap() {
-                TaskObservation::Finished(outcome) => assert!(outcome.is_success()),
-                _ => still.push(u),
-            }
-        }
-        pending = still;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let outcomes = observe_until_finished(&client, &upids).await;
+    assert!(outcomes.iter().all(TaskOutcome::is_success), "{outcomes:?}");
+    // A finished task is listed RUNNING until PVE archives it, then is
+    // missing from the active list: one status request each, never more.
     assert_eq!(h.count("GET", STATUS).await, u64::from(TASKS));
     // Finished outcomes are cached: observing again is free.
     h.clear_stats().await;
@@ -158,6 +147,98 @@ async fn finished_tasks_cost_one_status_request_each() {
     }
     assert_eq!(h.total().await, 0);
     assert_eq!(client.observed_tasks(), TASKS as usize);
+}
+
+/// Observes every task until all have finished; returns the outcomes.
+async fn observe_until_finished(client: &Client, upids: &[Upid]) -> Vec<TaskOutcome> {
+    let mut outcomes = Vec::new();
+    let mut pending: Vec<Upid> = upids.to_vec();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !pending.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "tasks never finished"
+        );
+        let mut still = Vec::new();
+        for u in pending {
+            match client.observe_task(&u).await.unwrap() {
+                TaskObservation::Finished(outcome) => outcomes.push(outcome),
+                _ => still.push(u),
+            }
+        }
+        pending = still;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    outcomes
+}
+
+/// PVE lists a stopped task as `RUNNING` in the active list until an
+/// archival pass moves it to the archive (pve-common `active_workers`), so
+/// the batched observer cannot know it finished before then; afterwards the
+/// task is missing from the list and costs one status request.
+#[tokio::test]
+async fn a_stopped_task_counts_as_running_until_archived_then_costs_one_status_request() {
+    // Only a task start on the node archives.
+    let h =
+        Harness::start_with_durations(|d| d.task_archive = Duration::from_secs(1_000_000)).await;
+    let client = h.client_with(|c| c.tasks.poll_interval = Duration::from_millis(50));
+    let upid = clone_template(&client, 820).await;
+    eventually("the clone to stop", || async {
+        let status = client.task_status(&upid).await.unwrap();
+        (!status.is_running()).then_some(())
+    })
+    .await;
+
+    h.clear_stats().await;
+    let seen = client.observe_task(&upid).await.unwrap();
+    assert!(matches!(seen, TaskObservation::Running { .. }), "{seen:?}");
+    assert_eq!(
+        (h.count("GET", LIST).await, h.count("GET", STATUS).await),
+        (1, 0),
+        "the list answered: still RUNNING"
+    );
+
+    // Starting another task runs PVE's archival pass on the node.
+    clone_template(&client, 821).await;
+    h.clear_stats().await;
+    let seen = client.observe_task(&upid).await.unwrap();
+    assert!(
+        matches!(seen, TaskObservation::Finished(ref o) if o.is_success()),
+        "{seen:?}"
+    );
+    assert_eq!(
+        (h.count("GET", LIST).await, h.count("GET", STATUS).await),
+        (1, 1),
+        "archived: missing from the list, one status request"
+    );
+}
+
+/// When the archival pass cannot write the task index, PVE keeps stopped
+/// tasks in the active list with their exit status: then the list alone
+/// tells the outcome, and only a failed task costs a request (its log tail).
+#[tokio::test]
+async fn with_an_unwritable_task_index_the_active_list_tells_the_outcome() {
+    const TASKS: u32 = 6;
+    let h = Harness::start().await;
+    let client = h.client_with(|c| c.tasks.poll_interval = Duration::from_millis(50));
+    h.fault(json!({"fault": "archive-error"})).await;
+    h.fault(
+        json!({"fault": "task-fail", "task_type": "qmclone", "message": "disk full", "count": 1}),
+    )
+    .await;
+    let mut upids = Vec::new();
+    for i in 0..TASKS {
+        upids.push(clone_template(&client, 830 + i).await);
+    }
+    h.clear_stats().await;
+    let outcomes = observe_until_finished(&client, &upids).await;
+    let failed: Vec<_> = outcomes.iter().filter(|o| !o.is_success()).collect();
+    assert!(
+        matches!(failed.as_slice(), [TaskOutcome::Failed { exit_status, .. }] if exit_status == "clone failed: disk full"),
+        "{outcomes:?}"
+    );
+    assert_eq!(h.count("GET", STATUS).await, 0, "no status request at all");
+    assert_eq!(h.count("GET", LOG).await, 1, "the failed task's log tail");
 }
 
 #[tokio::test]

@@ -53,13 +53,63 @@ async fn a_read_recovers_within_the_bound() {
     // Three 503s, then success.
     assert_eq!(h.count("GET", "/version").await, 4);
 
-    // A reset connection is retried the same way. (All matching sim rules
-    // fire on one request, so the reset gets its own round.)
+    // A reset connection is retried the same way.
     h.clear_stats().await;
     h.fault(json!({"method": "GET", "path": "/version", "fault": "reset", "count": 1}))
         .await;
     client.version().await.unwrap();
     assert_eq!(h.count("GET", "/version").await, 2);
+}
+
+#[tokio::test]
+async fn a_read_sees_a_503_then_a_reset_then_succeeds() {
+    let h = Harness::start().await;
+    let client = h.client_with(|c| c.retry = policy(4));
+    h.fault(
+        json!({"method": "GET", "path": "/version", "fault": "sequence", "steps": [
+            {"fault": "http-error", "status": 503},
+            {"fault": "reset"},
+        ]}),
+    )
+    .await;
+    client.version().await.unwrap();
+    assert_eq!(
+        h.count("GET", "/version").await,
+        3,
+        "exactly three requests"
+    );
+    for status in [503, 0, 200] {
+        assert_eq!(
+            h.count_status("GET", "/version", status).await,
+            1,
+            "{status}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_task_start_answered_without_a_upid_is_an_error_and_not_resent() {
+    let h = Harness::start().await;
+    let client = h.client_with(|c| c.retry = policy(5));
+    cloned_vm(&client, 403).await;
+    let route = "/nodes/{node}/qemu/{vmid}/status/start";
+    h.clear_stats().await;
+    let tasks_before = h.sim.task_count();
+    h.fault(json!({"method": "POST", "path": route, "fault": "null-data", "count": 1}))
+        .await;
+    let err = client.start_vm(NODE, 403).await.unwrap_err();
+    match &err {
+        Error::MissingUpid { endpoint, body } => {
+            assert_eq!(endpoint, &format!("POST {route}"));
+            assert_eq!(body, r#"{"data":null}"#);
+        }
+        other => panic!("expected MissingUpid, got {other:?}"),
+    }
+    assert!(!err.is_retryable(), "{err:?}");
+    assert!(err.to_string().contains("returned no task id"), "{err}");
+    assert_eq!(h.count("POST", route).await, 1, "sent once only");
+    // The answer was lost, not the work: the start ran once.
+    assert_eq!(h.sim.task_count(), tasks_before + 1);
 }
 
 #[tokio::test]

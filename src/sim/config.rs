@@ -214,6 +214,10 @@ pub struct Durations {
     pub guest_boot: Duration,
     /// How long `/cluster/resources` shows a new VM as `status: unknown`.
     pub resources_lag: Duration,
+    /// From a task's exit until the archival pass that moves it from the
+    /// active task list to the archive (PVE: when the forking daemon reaps
+    /// the worker, usually at once; at the latest pvestatd's next 10 s cycle).
+    pub task_archive: Duration,
     /// The `lock_config` flock timeout (`got timeout` after it).
     pub flock_timeout: Duration,
     /// Delay of every 401 response.
@@ -243,6 +247,7 @@ impl Default for Durations {
             config: Duration::from_secs(1),
             guest_boot: Duration::from_secs(20),
             resources_lag: Duration::from_secs(10),
+            task_archive: Duration::from_secs(1),
             flock_timeout: Duration::from_secs(10),
             auth_failure_delay: Duration::from_secs(3),
             shutdown_timeout: Duration::from_secs(60),

@@ -96,9 +96,10 @@ impl SimHandle {
         self.instance.tasks.records().len()
     }
 
-    /// Adds a fault rule (as `POST /_sim/faults`); returns its id.
-    pub fn add_fault(&self, rule: FaultRule) -> u64 {
-        self.instance.faults().add(rule)
+    /// Adds a fault rule after the existing ones (as `POST /_sim/faults`);
+    /// returns its id, or why the rule cannot be applied.
+    pub fn add_fault(&self, rule: FaultRule) -> Result<u64, Error> {
+        self.instance.faults().add(rule).map_err(Error::FaultRule)
     }
 
     /// Removes all fault rules (as `DELETE /_sim/faults`).

@@ -8,7 +8,7 @@ use std::time::Duration;
 use provider_proxmox::proxmox::{
     Client, ClientConfig, Credentials, Fingerprint, RetryPolicy, Secret, TaskOptions, Upid,
 };
-use provider_proxmox::sim::{SimConfig, SimHandle, Simulator};
+use provider_proxmox::sim::{Durations, SimConfig, SimHandle, Simulator};
 use serde_json::{Value, json};
 
 /// The default simulator API token (`root@pam!sim=pve-sim-secret`).
@@ -39,6 +39,19 @@ impl Harness {
     pub async fn start_scaled(time_scale: f64) -> Self {
         Self::start_with(SimConfig {
             time_scale,
+            ..SimConfig::default()
+        })
+        .await
+    }
+
+    /// A simulator 100× faster than real PVE with some simulated durations
+    /// changed.
+    pub async fn start_with_durations(tweak: impl FnOnce(&mut Durations)) -> Self {
+        let mut durations = Durations::default();
+        tweak(&mut durations);
+        Self::start_with(SimConfig {
+            time_scale: 0.01,
+            durations,
             ..SimConfig::default()
         })
         .await

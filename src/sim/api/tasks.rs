@@ -8,7 +8,7 @@ use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::qemu::NODE;
 use crate::sim::schema::{Named, Param};
-use crate::sim::tasks::TaskRecord;
+use crate::sim::tasks::{TaskRecord, archive};
 use crate::sim::upid::Upid;
 
 pub const UPID: Param = Param::string("upid").max_len(256);
@@ -79,10 +79,7 @@ pub async fn status(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     let rec = lookup(&inst, &call)?;
     check_access(&inst, &call, &rec)?;
     let u = &rec.upid;
-    let (user, tokenid) = match u.user.split_once('!') {
-        Some((user, token)) => (user, Some(token)),
-        None => (u.user.as_str(), None),
-    };
+    let (user, tokenid) = split_token(&u.user);
     let mut data = json!({
         "upid": rec.text,
         "node": u.node,
@@ -139,82 +136,136 @@ pub async fn log(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     })
 }
 
+/// `GET /nodes/{node}/tasks`, as pve-manager's `PVE::API2::Tasks::node_tasks`
+/// does it: the unsaved entries of the active file (`source=active|all`),
+/// then the archive index (`source=archive|all`); see [`archive`].
 pub async fn list(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let p = &call.params;
     let node = p.node();
     let source = p.get("source").unwrap_or("archive");
-    let vmid = p.get("vmid");
-    let typefilter = p.get("typefilter");
-    let userfilter = p.get("userfilter");
-    let errors_only = p.flag("errors").unwrap_or(false);
-    let statuses: Vec<String> = p
-        .get("statusfilter")
-        .map(|s| {
-            crate::sim::schema::format::split_list(s)
-                .map(str::to_lowercase)
-                .collect()
-        })
-        .unwrap_or_default();
-    let since = p.int("since");
-    let until = p.int("until");
+    let filter = ListFilter::from_call(&inst, &call);
     let start = p.int("start").unwrap_or(0).max(0) as usize;
+    // `limit=0` lists nothing (PVE: `$limit // 50`, then `$limit <= 0`).
     let limit = p.int("limit").unwrap_or(50).max(0) as usize;
-    let may_audit = inst
-        .auth
-        .has(&call.identity, &format!("/nodes/{node}"), "Sys.Audit");
-    let caller = call.identity.full();
 
     let records = inst.tasks.records().clone();
-    let mut items: Vec<&TaskRecord> = records
-        .iter()
-        .filter(|r| r.upid.node == node && r.is_visible())
-        .filter(|r| match source {
-            "active" => r.exit.is_none(),
-            "all" => true,
-            _ => r.exit.is_some(),
-        })
-        .filter(|r| {
-            may_audit
-                || r.upid.user == caller
-                || (call.identity.token.is_none()
-                    && r.upid.user.split('!').next() == Some(&call.identity.user))
-        })
-        .filter(|r| vmid.is_none_or(|v| r.upid.id == v))
-        .filter(|r| typefilter.is_none_or(|t| r.upid.task_type == t))
-        .filter(|r| userfilter.is_none_or(|u| r.upid.user.contains(u)))
-        .filter(|r| !errors_only || r.exit.as_deref().is_some_and(is_error))
-        .filter(|r| statuses.is_empty() || statuses.iter().any(|s| s == status_type(r)))
-        .filter(|r| since.is_none_or(|s| r.upid.starttime as i64 >= s))
-        .filter(|r| until.is_none_or(|u| r.upid.starttime as i64 <= u))
-        .collect();
-    items.sort_by(|a, b| {
-        b.upid
-            .starttime
-            .cmp(&a.upid.starttime)
-            .then(b.upid.pid.cmp(&a.upid.pid))
-    });
-    let take = if limit == 0 { usize::MAX } else { limit };
-    let data: Vec<Value> = items
+    // `total` counts every task that passes the filters, listed or not.
+    let matching: Vec<&TaskRecord> = archive::in_list_order(&records, node, source)
         .into_iter()
-        .skip(start)
-        .take(take)
-        .map(list_item)
+        .filter(|r| r.is_visible() && filter.admits(r))
         .collect();
-    Ok(Reply::data(data))
+    let data: Vec<Value> = matching
+        .iter()
+        .skip(start)
+        .take(limit)
+        .map(|r| list_item(r))
+        .collect();
+    Ok(Reply {
+        data: Value::Array(data),
+        total: Some(matching.len()),
+    })
+}
+
+/// The list's filters, in PVE's `$filter_task` order of checks.
+struct ListFilter<'a> {
+    caller: String,
+    caller_is_token: bool,
+    caller_user: &'a str,
+    may_audit: bool,
+    userfilter: Option<String>,
+    typefilter: Option<&'a str>,
+    vmid: Option<&'a str>,
+    since: Option<i64>,
+    until: Option<i64>,
+    /// Status types shown (`ok`, `warning`, `error`, `unknown`).
+    statuses: Vec<String>,
+}
+
+impl<'a> ListFilter<'a> {
+    fn from_call(inst: &Instance, call: &'a Call) -> Self {
+        let p = &call.params;
+        let all = || {
+            ["ok", "warning", "error", "unknown"]
+                .map(str::to_owned)
+                .to_vec()
+        };
+        // `errors=1` hides only `ok` tasks (warnings and running ones stay)
+        // and overrides `statusfilter`.
+        let statuses = match (p.flag("errors").unwrap_or(false), p.get("statusfilter")) {
+            (true, _) => all().into_iter().filter(|s| s != "ok").collect(),
+            (false, Some(list)) => crate::sim::schema::format::split_list(list)
+                .map(str::to_lowercase)
+                .collect(),
+            (false, None) => all(),
+        };
+        Self {
+            caller: call.identity.full(),
+            caller_is_token: call.identity.token.is_some(),
+            caller_user: &call.identity.user,
+            may_audit: inst
+                .auth
+                .has(&call.identity, &format!("/nodes/{}", p.node()), "Sys.Audit"),
+            userfilter: p.get("userfilter").map(str::to_lowercase),
+            typefilter: p.get("typefilter"),
+            vmid: p.get("vmid"),
+            since: p.int("since"),
+            until: p.int("until"),
+            statuses,
+        }
+    }
+
+    fn admits(&self, r: &TaskRecord) -> bool {
+        let u = &r.upid;
+        let (owner, _) = split_token(&u.user);
+        // Matched against the user without the token name, ignoring case.
+        self.userfilter
+            .as_deref()
+            .is_none_or(|f| owner.to_lowercase().contains(f))
+            && (self.may_audit
+                || u.user == self.caller
+                || (!self.caller_is_token && owner == self.caller_user))
+            && self.typefilter.is_none_or(|t| u.task_type == t)
+            && self.vmid.is_none_or(|v| u.id == v)
+            && self.since.is_none_or(|s| u.starttime as i64 >= s)
+            && self.until.is_none_or(|t| u.starttime as i64 <= t)
+            && self
+                .statuses
+                .iter()
+                .any(|s| s == status_type(listed_status(r)))
+    }
+}
+
+/// `user@realm!tokenid` → (`user@realm`, `Some(tokenid)`).
+fn split_token(user: &str) -> (&str, Option<&str>) {
+    match user.split_once('!') {
+        Some((user, token)) => (user, Some(token)),
+        None => (user, None),
+    }
+}
+
+/// The status the list shows: the exit status once an archival pass
+/// recorded the end, else none (listed as `RUNNING`).
+fn listed_status(r: &TaskRecord) -> Option<&str> {
+    r.listing.endtime().and(r.exit.as_deref())
 }
 
 fn list_item(r: &TaskRecord) -> Value {
     let u = &r.upid;
+    let (user, tokenid) = split_token(&u.user);
     let mut v = json!({
         "upid": r.text, "node": u.node, "pid": u.pid, "pstart": u.pstart, "starttime": u.starttime,
-        "type": u.task_type, "id": u.id, "user": u.user,
+        "type": u.task_type, "id": u.id, "user": user,
+        "status": listed_status(r).unwrap_or("RUNNING"),
     });
-    match (&r.exit, r.endtime) {
-        (Some(exit), Some(end)) => {
-            v["status"] = json!(exit);
-            v["endtime"] = json!(end);
-        }
-        _ => v["status"] = json!("RUNNING"),
+    if let Some(t) = tokenid {
+        v["tokenid"] = json!(t);
+    }
+    if let Some(end) = r.listing.endtime() {
+        v["endtime"] = json!(end);
+    }
+    if !r.listing.is_archived() {
+        // Entries of the active file carry its `saved` column (a string).
+        v["saved"] = json!("0");
     }
     v
 }
@@ -224,9 +275,10 @@ fn is_error(exit: &str) -> bool {
         && !(exit.starts_with("WARNINGS: ") && exit[10..].bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn status_type(r: &TaskRecord) -> &'static str {
-    match r.exit.as_deref() {
-        None => "unknown",
+/// pve-common `upid_normalize_status_type`.
+fn status_type(status: Option<&str>) -> &'static str {
+    match status {
+        None | Some("unexpected status") => "unknown",
         Some("OK") => "ok",
         Some(e) if !is_error(e) => "warning",
         Some(_) => "error",

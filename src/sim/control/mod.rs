@@ -41,10 +41,10 @@ pub fn handle(
         }
         ("GET", ["faults"]) => respond::control(200, &json!({"faults": inst.faults().list()})),
         ("POST", ["faults"]) => match serde_json::from_slice::<FaultRule>(body) {
-            Ok(rule) => {
-                let id = inst.faults().add(rule);
-                respond::control(200, &json!({"id": id}))
-            }
+            Ok(rule) => match inst.faults().add(rule) {
+                Ok(id) => respond::control(200, &json!({"id": id})),
+                Err(e) => bad_request(&e),
+            },
             Err(e) => bad_request(&e.to_string()),
         },
         ("DELETE", ["faults"]) => {

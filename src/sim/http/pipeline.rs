@@ -171,5 +171,9 @@ async fn process(
     if matches!(result, Err(ApiError::LoginFailed)) {
         inst.clock.sleep(inst.durations.auth_failure_delay).await;
     }
+    if faults.null_data {
+        // The work is done (a task may be running), but the answer lost its data.
+        return result.map(|_| super::Reply::null());
+    }
     result
 }

@@ -1,10 +1,11 @@
 //! Worker tasks: each async operation gets a UPID, a log and an exit status,
 //! and runs in the background like a forked PVE worker.
 
+pub mod archive;
 pub mod flock;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use crate::sim::clock::Clock;
 use crate::sim::http::Call;
 use crate::sim::instance::Instance;
 use crate::sim::upid::Upid;
+use archive::{Listing, PVESTATD_CYCLE};
 use flock::FlockGuard;
 
 #[derive(Clone, Debug)]
@@ -23,13 +25,32 @@ pub struct TaskRecord {
     pub log: Vec<String>,
     /// `None` while running; the exit status once stopped.
     pub exit: Option<String>,
-    pub endtime: Option<u64>,
+    /// Where the task list shows it (active file or archive index).
+    pub listing: Listing,
     /// Before this instant the task is not visible (injected fault).
     pub visible_at: Instant,
     pub warnings: u32,
 }
 
 impl TaskRecord {
+    pub fn new(upid: Upid, visible_at: Instant) -> Self {
+        Self {
+            text: upid.to_string(),
+            upid,
+            log: Vec::new(),
+            exit: None,
+            listing: Listing::Active,
+            visible_at,
+            warnings: 0,
+        }
+    }
+
+    #[cfg(test)]
+    pub fn with_exit(mut self, exit: Option<String>) -> Self {
+        self.exit = exit;
+        self
+    }
+
     pub fn is_visible(&self) -> bool {
         Instant::now() >= self.visible_at
     }
@@ -38,6 +59,8 @@ impl TaskRecord {
 pub struct TaskTable {
     records: Mutex<Vec<TaskRecord>>,
     next_pid: AtomicU32,
+    /// Lines written to the archive index so far.
+    archived: AtomicU64,
     boot: std::time::Instant,
     boot_ticks: u64,
 }
@@ -49,6 +72,7 @@ impl TaskTable {
         Self {
             records: Mutex::new(Vec::new()),
             next_pid: AtomicU32::new(0x0009_0000 + (seed % 0x1_0000) as u32),
+            archived: AtomicU64::new(0),
             boot: std::time::Instant::now(),
             boot_ticks: 0x0D01_5579,
         }
@@ -79,17 +103,25 @@ impl TaskTable {
             id: id.to_owned(),
             user: user.to_owned(),
         };
-        let text = upid.to_string();
-        self.records().push(TaskRecord {
-            upid,
-            text: text.clone(),
-            log: Vec::new(),
-            exit: None,
-            endtime: None,
-            visible_at: Instant::now() + hidden_for.unwrap_or_default(),
-            warnings: 0,
-        });
+        let record = TaskRecord::new(upid, Instant::now() + hidden_for.unwrap_or_default());
+        let text = record.text.clone();
+        self.records().push(record);
         text
+    }
+
+    /// An archival pass over `node` (see [`archive`]); `index_fails` says
+    /// whether writing the index fails this time. Returns whether it worked.
+    pub fn archive(&self, node: &str, index_fails: impl FnOnce() -> bool) -> bool {
+        let mut records = self.records();
+        // The counter only changes under the records lock.
+        let mut seq = self.archived.load(Ordering::Relaxed);
+        let ok = archive::pass(&mut records, &mut seq, node, index_fails);
+        self.archived.store(seq, Ordering::Relaxed);
+        ok
+    }
+
+    fn is_archived(&self, upid: &str) -> bool {
+        self.with(upid, |r| r.listing.is_archived()).unwrap_or(true)
     }
 
     fn with<R>(&self, upid: &str, f: impl FnOnce(&mut TaskRecord) -> R) -> Option<R> {
@@ -124,7 +156,6 @@ impl TaskTable {
             };
             r.log.push(line);
             r.exit = Some(exit);
-            r.endtime = Some(Clock::epoch_secs());
         });
     }
 }
@@ -228,6 +259,8 @@ where
     Fut: Future<Output = Result<(), String>> + Send + 'static,
 {
     let faults = inst.faults().on_task(task_type, &call.route_key);
+    // fork_worker runs an archival pass as it registers the new worker.
+    archive_pass(inst, node);
     let upid = inst.tasks.create(
         node,
         task_type,
@@ -250,6 +283,27 @@ where
             }
         }
         ctx.inst.tasks.finish(&ctx.upid, result);
+        archive_after_exit(&ctx).await;
     });
     upid
+}
+
+/// An archival pass on `node`; the `archive-error` fault makes its index
+/// write fail.
+fn archive_pass(inst: &Instance, node: &str) -> bool {
+    inst.tasks.archive(node, || inst.faults().on_archive())
+}
+
+/// The daemon that forked the worker reaps it and runs a pass (after the
+/// configured delay); a pass that could not write the index is retried on
+/// every pvestatd cycle until the task is archived.
+async fn archive_after_exit(ctx: &TaskCtx) {
+    ctx.sleep(ctx.inst.durations.task_archive).await;
+    loop {
+        archive_pass(&ctx.inst, &ctx.node);
+        if ctx.inst.tasks.is_archived(&ctx.upid) {
+            return;
+        }
+        ctx.sleep(PVESTATD_CYCLE).await;
+    }
 }

@@ -210,7 +210,7 @@ async fn rust_handle_controls_the_same_state() {
         json!({"path": "/version", "fault": "http-error", "status": 599, "count": 1}),
     )
     .unwrap();
-    sim.handle.add_fault(rule);
+    sim.handle.add_fault(rule).unwrap();
     let resp = sim.get("/version").await;
     assert_eq!(
         (resp.status, resp.reason.as_str()),
@@ -231,4 +231,99 @@ async fn rust_handle_controls_the_same_state() {
         sim.handle.control_url(),
         format!("{}/_sim", sim.handle.base_url())
     );
+}
+
+#[tokio::test]
+async fn a_sequence_scripts_consecutive_answers() {
+    let sim = start().await;
+    let id = sim
+        .add_fault(
+            json!({"method": "GET", "path": "/version", "fault": "sequence", "steps": [
+            {"fault": "http-error", "status": 503},
+            {"fault": "reset"},
+            {"fault": "pass"},
+            {"fault": "http-error", "status": 596}]}),
+        )
+        .await;
+    let first = sim.get("/version").await;
+    assert_eq!(
+        (first.status, first.reason.as_str()),
+        (503, "Service Unavailable")
+    );
+    let listed = sim.control(Method::GET, "/faults", None).await;
+    assert_eq!(listed["faults"][0]["id"], id);
+    assert_eq!(listed["faults"][0]["next_step"], 1);
+    assert!(
+        sim.req(Method::GET, "/version").send().await.is_err(),
+        "reset"
+    );
+    assert_eq!(sim.get("/version").await.status, 200, "pass");
+    assert_eq!(sim.get("/version").await.status, 596);
+    assert_eq!(sim.get("/version").await.status, 200, "used up");
+    assert_eq!(
+        sim.control(Method::GET, "/faults", None).await["faults"],
+        json!([])
+    );
+}
+
+#[tokio::test]
+async fn rules_are_used_up_in_order_one_answer_per_request() {
+    let sim = start().await;
+    sim.add_fault(json!({"path": "/version", "fault": "http-error", "status": 503, "count": 1}))
+        .await;
+    sim.add_fault(json!({"path": "/version", "fault": "reset", "count": 1}))
+        .await;
+    assert_eq!(sim.get("/version").await.status, 503);
+    assert!(sim.req(Method::GET, "/version").send().await.is_err());
+    assert_eq!(sim.get("/version").await.status, 200);
+    let stats = sim.control(Method::GET, "/stats", None).await;
+    assert_eq!(
+        stats["requests"]["GET /version"]["status"],
+        json!({"0": 1, "200": 1, "503": 1})
+    );
+}
+
+#[tokio::test]
+async fn invalid_rules_are_refused() {
+    let sim = start().await;
+    for rule in [
+        json!({"fault": "sequence", "steps": []}),
+        json!({"fault": "sequence", "steps": [{"fault": "reset"}, {"fault": "task-fail"}]}),
+        json!({"fault": "archive-error", "path": "/version"}),
+        json!({"fault": "http-error", "status": 200}),
+        json!({"fault": "reset", "probability": 2.0}),
+    ] {
+        let resp = sim
+            .send(sim.client.post(sim.control_url("/faults")).json(&rule))
+            .await;
+        assert_eq!(resp.status, 400, "{rule}: {}", resp.body);
+        assert!(resp.json()["error"].is_string());
+    }
+}
+
+/// A task-starting call whose answer lost its UPID (a broken proxy, an old
+/// bug): 200 `{"data":null}`, and the task runs all the same.
+#[tokio::test]
+async fn null_data_answers_without_the_upid_but_does_the_work() {
+    let sim = start().await;
+    sim.add_fault(
+        json!({"method": "POST", "path": "/nodes/{node}/qemu", "fault": "null-data", "count": 1}),
+    )
+    .await;
+    let resp = sim
+        .post("/nodes/pve/qemu", &[("vmid", "150"), ("name", "lost")])
+        .await;
+    assert_eq!((resp.status, resp.json()), (200, json!({"data": null})));
+    let config = sim
+        .eventually("the VM created by the task", || async {
+            let c = sim.config("150").await;
+            c.get("lock").is_none().then_some(c)
+        })
+        .await;
+    assert_eq!(config["name"], "lost");
+    let tasks = sim
+        .get_q("/nodes/pve/tasks", &[("source", "all"), ("vmid", "150")])
+        .await
+        .data();
+    assert_eq!(tasks[0]["type"], "qmcreate");
 }

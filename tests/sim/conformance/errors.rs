@@ -261,10 +261,14 @@ async fn cluster_resources_lag_for_new_vms() {
         .find(|v| v["vmid"] == 9000)
         .unwrap()
         .clone();
+    // Seeded VMs existed before the simulator started: no lag for them.
     assert_eq!(
         (template["status"].as_str(), template["template"].as_i64()),
-        (Some("stopped"), Some(1))
+        (Some("stopped"), Some(1)),
+        "{template}"
     );
+    assert_eq!(template["name"], "ubuntu-24.04-cloudinit");
+    assert_eq!(template["maxmem"], 2048_u64 << 20);
     let storages = sim
         .get_q("/cluster/resources", &[("type", "storage")])
         .await

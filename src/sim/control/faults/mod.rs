@@ -1,6 +1,15 @@
-//! Fault injection: rules that match requests (method + path template) or
-//! tasks (type), fire with a probability and/or a limited count, and make
-//! the simulator misbehave the ways real PVE clusters do.
+//! Fault injection: rules that match requests (method + path template),
+//! tasks (type) or archival passes, fire with a probability and/or a
+//! limited count, and make the simulator misbehave the ways real PVE
+//! clusters do.
+//!
+//! Rules are tried in the order they were added. Per event at most one
+//! rule decides the outcome (an error, a reset, `null-data`, `pass`, a task
+//! failure, an archive error); a later rule that would decide it too is
+//! skipped and keeps its count, so rules with counts are used up in order.
+//! A `sequence` rule fires its steps one per matching event.
+
+mod action;
 
 use std::time::Duration;
 
@@ -11,42 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::sim::config::FaultRates;
 use crate::sim::http::ApiError;
 use crate::sim::tasks::TaskFaults;
-
-/// What a rule does when it fires.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(tag = "fault", rename_all = "kebab-case")]
-pub enum FaultAction {
-    /// Answer with this status (500, 595, 596, 599, ...) instead of handling the request.
-    HttpError {
-        status: u16,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-    /// Close the connection without a response.
-    Reset,
-    /// Delay the request by `ms` real milliseconds, then handle it.
-    Latency { ms: u64 },
-    /// The request's config flock times out (`got timeout`) after the flock timeout.
-    LockTimeout,
-    /// The next matching task fails with `message`.
-    TaskFail {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-    /// The next matching task ends with `WARNINGS: n`.
-    TaskWarnings { warnings: u32 },
-    /// The task is invisible (`400 no such task`) for `ms` real milliseconds.
-    TaskHidden { ms: u64 },
-}
-
-impl FaultAction {
-    fn is_task_fault(&self) -> bool {
-        matches!(
-            self,
-            Self::TaskFail { .. } | Self::TaskWarnings { .. } | Self::TaskHidden { .. }
-        )
-    }
-}
+pub use action::{FaultAction, Scope};
 
 /// A rule as posted to `POST /_sim/faults`.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -65,9 +39,31 @@ pub struct FaultRule {
     /// Chance that a matching request fires the rule (default 1.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probability: Option<f64>,
-    /// How many more times the rule may fire (unlimited if absent).
+    /// How many more times the rule may fire (unlimited if absent); for a
+    /// `sequence`, how many more times it runs through its steps (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u32>,
+}
+
+impl FaultRule {
+    /// Rejects rules the simulator could not apply as asked.
+    pub fn validate(&self) -> Result<(), String> {
+        self.action.validate()?;
+        if self.probability.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
+            return Err("probability must be between 0 and 1".into());
+        }
+        let filtered = self.method.is_some() || self.path.is_some() || self.task_type.is_some();
+        match self.action.scope() {
+            Scope::Archive if filtered => Err(
+                "archive faults apply to a node's archival pass: no method, path or task_type"
+                    .into(),
+            ),
+            Scope::Request if self.task_type.is_some() => {
+                Err("task_type only applies to task faults".into())
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -76,6 +72,38 @@ pub struct StoredRule {
     #[serde(flatten)]
     pub rule: FaultRule,
     pub fired: u64,
+    /// The index of the next step of a `sequence`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<usize>,
+}
+
+impl StoredRule {
+    fn used_up(&self) -> bool {
+        self.rule.count == Some(0)
+    }
+
+    /// The action the rule would apply to the next matching event.
+    fn next_action(&self) -> &FaultAction {
+        match (&self.rule.action, self.next_step) {
+            (FaultAction::Sequence { steps }, Some(i)) => &steps[i.min(steps.len() - 1)],
+            (action, _) => action,
+        }
+    }
+
+    /// Counts one firing: the next step, or one use of the count.
+    fn consume(&mut self) {
+        self.fired += 1;
+        if let (FaultAction::Sequence { steps }, Some(i)) = (&self.rule.action, self.next_step) {
+            if i + 1 < steps.len() {
+                self.next_step = Some(i + 1);
+                return;
+            }
+            self.next_step = Some(0);
+        }
+        if let Some(c) = self.rule.count.as_mut() {
+            *c = c.saturating_sub(1);
+        }
+    }
 }
 
 /// What the pipeline must do for one request.
@@ -84,6 +112,8 @@ pub struct RequestFaults {
     pub latency: Option<Duration>,
     pub error: Option<ApiError>,
     pub lock_timeout: bool,
+    /// Answer `{"data":null}` after handling the request.
+    pub null_data: bool,
 }
 
 pub struct Faults {
@@ -100,15 +130,30 @@ impl Faults {
             rng: StdRng::seed_from_u64(seed),
         };
         for rule in rules_from_rates(rates) {
-            faults.add(rule);
+            faults.push(rule);
         }
         faults
     }
 
-    pub fn add(&mut self, rule: FaultRule) -> u64 {
+    /// Adds a rule after the existing ones; returns its id.
+    pub fn add(&mut self, rule: FaultRule) -> Result<u64, String> {
+        rule.validate()?;
+        Ok(self.push(rule))
+    }
+
+    fn push(&mut self, mut rule: FaultRule) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        self.rules.push(StoredRule { id, rule, fired: 0 });
+        let sequence = matches!(rule.action, FaultAction::Sequence { .. });
+        if sequence && rule.count.is_none() {
+            rule.count = Some(1);
+        }
+        self.rules.push(StoredRule {
+            id,
+            rule,
+            fired: 0,
+            next_step: sequence.then_some(0),
+        });
         id
     }
 
@@ -126,31 +171,35 @@ impl Faults {
         &self.rules
     }
 
-    /// Rolls every matching rule once; returns the actions that fire.
-    fn fire(&mut self, matches: impl Fn(&FaultRule) -> bool) -> Vec<FaultAction> {
+    /// Rolls the matching rules of `scope` in order and returns the actions
+    /// that fire. Once one that decides the outcome has fired, later ones
+    /// that would decide it too are skipped without being rolled or counted.
+    fn fire(&mut self, scope: Scope, matches: impl Fn(&FaultRule) -> bool) -> Vec<FaultAction> {
         let mut fired = Vec::new();
+        let mut decided = false;
         for stored in &mut self.rules {
-            if stored.rule.count == Some(0) || !matches(&stored.rule) {
+            if stored.used_up() || stored.rule.action.scope() != scope || !matches(&stored.rule) {
+                continue;
+            }
+            let action = stored.next_action().clone();
+            if decided && action.decides_outcome() {
                 continue;
             }
             let p = stored.rule.probability.unwrap_or(1.0);
             if p < 1.0 && self.rng.random::<f64>() >= p {
                 continue;
             }
-            if let Some(c) = stored.rule.count.as_mut() {
-                *c -= 1;
-            }
-            stored.fired += 1;
-            fired.push(stored.rule.action.clone());
+            stored.consume();
+            decided |= action.decides_outcome();
+            fired.push(action);
         }
-        self.rules.retain(|r| r.rule.count != Some(0));
+        self.rules.retain(|r| !r.used_up());
         fired
     }
 
     /// Request-level faults for `method` + route template.
     pub fn on_request(&mut self, method: &str, template: &str) -> RequestFaults {
-        let actions =
-            self.fire(|r| !r.action.is_task_fault() && matches_request(r, method, template));
+        let actions = self.fire(Scope::Request, |r| matches_request(r, method, template));
         let mut out = RequestFaults::default();
         for action in actions {
             match action {
@@ -158,10 +207,11 @@ impl Faults {
                     out.latency = Some(out.latency.unwrap_or_default() + Duration::from_millis(ms))
                 }
                 FaultAction::Reset => out.error = Some(ApiError::Reset),
-                FaultAction::HttpError { status, message } if out.error.is_none() => {
-                    out.error = Some(http_error(status, message))
+                FaultAction::HttpError { status, message } => {
+                    out.error = Some(action::http_error(status, message))
                 }
                 FaultAction::LockTimeout => out.lock_timeout = true,
+                FaultAction::NullData => out.null_data = true,
                 _ => {}
             }
         }
@@ -171,9 +221,8 @@ impl Faults {
     /// Task-level faults for a task of `task_type` started by `route_key` (`METHOD template`).
     pub fn on_task(&mut self, task_type: &str, route_key: &str) -> TaskFaults {
         let (method, template) = route_key.split_once(' ').unwrap_or(("", route_key));
-        let actions = self.fire(|r| {
-            r.action.is_task_fault()
-                && r.task_type.as_deref().is_none_or(|t| t == task_type)
+        let actions = self.fire(Scope::Task, |r| {
+            r.task_type.as_deref().is_none_or(|t| t == task_type)
                 && matches_request(r, method, template)
         });
         let mut out = TaskFaults::default();
@@ -190,6 +239,12 @@ impl Faults {
         }
         out
     }
+
+    /// Whether this archival pass fails to write the task index.
+    pub fn on_archive(&mut self) -> bool {
+        self.fire(Scope::Archive, |_| true)
+            .contains(&FaultAction::ArchiveError)
+    }
 }
 
 fn matches_request(rule: &FaultRule, method: &str, template: &str) -> bool {
@@ -197,33 +252,6 @@ fn matches_request(rule: &FaultRule, method: &str, template: &str) -> bool {
         .as_deref()
         .is_none_or(|m| m.eq_ignore_ascii_case(method))
         && rule.path.as_deref().is_none_or(|p| p == template)
-}
-
-/// The status line PVE (or the proxy hop) would send for an injected status.
-fn http_error(status: u16, message: Option<String>) -> ApiError {
-    match status {
-        500 => {
-            ApiError::Internal(message.unwrap_or_else(|| "pve-sim: injected internal error".into()))
-        }
-        _ => {
-            let reason = message.unwrap_or_else(|| {
-                match status {
-                    595 => "Errors during connection establishment, proxy handshake: Connection refused",
-                    596 => "Connection timed out",
-                    597 => "Broken pipe",
-                    599 => "Too many redirections",
-                    502 => "Bad Gateway",
-                    503 => "Service Unavailable",
-                    _ => "pve-sim: injected error",
-                }
-                .to_owned()
-            });
-            ApiError::Status {
-                code: status,
-                reason,
-            }
-        }
-    }
 }
 
 fn rules_from_rates(rates: &FaultRates) -> Vec<FaultRule> {
@@ -275,58 +303,4 @@ fn rules_from_rates(rates: &FaultRates) -> Vec<FaultRule> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn count_limits_and_matching() {
-        let mut f = Faults::new(1, &FaultRates::default());
-        let rule: FaultRule = serde_json::from_str(
-            r#"{"method":"GET","path":"/version","fault":"http-error","status":596,"count":1}"#,
-        )
-        .unwrap();
-        f.add(rule);
-        assert!(f.on_request("POST", "/version").error.is_none());
-        assert_eq!(
-            f.on_request("GET", "/version")
-                .error
-                .map(|e| e.status_code()),
-            Some(596)
-        );
-        assert!(f.on_request("GET", "/version").error.is_none());
-        assert!(f.list().is_empty());
-    }
-
-    #[test]
-    fn task_faults_match_type() {
-        let mut f = Faults::new(1, &FaultRates::default());
-        f.add(
-            serde_json::from_str(r#"{"fault":"task-fail","task_type":"qmstart","message":"boom"}"#)
-                .unwrap(),
-        );
-        assert!(f.on_task("qmstop", "POST /x").fail.is_none());
-        assert_eq!(
-            f.on_task("qmstart", "POST /x").fail.as_deref(),
-            Some("boom")
-        );
-    }
-
-    #[test]
-    fn probabilities_are_seeded() {
-        let run = || {
-            let mut f = Faults::new(
-                42,
-                &FaultRates {
-                    http_596: 0.5,
-                    ..FaultRates::default()
-                },
-            );
-            (0..32)
-                .map(|_| f.on_request("GET", "/version").error.is_some())
-                .collect::<Vec<_>>()
-        };
-        let a = run();
-        assert_eq!(a, run());
-        assert!(a.contains(&true) && a.contains(&false));
-    }
-}
+mod tests;
