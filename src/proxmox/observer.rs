@@ -6,9 +6,12 @@
 //! [`ObserveMode::Batched`] (the default):
 //!
 //! * one `GET /nodes/{node}/tasks?source=active` per node per poll interval
-//!   answers for every task on that node: listed as `RUNNING` means running;
-//!   listed with another status means finished (PVE keeps finished tasks in
-//!   the active list until they are archived). The list is fetched by one
+//!   answers for every task on that node: listed as `RUNNING` means running
+//!   (a task that just stopped stays listed as `RUNNING` until PVE's
+//!   archival pass, usually at once and at most pvestatd's 10 s cycle, then
+//!   drops out); listed with another status means finished (PVE shows exit
+//!   statuses there only while it cannot write its task index). The list is
+//!   fetched by one
 //!   caller while the others wait for it (single flight per node) and then
 //!   reused until the interval has passed;
 //! * only a task missing from the list (finished and archived, or newer
@@ -34,7 +37,8 @@ use crate::proxmox::task::{
 };
 use crate::proxmox::upid::Upid;
 
-/// Active-list size asked for. PVE's default is 50 (and `limit=0` means 50);
+/// Active-list size asked for. PVE's default is 50 (and current PVE lists
+/// nothing for `limit=0`);
 /// if a node ever lists this many, absence from the list proves nothing and
 /// the observer falls back to per-task status.
 const ACTIVE_LIST_LIMIT: u32 = 5000;
@@ -345,9 +349,10 @@ impl Client {
     /// The tasks `GET /nodes/{node}/tasks?source=active` lists, shared with
     /// task observation: fetched at most once per poll interval for all
     /// callers, and always after the last task this client started on the
-    /// node (starting one invalidates the list). Entries may include tasks
-    /// that finished but are not archived yet (`status` other than
-    /// `RUNNING`; see [`TaskListEntry::is_running`]).
+    /// node (starting one invalidates the list). A task that stopped but
+    /// is not archived yet is still listed as `RUNNING`; exit statuses
+    /// appear only while PVE cannot write its task index (see
+    /// [`TaskListEntry::is_running`]).
     pub async fn active_tasks(&self, node: &str) -> Result<Vec<TaskListEntry>> {
         Ok(self.active_snapshot(node).await?.listed.clone())
     }
