@@ -220,7 +220,10 @@ async fn shutdown_signal() {
 fn print_crds() -> anyhow::Result<()> {
     let yaml = provider_proxmox::api::crd::all_yaml().context("rendering the CRDs as YAML")?;
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(yaml.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(yaml.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         // `proxmox-provider crds | head` closes the pipe early: that is the
         // reader's choice, not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -11,9 +11,8 @@
 //!   archival pass, usually at once and at most pvestatd's 10 s cycle, then
 //!   drops out); listed with another status means finished (PVE shows exit
 //!   statuses there only while it cannot write its task index). The list is
-//!   fetched by one
-//!   caller while the others wait for it (single flight per node) and then
-//!   reused until the interval has passed;
+//!   fetched by one caller while the others wait for it (single flight per
+//!   node) and then reused until the interval has passed;
 //! * only a task missing from the list (finished and archived, or newer
 //!   than the list) costs a `GET .../status` of its own, and a failed task
 //!   one more for its log tail;
