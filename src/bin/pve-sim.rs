@@ -33,7 +33,7 @@ struct Args {
     /// Accepted login for POST /access/ticket, USER@REALM:PASSWORD (repeatable).
     #[arg(long = "user")]
     users: Vec<UserSpec>,
-    /// Grant roles/privileges: SUBJECT:PATH:ROLE[,ROLE] (repeatable), e.g. ci@pve!prov:/vms:PVEVMAdmin.
+    /// Grant roles/privileges: `SUBJECT:PATH:ROLE[,ROLE]` (repeatable), e.g. ci@pve!prov:/vms:PVEVMAdmin.
     #[arg(long = "grant")]
     grants: Vec<Grant>,
     /// Comma-separated node names; the first holds template VM 9000.

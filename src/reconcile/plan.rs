@@ -8,14 +8,14 @@
 //! The rules that make the provider safe under restarts, lost writes and
 //! concurrency live here, each in the phase it concerns:
 //!
-//! * [`task`]: never block on a Proxmox task; a task in flight is recorded in
+//! * `task`: never block on a Proxmox task; a task in flight is recorded in
 //!   the status and observed on later passes, and nothing else is dispatched
 //!   meanwhile; a task started before a lost status write is found again in
 //!   the node's active task list and adopted, not started twice.
-//! * [`create`]: the VMID is recorded (with `external-create-pending`) before
+//! * `create`: the VMID is recorded (with `external-create-pending`) before
 //!   a create is sent; an unknown create outcome is resolved by looking.
-//! * [`converge`]: a VM without our owner marker is never changed.
-//! * [`delete`]: shutdown → stop → destroy, or orphan.
+//! * `converge`: a VM without our owner marker is never changed.
+//! * `delete`: shutdown → stop → destroy, or orphan.
 
 mod compare;
 mod context;

@@ -25,7 +25,7 @@ fn parse_duration(field: &'static str, value: &str) -> Result<Duration, Duration
         })
 }
 
-/// Durations of [`TaskSettings`] and the resync interval, parsed.
+/// Durations of [`TaskSettings`](super::TaskSettings) and the resync interval, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {
     /// Poll interval of running tasks.
