@@ -371,25 +371,6 @@ impl Default for Limits {
     }
 }
 
-impl ProviderConfig {
-    /// Namespace of the credentials Secret: always the config's own.
-    pub fn secret_namespace(&self) -> Option<&str> {
-        self.metadata.namespace.as_deref()
-    }
-}
-
-impl ClusterProviderConfig {
-    /// Namespace of the credentials Secret, as named in the spec.
-    pub fn secret_namespace(&self) -> Option<&str> {
-        self.spec
-            .settings
-            .credentials
-            .secret_ref
-            .namespace
-            .as_deref()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

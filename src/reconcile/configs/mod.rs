@@ -15,7 +15,7 @@
 //!
 //! Triggers of a config's pass:
 //! * its own creation and spec changes (not its status: see
-//!   [`kind::spec_changes`]);
+//!   `kind::spec_changes`);
 //! * its credentials or CA Secret changing: one metadata-only watch of
 //!   Secrets (no data, service-account and Helm release Secrets left out),
 //!   mapped to the configs that read each one;
@@ -32,11 +32,12 @@ mod reconcile;
 mod report;
 mod users;
 
-pub use kind::{ConfigObject, spec_changes};
+use kind::{ConfigObject, spec_changes};
 pub use users::{Tap, Users};
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::channel::mpsc::{self, UnboundedReceiver, UnboundedSender};
@@ -58,6 +59,10 @@ const SECRET_FIELDS: &str = "type!=kubernetes.io/service-account-token,type!=hel
 
 /// Config passes at once, per kind.
 const CONCURRENCY: u16 = 4;
+
+/// Triggers of one config this close together make one pass (many VMs
+/// created at once change its user count once).
+const DEBOUNCE: Duration = Duration::from_millis(500);
 
 /// Asks the config controllers for a pass of a config.
 #[derive(Clone)]
@@ -89,16 +94,15 @@ impl Triggers {
     /// Asks for a pass of `key` (once the controllers run; closed channels
     /// mean they stopped).
     pub fn send(&self, key: &ConfigKey) {
-        let _ = match key.kind {
-            ProviderConfigKind::ProviderConfig => self
-                .provider
-                .unbounded_send(ObjectRef::new(&key.name).within(&key.namespace))
-                .is_ok(),
-            ProviderConfigKind::ClusterProviderConfig => self
-                .cluster
-                .unbounded_send(ObjectRef::new(&key.name))
-                .is_ok(),
-        };
+        match key.kind {
+            ProviderConfigKind::ProviderConfig => {
+                let r = ObjectRef::new(&key.name).within(&key.namespace);
+                let _ = self.provider.unbounded_send(r);
+            }
+            ProviderConfigKind::ClusterProviderConfig => {
+                let _ = self.cluster.unbounded_send(ObjectRef::new(&key.name));
+            }
+        }
     }
 }
 
@@ -160,7 +164,11 @@ fn controller<K: ConfigObject>(
     });
     let controller = Controller::for_stream(changes, reader.clone())
         .reconcile_on(triggers)
-        .with_config(Config::default().concurrency(CONCURRENCY));
+        .with_config(
+            Config::default()
+                .concurrency(CONCURRENCY)
+                .debounce(DEBOUNCE),
+        );
     (reader, controller)
 }
 
@@ -174,17 +182,21 @@ async fn drive<K: ConfigObject>(
         .graceful_shutdown_on(stop)
         .run(reconcile::<K>, error_policy::<K>, ctx)
         .for_each(move |result| {
-            if let Err(controller::Error::ObjectNotFound(gone)) = &result {
-                let kind = if gone.namespace.is_some() {
-                    ProviderConfigKind::ProviderConfig
-                } else {
-                    ProviderConfigKind::ClusterProviderConfig
-                };
-                forget.forget(&ConfigKey {
-                    kind,
-                    namespace: gone.namespace.clone().unwrap_or_default(),
-                    name: gone.name.clone(),
-                });
+            match result {
+                // A deleted config: its trigger finds nothing.
+                Err(controller::Error::ObjectNotFound(gone)) => {
+                    let kind = match gone.namespace {
+                        Some(_) => ProviderConfigKind::ProviderConfig,
+                        None => ProviderConfigKind::ClusterProviderConfig,
+                    };
+                    forget.forget(&ConfigKey {
+                        kind,
+                        namespace: gone.namespace.unwrap_or_default(),
+                        name: gone.name,
+                    });
+                }
+                Err(e) => tracing::debug!(error = %e, "provider config controller"),
+                Ok(_) => {}
             }
             async {}
         })
