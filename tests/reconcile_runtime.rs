@@ -10,6 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use provider_proxmox::reconcile::LeaderElection;
+use reconcile::configs::has_reason;
 use reconcile::{Controller, DEADLINE, Env, Options, manifests};
 use serde_json::json;
 
@@ -208,6 +209,11 @@ async fn the_deploy_rbac_is_enough_to_run_the_provider() {
     vm["spec"]["writeConnectionSecretToRef"] = json!({"name": "web-conn"});
     env.apply(&vm).await;
     env.wait_ready("web").await;
+    // The ClusterProviderConfig's status is written too: Ready, one user.
+    env.wait_cluster_config(&format!("cluster-{ns}"), "Ready with 1 user", |s| {
+        has_reason(s, "Available") && s.users == Some(1)
+    })
+    .await;
     assert!(
         env.secret("web-conn").await.is_some(),
         "connection Secret written"

@@ -17,8 +17,9 @@ use crate::api::ProxmoxVM;
 pub struct Context {
     /// The Kubernetes client.
     pub kube: kube::Client,
-    /// One Proxmox client per provider config.
-    pub providers: Providers,
+    /// One Proxmox client per provider config (shared with the provider
+    /// config reconciler).
+    pub providers: Arc<Providers>,
     /// Metrics.
     pub metrics: Arc<Metrics>,
     /// Event publisher.
@@ -42,7 +43,11 @@ impl Context {
         store: Store<DeserializeGuard<ProxmoxVM>>,
     ) -> Self {
         Self {
-            providers: Providers::new(kube.clone(), metrics.request_hook(), settings.poll_interval),
+            providers: Arc::new(Providers::new(
+                kube.clone(),
+                metrics.request_hook(),
+                settings.poll_interval,
+            )),
             events: Events::new(
                 kube.clone(),
                 settings.identity.clone(),

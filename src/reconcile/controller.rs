@@ -1,4 +1,6 @@
-//! The kube-runtime Controller: what is watched and what triggers a pass.
+//! The kube-runtime Controller of ProxmoxVMs, and the provider config
+//! controllers ([`super::configs`]) beside it: what is watched and what
+//! triggers a pass.
 //!
 //! * ProxmoxVMs in all namespaces, through `DeserializeGuard` (one
 //!   malformed object cannot stall the watch) and a predicate filter on
@@ -7,47 +9,57 @@
 //!   spec change, a pause annotation or a deletion does.
 //! * Connection Secrets (owned, labelled): a deleted or edited one is
 //!   written again.
-//! * ProviderConfigs and ClusterProviderConfigs: a change requeues every
-//!   ProxmoxVM that refers to the config (found in the controller's cache).
+//! * Wake-ups from the provider config controllers: a config created,
+//!   deleted, changed in its spec, fixed (Ready again) or whose Secret
+//!   changed requeues every ProxmoxVM that refers to it (found in this
+//!   controller's cache). A config's status writes wake nobody.
+//!
+//! The VM watch also feeds [`configs::Tap`]: user counts of the configs
+//! and `/readyz` (the cache is filled).
 //!
 //! Many VMs reconcile in parallel (`max_concurrent_reconciles`); the
 //! Controller never runs two passes of one VM at once.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
+use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::Secret;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Resource};
 
+use super::configs::{self, Tap, Users};
 use super::connection::MANAGED_BY;
 use super::context::Context;
 use super::metrics::Metrics;
 use super::pass::{error_policy, reconcile};
-use super::providers::ConfigKey;
 use super::server::Readiness;
 use super::settings::Settings;
-use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProxmoxVM};
+use crate::api::ProxmoxVM;
 
-/// Runs the controller until `stop` resolves (then lets running passes
+/// Runs the controllers until `stop` resolves (then lets running passes
 /// finish).
 pub async fn run(
     kube: kube::Client,
     settings: Settings,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
-    stop: impl Future<Output = ()> + Send + Sync + 'static,
+    stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     let api: Api<DeserializeGuard<ProxmoxVM>> = scoped(&kube, settings.namespace.as_deref());
     let (reader, writer) = reflector::store();
+    let (wake, wakeups) = mpsc::unbounded();
+    let users = Users::new(reader.clone(), wake);
+    let (triggers, receivers) = configs::triggers();
+    let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let vms = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .reflect(writer)
+        .inspect(move |event| tap.see(event))
         .applied_objects()
         .predicate_filter(
             predicates::generation
@@ -64,57 +76,29 @@ pub async fn run(
         metrics,
         reader.clone(),
     ));
-    let controller = Controller::for_stream(vms, reader.clone())
+    let controller = Controller::for_stream(vms, reader)
         .owns(scoped::<Secret>(&kube, namespace.as_deref()), secrets)
-        .watches(
-            scoped::<ProviderConfig>(&kube, namespace.as_deref()),
-            watcher::Config::default(),
-            users(reader.clone(), |pc: &ProviderConfig| ConfigKey {
-                kind: ProviderConfigKind::ProviderConfig,
-                namespace: pc.namespace().unwrap_or_default(),
-                name: pc.name_any(),
-            }),
-        )
-        .watches(
-            Api::<ClusterProviderConfig>::all(kube),
-            watcher::Config::default(),
-            users(reader.clone(), |pc: &ClusterProviderConfig| ConfigKey {
-                kind: ProviderConfigKind::ClusterProviderConfig,
-                namespace: String::new(),
-                name: pc.name_any(),
-            }),
-        )
+        .reconcile_on(wakeups)
         .with_config(Config::default().concurrency(concurrency))
-        .graceful_shutdown_on(stop);
-    let synced = tokio::spawn({
-        let readiness = Arc::clone(&readiness);
-        let reader = reader.clone();
-        async move {
-            // The store's readiness signal wakes only its latest waiter (the
-            // Controller waits on it too), so look again every second.
-            loop {
-                let wait = reader.wait_until_ready();
-                match tokio::time::timeout(Duration::from_secs(1), wait).await {
-                    Ok(Ok(())) => break,
-                    Ok(Err(_)) => return,
-                    Err(_) => continue,
-                }
-            }
-            tracing::info!("ProxmoxVM cache filled");
-            readiness.set_synced(true);
-        }
-    });
+        .graceful_shutdown_on(stop.clone());
     tracing::info!(concurrency, "controller started");
-    controller
-        .run(reconcile, error_policy, ctx)
+    let vms = controller
+        .run(reconcile, error_policy, Arc::clone(&ctx))
         .for_each(|result| async move {
             match result {
                 Ok((vm, action)) => tracing::trace!(vm = %vm, ?action, "reconciled"),
                 Err(e) => tracing::debug!(error = %e, "controller"),
             }
-        })
-        .await;
-    synced.abort();
+        });
+    let configs = configs::run(
+        kube,
+        namespace,
+        Arc::clone(&ctx.providers),
+        users,
+        (triggers, receivers),
+        stop,
+    );
+    futures::join!(vms, configs);
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }
@@ -128,21 +112,5 @@ where
     match namespace {
         Some(ns) => Api::namespaced(kube.clone(), ns),
         None => Api::all(kube.clone()),
-    }
-}
-
-/// Maps a provider config to the ProxmoxVMs that use it.
-fn users<C>(
-    store: Store<DeserializeGuard<ProxmoxVM>>,
-    key: impl Fn(&C) -> ConfigKey + Send + Sync + 'static,
-) -> impl Fn(C) -> Vec<ObjectRef<DeserializeGuard<ProxmoxVM>>> + Send + Sync + 'static {
-    move |config: C| {
-        let key = key(&config);
-        store
-            .state()
-            .iter()
-            .filter(|g| matches!(&g.0, Ok(vm) if ConfigKey::of(vm) == key))
-            .map(|g| ObjectRef::from_obj(g.as_ref()))
-            .collect()
     }
 }

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | [`runtime`] | start/stop: metrics server, leader election, controller |
 //! | [`controller`] | what is watched and what triggers a pass |
+//! | [`configs`] | provider config status: Ready, Proxmox version, users |
 //! | [`pass`] | one pass: read → preflight → connect → observe → plan → act → status |
 //! | [`providers`] | provider configs → one shared Proxmox client each |
 //! | [`observe`] | filling the plan's `Observation` from Proxmox and Kubernetes |
@@ -21,6 +22,7 @@
 pub mod act;
 pub mod backoff;
 pub mod capacity;
+pub mod configs;
 pub mod connection;
 pub mod context;
 pub mod controller;

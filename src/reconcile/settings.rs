@@ -34,8 +34,9 @@ pub struct Settings {
     pub identity: String,
     /// Reconcile only the ProxmoxVMs (and read only the ProviderConfigs and
     /// Secrets) of this namespace; `None`: all namespaces. ClusterProviderConfigs
-    /// are read cluster-wide either way. Lets tests run one controller per
-    /// namespace side by side.
+    /// are read cluster-wide either way, but only those whose credentials
+    /// Secret lives in this namespace get their status written. Lets tests
+    /// run one controller per namespace side by side.
     pub namespace: Option<String>,
 }
 

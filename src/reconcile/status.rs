@@ -7,6 +7,8 @@
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::error::{Error, is_not_found};
@@ -23,16 +25,27 @@ pub async fn write(
     if vm.status.as_ref() == Some(status) {
         return Ok(false);
     }
+    let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
+    apply(&api, &vm.name_any(), status).await
+}
+
+/// Server-side applies `status` to the status subresource of the object
+/// `name` (owning every field it holds, so a field left out is removed).
+/// `Ok(false)`: the object is gone.
+pub async fn apply<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<bool, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize,
+{
     let body = json!({
-        "apiVersion": ProxmoxVM::api_version(&()),
-        "kind": ProxmoxVM::kind(&()),
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
         "status": serde_json::to_value(status)
             .map_err(|source| Error::Serialize { what: "the status", source })?,
     });
-    let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
     match api
         .patch_status(
-            &vm.name_any(),
+            name,
             &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&body),
         )

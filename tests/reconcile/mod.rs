@@ -9,6 +9,7 @@
 //! referee for what the controller sent to Proxmox.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod configs;
 pub mod logs;
 pub mod manifests;
 pub mod sim;

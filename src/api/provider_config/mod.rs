@@ -10,10 +10,10 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::condition::Condition;
-
+mod status;
 mod timing;
 
+pub use status::{ConfigReason, ProviderConfigStatus};
 pub use timing::{DurationError, Timing};
 
 /// Secret key holding an API token ID, `USER@REALM!TOKENID`.
@@ -28,6 +28,9 @@ pub const SECRET_KEY_PASSWORD: &str = "password";
 pub const SECRET_KEY_CA: &str = "ca.crt";
 
 /// Proxmox VE API endpoint, credentials and tuning for a namespace.
+// The printer columns repeat `type_ = "string"`, which clippy mistakes for a
+// duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "proxmox.crossplane.io",
@@ -41,11 +44,30 @@ pub const SECRET_KEY_CA: &str = "ca.crt";
     category = "provider",
     category = "proxmox",
     doc = "Proxmox VE API endpoint and credentials for ProxmoxVMs in the same namespace.",
+    printcolumn(
+        name = "READY",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Ready')].status"
+    ),
+    printcolumn(name = "USERS", type_ = "integer", json_path = ".status.users"),
+    printcolumn(name = "VERSION", type_ = "string", json_path = ".status.version"),
     printcolumn(name = "ENDPOINT", type_ = "string", json_path = ".spec.endpoint"),
     printcolumn(
         name = "AGE",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "REASON",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Ready')].reason",
+        priority = 1
+    ),
+    printcolumn(
+        name = "MESSAGE",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Ready')].message",
+        priority = 1
     )
 )]
 #[x_kube(
@@ -61,6 +83,9 @@ pub struct ProviderConfigSpec {
 }
 
 /// Proxmox VE API endpoint, credentials and tuning for the whole cluster.
+// The printer columns repeat `type_ = "string"`, which clippy mistakes for a
+// duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "proxmox.crossplane.io",
@@ -73,11 +98,30 @@ pub struct ProviderConfigSpec {
     category = "provider",
     category = "proxmox",
     doc = "Proxmox VE API endpoint and credentials for ProxmoxVMs in any namespace.",
+    printcolumn(
+        name = "READY",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Ready')].status"
+    ),
+    printcolumn(name = "USERS", type_ = "integer", json_path = ".status.users"),
+    printcolumn(name = "VERSION", type_ = "string", json_path = ".status.version"),
     printcolumn(name = "ENDPOINT", type_ = "string", json_path = ".spec.endpoint"),
     printcolumn(
         name = "AGE",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "REASON",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Ready')].reason",
+        priority = 1
+    ),
+    printcolumn(
+        name = "MESSAGE",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type=='Ready')].message",
+        priority = 1
     )
 )]
 #[x_kube(
@@ -324,38 +368,6 @@ impl Default for Limits {
             max_concurrent_imports_per_node: default_per_node(),
             max_concurrent_clones_per_node: default_per_node(),
         }
-    }
-}
-
-/// Observed state of a provider config.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ProviderConfigStatus {
-    /// Conditions (`Ready`: the endpoint answered with these credentials).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
-    pub conditions: Vec<Condition>,
-    /// Number of ProxmoxVMs using this config.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub users: Option<i64>,
-}
-
-impl ProviderConfig {
-    /// Namespace of the credentials Secret: always the config's own.
-    pub fn secret_namespace(&self) -> Option<&str> {
-        self.metadata.namespace.as_deref()
-    }
-}
-
-impl ClusterProviderConfig {
-    /// Namespace of the credentials Secret, as named in the spec.
-    pub fn secret_namespace(&self) -> Option<&str> {
-        self.spec
-            .settings
-            .credentials
-            .secret_ref
-            .namespace
-            .as_deref()
     }
 }
 

@@ -2,15 +2,16 @@
 
 use k8s_openapi::api::core::v1::Secret;
 
+use super::Problem;
 use crate::api::{
     ProviderSettings,
     provider_config::{
-        SECRET_KEY_PASSWORD, SECRET_KEY_TOKEN_ID, SECRET_KEY_TOKEN_SECRET, SECRET_KEY_USERNAME,
-        Timing,
+        ConfigReason, SECRET_KEY_PASSWORD, SECRET_KEY_TOKEN_ID, SECRET_KEY_TOKEN_SECRET,
+        SECRET_KEY_USERNAME, Timing,
     },
 };
 use crate::proxmox::{
-    ClientConfig, Credentials, Fingerprint, RequestHook, RetryPolicy, Secret as PveSecret,
+    Client, ClientConfig, Credentials, Fingerprint, RequestHook, RetryPolicy, Secret as PveSecret,
 };
 
 /// A Secret's value as text, trimmed (values written from files often end
@@ -22,26 +23,51 @@ pub(crate) fn secret_value(secret: &Secret, key: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-fn credentials(secret: &Secret) -> Result<Credentials, String> {
+fn credentials(secret: &Secret) -> Result<Credentials, Problem> {
     let name = secret.metadata.name.as_deref().unwrap_or_default();
+    let invalid = |what: String| Problem::new(ConfigReason::InvalidCredentials, what);
     match (
         secret_value(secret, SECRET_KEY_TOKEN_ID),
         secret_value(secret, SECRET_KEY_TOKEN_SECRET),
         secret_value(secret, SECRET_KEY_USERNAME),
         secret_value(secret, SECRET_KEY_PASSWORD),
     ) {
-        (Some(token_id), Some(token), _, _) => Ok(Credentials::Token {
-            token_id,
-            secret: PveSecret::new(token),
-        }),
-        (None, None, Some(username), Some(password)) => Ok(Credentials::Password {
-            username,
-            password: PveSecret::new(password),
-        }),
-        _ => Err(format!(
+        (Some(token_id), Some(token), _, _) => {
+            if !token_id.contains('@') || !token_id.contains('!') {
+                return Err(invalid(format!(
+                    "the credentials Secret {name}: {SECRET_KEY_TOKEN_ID} must look like USER@REALM!TOKENID"
+                )));
+            }
+            // Both travel in an HTTP header, which takes visible ASCII only.
+            if !header_safe(&token_id) || !header_safe(&token) {
+                return Err(invalid(format!(
+                    "the credentials Secret {name}: {SECRET_KEY_TOKEN_ID} and {SECRET_KEY_TOKEN_SECRET} may hold printable ASCII only"
+                )));
+            }
+            Ok(Credentials::Token {
+                token_id,
+                secret: PveSecret::new(token),
+            })
+        }
+        (None, None, Some(username), Some(password)) => {
+            if !username.contains('@') {
+                return Err(invalid(format!(
+                    "the credentials Secret {name}: {SECRET_KEY_USERNAME} must look like USER@REALM"
+                )));
+            }
+            Ok(Credentials::Password {
+                username,
+                password: PveSecret::new(password),
+            })
+        }
+        _ => Err(invalid(format!(
             "the credentials Secret {name} must hold the keys {SECRET_KEY_TOKEN_ID} and {SECRET_KEY_TOKEN_SECRET} (an API token), or {SECRET_KEY_USERNAME} and {SECRET_KEY_PASSWORD}"
-        )),
+        ))),
     }
+}
+
+fn header_safe(value: &str) -> bool {
+    value.chars().all(|c| c == ' ' || c.is_ascii_graphic())
 }
 
 /// The client configuration; `Err` says what is wrong, for people.
@@ -51,23 +77,24 @@ pub(super) fn client_config(
     ca_secret: Option<(&Secret, &str)>,
     timing: &Timing,
     hook: RequestHook,
-) -> Result<ClientConfig, String> {
+) -> Result<ClientConfig, Problem> {
     let mut config = ClientConfig::new(&settings.endpoint, credentials(credentials_secret)?)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Problem::new(ConfigReason::InvalidConfig, e.to_string()))?;
+    let tls_problem = |message: String| Problem::new(ConfigReason::TlsError, message);
     let tls = &settings.tls;
     if let Some(fp) = &tls.fingerprint {
         let fp: Fingerprint = fp
             .parse()
-            .map_err(|e: crate::proxmox::Error| e.to_string())?;
+            .map_err(|e: crate::proxmox::Error| tls_problem(e.to_string()))?;
         config.tls.pinned_fingerprints = vec![fp];
     }
     config.tls.ca_pem = match (&tls.ca_bundle, ca_secret) {
         (Some(pem), _) => Some(pem.clone()),
         (None, Some((secret, key))) => Some(secret_value(secret, key).ok_or_else(|| {
-            format!(
+            tls_problem(format!(
                 "the CA bundle Secret {} has no key {key}",
                 secret.metadata.name.as_deref().unwrap_or_default()
-            )
+            ))
         })?),
         (None, None) => None,
     };
@@ -86,6 +113,13 @@ pub(super) fn client_config(
     config.tasks.task_timeout = timing.task_timeout;
     config.request_hook = Some(hook);
     Ok(config)
+}
+
+/// The client. Credentials and the endpoint were checked when the
+/// configuration was made, so what is left to fail is the TLS setup (an
+/// unreadable CA bundle).
+pub(super) fn client(config: ClientConfig) -> Result<Client, Problem> {
+    Client::new(config).map_err(|e| Problem::new(ConfigReason::TlsError, e.to_string()))
 }
 
 #[cfg(test)]
@@ -133,8 +167,17 @@ mod tests {
             Ok(Credentials::Password { .. })
         ));
         let err = credentials(&secret(&[("tokenId", "x")])).unwrap_err();
-        assert!(err.contains("tokenId and secret"), "{err}");
-        assert!(!err.contains("s3cr3t"));
+        assert_eq!(err.reason, ConfigReason::InvalidCredentials);
+        assert!(err.message.contains("tokenId and secret"), "{err:?}");
+        for bad in [
+            secret(&[("tokenId", "no-realm"), ("secret", "s3cr3t")]),
+            secret(&[("tokenId", "a@pve!t"), ("secret", "s3cr\u{7f}t")]),
+            secret(&[("username", "root"), ("password", "s3cr3t")]),
+        ] {
+            let err = credentials(&bad).unwrap_err();
+            assert_eq!(err.reason, ConfigReason::InvalidCredentials, "{err:?}");
+            assert!(!err.message.contains("s3cr"), "no secret: {err:?}");
+        }
     }
 
     #[test]
@@ -166,6 +209,20 @@ mod tests {
             RequestHook::new(|_| {}),
         )
         .unwrap_err();
-        assert!(missing_key.contains("no key ca.crt"), "{missing_key}");
+        assert_eq!(missing_key.reason, ConfigReason::TlsError);
+        assert!(
+            missing_key.message.contains("no key ca.crt"),
+            "{missing_key:?}"
+        );
+        let bad_ca = client_config(
+            &settings(serde_json::json!({"tls": {"caBundle": "-----BEGIN CERTIFICATE-----\nx\n"}})),
+            &secret(&[("tokenId", "a@pve!t"), ("secret", "x")]),
+            None,
+            &timing,
+            RequestHook::new(|_| {}),
+        )
+        .and_then(client)
+        .unwrap_err();
+        assert_eq!(bad_ca.reason, ConfigReason::TlsError, "{bad_ca:?}");
     }
 }

@@ -3,12 +3,15 @@
 //!
 //! A client holds the config's limits, its login ticket and its batched
 //! task observer, so it must be shared, not built per pass. It is rebuilt
-//! when the config or one of its Secrets changes (their resourceVersions are
-//! the cache key's version).
+//! when the config's spec (its generation) or one of its Secrets (their
+//! resourceVersions) changes. The VM passes and the provider config
+//! reconciler ([`super::configs`]) share it.
 
 mod build;
+mod key;
 
 pub(crate) use build::secret_value;
+pub use key::{ConfigKey, SecretName};
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,48 +24,9 @@ use super::error::Error;
 use super::plan::ProviderState;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
-    provider_config::{Limits, Timing},
+    provider_config::{ConfigReason, Limits, Timing},
 };
 use crate::proxmox::{Client, RequestHook};
-
-/// Identifies a provider config: kind, namespace (namespaced kind) and name.
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-pub struct ConfigKey {
-    /// Which kind.
-    pub kind: ProviderConfigKind,
-    /// Namespace of a `ProviderConfig`; empty for the cluster-scoped kind.
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-}
-
-impl ConfigKey {
-    /// The config a ProxmoxVM refers to.
-    pub fn of(vm: &ProxmoxVM) -> Self {
-        let r = &vm.spec.provider_config_ref;
-        Self {
-            kind: r.kind,
-            namespace: match r.kind {
-                ProviderConfigKind::ProviderConfig => vm.namespace().unwrap_or_default(),
-                ProviderConfigKind::ClusterProviderConfig => String::new(),
-            },
-            name: r.name.clone(),
-        }
-    }
-}
-
-impl std::fmt::Display for ConfigKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.kind {
-            ProviderConfigKind::ProviderConfig => {
-                write!(f, "ProviderConfig {}/{}", self.namespace, self.name)
-            }
-            ProviderConfigKind::ClusterProviderConfig => {
-                write!(f, "ClusterProviderConfig {}", self.name)
-            }
-        }
-    }
-}
 
 /// A usable provider config.
 #[derive(Clone, Debug)]
@@ -87,9 +51,38 @@ impl Connection {
     }
 }
 
+/// Why a provider config that exists cannot be used (no Proxmox request
+/// was made). The message is for people and never holds a secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The `Ready` reason it becomes.
+    pub reason: ConfigReason,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Problem {
+    pub(crate) fn new(reason: ConfigReason, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a provider config that exists resolves to.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The versions it was resolved from (config uid and generation, the
+    /// Secrets' resourceVersions): when they change, the client is rebuilt.
+    pub inputs: String,
+    /// The shared client and settings, or why there is none.
+    pub connection: Result<Connection, Problem>,
+}
+
 #[derive(Debug)]
 struct Cached {
-    version: String,
+    inputs: String,
     connection: Connection,
 }
 
@@ -116,6 +109,12 @@ impl Providers {
         }
     }
 
+    /// The resync interval of configs that cannot be resolved (and of
+    /// those that keep the default).
+    pub fn default_resync(&self) -> Duration {
+        self.default_resync
+    }
+
     /// Resolves the config `vm` refers to: `Ok(Ok(connection))` when usable,
     /// `Ok(Err(state))` when missing or unusable (the plan says so on the
     /// resource), `Err` when Kubernetes could not be asked.
@@ -124,7 +123,7 @@ impl Providers {
         vm: &ProxmoxVM,
     ) -> Result<Result<Connection, ProviderState>, Error> {
         let key = ConfigKey::of(vm);
-        let Some((settings, config_version)) = self.read_config(&key).await? else {
+        let Some(resolved) = self.resolve(&key).await? else {
             let message = match key.kind {
                 ProviderConfigKind::ProviderConfig => format!(
                     "ProviderConfig {:?} not found in namespace {}",
@@ -136,102 +135,122 @@ impl Providers {
             };
             return Ok(Err(ProviderState::NotFound { message }));
         };
-        let secret_namespace = match key.kind {
-            ProviderConfigKind::ProviderConfig => Some(key.namespace.clone()),
-            ProviderConfigKind::ClusterProviderConfig => {
-                settings.credentials.secret_ref.namespace.clone()
-            }
+        Ok(resolved.connection.map_err(|p| ProviderState::Unusable {
+            message: format!("{key}: {}", p.message),
+        }))
+    }
+
+    /// Reads the config `key` and its Secrets and returns the shared client
+    /// for them (built when they changed), or why it cannot be built.
+    /// `Ok(None)`: the config does not exist; `Err`: Kubernetes could not
+    /// be asked.
+    pub async fn resolve(&self, key: &ConfigKey) -> Result<Option<Resolved>, Error> {
+        let Some((settings, config_version)) = self.read_config(key).await? else {
+            return Ok(None);
         };
-        let unusable = |message: String| Ok(Err(ProviderState::Unusable { message }));
-        let Some(secret_namespace) = secret_namespace else {
-            return unusable(format!(
-                "{key}: credentials.secretRef.namespace is required"
-            ));
+        let mut inputs = config_version;
+        let connection = self.connection(key, &settings, &mut inputs).await?;
+        if let Ok(connection) = &connection {
+            self.cache.lock().expect("provider cache poisoned").insert(
+                key.clone(),
+                Cached {
+                    inputs: inputs.clone(),
+                    connection: connection.clone(),
+                },
+            );
+        }
+        Ok(Some(Resolved { inputs, connection }))
+    }
+
+    /// Reads the Secrets (appending their versions to `inputs`) and builds
+    /// the client unless the cached one was built from the same inputs.
+    async fn connection(
+        &self,
+        key: &ConfigKey,
+        settings: &ProviderSettings,
+        inputs: &mut String,
+    ) -> Result<Result<Connection, Problem>, Error> {
+        let Some(credentials_name) = key.credentials_secret(settings) else {
+            return Ok(Err(Problem::new(
+                ConfigReason::InvalidConfig,
+                "credentials.secretRef.namespace is required",
+            )));
         };
-        let credentials_ref = &settings.credentials.secret_ref;
-        let Some(credentials) = self
-            .read_secret(&secret_namespace, &credentials_ref.name)
-            .await?
-        else {
-            return unusable(format!(
-                "{key}: the credentials Secret {secret_namespace}/{} does not exist",
-                credentials_ref.name
-            ));
-        };
-        let ca = match &settings.tls.ca_bundle_secret_ref {
+        let credentials = self.read_secret(&credentials_name, inputs).await?;
+        let ca = match key.ca_secret(settings) {
             None => None,
-            Some(r) => {
-                let namespace = match key.kind {
-                    ProviderConfigKind::ProviderConfig => key.namespace.clone(),
-                    ProviderConfigKind::ClusterProviderConfig => {
-                        r.namespace.clone().unwrap_or_default()
-                    }
-                };
-                match self.read_secret(&namespace, &r.name).await? {
-                    Some(secret) => Some((secret, r.key.clone())),
-                    None => {
-                        return unusable(format!(
-                            "{key}: the CA bundle Secret {namespace}/{} does not exist",
-                            r.name
-                        ));
-                    }
-                }
+            Some((name, ca_key)) => Some((self.read_secret(&name, inputs).await?, name, ca_key)),
+        };
+        let Some(credentials) = credentials else {
+            return Ok(Err(Problem::new(
+                ConfigReason::SecretNotFound,
+                format!("the credentials Secret {credentials_name} does not exist"),
+            )));
+        };
+        let ca = match ca {
+            None => None,
+            Some((Some(secret), _, ca_key)) => Some((secret, ca_key)),
+            Some((None, name, _)) => {
+                return Ok(Err(Problem::new(
+                    ConfigReason::SecretNotFound,
+                    format!("the CA bundle Secret {name} does not exist"),
+                )));
             }
         };
-        let version = format!(
-            "{config_version}/{}/{}",
-            credentials.resource_version().unwrap_or_default(),
-            ca.as_ref()
-                .and_then(|(s, _)| s.resource_version())
-                .unwrap_or_default()
-        );
-        if let Some(cached) = self.cached(&key, &version) {
+        if let Some(cached) = self.cached(key, inputs) {
             return Ok(Ok(cached));
         }
         let mut timing = match settings.timing() {
             Ok(timing) => timing,
-            Err(e) => return unusable(format!("{key}: {e}")),
+            Err(e) => {
+                return Ok(Err(Problem::new(
+                    ConfigReason::InvalidConfig,
+                    e.to_string(),
+                )));
+            }
         };
         if settings.resync_interval == DEFAULT_RESYNC {
             timing.resync_interval = self.default_resync;
         }
-        let config = build::client_config(
-            &settings,
+        let client = build::client_config(
+            settings,
             &credentials,
             ca.as_ref().map(|(s, k)| (s, k.as_str())),
             &timing,
             self.hook.clone(),
-        );
-        let client = match config.and_then(|c| Client::new(c).map_err(|e| e.to_string())) {
+        )
+        .and_then(build::client);
+        let client = match client {
             Ok(client) => client,
-            Err(message) => return unusable(format!("{key}: {message}")),
+            Err(problem) => return Ok(Err(problem)),
         };
         tracing::info!(config = %key, endpoint = %settings.endpoint, "built a Proxmox client");
-        let connection = Connection {
+        Ok(Ok(Connection {
             key: key.clone(),
             client,
             timing,
             limits: settings.limits.clone(),
-        };
-        self.cache.lock().expect("provider cache poisoned").insert(
-            key,
-            Cached {
-                version,
-                connection: connection.clone(),
-            },
-        );
-        Ok(Ok(connection))
+        }))
     }
 
-    fn cached(&self, key: &ConfigKey, version: &str) -> Option<Connection> {
+    fn cached(&self, key: &ConfigKey, inputs: &str) -> Option<Connection> {
         let cache = self.cache.lock().expect("provider cache poisoned");
         cache
             .get(key)
-            .filter(|c| c.version == version)
+            .filter(|c| c.inputs == inputs)
             .map(|c| c.connection.clone())
     }
 
-    /// The config's settings and version (uid and resourceVersion).
+    /// Forgets the client of a config that is gone.
+    pub fn forget(&self, key: &ConfigKey) {
+        self.cache
+            .lock()
+            .expect("provider cache poisoned")
+            .remove(key);
+    }
+
+    /// The config's settings and version (uid and generation: its status
+    /// changes do not make a new client).
     async fn read_config(
         &self,
         key: &ConfigKey,
@@ -240,7 +259,7 @@ impl Providers {
             format!(
                 "{}@{}",
                 meta.uid.as_deref().unwrap_or_default(),
-                meta.resource_version.as_deref().unwrap_or_default()
+                meta.generation.unwrap_or_default()
             )
         };
         Ok(match key.kind {
@@ -259,9 +278,19 @@ impl Providers {
         })
     }
 
-    async fn read_secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, Error> {
-        Ok(Api::<Secret>::namespaced(self.kube.clone(), namespace)
-            .get_opt(name)
-            .await?)
+    /// Reads a Secret, appending its resourceVersion (`-` when missing) to
+    /// `inputs`.
+    async fn read_secret(
+        &self,
+        name: &SecretName,
+        inputs: &mut String,
+    ) -> Result<Option<Secret>, Error> {
+        let secret = Api::<Secret>::namespaced(self.kube.clone(), &name.namespace)
+            .get_opt(&name.name)
+            .await?;
+        let version = secret.as_ref().and_then(|s| s.resource_version());
+        inputs.push('/');
+        inputs.push_str(version.as_deref().unwrap_or("-"));
+        Ok(secret)
     }
 }

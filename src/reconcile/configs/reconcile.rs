@@ -1,0 +1,124 @@
+//! One pass over a provider config: resolve it (the shared client of
+//! `providers`), check it (at most one `GET /version` per resync
+//! interval), count its users, write the status when it changed, and wake
+//! its VMs when it got fixed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+
+use super::kind::ConfigObject;
+use super::probe::Probes;
+use super::report;
+use super::users::Users;
+use crate::api::ProviderConfigKind;
+use crate::reconcile::backoff::FailureCounts;
+use crate::reconcile::error::Error;
+use crate::reconcile::providers::{ConfigKey, Providers};
+use crate::reconcile::status;
+
+/// How long a pass waits for the VM cache to be filled (users are counted
+/// from it).
+const UNTIL_LISTED: Duration = Duration::from_secs(1);
+
+/// What the provider config passes share.
+pub struct Ctx {
+    /// The Kubernetes client.
+    pub kube: kube::Client,
+    /// The VM controller's clients, one per config.
+    pub providers: Arc<Providers>,
+    /// The VMs of each config.
+    pub users: Users,
+    /// The last check of each config.
+    pub probes: Probes,
+    /// Consecutive failed passes, for backoff.
+    pub failures: FailureCounts,
+    /// The namespace a test controller is limited to (see
+    /// `Settings::namespace`).
+    pub scope: Option<String>,
+}
+
+impl Ctx {
+    /// Whether this controller reports on the config. A controller limited
+    /// to one namespace reports on the ClusterProviderConfigs whose
+    /// credentials Secret lives there, so controllers of several
+    /// namespaces never write one status in turn.
+    fn in_scope<K: ConfigObject>(&self, config: &K, key: &ConfigKey) -> bool {
+        match (&self.scope, key.kind) {
+            (None, _) | (Some(_), ProviderConfigKind::ProviderConfig) => true,
+            (Some(ns), ProviderConfigKind::ClusterProviderConfig) => key
+                .credentials_secret(config.settings())
+                .is_some_and(|s| &s.namespace == ns),
+        }
+    }
+
+    /// Forgets a config that is gone.
+    pub fn forget(&self, key: &ConfigKey) {
+        self.probes.forget(key);
+        self.providers.forget(key);
+    }
+}
+
+/// The reconcile function of both config controllers.
+pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let key = config.key();
+    if !ctx.in_scope(config.as_ref(), &key) {
+        return Ok(Action::await_change());
+    }
+    if !ctx.users.listed() {
+        return Ok(Action::requeue(UNTIL_LISTED));
+    }
+    let Some(resolved) = ctx.providers.resolve(&key).await? else {
+        // Deleted since the trigger; the watch says so next.
+        return Ok(Action::await_change());
+    };
+    let check = ctx
+        .probes
+        .check(&key, resolved, ctx.providers.default_resync())
+        .await;
+    let old = config.status();
+    let new = report::status(
+        old,
+        &check.outcome,
+        ctx.users.count(&key),
+        config.meta().generation,
+        Time(Timestamp::now()),
+    );
+    if old != Some(&new) {
+        status::apply(&K::api(&ctx.kube, &key), &key.name, &new).await?;
+        if report::reason(old) != report::reason(Some(&new)) {
+            let ready = report::is_ready(Some(&new));
+            let message = match &check.outcome {
+                Ok(version) => format!("Proxmox VE {version}"),
+                Err(problem) => problem.message.clone(),
+            };
+            let reason = report::reason(Some(&new)).unwrap_or_default();
+            tracing::info!(config = %key, ready, %reason, %message, "provider config checked");
+        }
+    }
+    // VMs waiting on a broken config retry after 30 s; tell them now.
+    let fixed = !report::is_ready(old) && report::is_ready(Some(&new));
+    if check.inputs_changed || fixed {
+        let woken = ctx.users.wake(&key);
+        if woken > 0 {
+            tracing::info!(
+                config = %key, vms = woken, changed = check.inputs_changed, ready = fixed,
+                "requeueing the ProxmoxVMs of the provider config"
+            );
+        }
+    }
+    ctx.failures.succeeded(&config.uid().unwrap_or_default());
+    Ok(Action::requeue(check.next))
+}
+
+/// After a failed pass (Kubernetes refused or did not answer): retry with
+/// backoff.
+pub fn error_policy<K: ConfigObject>(config: Arc<K>, error: &Error, ctx: Arc<Ctx>) -> Action {
+    let delay = ctx.failures.failed(&config.uid().unwrap_or_default());
+    tracing::warn!(config = %config.key(), %error, retry_in_ms = delay.as_millis() as u64, "provider config pass failed");
+    Action::requeue(delay)
+}

@@ -1,0 +1,114 @@
+//! A provider config's status from a check: the `Ready` condition, the
+//! Proxmox version and the number of users. Pure, so a check that finds
+//! what the last one found gives back the same status (and nothing is
+//! written).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::probe::Outcome;
+use crate::api::provider_config::{ConfigReason, ProviderConfigStatus};
+use crate::api::{Condition, ConditionStatus, ConditionType, condition, set_condition};
+
+/// The status after a check. Unchanged conditions keep their
+/// `lastTransitionTime`; the version is shown only while Ready.
+pub fn status(
+    old: Option<&ProviderConfigStatus>,
+    outcome: &Outcome,
+    users: usize,
+    generation: Option<i64>,
+    now: Time,
+) -> ProviderConfigStatus {
+    let (status, reason, message) = match outcome {
+        Ok(version) => (
+            ConditionStatus::True,
+            ConfigReason::Available,
+            format!("Proxmox VE {version} answered"),
+        ),
+        Err(problem) => (
+            ConditionStatus::False,
+            problem.reason,
+            problem.message.clone(),
+        ),
+    };
+    let mut conditions = old.map(|s| s.conditions.clone()).unwrap_or_default();
+    set_condition(
+        &mut conditions,
+        Condition {
+            type_: ConditionType::Ready.as_str().into(),
+            status,
+            last_transition_time: now,
+            reason: reason.as_str().into(),
+            message: Some(message),
+            observed_generation: generation,
+        },
+    );
+    ProviderConfigStatus {
+        observed_generation: generation,
+        conditions,
+        users: Some(i64::try_from(users).unwrap_or(i64::MAX)),
+        version: outcome.as_ref().ok().cloned(),
+    }
+}
+
+/// Whether `status` says Ready=True.
+pub fn is_ready(status: Option<&ProviderConfigStatus>) -> bool {
+    status
+        .and_then(|s| condition::find(&s.conditions, ConditionType::Ready))
+        .is_some_and(|c| c.status == ConditionStatus::True)
+}
+
+/// The `Ready` reason of `status`, if any.
+pub fn reason(status: Option<&ProviderConfigStatus>) -> Option<&str> {
+    status
+        .and_then(|s| condition::find(&s.conditions, ConditionType::Ready))
+        .map(|c| c.reason.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::providers::Problem;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn at(secs: i64) -> Time {
+        Time(Timestamp::from_second(secs).unwrap())
+    }
+
+    fn unauthorized() -> Outcome {
+        Err(Problem::new(ConfigReason::Unauthorized, "refused"))
+    }
+
+    #[test]
+    fn ready_with_version_users_and_generation() {
+        let s = status(None, &Ok("9.1.1".into()), 3, Some(2), at(10));
+        assert!(is_ready(Some(&s)));
+        assert_eq!(s.version.as_deref(), Some("9.1.1"));
+        assert_eq!(s.users, Some(3));
+        assert_eq!(s.observed_generation, Some(2));
+        let ready = &s.conditions[0];
+        assert_eq!(
+            (ready.reason.as_str(), ready.observed_generation),
+            ("Available", Some(2))
+        );
+    }
+
+    #[test]
+    fn the_same_outcome_gives_the_same_status() {
+        let first = status(None, &unauthorized(), 0, Some(1), at(10));
+        let again = status(Some(&first), &unauthorized(), 0, Some(1), at(20));
+        assert_eq!(first, again, "nothing to write");
+        let fixed = status(Some(&again), &Ok("9.1.1".into()), 0, Some(1), at(30));
+        assert_eq!(fixed.conditions[0].last_transition_time, at(30));
+        assert_eq!(reason(Some(&fixed)), Some("Available"));
+    }
+
+    #[test]
+    fn not_ready_says_why_and_shows_no_version() {
+        let ready = status(None, &Ok("9.1.1".into()), 1, Some(1), at(10));
+        let s = status(Some(&ready), &unauthorized(), 1, Some(1), at(20));
+        assert!(!is_ready(Some(&s)));
+        assert_eq!(reason(Some(&s)), Some("Unauthorized"));
+        assert_eq!(s.conditions[0].message.as_deref(), Some("refused"));
+        assert_eq!(s.version, None);
+    }
+}

@@ -1,0 +1,151 @@
+//! Who uses which provider config, learned from the ProxmoxVM watch.
+//!
+//! [`Tap`] sees every event of the VM watch right after the controller's
+//! cache applied it and asks for a pass of the configs whose user count
+//! changed: a VM that appeared, was deleted or moved to another config.
+//! Status updates of a VM (every few seconds while a task runs) change no
+//! count and trigger nothing. [`Users`] counts from the cache and wakes a
+//! config's VMs.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::channel::mpsc::UnboundedSender;
+use kube::ResourceExt;
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+
+use super::Triggers;
+use crate::api::ProxmoxVM;
+use crate::reconcile::providers::ConfigKey;
+use crate::reconcile::server::Readiness;
+
+type Guarded = DeserializeGuard<ProxmoxVM>;
+
+/// The VMs of each config, from the VM controller's cache.
+#[derive(Clone)]
+pub struct Users {
+    store: Store<Guarded>,
+    listed: Arc<AtomicBool>,
+    wake: UnboundedSender<ObjectRef<Guarded>>,
+}
+
+impl Users {
+    /// Users from `store`, filled by the watch [`Tap`] sees; `wake` asks the
+    /// VM controller for passes.
+    pub fn new(store: Store<Guarded>, wake: UnboundedSender<ObjectRef<Guarded>>) -> Self {
+        Self {
+            store,
+            listed: Arc::new(AtomicBool::new(false)),
+            wake,
+        }
+    }
+
+    /// Whether the cache holds every VM (counts before that are wrong).
+    pub fn listed(&self) -> bool {
+        self.listed.load(Ordering::SeqCst)
+    }
+
+    /// The VMs referring to `key`.
+    pub fn of(&self, key: &ConfigKey) -> Vec<ObjectRef<Guarded>> {
+        self.store
+            .state()
+            .iter()
+            .filter(|g| matches!(&g.0, Ok(vm) if ConfigKey::of(vm) == *key))
+            .map(|g| ObjectRef::from_obj(g.as_ref()))
+            .collect()
+    }
+
+    /// How many VMs refer to `key`.
+    pub fn count(&self, key: &ConfigKey) -> usize {
+        self.of(key).len()
+    }
+
+    /// Asks for a pass of every VM referring to `key`; returns how many.
+    pub fn wake(&self, key: &ConfigKey) -> usize {
+        let refs = self.of(key);
+        for r in &refs {
+            // Closed only when the VM controller stopped: nothing to wake.
+            let _ = self.wake.unbounded_send(r.clone());
+        }
+        refs.len()
+    }
+}
+
+/// Watches the VM watch go by; see the module documentation.
+pub struct Tap {
+    triggers: Triggers,
+    listed: Arc<AtomicBool>,
+    readiness: Arc<Readiness>,
+    /// The config of every VM in the cache, by UID.
+    configs: HashMap<String, ConfigKey>,
+    /// The same, while a (re-)list is under way.
+    relisting: HashMap<String, ConfigKey>,
+}
+
+impl Tap {
+    /// A tap feeding `users`' counts and `triggers`; it reports the cache
+    /// filled to `readiness`.
+    pub fn new(users: &Users, triggers: Triggers, readiness: Arc<Readiness>) -> Self {
+        Self {
+            triggers,
+            listed: Arc::clone(&users.listed),
+            readiness,
+            configs: HashMap::new(),
+            relisting: HashMap::new(),
+        }
+    }
+
+    /// Sees one event of the VM watch (after the cache applied it).
+    pub fn see(&mut self, event: &Result<watcher::Event<Guarded>, watcher::Error>) {
+        let Ok(event) = event else { return };
+        match event {
+            watcher::Event::Apply(vm) => {
+                if let Some((uid, key)) = identify(vm) {
+                    match self.configs.insert(uid, key.clone()) {
+                        Some(old) if old == key => {}
+                        Some(old) => {
+                            self.triggers.send(&old);
+                            self.triggers.send(&key);
+                        }
+                        None => self.triggers.send(&key),
+                    }
+                }
+            }
+            watcher::Event::Delete(vm) => {
+                if let Some(key) = self.configs.remove(&vm.uid().unwrap_or_default()) {
+                    self.triggers.send(&key);
+                }
+            }
+            watcher::Event::Init => self.relisting.clear(),
+            watcher::Event::InitApply(vm) => {
+                if let Some((uid, key)) = identify(vm) {
+                    self.relisting.insert(uid, key);
+                }
+            }
+            watcher::Event::InitDone => {
+                let before = std::mem::take(&mut self.configs);
+                self.configs = std::mem::take(&mut self.relisting);
+                // Every config that had or has users: a list after a lost
+                // watch may have missed creations and deletions.
+                let keys: HashSet<&ConfigKey> =
+                    before.values().chain(self.configs.values()).collect();
+                for key in keys {
+                    self.triggers.send(key);
+                }
+                if !self.listed.swap(true, Ordering::SeqCst) {
+                    tracing::info!("ProxmoxVM cache filled");
+                }
+                self.readiness.set_synced(true);
+            }
+        }
+    }
+}
+
+/// UID and config of a VM that could be read.
+fn identify(vm: &Guarded) -> Option<(String, ConfigKey)> {
+    let vm = vm.0.as_ref().ok()?;
+    Some((vm.uid()?, ConfigKey::of(vm)))
+}
