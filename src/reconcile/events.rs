@@ -3,7 +3,7 @@
 //! Crossplane grants providers `events` in the core group only, and kube's
 //! `Recorder` posts `events.k8s.io/v1`; so this small publisher writes core
 //! events itself. A repeat of the same event (same resource, type, reason and
-//! message) within [`AGGREGATE_FOR`] bumps `count` and `lastTimestamp` of the
+//! message) within an hour bumps `count` and `lastTimestamp` of the
 //! first instead of adding another. Publishing never fails a pass: errors are
 //! logged and counted.
 
