@@ -27,113 +27,89 @@ pub const SECRET_KEY_PASSWORD: &str = "password";
 /// Default key of a CA bundle in a Secret.
 pub const SECRET_KEY_CA: &str = "ca.crt";
 
-/// Proxmox VE API endpoint, credentials and tuning for a namespace.
-// The printer columns repeat `type_ = "string"`, which clippy mistakes for a
-// duplicated attribute.
-#[allow(clippy::duplicated_attributes)]
-#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[kube(
-    group = "proxmox.crossplane.io",
-    version = "v1alpha1",
-    kind = "ProviderConfig",
-    plural = "providerconfigs",
-    namespaced,
-    status = "ProviderConfigStatus",
-    derive = "PartialEq",
-    category = "crossplane",
-    category = "provider",
-    category = "proxmox",
-    doc = "Proxmox VE API endpoint and credentials for ProxmoxVMs in the same namespace.",
-    printcolumn(
-        name = "READY",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type=='Ready')].status"
-    ),
-    printcolumn(name = "USERS", type_ = "integer", json_path = ".status.users"),
-    printcolumn(name = "VERSION", type_ = "string", json_path = ".status.version"),
-    printcolumn(name = "ENDPOINT", type_ = "string", json_path = ".spec.endpoint"),
-    printcolumn(
-        name = "AGE",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    ),
-    printcolumn(
-        name = "REASON",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type=='Ready')].reason",
-        priority = 1
-    ),
-    printcolumn(
-        name = "MESSAGE",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type=='Ready')].message",
-        priority = 1
-    )
-)]
-#[x_kube(
-    validation = Rule::new("!has(self.credentials.secretRef.__namespace__)")
-        .message("a namespaced ProviderConfig reads its Secret from its own namespace: remove credentials.secretRef.namespace (or use a ClusterProviderConfig)"),
-    validation = Rule::new("!has(self.tls) || !has(self.tls.caBundleSecretRef) || !has(self.tls.caBundleSecretRef.__namespace__)")
-        .message("a namespaced ProviderConfig reads its Secret from its own namespace: remove tls.caBundleSecretRef.namespace")
-)]
-pub struct ProviderConfigSpec {
-    /// Endpoint, credentials and tuning.
-    #[serde(flatten)]
-    pub settings: ProviderSettings,
+/// Declares one provider config kind. The two kinds differ only in name,
+/// scope, description and where their Secrets may live; everything users
+/// see in `kubectl get` is written once, here.
+macro_rules! provider_config_kind {
+    (
+        $(#[$doc:meta])*
+        $spec:ident: kind = $kind:tt, plural = $plural:tt, [$($scope:tt)*] doc = $crd_doc:tt,
+        rules = [$($rules:tt)*]
+    ) => {
+        $(#[$doc])*
+        // The printer columns repeat `type_ = "string"`, which clippy
+        // mistakes for a duplicated attribute.
+        #[allow(clippy::duplicated_attributes)]
+        #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+        #[kube(
+            group = "proxmox.crossplane.io",
+            version = "v1alpha1",
+            kind = $kind,
+            plural = $plural,
+            $($scope)*
+            status = "ProviderConfigStatus",
+            derive = "PartialEq",
+            category = "crossplane",
+            category = "provider",
+            category = "proxmox",
+            doc = $crd_doc,
+            printcolumn(
+                name = "READY",
+                type_ = "string",
+                json_path = ".status.conditions[?(@.type=='Ready')].status"
+            ),
+            printcolumn(name = "USERS", type_ = "integer", json_path = ".status.users"),
+            printcolumn(name = "VERSION", type_ = "string", json_path = ".status.version"),
+            printcolumn(name = "ENDPOINT", type_ = "string", json_path = ".spec.endpoint"),
+            printcolumn(
+                name = "AGE",
+                type_ = "date",
+                json_path = ".metadata.creationTimestamp"
+            ),
+            printcolumn(
+                name = "REASON",
+                type_ = "string",
+                json_path = ".status.conditions[?(@.type=='Ready')].reason",
+                priority = 1
+            ),
+            printcolumn(
+                name = "MESSAGE",
+                type_ = "string",
+                json_path = ".status.conditions[?(@.type=='Ready')].message",
+                priority = 1
+            )
+        )]
+        #[x_kube($($rules)*)]
+        pub struct $spec {
+            /// Endpoint, credentials and tuning.
+            #[serde(flatten)]
+            pub settings: ProviderSettings,
+        }
+    };
 }
 
-/// Proxmox VE API endpoint, credentials and tuning for the whole cluster.
-// The printer columns repeat `type_ = "string"`, which clippy mistakes for a
-// duplicated attribute.
-#[allow(clippy::duplicated_attributes)]
-#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[kube(
-    group = "proxmox.crossplane.io",
-    version = "v1alpha1",
-    kind = "ClusterProviderConfig",
-    plural = "clusterproviderconfigs",
-    status = "ProviderConfigStatus",
-    derive = "PartialEq",
-    category = "crossplane",
-    category = "provider",
-    category = "proxmox",
+provider_config_kind! {
+    /// Proxmox VE API endpoint, credentials and tuning for a namespace.
+    ProviderConfigSpec: kind = "ProviderConfig", plural = "providerconfigs", [namespaced,]
+    doc = "Proxmox VE API endpoint and credentials for ProxmoxVMs in the same namespace.",
+    rules = [
+        validation = Rule::new("!has(self.credentials.secretRef.__namespace__)")
+            .message("a namespaced ProviderConfig reads its Secret from its own namespace: remove credentials.secretRef.namespace (or use a ClusterProviderConfig)"),
+        validation = Rule::new("!has(self.tls) || !has(self.tls.caBundleSecretRef) || !has(self.tls.caBundleSecretRef.__namespace__)")
+            .message("a namespaced ProviderConfig reads its Secret from its own namespace: remove tls.caBundleSecretRef.namespace")
+    ]
+}
+
+provider_config_kind! {
+    /// Proxmox VE API endpoint, credentials and tuning for the whole cluster.
+    ClusterProviderConfigSpec: kind = "ClusterProviderConfig", plural = "clusterproviderconfigs", []
     doc = "Proxmox VE API endpoint and credentials for ProxmoxVMs in any namespace.",
-    printcolumn(
-        name = "READY",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type=='Ready')].status"
-    ),
-    printcolumn(name = "USERS", type_ = "integer", json_path = ".status.users"),
-    printcolumn(name = "VERSION", type_ = "string", json_path = ".status.version"),
-    printcolumn(name = "ENDPOINT", type_ = "string", json_path = ".spec.endpoint"),
-    printcolumn(
-        name = "AGE",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    ),
-    printcolumn(
-        name = "REASON",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type=='Ready')].reason",
-        priority = 1
-    ),
-    printcolumn(
-        name = "MESSAGE",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type=='Ready')].message",
-        priority = 1
-    )
-)]
-#[x_kube(
-    validation = Rule::new("has(self.credentials.secretRef.__namespace__)")
-        .message("a ClusterProviderConfig must name the Secret's namespace: set credentials.secretRef.namespace"),
-    validation = Rule::new("!has(self.tls) || !has(self.tls.caBundleSecretRef) || has(self.tls.caBundleSecretRef.__namespace__)")
-        .message("a ClusterProviderConfig must name the Secret's namespace: set tls.caBundleSecretRef.namespace")
-)]
-pub struct ClusterProviderConfigSpec {
-    /// Endpoint, credentials and tuning.
-    #[serde(flatten)]
-    pub settings: ProviderSettings,
+    rules = [
+        validation = Rule::new("has(self.credentials.secretRef.__namespace__)")
+            .message("a ClusterProviderConfig must name the Secret's namespace: set credentials.secretRef.namespace"),
+        validation = Rule::new("!has(self.tls) || !has(self.tls.caBundleSecretRef) || has(self.tls.caBundleSecretRef.__namespace__)")
+            .message("a ClusterProviderConfig must name the Secret's namespace: set tls.caBundleSecretRef.namespace")
+    ]
 }
 
 /// Endpoint, credentials and tuning shared by both provider config kinds.
