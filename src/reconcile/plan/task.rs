@@ -182,18 +182,12 @@ fn finished(
             "TaskSucceeded",
             format!("{} {} finished: {exit_status}", task.type_, task.upid),
         );
-        if matches!(task.action, TaskAction::Create | TaskAction::Clone) && !ctx.create_succeeded()
-        {
-            let say = Say::yes(
-                Reason::ReconcileSuccess,
-                format!("created VM {}; recording it", ctx.vmid_text()),
-            );
-            return Some(Decision::new(
-                Step::RecordCreateSucceeded,
-                Some(Duration::ZERO),
-                say,
-            ));
-        }
+        // A finished create or clone is not recorded as ours here: the task
+        // may have been adopted from the node's task list, and another
+        // resource that was handed the same VMID by `nextid` may have
+        // started it. The VM, observed after the task in this same pass,
+        // says whose it is: `converge` records the creation only when the
+        // owner marker is ours, and forgets an allocated VMID otherwise.
         return None;
     }
     let retry = record_failure(ctx, out, task.action, exit_status);

@@ -39,6 +39,19 @@ fn locked_create() -> ObservedVm {
     }
 }
 
+/// A VM with another resource's owner marker, as a VMID handed out twice
+/// by `nextid` leaves it.
+fn other_resources_vm() -> ObservedVm {
+    let mut vm = our_vm(Power::Stopped);
+    if let Some(config) = vm.config.as_mut() {
+        config.current.insert(
+            "description".into(),
+            marker_line("default", "other", "another-uid"),
+        );
+    }
+    vm
+}
+
 #[test]
 fn task_table() {
     let creating = Some((F, Reason::Creating));
@@ -73,6 +86,17 @@ fn task_table() {
                 .present(our_vm(Power::Stopped)),
             expect(
                 "RecordCreateSucceeded",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
+        ),
+        (
+            "an adopted create turns out to be another resource's (same nextid VMID): allocate again",
+            importing()
+                .task_state(finished("OK"))
+                .present(other_resources_vm()),
+            expect(
+                "ForgetExternalName",
                 (T, Reason::ReconcileSuccess),
                 creating,
             ),
