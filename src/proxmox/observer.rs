@@ -304,15 +304,13 @@ impl Client {
         // let it advance the cursor past the real first line.
         let placeholder =
             book.log_cursor == 0 && log.lines.len() == 1 && log.lines[0].t == "no content";
-        let newest = if placeholder {
-            None
+        let (newest, cursor) = if placeholder {
+            (None, 0)
         } else {
-            last_progress(&log.lines)
-        };
-        let cursor = if placeholder {
-            0
-        } else {
-            log.lines.last().map_or(book.log_cursor, |l| l.n)
+            (
+                last_progress(&log.lines),
+                log.lines.last().map_or(book.log_cursor, |l| l.n),
+            )
         };
         let progress = newest.or(book.progress);
         self.observer_state().update(upid, |b| {
