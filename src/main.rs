@@ -168,19 +168,20 @@ async fn kube_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> 
 fn lease_namespace() -> anyhow::Result<String> {
     const SERVICE_ACCOUNT_NAMESPACE: &str =
         "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-    if let Ok(ns) = std::env::var("POD_NAMESPACE")
-        && !ns.trim().is_empty()
-    {
-        return Ok(ns.trim().to_owned());
-    }
-    match std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE) {
-        Ok(ns) if !ns.trim().is_empty() => Ok(ns.trim().to_owned()),
-        _ => anyhow::bail!(
+    let non_empty = |ns: String| Some(ns.trim().to_owned()).filter(|ns| !ns.is_empty());
+    std::env::var("POD_NAMESPACE")
+        .ok()
+        .and_then(non_empty)
+        .or_else(|| {
+            std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
+                .ok()
+                .and_then(non_empty)
+        })
+        .context(
             "leader election needs a namespace for its Lease (crossplane-provider-proxmox): \
              set POD_NAMESPACE=<namespace> (for example POD_NAMESPACE=default), \
-             or run with --leader-election=false (LEADER_ELECTION=false) when only one instance runs"
-        ),
-    }
+             or run with --leader-election=false (LEADER_ELECTION=false) when only one instance runs",
+        )
 }
 
 /// Who this replica is: the pod name (or host name) plus a random suffix,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds etcd, kube-apiserver and a matching kubectl from the Go modules pinned
 # next to this script (go.mod + go.sum, nothing vendored) and caches the
-# binaries outside the repository, keyed by those files and this script, so
-# only the first run on a machine pays for the build (about 6 minutes on
+# binaries outside the repository, keyed by those files, this script and
+# hack/lib.sh, so only the first run on a machine pays for the build (about 6 minutes on
 # 2 cores with an empty Go cache; a few seconds afterwards).
 #
 # Progress goes to stderr. The last line on stdout is the directory holding
@@ -15,25 +15,14 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${CONTROL_PLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crossplane-provider-proxmox/control-plane}"
-
-log() { printf '[control-plane] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# The version of a required module, from a go.mod `require` line (inside a
-# block or not). Fails loudly rather than producing an empty cache key.
-required_version() {
-  local module="$1" gomod="$2" version
-  version="$(awk -v m="$module" '
-    $1 == "require" && $2 == m { print $3; exit }
-    $1 == m && $2 ~ /^v/        { print $2; exit }' "$gomod")"
-  [[ -n "$version" ]] || die "no version of $module in $gomod"
-  printf '%s' "$version"
-}
+log_tag=control-plane
+# shellcheck source=../lib.sh source-path=SCRIPTDIR
+source "$here/../lib.sh"
 
 k8s_version="$(required_version k8s.io/kubernetes "$here/kubernetes/go.mod")"
 etcd_version="$(required_version go.etcd.io/etcd/server/v3 "$here/etcd/go.mod")"
-key="$(cat "$here"/kubernetes/go.mod "$here"/kubernetes/go.sum \
-           "$here"/etcd/go.mod "$here"/etcd/go.sum "$here"/build.sh | sha256sum | cut -c1-16)"
+key="$(content_key "$here"/kubernetes/go.mod "$here"/kubernetes/go.sum \
+           "$here"/etcd/go.mod "$here"/etcd/go.sum "$here"/build.sh "$here"/../lib.sh)"
 out="$cache_root/k8s-$k8s_version-etcd-$etcd_version-$key"
 
 complete() { [[ -x "$out/kube-apiserver" && -x "$out/kubectl" && -x "$out/etcd" ]]; }
@@ -43,16 +32,11 @@ if complete; then
   exit 0
 fi
 
-command -v go >/dev/null || die "the Go toolchain (go) is not on PATH; it is needed once to build the control plane"
-mkdir -p "$cache_root"
+need_go "build the control plane"
 
 # Two test binaries (or `make` and an editor) may ask at the same time: the
 # second waits for the first instead of building the same thing twice.
-exec 9>"$cache_root/.build.lock"
-if ! flock -n 9; then
-  log "another build of the control plane is running; waiting for it"
-  flock 9
-fi
+lock control-plane
 if complete; then
   echo "$out"
   exit 0

@@ -24,51 +24,32 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crossplane-provider-proxmox/tools}"
-
-log() { printf '[tools] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+log_tag=tools
+# shellcheck source=../lib.sh source-path=SCRIPTDIR
+source "$here/../lib.sh"
 
 usage() {
   sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
-# Holds an exclusive lock on $cache_root/$1.lock for the rest of the script.
-lock() {
-  mkdir -p "$cache_root"
-  exec 9>"$cache_root/$1.lock"
-  if ! flock -n 9; then
-    log "another process is preparing $1; waiting for it"
-    flock 9
-  fi
-}
-
-# The version of a required module, from a go.mod `require` line.
-required_version() {
-  local module="$1" gomod="$2" version
-  version="$(awk -v m="$module" '
-    $1 == "require" && $2 == m { print $3; exit }
-    $1 == m && $2 ~ /^v/        { print $2; exit }' "$gomod")"
-  [[ -n "$version" ]] || die "no version of $module in $gomod"
-  printf '%s' "$version"
-}
-
 # go_tool NAME MODULE_DIR PACKAGE [LDFLAGS]: builds PACKAGE in the tool module
-# MODULE_DIR into the cache, once per content of that module and this script.
+# MODULE_DIR into the cache, once per content of that module and the scripts
+# that build it (this one and hack/lib.sh).
 go_tool() {
   local name="$1" dir="$2" package="$3" ldflags="${4:-}"
   local key out sources
-  sources=("$dir"/go.mod "$dir"/go.sum "${BASH_SOURCE[0]}")
+  sources=("$dir"/go.mod "$dir"/go.sum "${BASH_SOURCE[0]}" "$here/../lib.sh")
   shopt -s nullglob
   sources+=("$dir"/*.go)
   shopt -u nullglob
-  key="$(cat "${sources[@]}" | sha256sum | cut -c1-16)"
+  key="$(content_key "${sources[@]}")"
   out="$cache_root/$name-$key"
   if [[ -x "$out/$name" ]]; then
     echo "$out/$name"
     return
   fi
-  command -v go >/dev/null || die "the Go toolchain (go) is not on PATH; it is needed once to build $name"
+  need_go "build $name"
   lock "$name"
   if [[ -x "$out/$name" ]]; then
     echo "$out/$name"
@@ -94,7 +75,7 @@ go_tool() {
 # verified, once).
 module_file() {
   local dir="$1" module="$2" path="$3" root
-  command -v go >/dev/null || die "the Go toolchain (go) is not on PATH; it is needed once to download $module"
+  need_go "download $module"
   root="$(cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go mod download -json "$module" \
           | awk -F'"' '$2 == "Dir" { print $4 }')" \
     || die "downloading $module failed"

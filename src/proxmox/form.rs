@@ -43,7 +43,7 @@ impl Params {
 
     /// Adds a string parameter.
     pub fn text(mut self, key: &str, value: impl fmt::Display) -> Self {
-        self.push(key, value.to_string());
+        self.set(key, value.to_string());
         self
     }
 
@@ -70,7 +70,7 @@ impl Params {
 
     /// Adds a secret value; it is remembered for redaction.
     pub fn secret(mut self, key: &str, value: &Secret) -> Self {
-        self.push(key, value.expose().to_owned());
+        self.set(key, value.expose());
         self.secrets.push(value.clone());
         self
     }
@@ -88,14 +88,10 @@ impl Params {
     /// Appends another set of parameters.
     pub fn extend(mut self, other: Params) -> Self {
         for (k, v) in other.pairs {
-            self.push(&k, v);
+            self.set(&k, v);
         }
         self.secrets.extend(other.secrets);
         self
-    }
-
-    fn push(&mut self, key: &str, value: String) {
-        self.set(key, value);
     }
 
     /// The value of `key`, if set.

@@ -75,35 +75,39 @@ struct NodeSlot {
 #[derive(Debug)]
 pub(crate) struct ActiveSnapshot {
     fetched_at: Instant,
-    /// UPID → status as listed (`RUNNING` or the exit status).
-    entries: HashMap<String, Option<String>>,
-    /// False when the list may have been cut at the limit.
-    complete: bool,
     /// The entries as listed.
     listed: Vec<TaskListEntry>,
+    /// UPID → its entry's index in `listed`.
+    by_upid: HashMap<String, usize>,
 }
 
 impl ActiveSnapshot {
-    pub(crate) fn from_entries(entries: Vec<TaskListEntry>, fetched_at: Instant) -> Self {
-        let complete = entries.len() < ACTIVE_LIST_LIMIT as usize;
+    pub(crate) fn from_entries(listed: Vec<TaskListEntry>, fetched_at: Instant) -> Self {
+        let by_upid = listed
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.upid.clone(), i))
+            .collect();
         Self {
             fetched_at,
-            entries: entries
-                .iter()
-                .map(|e| (e.upid.clone(), e.status.clone()))
-                .collect(),
-            complete,
-            listed: entries,
+            listed,
+            by_upid,
         }
+    }
+
+    /// False when the list may have been cut at the limit.
+    fn complete(&self) -> bool {
+        self.listed.len() < ACTIVE_LIST_LIMIT as usize
     }
 
     /// What the list says about `upid`.
     pub(crate) fn lookup(&self, upid: &Upid) -> Listed {
-        match self.entries.get(upid.as_str()) {
-            Some(None) => Listed::Running,
-            Some(Some(status)) if status == "RUNNING" => Listed::Running,
-            Some(Some(status)) => Listed::Finished(status.clone()),
-            None => Listed::Absent,
+        let Some(entry) = self.by_upid.get(upid.as_str()).map(|&i| &self.listed[i]) else {
+            return Listed::Absent;
+        };
+        match &entry.status {
+            Some(status) if !entry.is_running() => Listed::Finished(status.clone()),
+            _ => Listed::Running,
         }
     }
 }
@@ -300,15 +304,13 @@ impl Client {
         // let it advance the cursor past the real first line.
         let placeholder =
             book.log_cursor == 0 && log.lines.len() == 1 && log.lines[0].t == "no content";
-        let newest = if placeholder {
-            None
+        let (newest, cursor) = if placeholder {
+            (None, 0)
         } else {
-            last_progress(&log.lines)
-        };
-        let cursor = if placeholder {
-            0
-        } else {
-            log.lines.last().map_or(book.log_cursor, |l| l.n)
+            (
+                last_progress(&log.lines),
+                log.lines.last().map_or(book.log_cursor, |l| l.n),
+            )
         };
         let progress = newest.or(book.progress);
         self.observer_state().update(upid, |b| {
@@ -336,7 +338,7 @@ impl Client {
         };
         let entries = self.list_tasks(node, &filter).await?;
         let snapshot = Arc::new(ActiveSnapshot::from_entries(entries, Instant::now()));
-        if !snapshot.complete {
+        if !snapshot.complete() {
             tracing::warn!(node, "active task list hit its limit; observing per task");
             *guard = None;
             return Err(Error::protocol("active task list truncated"));
@@ -395,7 +397,7 @@ mod tests {
             ],
             Instant::now(),
         );
-        assert!(snap.complete);
+        assert!(snap.complete());
         assert_eq!(snap.lookup(&a), Listed::Running);
         assert_eq!(snap.lookup(&b), Listed::Finished("OK".into()));
         assert_eq!(
@@ -412,7 +414,7 @@ mod tests {
         let entries: Vec<_> = (0..ACTIVE_LIST_LIMIT)
             .map(|i| entry(&upid(i), Some("RUNNING")))
             .collect();
-        assert!(!ActiveSnapshot::from_entries(entries, Instant::now()).complete);
+        assert!(!ActiveSnapshot::from_entries(entries, Instant::now()).complete());
     }
 
     #[tokio::test(start_paused = true)]

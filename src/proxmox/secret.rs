@@ -55,7 +55,7 @@ impl fmt::Display for Secret {
 /// Server messages can echo request values (`type check ... failed - got
 /// '<value>'`); this keeps a password the client sent out of the error it
 /// builds from the answer.
-pub(crate) fn redact(text: &str, secrets: &[&Secret]) -> String {
+pub(crate) fn redact(text: &str, secrets: &[Secret]) -> String {
     let mut out = text.to_owned();
     for secret in secrets {
         // Very short values would redact unrelated text and hide nothing.
@@ -81,10 +81,10 @@ mod tests {
     #[test]
     fn redact_replaces_every_occurrence() {
         let s = Secret::new("p4ssw0rd");
-        let out = redact("got 'p4ssw0rd' and p4ssw0rd again", &[&s]);
+        let out = redact("got 'p4ssw0rd' and p4ssw0rd again", &[s]);
         assert_eq!(out, "got '<redacted>' and <redacted> again");
         // Values too short to be meaningful are left alone.
         let tiny = Secret::new("ab");
-        assert_eq!(redact("abc", &[&tiny]), "abc");
+        assert_eq!(redact("abc", &[tiny]), "abc");
     }
 }

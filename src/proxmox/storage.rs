@@ -102,11 +102,7 @@ pub struct DownloadUrl {
 impl DownloadUrl {
     /// The volume id the file will have: `<storage>:<content>/<filename>`.
     pub fn volid(&self, storage: &str) -> String {
-        let dir = match self.content {
-            DownloadContent::Import => "import",
-            DownloadContent::Iso => "iso",
-        };
-        format!("{storage}:{dir}/{}", self.filename)
+        format!("{storage}:{}/{}", self.content.as_str(), self.filename)
     }
 }
 
@@ -139,12 +135,13 @@ impl Client {
     }
 
     /// Whether a volume (e.g. `local:import/jammy.qcow2`) exists.
+    /// The content listing is filtered by the volume's directory (`import`,
+    /// `iso`, ...), which names its content type.
     pub async fn volume_exists(&self, node: &str, volid: &str) -> Result<bool> {
-        let storage = volid.split_once(':').map_or(volid, |(s, _)| s);
-        let content = volid
-            .split_once(':')
-            .and_then(|(_, rest)| rest.split_once('/'))
-            .map(|(dir, _)| if dir == "iso" { "iso" } else { dir });
+        let (storage, content) = match volid.split_once(':') {
+            Some((storage, rest)) => (storage, rest.split_once('/').map(|(dir, _)| dir)),
+            None => (volid, None),
+        };
         let items = self.storage_content(node, storage, content).await?;
         Ok(items.iter().any(|c| c.volid == volid))
     }

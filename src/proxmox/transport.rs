@@ -5,7 +5,6 @@ use reqwest::Method;
 use reqwest::header::{CONTENT_TYPE, COOKIE, HeaderValue};
 use tokio::time::Instant;
 use tracing::Instrument;
-use url::Url;
 
 use crate::proxmox::auth::{self, Auth, LoginWith};
 use crate::proxmox::classify::classify;
@@ -62,7 +61,7 @@ impl Client {
     async fn send_once(&self, req: &ApiRequest) -> (Result<Envelope>, Option<u64>) {
         let mut generation = None;
         let result = async {
-            let mut builder = self.http().request(req.method.clone(), self.url(req)?);
+            let mut builder = self.builder(req)?;
             match &self.auth() {
                 Auth::Token { header, .. } => {
                     builder = builder.header(reqwest::header::AUTHORIZATION, header.clone());
@@ -84,14 +83,6 @@ impl Client {
                     }
                 }
             }
-            if has_body(&req.method) {
-                builder = builder
-                    .header(
-                        CONTENT_TYPE,
-                        HeaderValue::from_static("application/x-www-form-urlencoded"),
-                    )
-                    .body(req.params.to_form());
-            }
             let secrets = self.secrets(req).await;
             self.execute(builder, req, &secrets).await
         }
@@ -99,16 +90,28 @@ impl Client {
         (result, generation)
     }
 
-    fn url(&self, req: &ApiRequest) -> Result<Url> {
+    /// The request without authentication: parameters in the query string
+    /// (GET, DELETE) or as a form body (POST, PUT).
+    fn builder(&self, req: &ApiRequest) -> Result<reqwest::RequestBuilder> {
         let rendered = req.path.rendered.trim_start_matches('/');
         let mut url = self
             .base()
             .join(rendered)
             .map_err(|e| Error::config(format!("bad API path {}: {e}", req.path.template)))?;
-        if !has_body(&req.method) && !req.params.is_empty() {
+        if has_body(&req.method) {
+            return Ok(self
+                .http()
+                .request(req.method.clone(), url)
+                .header(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("application/x-www-form-urlencoded"),
+                )
+                .body(req.params.to_form()));
+        }
+        if !req.params.is_empty() {
             url.query_pairs_mut().extend_pairs(req.params.pairs());
         }
-        Ok(url)
+        Ok(self.http().request(req.method.clone(), url))
     }
 
     async fn secrets(&self, req: &ApiRequest) -> Vec<Secret> {
@@ -178,9 +181,8 @@ impl Client {
             })?;
             return Ok(Envelope { body });
         }
-        let refs: Vec<&Secret> = secrets.iter().collect();
-        let reason = reason.map(|r| redact(&r, &refs));
-        let body = redact(&String::from_utf8_lossy(&body), &refs);
+        let reason = reason.map(|r| redact(&r, secrets));
+        let body = redact(&String::from_utf8_lossy(&body), secrets);
         Err(classify(status, reason.as_deref(), body.as_bytes()))
     }
 
@@ -199,16 +201,7 @@ impl Client {
         let secrets = vec![password.clone()];
         let mut attempt = 1;
         loop {
-            let url = self.url(&req)?;
-            let builder = self
-                .http()
-                .post(url)
-                .header(
-                    CONTENT_TYPE,
-                    HeaderValue::from_static("application/x-www-form-urlencoded"),
-                )
-                .body(req.params.to_form());
-            match self.execute(builder, &req, &secrets).await {
+            match self.execute(self.builder(&req)?, &req, &secrets).await {
                 Ok(envelope) => {
                     let data: LoginData = envelope.data("POST /access/ticket")?;
                     if data.need_tfa.unwrap_or(0) != 0 {
@@ -271,7 +264,6 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 fn redact_error(err: Error, secrets: &[Secret]) -> Error {
-    let refs: Vec<&Secret> = secrets.iter().collect();
     match err {
         Error::Transient {
             status,
@@ -279,11 +271,11 @@ fn redact_error(err: Error, secrets: &[Secret]) -> Error {
             may_have_run,
         } => Error::Transient {
             status,
-            message: redact(&message, &refs),
+            message: redact(&message, secrets),
             may_have_run,
         },
         Error::Tls { message } => Error::Tls {
-            message: redact(&message, &refs),
+            message: redact(&message, secrets),
         },
         other => other,
     }

@@ -77,12 +77,14 @@ impl Capacity {
         let mut seen: HashMap<String, Heavy> = HashMap::new();
         for guard in store.state() {
             let Ok(other) = &guard.0 else { continue };
+            let Some(status) = &other.status else {
+                continue;
+            };
             let uid = other.uid().unwrap_or_default();
             if uid == me || ConfigKey::of(other) != *key {
                 continue;
             }
-            let status = other.status.clone().unwrap_or_default();
-            if let Some((n, h)) = heavy(other, &status)
+            if let Some((n, h)) = heavy(other, status)
                 && n == node
             {
                 seen.insert(uid, h);

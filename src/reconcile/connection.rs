@@ -54,13 +54,12 @@ pub async fn publish(
     vm: &ProxmoxVM,
     data: &BTreeMap<String, String>,
 ) -> Result<(), kube::Error> {
-    let Some(mut secret) = secret(vm, data) else {
+    let Some(secret) = secret(vm, data) else {
         return Ok(());
     };
-    // Server-side apply wants the type information in the body.
-    secret.metadata.managed_fields = None;
     let name = secret.name_any();
     let mut body = serde_json::to_value(&secret).map_err(kube::Error::SerdeError)?;
+    // Server-side apply wants the type information in the body.
     body["apiVersion"] = "v1".into();
     body["kind"] = "Secret".into();
     Api::<Secret>::namespaced(kube.clone(), &vm.namespace().unwrap_or_default())

@@ -22,6 +22,7 @@ use crate::api::{
     ProxmoxVM,
     provider_config::{Limits, Timing},
 };
+use crate::proxmox::ExitStatus;
 
 /// The controller's reconcile function.
 pub async fn reconcile(
@@ -262,7 +263,7 @@ fn count_finished_task(ctx: &Context, input: &PlanInput<'_>) {
         return;
     };
     if let Some(TaskState::Finished { exit_status, .. }) = &input.observed.task {
-        let success = exit_status == "OK" || exit_status.starts_with("WARNINGS: ");
+        let success = !matches!(ExitStatus::parse(exit_status), ExitStatus::Error(_));
         let elapsed: Duration = input
             .now
             .duration_since(task.started_at.0)

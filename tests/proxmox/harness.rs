@@ -123,20 +123,38 @@ impl Harness {
         Client::new(c).unwrap()
     }
 
-    fn control_url(&self, path: &str) -> String {
-        format!("{}/_sim/{path}", self.sim.base_url())
+    /// Sends a request to the control API and returns its JSON answer
+    /// (`null` when empty); fails the test unless it succeeded.
+    async fn control_request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Value {
+        let url = format!("{}/_sim/{path}", self.sim.base_url());
+        let mut request = self.control.request(method.clone(), url);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let r = request.send().await.unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        let sent = body.map(ToString::to_string).unwrap_or_default();
+        assert!(
+            status.is_success(),
+            "{method} /_sim/{path} {sent}: {status}: {text}"
+        );
+        if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap()
+        }
     }
 
     /// `GET /_sim/stats`.
     pub async fn stats(&self) -> Value {
-        let r = self
-            .control
-            .get(self.control_url("stats"))
-            .send()
+        self.control_request(reqwest::Method::GET, "stats", None)
             .await
-            .unwrap();
-        assert!(r.status().is_success(), "GET /_sim/stats: {}", r.status());
-        r.json().await.unwrap()
     }
 
     /// How many requests the simulator saw for `METHOD /route/{template}`
@@ -163,51 +181,30 @@ impl Harness {
 
     /// `GET /_sim/requests`.
     pub async fn requests(&self) -> Vec<Value> {
-        let r = self
-            .control
-            .get(self.control_url("requests"))
-            .send()
-            .await
-            .unwrap();
-        let v: Value = r.json().await.unwrap();
+        let v = self
+            .control_request(reqwest::Method::GET, "requests", None)
+            .await;
         v["requests"].as_array().cloned().unwrap_or_default()
     }
 
     /// `DELETE /_sim/stats`.
     pub async fn clear_stats(&self) {
-        let r = self
-            .control
-            .delete(self.control_url("stats"))
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success());
+        self.control_request(reqwest::Method::DELETE, "stats", None)
+            .await;
     }
 
     /// `POST /_sim/faults`; returns the rule id.
     pub async fn fault(&self, rule: Value) -> u64 {
-        let r = self
-            .control
-            .post(self.control_url("faults"))
-            .json(&rule)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status();
-        let body: Value = r.json().await.unwrap();
-        assert!(status.is_success(), "fault rule {rule} refused: {body}");
+        let body = self
+            .control_request(reqwest::Method::POST, "faults", Some(&rule))
+            .await;
         body["id"].as_u64().expect("fault id")
     }
 
     /// `DELETE /_sim/faults`.
     pub async fn clear_faults(&self) {
-        let r = self
-            .control
-            .delete(self.control_url("faults"))
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success());
+        self.control_request(reqwest::Method::DELETE, "faults", None)
+            .await;
     }
 }
 

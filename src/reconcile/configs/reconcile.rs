@@ -72,10 +72,12 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
     if !ctx.users.listed() {
         return Ok(Action::requeue(UNTIL_LISTED));
     }
-    let Some(resolved) = ctx.providers.resolve(&key).await? else {
-        // Deleted since the trigger; the watch says so next.
-        return Ok(Action::await_change());
-    };
+    // The config as the watch delivered it: a newer spec triggers another
+    // pass, so reading it again here would only cost a request.
+    let resolved = ctx
+        .providers
+        .resolve_config(&key, config.settings(), config.meta())
+        .await?;
     let check = ctx
         .probes
         .check(&key, resolved, ctx.providers.default_resync())

@@ -13,34 +13,34 @@ pub(super) async fn vm_state(
     node_hint: Option<&str>,
     cluster: &mut ClusterVms,
 ) -> Result<VmState, proxmox::Error> {
-    let mut found = None;
-    if let Some(node) = node_hint {
-        match client.vm_status(node, vmid).await {
-            Ok(status) => found = Some((node.to_owned(), status)),
+    let hinted = match node_hint {
+        Some(node) => match client.vm_status(node, vmid).await {
+            Ok(status) => Some((node.to_owned(), status)),
             // Not there (or no such node): look cluster-wide.
-            Err(proxmox::Error::NotFound { .. } | proxmox::Error::Api { .. }) => {}
+            Err(proxmox::Error::NotFound { .. } | proxmox::Error::Api { .. }) => None,
             Err(e) => return Err(e),
+        },
+        None => None,
+    };
+    let (node, status) = match hinted {
+        Some(found) => found,
+        None => {
+            let listed = cluster
+                .get(client)
+                .await?
+                .iter()
+                .find(|r| r.vmid == Some(u64::from(vmid)))
+                .and_then(|r| r.node.clone());
+            let Some(node) = listed else {
+                return Ok(VmState::Absent);
+            };
+            match client.vm_status(&node, vmid).await {
+                Ok(status) => (node, status),
+                // Destroyed between the two reads.
+                Err(proxmox::Error::NotFound { .. }) => return Ok(VmState::Absent),
+                Err(e) => return Err(e),
+            }
         }
-    }
-    if found.is_none() {
-        let listed = cluster
-            .get(client)
-            .await?
-            .iter()
-            .find(|r| r.vmid == Some(u64::from(vmid)))
-            .and_then(|r| r.node.clone());
-        let Some(node) = listed else {
-            return Ok(VmState::Absent);
-        };
-        match client.vm_status(&node, vmid).await {
-            Ok(status) => found = Some((node, status)),
-            // Destroyed between the two reads.
-            Err(proxmox::Error::NotFound { .. }) => return Ok(VmState::Absent),
-            Err(e) => return Err(e),
-        }
-    }
-    let Some((node, status)) = found else {
-        return Ok(VmState::Absent);
     };
     match read_vm(client, vmid, node, &status).await {
         Err(proxmox::Error::NotFound { .. }) => Ok(VmState::Absent),

@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
+use kube::api::ObjectMeta;
 use kube::{Api, ResourceExt};
 
 use super::error::Error;
@@ -86,6 +87,16 @@ struct Cached {
     connection: Connection,
 }
 
+/// A config's version: uid and generation (its status changes do not make
+/// a new client).
+fn config_version(meta: &ObjectMeta) -> String {
+    format!(
+        "{}@{}",
+        meta.uid.as_deref().unwrap_or_default(),
+        meta.generation.unwrap_or_default()
+    )
+}
+
 /// One client per provider config, rebuilt when the config changes.
 pub struct Providers {
     kube: kube::Client,
@@ -140,16 +151,28 @@ impl Providers {
         }))
     }
 
-    /// Reads the config `key` and its Secrets and returns the shared client
-    /// for them (built when they changed), or why it cannot be built.
+    /// Reads the config `key` and resolves it ([`Providers::resolve_config`]).
     /// `Ok(None)`: the config does not exist; `Err`: Kubernetes could not
     /// be asked.
     pub async fn resolve(&self, key: &ConfigKey) -> Result<Option<Resolved>, Error> {
-        let Some((settings, config_version)) = self.read_config(key).await? else {
+        let Some((settings, meta)) = self.read_config(key).await? else {
             return Ok(None);
         };
-        let mut inputs = config_version;
-        let connection = self.connection(key, &settings, &mut inputs).await?;
+        self.resolve_config(key, &settings, &meta).await.map(Some)
+    }
+
+    /// Reads the Secrets of the config `key` (already read: its `settings`
+    /// and `meta`) and returns the shared client for them (built when they
+    /// changed), or why it cannot be built. `Err`: Kubernetes could not be
+    /// asked.
+    pub async fn resolve_config(
+        &self,
+        key: &ConfigKey,
+        settings: &ProviderSettings,
+        meta: &ObjectMeta,
+    ) -> Result<Resolved, Error> {
+        let mut inputs = config_version(meta);
+        let connection = self.connection(key, settings, &mut inputs).await?;
         if let Ok(connection) = &connection {
             self.cache.lock().expect("provider cache poisoned").insert(
                 key.clone(),
@@ -159,7 +182,7 @@ impl Providers {
                 },
             );
         }
-        Ok(Some(Resolved { inputs, connection }))
+        Ok(Resolved { inputs, connection })
     }
 
     /// Reads the Secrets (appending their versions to `inputs`) and builds
@@ -249,31 +272,23 @@ impl Providers {
             .remove(key);
     }
 
-    /// The config's settings and version (uid and generation: its status
-    /// changes do not make a new client).
+    /// The config's settings and metadata.
     async fn read_config(
         &self,
         key: &ConfigKey,
-    ) -> Result<Option<(ProviderSettings, String)>, Error> {
-        let version = |meta: &kube::api::ObjectMeta| {
-            format!(
-                "{}@{}",
-                meta.uid.as_deref().unwrap_or_default(),
-                meta.generation.unwrap_or_default()
-            )
-        };
+    ) -> Result<Option<(ProviderSettings, ObjectMeta)>, Error> {
         Ok(match key.kind {
             ProviderConfigKind::ProviderConfig => {
                 Api::<ProviderConfig>::namespaced(self.kube.clone(), &key.namespace)
                     .get_opt(&key.name)
                     .await?
-                    .map(|c| (c.spec.settings, version(&c.metadata)))
+                    .map(|c| (c.spec.settings, c.metadata))
             }
             ProviderConfigKind::ClusterProviderConfig => {
                 Api::<ClusterProviderConfig>::all(self.kube.clone())
                     .get_opt(&key.name)
                     .await?
-                    .map(|c| (c.spec.settings, version(&c.metadata)))
+                    .map(|c| (c.spec.settings, c.metadata))
             }
         })
     }
