@@ -4,7 +4,6 @@
 use super::config::Update;
 use super::disks;
 use super::{complete_net, unique_tags};
-use crate::sim::http::error::no_such_vm_message;
 use crate::sim::schema::{propstr, qemu};
 use crate::sim::state::Vm;
 use crate::sim::tasks::TaskCtx;
@@ -38,9 +37,7 @@ pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), S
     let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
     {
         let cluster = ctx.inst.cluster();
-        let vm = cluster
-            .vm(&ctx.node, vmid)
-            .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
+        let vm = cluster.vm(&ctx.node, vmid)?;
         if !u.skiplock {
             vm.check_lock()?;
         }
@@ -67,9 +64,7 @@ pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), S
     let mut cluster = ctx.inst.cluster();
     let node = ctx.node.clone();
     let mut freed = Vec::new();
-    let vm = cluster
-        .vm_mut(&node, vmid)
-        .map_err(|_| no_such_vm_message(&node, vmid))?;
+    let vm = cluster.vm_mut(&node, vmid)?;
     for key in u.delete {
         delete_key(ctx, vm, key, &mut freed);
     }
