@@ -211,6 +211,13 @@ fn is_public_key_line(line: &str) -> bool {
     })
 }
 
+/// The lock check inside a task (the VM must still exist), honouring skiplock.
+pub fn task_lock_check(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
+    let cluster = ctx.inst.cluster();
+    let vm = cluster.vm(&ctx.node, vmid)?;
+    if skiplock { Ok(()) } else { vm.check_lock() }
+}
+
 /// Starts a worker task (id = VMID) whose body runs under the VM's config
 /// flock with the 10 s timeout, like PVE's `lock_config` inside most workers.
 pub fn spawn_locked<F, Fut>(

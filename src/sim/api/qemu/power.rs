@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{NODE_VMID, SKIPLOCK, assert_config_exists, check_root_only, spawn_locked};
+use super::{
+    NODE_VMID, SKIPLOCK, assert_config_exists, check_root_only, spawn_locked, task_lock_check,
+};
 use crate::sim::clock::Clock;
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
@@ -45,13 +47,6 @@ fn precheck(inst: &Instance, call: &Call) -> Result<(String, u32, bool), ApiErro
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.PowerMgmt"])?;
     check_root_only(call, &["skiplock", "keepActive"])?;
     Ok((node, vmid, skiplock))
-}
-
-/// The lock check of a task, honouring skiplock.
-fn task_lock_check(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
-    let cluster = ctx.inst.cluster();
-    let vm = cluster.vm(&ctx.node, vmid)?;
-    if skiplock { Ok(()) } else { vm.check_lock() }
 }
 
 pub async fn start_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {

@@ -3,7 +3,7 @@
 
 use super::config::Update;
 use super::disks;
-use super::{complete_net, unique_tags};
+use super::{complete_net, task_lock_check, unique_tags};
 use crate::sim::schema::{propstr, qemu};
 use crate::sim::state::Vm;
 use crate::sim::tasks::TaskCtx;
@@ -35,13 +35,7 @@ fn applies_while_running(key: &str) -> bool {
 pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), String> {
     let vmid = u.vmid;
     let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
-    {
-        let cluster = ctx.inst.cluster();
-        let vm = cluster.vm(&ctx.node, vmid)?;
-        if !u.skiplock {
-            vm.check_lock()?;
-        }
-    }
+    task_lock_check(ctx, vmid, u.skiplock)?;
     ctx.checkpoint()?;
     ctx.log(format!("update VM {vmid}: {}", u.summary));
     if in_task {
