@@ -69,7 +69,7 @@ pub fn check_option_privileges(
         }
         match drive_privileges(key, value).or_else(|| qemu::option_privileges(key)) {
             Some(privs) => inst.auth.check(&call.identity, &path, privs)?,
-            None if call.identity.full() != "root@pam" => {
+            None if !call.identity.is_root() => {
                 return Err(ApiError::internal(format!(
                     "only root can set '{key}' config"
                 )));
@@ -135,7 +135,7 @@ pub fn assert_config_exists(inst: &Instance, node: &str, vmid: u32) -> Result<()
 /// `skiplock` and friends are root-only: 400 `Only root may use this option.`
 pub fn check_root_only(call: &Call, params: &[&str]) -> Result<(), ApiError> {
     for p in params {
-        if call.params.flag(p) == Some(true) && call.identity.full() != "root@pam" {
+        if call.params.flag(p) == Some(true) && !call.identity.is_root() {
             return Err(ApiError::param(*p, "Only root may use this option."));
         }
     }
