@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::disks::{self, print_drive};
-use super::{NODE_VMID, POOL, assert_config_exists, complete_net};
+use super::{NODE_VMID, POOL, assert_config_exists, complete_net, settle_new_vm};
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::format::{format_size, parse_size};
@@ -105,22 +105,7 @@ pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
             }
             let mut created = Vec::new();
             let result = run(&ctx, plan, &mut created).await;
-            let mut cluster = ctx.inst.cluster();
-            match result {
-                Ok(config) => {
-                    if let Some(vm) = cluster.vms.get_mut(&newid) {
-                        vm.config = config;
-                    }
-                    Ok(())
-                }
-                Err(e) => {
-                    for volid in created {
-                        cluster.free_volume(&ctx.node, &volid);
-                    }
-                    cluster.vms.remove(&newid);
-                    Err(format!("clone failed: {e}"))
-                }
-            }
+            settle_new_vm(&ctx, newid, result, created).map_err(|e| format!("clone failed: {e}"))
         },
     );
     Ok(Reply::data(upid))

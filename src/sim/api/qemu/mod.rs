@@ -211,6 +211,34 @@ fn is_public_key_line(line: &str) -> bool {
     })
 }
 
+/// Ends a task that built a new VM behind its placeholder lock (create,
+/// clone): the built config replaces the placeholder, or, as PVE does on
+/// failure, the placeholder and the volumes created so far go again and the
+/// VMID is free.
+pub fn settle_new_vm(
+    ctx: &TaskCtx,
+    vmid: u32,
+    built: Result<BTreeMap<String, String>, String>,
+    created: Vec<String>,
+) -> Result<(), String> {
+    let mut cluster = ctx.inst.cluster();
+    match built {
+        Ok(config) => {
+            if let Some(vm) = cluster.vms.get_mut(&vmid) {
+                vm.config = config;
+            }
+            Ok(())
+        }
+        Err(e) => {
+            cluster.vms.remove(&vmid);
+            for volid in created {
+                cluster.free_volume(&ctx.node, &volid);
+            }
+            Err(e)
+        }
+    }
+}
+
 /// The lock check inside a task (the VM must still exist), honouring skiplock.
 pub fn task_lock_check(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
     let cluster = ctx.inst.cluster();
