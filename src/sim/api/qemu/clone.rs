@@ -122,15 +122,7 @@ fn check(
 ) -> Result<(BTreeMap<String, String>, Vec<DiskCopy>), ApiError> {
     let cluster = inst.cluster();
     if let Some(s) = storage {
-        let scfg = cluster
-            .storage(node, s)
-            .ok_or_else(|| ApiError::internal(format!("storage '{s}' does not exist")))?;
-        if !scfg.supports("images") {
-            return Err(ApiError::param(
-                "storage",
-                format!("storage '{s}' does not support vm images"),
-            ));
-        }
+        disks::check_images_storage(&cluster, node, s)?;
     }
     let source = cluster.vm(node, vmid)?;
     source.check_lock().map_err(ApiError::Internal)?;

@@ -8,7 +8,7 @@ mod work;
 
 use std::collections::BTreeMap;
 
-pub use plan::plan;
+pub use plan::{check_images_storage, plan};
 pub use work::{allocate, copy_with_progress, execute};
 
 pub enum DiskOp {
