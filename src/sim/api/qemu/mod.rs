@@ -94,14 +94,17 @@ fn drive_privileges(key: &str, value: &str) -> Option<&'static [&'static str]> {
     }
     Some(if value.contains("cloudinit") {
         &["VM.Config.Cloudinit", "VM.Config.CDROM"]
-    } else if value.contains("media=cdrom")
-        || value.starts_with("none")
-        || value.starts_with("cdrom")
-    {
+    } else if is_cdrom(value) {
         &["VM.Config.CDROM"]
     } else {
         &["VM.Config.Disk"]
     })
+}
+
+/// A drive value for a CD-ROM drive: `media=cdrom`, or no disk (`none`,
+/// `cdrom`: the host's drive).
+pub fn is_cdrom(value: &str) -> bool {
+    value.contains("media=cdrom") || value.starts_with("none") || value.starts_with("cdrom")
 }
 
 /// A NIC with a generated MAC when none is given, printed as PVE prints it
