@@ -244,7 +244,6 @@ pub async fn template(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
 }
 
 pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let _node = call.params.node().to_owned();
     let vmid = call.params.vmid("vmid");
     inst.auth
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Config.Disk"])?;
