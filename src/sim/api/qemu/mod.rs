@@ -181,9 +181,7 @@ pub fn unique_tags(tags: &str) -> String {
 /// `PVE::Tools::validate_ssh_public_keys` on the once-decoded `sshkeys`
 /// value: every non-empty line must hold a parsable public key.
 pub fn validate_ssh_keys(encoded: &str) -> Result<(), ApiError> {
-    let decoded = percent_encoding::percent_decode_str(encoded)
-        .decode_utf8_lossy()
-        .into_owned();
+    let decoded = crate::sim::http::decode::uri_unescape(encoded);
     if decoded
         .lines()
         .filter(|l| !l.trim().is_empty())
