@@ -165,10 +165,7 @@ impl Named {
                     format!("invalid content type '{c}'\n"),
                 )
             }),
-            Self::PveRealm => ok(
-                regex_matches(r"[A-Za-z][A-Za-z0-9.\-_]+", v),
-                format!("invalid realm '{v}'\n"),
-            ),
+            Self::PveRealm => ok(is_realm(v), format!("invalid realm '{v}'\n")),
             Self::PvePoolid => ok(
                 regex_matches(r"[A-Za-z0-9_\-]+(/[A-Za-z0-9_\-]+){0,2}", v),
                 format!("invalid pool ID '{v}'\n"),
@@ -257,6 +254,12 @@ fn check_ipconfig(c: &std::collections::BTreeMap<String, String>) -> Result<(), 
 
 pub fn is_storage_id(v: &str) -> bool {
     regex_matches(r"(?i)[a-z][a-z0-9\-_.]*[a-z0-9]", v)
+}
+
+/// A realm name; PVE's API token names follow the same syntax
+/// (`token_subid_regex` is the realm regex).
+pub fn is_realm(v: &str) -> bool {
+    regex_matches(r"[A-Za-z][A-Za-z0-9.\-_]+", v)
 }
 
 pub fn is_configid(v: &str) -> bool {
