@@ -315,16 +315,18 @@ pub fn format_size(bytes: u64) -> String {
 }
 
 pub fn parse_cidr4(v: &str) -> Option<(Ipv4Addr, u8)> {
-    let (ip, prefix) = v.split_once('/')?;
-    let prefix: u8 = prefix.parse().ok()?;
-    (prefix > 7 && prefix <= 32).then_some(())?;
-    Some((ip.parse().ok()?, prefix))
+    parse_cidr(v, 32)
 }
 
 pub fn parse_cidr6(v: &str) -> Option<(Ipv6Addr, u8)> {
+    parse_cidr(v, 128)
+}
+
+/// `address/prefix` with a prefix length from 8 to `max_prefix`.
+fn parse_cidr<A: std::str::FromStr>(v: &str, max_prefix: u8) -> Option<(A, u8)> {
     let (ip, prefix) = v.split_once('/')?;
     let prefix: u8 = prefix.parse().ok()?;
-    (prefix > 7 && prefix <= 128).then_some(())?;
+    (8..=max_prefix).contains(&prefix).then_some(())?;
     Some((ip.parse().ok()?, prefix))
 }
 
