@@ -198,14 +198,7 @@ async fn run(
         opts.remove("file");
         let size = opts.get("size").and_then(|s| parse_size(s)).unwrap_or(0);
         let volid = if copy.source.contains("-cloudinit") {
-            disks::allocate(
-                ctx,
-                &target,
-                newid,
-                Some(format!("vm-{newid}-cloudinit")),
-                4 << 20,
-                created,
-            )?
+            disks::allocate_cloudinit(ctx, &target, newid, created)?
         } else {
             let volid = disks::allocate(ctx, &target, newid, None, size, created)?;
             if copy.full {
