@@ -14,7 +14,7 @@ mod status;
 mod timing;
 
 pub use status::{ConfigReason, ProviderConfigStatus};
-pub use timing::{DurationError, Timing};
+pub use timing::{DurationError, Timing, go_duration};
 
 /// Secret key holding an API token ID, `USER@REALM!TOKENID`.
 pub const SECRET_KEY_TOKEN_ID: &str = "tokenId";

@@ -8,7 +8,7 @@ use super::input::{ImageRef, Needs, Observation, PlanInput, ProviderState, TaskR
 use crate::api::{
     ProxmoxVM, ProxmoxVMStatus,
     meta::{self, Capabilities, PolicyMode, policy_mode},
-    provider_config::{Limits, Timing},
+    provider_config::{Limits, Timing, go_duration},
     vm::{InFlightTask, PowerState, VmParameters},
 };
 
@@ -162,9 +162,7 @@ impl<'a> Ctx<'a> {
     /// How long an up-to-date VM waits before the next drift check.
     pub fn resync_interval(&self) -> Duration {
         self.annotation(meta::POLL_INTERVAL)
-            .and_then(|text| text.parse::<kube::core::Duration>().ok())
-            .filter(|d| !d.is_negative())
-            .map(Duration::from)
+            .and_then(go_duration)
             .map_or(self.timing.resync_interval, |d| {
                 d.max(Duration::from_secs(5))
             })
