@@ -53,15 +53,6 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.vm
-            .metadata
-            .annotations
-            .as_ref()?
-            .get(key)
-            .map(String::as_str)
-    }
-
     /// The external name, parsed as a VMID.
     pub fn external_name(&self) -> Option<Result<u32, String>> {
         let text = self.vm.external_name()?;
@@ -85,7 +76,8 @@ impl<'a> Ctx<'a> {
 
     fn annotation_time(&self, key: &str) -> Option<Timestamp> {
         // An unreadable time still counts as set, as early as possible.
-        self.annotation(key)
+        self.vm
+            .annotation(key)
             .map(|t| t.parse().unwrap_or(Timestamp::MIN))
     }
 
@@ -104,7 +96,10 @@ impl<'a> Ctx<'a> {
     /// The create task is known to have succeeded (and no create was
     /// attempted since).
     pub fn create_succeeded(&self) -> bool {
-        self.annotation(meta::EXTERNAL_CREATE_SUCCEEDED).is_some() && !self.create_pending()
+        self.vm
+            .annotation(meta::EXTERNAL_CREATE_SUCCEEDED)
+            .is_some()
+            && !self.create_pending()
     }
 
     pub fn deleting(&self) -> bool {
@@ -161,7 +156,8 @@ impl<'a> Ctx<'a> {
 
     /// How long an up-to-date VM waits before the next drift check.
     pub fn resync_interval(&self) -> Duration {
-        self.annotation(meta::POLL_INTERVAL)
+        self.vm
+            .annotation(meta::POLL_INTERVAL)
             .and_then(go_duration)
             .map_or(self.timing.resync_interval, |d| {
                 d.max(Duration::from_secs(5))
