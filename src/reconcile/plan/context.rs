@@ -123,6 +123,15 @@ impl<'a> Ctx<'a> {
         self.vm.metadata.uid.as_deref().unwrap_or_default()
     }
 
+    /// This resource's owner marker line (see [`super::owner`]).
+    pub fn marker_line(&self) -> String {
+        super::owner::marker_line(
+            self.vm.metadata.namespace.as_deref().unwrap_or_default(),
+            self.vm.metadata.name.as_deref().unwrap_or_default(),
+            self.uid(),
+        )
+    }
+
     /// The VM's name on Proxmox: the spec's, else the resource's.
     pub fn vm_name(&self) -> String {
         self.spec

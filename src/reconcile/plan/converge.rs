@@ -11,7 +11,7 @@ use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
 use super::input::{AgentState, ObservedVm, Power};
 use super::output::Step;
-use super::owner::{Ownership, marker_line, ownership};
+use super::owner::{Ownership, ownership};
 use super::task;
 use crate::api::{Reason, vm::TaskAction};
 
@@ -116,11 +116,7 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
         Ownership::Foreign(uid) => format!("belongs to another resource (uid {uid})"),
         _ => "was not created by this resource (its description has no owner marker)".into(),
     };
-    let hint = marker_line(
-        ctx.vm.metadata.namespace.as_deref().unwrap_or_default(),
-        ctx.vm.metadata.name.as_deref().unwrap_or_default(),
-        ctx.uid(),
-    );
+    let hint = ctx.marker_line();
     let message = format!(
         "VM {vmid} on node {} {whose}; it is left untouched. To only observe it, set managementPolicies to [\"Observe\"]; to manage it, add the line \"{hint}\" to its notes",
         vm.node
