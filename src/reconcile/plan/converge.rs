@@ -18,7 +18,7 @@ use crate::api::{Reason, vm::TaskAction};
 /// Decides for a VM that exists.
 pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
     let vmid = ctx.vmid_text();
-    if matches!(vm.lock.as_deref(), Some("create" | "clone")) && vm.config.is_none() {
+    if vm.creation_locked() && vm.config.is_none() {
         return being_created(ctx, vm);
     }
     let Some(config) = &vm.config else {

@@ -129,12 +129,10 @@ impl Pve {
         let vm = match (&world.vm.external_name(), &self.vm) {
             (None, _) => VmState::Unknown,
             (Some(_), None) => VmState::Absent,
-            (Some(_), Some(vm)) if matches!(vm.lock.as_deref(), Some("create" | "clone")) => {
-                VmState::Present(ObservedVm {
-                    config: None,
-                    ..vm.clone()
-                })
-            }
+            (Some(_), Some(vm)) if vm.creation_locked() => VmState::Present(ObservedVm {
+                config: None,
+                ..vm.clone()
+            }),
             (Some(_), Some(vm)) => VmState::Present(vm.clone()),
         };
         let recorded = world
