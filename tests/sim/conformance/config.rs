@@ -145,10 +145,8 @@ async fn delete_and_its_rules() {
     );
 
     let upid = sim
-        .post("/nodes/pve/qemu/102/config", &[("delete", "unused0,tags")])
-        .await
-        .upid();
-    sim.task_ok(&upid).await;
+        .post_ok("/nodes/pve/qemu/102/config", &[("delete", "unused0,tags")])
+        .await;
     assert!(
         sim.task_log(&upid)
             .await
@@ -168,19 +166,16 @@ async fn running_vm_keeps_changes_pending() {
         .await;
     sim.power("103", "start").await;
 
-    let upid = sim
-        .post(
-            "/nodes/pve/qemu/103/config",
-            &[
-                ("memory", "2048"),
-                ("cores", "2"),
-                ("name", "renamed"),
-                ("cipassword", "pw"),
-            ],
-        )
-        .await
-        .upid();
-    sim.task_ok(&upid).await;
+    sim.post_ok(
+        "/nodes/pve/qemu/103/config",
+        &[
+            ("memory", "2048"),
+            ("cores", "2"),
+            ("name", "renamed"),
+            ("cipassword", "pw"),
+        ],
+    )
+    .await;
     let current = sim
         .get_q("/nodes/pve/qemu/103/config", &[("current", "1")])
         .await
