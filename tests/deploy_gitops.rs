@@ -18,10 +18,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use deploy_tools::{read, repo, run_with_input, tool, yaml_docs};
-use kube::Api;
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
+use deploy_tools::{proxmoxvms, read, repo, run_with_input, tool, yaml_docs};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const DIR: &str = "deploy/argocd/proxmox.crossplane.io/ProxmoxVM";
@@ -256,12 +254,7 @@ fn within(written: &Value, stored: &Value) -> bool {
 async fn samples_are_valid_proxmoxvms_for_the_api_server() {
     support::install_crds(repo().join("crds")).await;
     let ns = support::namespace("argocd-samples").await;
-    let gvk = GroupVersionKind::gvk("proxmox.crossplane.io", "v1alpha1", "ProxmoxVM");
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        support::client(),
-        ns.name(),
-        &ApiResource::from_gvk_with_plural(&gvk, "proxmoxvms"),
-    );
+    let api = proxmoxvms(ns.name());
     for (i, case) in cases().iter().enumerate() {
         let sample = sample(&case.input);
         // What a client may set at creation: spec and annotations.

@@ -13,13 +13,12 @@ mod deploy_tools;
 mod support;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use deploy_tools::{find, repo, yaml_docs};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
-use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::Value;
@@ -261,50 +260,14 @@ async fn authorizer_allows_what_is_needed_and_nothing_nearby() {
         support::Grant::ClusterRole(&cluster_role_name),
     )
     .await;
-    let binding = RoleBinding {
-        metadata: ObjectMeta {
-            name: Some("leader-election".into()),
-            namespace: Some(ns.name().into()),
-            ..ObjectMeta::default()
-        },
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".into(),
-            kind: "Role".into(),
-            name: "leader-election".into(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".into(),
-            name: "provider".into(),
-            namespace: Some(ns.name().into()),
-            ..Subject::default()
-        }]),
-    };
-    apply(
-        &Api::<RoleBinding>::namespaced(admin.clone(), ns.name()),
-        "leader-election",
-        &binding,
+    support::bind(
+        ns.name(),
+        "provider",
+        support::Grant::Role("leader-election"),
     )
     .await;
 
     let client = provider.client();
-    // RBAC decisions come from a cache: wait until the Role binding counts.
-    support::poll(
-        "the leader-election RoleBinding to take effect",
-        Duration::from_secs(30),
-        || {
-            let client = client.clone();
-            let ns = ns.name().to_owned();
-            async move {
-                if allowed(&client, &ns, &lease("create", None)).await {
-                    Ok(())
-                } else {
-                    Err("lease create not yet allowed".to_owned())
-                }
-            }
-        },
-    )
-    .await;
-
     let mut wrong = vec![];
     for request in NEEDED {
         if !allowed(&client, ns.name(), request).await {

@@ -12,9 +12,8 @@ mod support;
 
 use std::path::PathBuf;
 
-use deploy_tools::{prerequisites, read, repo, yaml_docs};
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use kube::core::GroupVersionKind;
+use deploy_tools::{prerequisites, proxmoxvms, read, repo, yaml_docs};
+use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
@@ -280,15 +279,6 @@ async fn kind_e2e_examples_exist_and_are_accepted_in_its_order() {
         )
         .await;
     }
-}
-
-fn proxmoxvms(namespace: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("proxmox.crossplane.io", "v1alpha1", "ProxmoxVM");
-    Api::namespaced_with(
-        support::client(),
-        namespace,
-        &ApiResource::from_gvk_with_plural(&gvk, "proxmoxvms"),
-    )
 }
 
 /// Writes `status` through the status subresource, as the provider does.

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use provider_proxmox::sim::{
-    ApiTokenSpec, DEFAULT_API_TOKEN, DEFAULT_USER, FaultRates, Grant, SimConfig, Simulator,
-    TlsSource, UserSpec,
+    ApiTokenSpec, FaultRates, Grant, SimConfig, Simulator, TlsSource, UserSpec,
 };
 
 /// Simulates the Proxmox VE REST API (HTTPS, /api2/json) in memory.
@@ -74,7 +73,15 @@ struct Args {
     fault_task_failure_rate: f64,
 }
 
-fn config(args: &Args) -> Result<SimConfig, String> {
+impl Args {
+    /// Whether the command line names credentials; without, the defaults
+    /// of [`SimConfig::default`] apply.
+    fn explicit_credentials(&self) -> bool {
+        !self.api_tokens.is_empty() || !self.users.is_empty()
+    }
+}
+
+fn config(args: &Args) -> SimConfig {
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => TlsSource::Files {
             cert: cert.clone(),
@@ -82,27 +89,17 @@ fn config(args: &Args) -> Result<SimConfig, String> {
         },
         _ => TlsSource::Generate,
     };
-    let explicit = !args.api_tokens.is_empty() || !args.users.is_empty();
-    let (api_tokens, users) = if explicit {
-        (args.api_tokens.clone(), args.users.clone())
-    } else {
-        let token = DEFAULT_API_TOKEN.parse().map_err(|e| format!("{e}"))?;
-        let user = DEFAULT_USER.parse().map_err(|e| format!("{e}"))?;
-        (vec![token], vec![user])
-    };
     let latency = (args.fault_latency_ms > 0).then(|| {
         (
             Duration::from_millis(args.fault_latency_ms),
             args.fault_latency_rate,
         )
     });
-    Ok(SimConfig {
+    let mut config = SimConfig {
         listen: args.listen,
         tls,
         nodes: args.nodes.clone(),
         time_scale: args.time_scale,
-        api_tokens,
-        users,
         grants: args.grants.clone(),
         ticket_lifetime: Duration::from_secs(args.ticket_lifetime),
         faults: FaultRates {
@@ -116,22 +113,19 @@ fn config(args: &Args) -> Result<SimConfig, String> {
         },
         seed: args.seed,
         ..SimConfig::default()
-    })
+    };
+    if args.explicit_credentials() {
+        config.api_tokens = args.api_tokens.clone();
+        config.users = args.users.clone();
+    }
+    config
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     provider_proxmox::install_crypto_provider();
     let args = Args::parse();
-    let explicit_credentials = !args.api_tokens.is_empty() || !args.users.is_empty();
-    let config = match config(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("pve-sim: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    let sim = match Simulator::start(config).await {
+    let sim = match Simulator::start(config(&args)).await {
         Ok(sim) => sim,
         Err(e) => {
             eprintln!("pve-sim: {e}");
@@ -147,7 +141,7 @@ async fn main() -> std::process::ExitCode {
     }
     println!("listening on {}", sim.base_url());
     println!("fingerprint {}", sim.fingerprint());
-    if !explicit_credentials {
+    if !args.explicit_credentials() {
         println!(
             "credentials default (see docs/pve-sim.md; set --api-token/--user to choose your own)"
         );

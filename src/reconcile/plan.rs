@@ -172,7 +172,7 @@ fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
 /// Decisions that need no Proxmox: pause, invalid policies, deletion without
 /// anything to clean up, orphaning.
 fn gate(ctx: &Ctx) -> Option<Decision> {
-    let paused_by = if ctx.annotation(crate::api::meta::PAUSED) == Some("true") {
+    let paused_by = if ctx.vm.annotation(crate::api::meta::PAUSED) == Some("true") {
         Some("the crossplane.io/paused annotation is \"true\"")
     } else if ctx.vm.spec.management_policies.is_empty() {
         Some("managementPolicies is empty")

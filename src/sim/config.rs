@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::error::Error;
+use super::schema::format::is_realm;
 
 /// A secret string whose `Debug`/`Display` never show the value.
 #[derive(Clone, PartialEq, Eq)]
@@ -68,12 +69,7 @@ impl std::str::FromStr for ApiTokenSpec {
         };
         let (id, secret) = s.split_once('=').ok_or_else(bad)?;
         let (user, token) = id.split_once('!').ok_or_else(bad)?;
-        let token_ok = token.starts_with(|c: char| c.is_ascii_alphabetic())
-            && token.len() >= 2
-            && token
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
-        if !is_userid(user) || !token_ok || secret.is_empty() {
+        if !is_userid(user) || !is_realm(token) || secret.is_empty() {
             return Err(bad());
         }
         Ok(Self {
@@ -163,11 +159,7 @@ fn is_userid(s: &str) -> bool {
             !name.is_empty()
                 && !name.contains([':', '/', '!'])
                 && !name.chars().any(char::is_whitespace)
-                && realm.len() >= 2
-                && realm.starts_with(|c: char| c.is_ascii_alphabetic())
-                && realm
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+                && is_realm(realm)
         }
         None => false,
     }

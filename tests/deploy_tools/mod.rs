@@ -215,6 +215,13 @@ pub async fn kustomize(dir: &str) -> String {
     crate::support::kubectl_ok(&["kustomize", &repo().join(dir).display().to_string()]).await
 }
 
+/// The ProxmoxVMs of a namespace as untyped objects, so a test can write
+/// any spec or status.
+pub fn proxmoxvms(namespace: &str) -> kube::Api<kube::api::DynamicObject> {
+    let resource = kube::api::ApiResource::erase::<provider_proxmox::api::ProxmoxVM>(&());
+    kube::Api::namespaced_with(crate::support::client(), namespace, &resource)
+}
+
 /// The API server's version without the `v`, for `helm --kube-version`.
 pub async fn server_version() -> String {
     let info = crate::support::client().apiserver_version().await.unwrap();

@@ -176,8 +176,7 @@ impl Sim {
 
     /// Polls a task until it stops; returns its final status object.
     pub async fn wait_task(&self, upid: &str) -> Value {
-        let node = upid.split(':').nth(1).expect("UPID has a node");
-        let path = format!("/nodes/{node}/tasks/{}/status", urlencode(upid));
+        let path = task_path(upid, "status");
         let start = std::time::Instant::now();
         loop {
             let resp = self.get(&path).await;
@@ -221,13 +220,7 @@ impl Sim {
     }
 
     pub async fn task_log(&self, upid: &str) -> Vec<String> {
-        let node = upid.split(':').nth(1).expect("UPID has a node");
-        let resp = self
-            .get_q(
-                &format!("/nodes/{node}/tasks/{}/log", urlencode(upid)),
-                &[("limit", "0")],
-            )
-            .await;
+        let resp = self.get_q(&task_path(upid, "log"), &[("limit", "0")]).await;
         resp.data()
             .as_array()
             .expect("log lines")
@@ -261,8 +254,7 @@ impl Sim {
             ("net0", "virtio,bridge=vmbr0"),
         ];
         params.extend_from_slice(extra);
-        let upid = self.post("/nodes/pve/qemu", &params).await.upid();
-        self.task_ok(&upid).await;
+        self.post_ok("/nodes/pve/qemu", &params).await;
     }
 
     pub async fn config(&self, vmid: &str) -> Value {
@@ -270,6 +262,12 @@ impl Sim {
             .await
             .data()
     }
+}
+
+/// `/nodes/{node}/tasks/{upid}/{leaf}` for the task a UPID names.
+fn task_path(upid: &str, leaf: &str) -> String {
+    let node = upid.split(':').nth(1).expect("UPID has a node");
+    format!("/nodes/{node}/tasks/{}/{leaf}", urlencode(upid))
 }
 
 /// Percent-encodes a path segment (UPIDs contain ':' and '!').

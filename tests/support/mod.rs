@@ -33,7 +33,7 @@
 //! - [`service_account_kubeconfig(ns, name, grant)`](service_account_kubeconfig())
 //!   → [`ServiceAccountAccess`]: a ServiceAccount bound only to the given
 //!   ClusterRole/Role ([`Grant`]), with a TokenRequest token, as kubeconfig
-//!   file and kube-rs config.
+//!   file and kube-rs config; [`bind`] grants it more.
 //! - [`poll`] → wait for a condition with a deadline and a clear message.
 //!
 //! Everything panics with what it was doing or waiting for, which is what a
@@ -57,7 +57,7 @@ pub use manifests::{
     wait_until_served,
 };
 pub use namespace::{LABEL as NAMESPACE_LABEL, TestNamespace, namespace};
-pub use service_account::{Grant, ServiceAccountAccess, service_account_kubeconfig};
+pub use service_account::{Grant, ServiceAccountAccess, bind, service_account_kubeconfig};
 pub use wait::poll;
 
 /// The repository root (for `crds/`, `deploy/`, fixtures).

@@ -48,8 +48,8 @@ impl ServiceAccountAccess {
 }
 
 /// Creates ServiceAccount `name` in `namespace`, binds it as `grant` says
-/// (binding named after the account), obtains a one-hour token through the
-/// TokenRequest API and writes a kubeconfig for it. Returns once the
+/// (see [`bind`]; more grants may follow), obtains a one-hour token through
+/// the TokenRequest API and writes a kubeconfig for it. Returns once the
 /// apiserver's authorizer has seen the binding.
 pub async fn service_account_kubeconfig(
     namespace: &str,
@@ -72,54 +72,9 @@ pub async fn service_account_kubeconfig(
         .await
         .unwrap_or_else(|e| panic!("creating ServiceAccount {namespace}/{name}: {e}"));
 
-    let subject = Subject {
-        kind: "ServiceAccount".into(),
-        name: name.into(),
-        namespace: Some(namespace.into()),
-        ..Subject::default()
-    };
-    let binding_name = format!("{namespace}-{name}");
-    let rules = match grant {
-        Grant::ClusterRole(role) => {
-            let binding = ClusterRoleBinding {
-                metadata: ObjectMeta {
-                    name: Some(binding_name.clone()),
-                    ..ObjectMeta::default()
-                },
-                role_ref: role_ref("ClusterRole", role),
-                subjects: Some(vec![subject]),
-            };
-            Api::<ClusterRoleBinding>::all(admin.clone())
-                .patch(&binding_name, &ssa, &Patch::Apply(&binding))
-                .await
-                .unwrap_or_else(|e| panic!("binding ClusterRole {role}: {e}"));
-            cluster_role_rules(&admin, role).await
-        }
-        Grant::ClusterRoleInNamespace(role) | Grant::Role(role) => {
-            let (kind, rules) = match grant {
-                Grant::Role(_) => ("Role", role_rules(&admin, namespace, role).await),
-                _ => ("ClusterRole", cluster_role_rules(&admin, role).await),
-            };
-            let binding = RoleBinding {
-                metadata: ObjectMeta {
-                    name: Some(binding_name.clone()),
-                    namespace: Some(namespace.into()),
-                    ..ObjectMeta::default()
-                },
-                role_ref: role_ref(kind, role),
-                subjects: Some(vec![subject]),
-            };
-            Api::<RoleBinding>::namespaced(admin.clone(), namespace)
-                .patch(&binding_name, &ssa, &Patch::Apply(&binding))
-                .await
-                .unwrap_or_else(|e| panic!("binding {kind} {role} in {namespace}: {e}"));
-            rules
-        }
-    };
+    bind(namespace, name, grant).await;
 
-    let username = format!("system:serviceaccount:{namespace}:{name}");
-    wait_for_authorizer(&admin, &username, namespace, &rules).await;
-
+    let username = username(namespace, name);
     let request = TokenRequest {
         spec: TokenRequestSpec {
             audiences: vec![],
@@ -156,6 +111,66 @@ pub async fn service_account_kubeconfig(
         kubeconfig,
         config,
     }
+}
+
+/// `system:serviceaccount:<ns>:<name>`
+fn username(namespace: &str, account: &str) -> String {
+    format!("system:serviceaccount:{namespace}:{account}")
+}
+
+/// Binds ServiceAccount `account` of `namespace` as `grant` says (binding
+/// named `<namespace>-<account>-<role>`, so an account may hold several
+/// grants) and returns once the apiserver's authorizer has seen it.
+pub async fn bind(namespace: &str, account: &str, grant: Grant<'_>) {
+    let admin = client();
+    let ssa = PatchParams::apply(FIELD_MANAGER).force();
+    let subject = Subject {
+        kind: "ServiceAccount".into(),
+        name: account.into(),
+        namespace: Some(namespace.into()),
+        ..Subject::default()
+    };
+    let (Grant::ClusterRole(role) | Grant::ClusterRoleInNamespace(role) | Grant::Role(role)) =
+        grant;
+    let binding_name = format!("{namespace}-{account}-{role}");
+    let rules = match grant {
+        Grant::ClusterRole(_) => {
+            let binding = ClusterRoleBinding {
+                metadata: ObjectMeta {
+                    name: Some(binding_name.clone()),
+                    ..ObjectMeta::default()
+                },
+                role_ref: role_ref("ClusterRole", role),
+                subjects: Some(vec![subject]),
+            };
+            Api::<ClusterRoleBinding>::all(admin.clone())
+                .patch(&binding_name, &ssa, &Patch::Apply(&binding))
+                .await
+                .unwrap_or_else(|e| panic!("binding ClusterRole {role}: {e}"));
+            cluster_role_rules(&admin, role).await
+        }
+        Grant::ClusterRoleInNamespace(_) | Grant::Role(_) => {
+            let (kind, rules) = match grant {
+                Grant::Role(_) => ("Role", role_rules(&admin, namespace, role).await),
+                _ => ("ClusterRole", cluster_role_rules(&admin, role).await),
+            };
+            let binding = RoleBinding {
+                metadata: ObjectMeta {
+                    name: Some(binding_name.clone()),
+                    namespace: Some(namespace.into()),
+                    ..ObjectMeta::default()
+                },
+                role_ref: role_ref(kind, role),
+                subjects: Some(vec![subject]),
+            };
+            Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+                .patch(&binding_name, &ssa, &Patch::Apply(&binding))
+                .await
+                .unwrap_or_else(|e| panic!("binding {kind} {role} in {namespace}: {e}"));
+            rules
+        }
+    };
+    wait_for_authorizer(&admin, &username(namespace, account), namespace, &rules).await;
 }
 
 /// The admin kubeconfig's current cluster with a different user.

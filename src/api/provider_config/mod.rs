@@ -14,7 +14,7 @@ mod status;
 mod timing;
 
 pub use status::{ConfigReason, ProviderConfigStatus};
-pub use timing::{DurationError, Timing};
+pub use timing::{DurationError, Timing, go_duration};
 
 /// Secret key holding an API token ID, `USER@REALM!TOKENID`.
 pub const SECRET_KEY_TOKEN_ID: &str = "tokenId";
@@ -26,6 +26,10 @@ pub const SECRET_KEY_USERNAME: &str = "username";
 pub const SECRET_KEY_PASSWORD: &str = "password";
 /// Default key of a CA bundle in a Secret.
 pub const SECRET_KEY_CA: &str = "ca.crt";
+
+/// A Go duration as the API server's pattern admits it (`3s`, `1m30s`,
+/// `500ms`); CEL rules bound each field's range.
+const GO_DURATION: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
 
 /// Declares one provider config kind. The two kinds differ only in name,
 /// scope, description and where their Secrets may live; everything users
@@ -147,7 +151,7 @@ pub struct ProviderSettings {
         validation = Rule::new("duration(self) >= duration('5s') && duration(self) <= duration('24h')")
             .message("resyncInterval must be a Go duration between 5s and 24h, such as 1m")
     )]
-    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION))]
     pub resync_interval: String,
 
     /// Limits that keep Proxmox (and its storage locks) from being swamped.
@@ -253,7 +257,7 @@ pub struct TlsSettings {
 pub struct TaskSettings {
     /// How often a running task is polled, as a Go duration.
     #[serde(default = "default_poll_interval")]
-    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION))]
     #[x_kube(
         validation = Rule::new("duration(self) >= duration('500ms') && duration(self) <= duration('5m')")
             .message("pollInterval must be a Go duration between 500ms and 5m, such as 3s")
@@ -263,7 +267,7 @@ pub struct TaskSettings {
     /// How long a task may run before the resource reports `TaskTimeout`
     /// (the task is still observed afterwards).
     #[serde(default = "default_timeout")]
-    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION))]
     #[x_kube(
         validation = Rule::new("duration(self) >= duration('10s') && duration(self) <= duration('24h')")
             .message("timeout must be a Go duration between 10s and 24h, such as 10m")
@@ -272,7 +276,7 @@ pub struct TaskSettings {
 
     /// How long a graceful shutdown may take before the VM is stopped hard.
     #[serde(default = "default_shutdown_timeout")]
-    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION))]
     #[x_kube(
         validation = Rule::new("duration(self) >= duration('1s') && duration(self) <= duration('1h')")
             .message("shutdownTimeout must be a Go duration between 1s and 1h, such as 2m")

@@ -13,16 +13,20 @@ pub struct DurationError {
     value: String,
 }
 
-fn parse_duration(field: &'static str, value: &str) -> Result<Duration, DurationError> {
-    value
-        .parse::<kube::core::Duration>()
+/// A non-negative Go duration (`3s`, `1m30s`), as every duration setting
+/// of the provider is read.
+pub fn go_duration(text: &str) -> Option<Duration> {
+    text.parse::<kube::core::Duration>()
         .ok()
         .filter(|d| !d.is_negative())
         .map(Duration::from)
-        .ok_or_else(|| DurationError {
-            field,
-            value: value.to_owned(),
-        })
+}
+
+fn parse_duration(field: &'static str, value: &str) -> Result<Duration, DurationError> {
+    go_duration(value).ok_or_else(|| DurationError {
+        field,
+        value: value.to_owned(),
+    })
 }
 
 /// Durations of [`TaskSettings`](super::TaskSettings) and the resync interval, parsed.

@@ -30,6 +30,18 @@ pub(super) fn refusals(schema: &Value, object: &Value, old: Option<&Value>) -> V
     }
 }
 
+/// Asserts a case's verdict: accepted (`want` is `None`), or refused with a
+/// message that contains `want`.
+pub(super) fn assert_verdict(name: &str, got: &[String], want: Option<&str>) {
+    match want {
+        None => assert!(got.is_empty(), "{name}: refused: {got:?}"),
+        Some(msg) => assert!(
+            got.iter().any(|g| g.contains(msg)),
+            "{name}: want a refusal containing {msg:?}, got {got:?}"
+        ),
+    }
+}
+
 pub(super) fn vm(for_provider: Value) -> Value {
     json!({
         "apiVersion": "proxmox.crossplane.io/v1alpha1",

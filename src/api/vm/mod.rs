@@ -135,12 +135,17 @@ pub struct ProxmoxVMSpec {
 }
 
 impl ProxmoxVM {
-    /// The VMID recorded in the `crossplane.io/external-name` annotation, raw.
-    pub fn external_name(&self) -> Option<&str> {
+    /// The value of an annotation.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
         self.metadata
             .annotations
             .as_ref()?
-            .get(crate::api::meta::EXTERNAL_NAME)
+            .get(key)
             .map(String::as_str)
+    }
+
+    /// The VMID recorded in the `crossplane.io/external-name` annotation, raw.
+    pub fn external_name(&self) -> Option<&str> {
+        self.annotation(crate::api::meta::EXTERNAL_NAME)
     }
 }

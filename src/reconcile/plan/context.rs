@@ -8,7 +8,7 @@ use super::input::{ImageRef, Needs, Observation, PlanInput, ProviderState, TaskR
 use crate::api::{
     ProxmoxVM, ProxmoxVMStatus,
     meta::{self, Capabilities, PolicyMode, policy_mode},
-    provider_config::{Limits, Timing},
+    provider_config::{Limits, Timing, go_duration},
     vm::{InFlightTask, PowerState, VmParameters},
 };
 
@@ -53,15 +53,6 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.vm
-            .metadata
-            .annotations
-            .as_ref()?
-            .get(key)
-            .map(String::as_str)
-    }
-
     /// The external name, parsed as a VMID.
     pub fn external_name(&self) -> Option<Result<u32, String>> {
         let text = self.vm.external_name()?;
@@ -85,7 +76,8 @@ impl<'a> Ctx<'a> {
 
     fn annotation_time(&self, key: &str) -> Option<Timestamp> {
         // An unreadable time still counts as set, as early as possible.
-        self.annotation(key)
+        self.vm
+            .annotation(key)
             .map(|t| t.parse().unwrap_or(Timestamp::MIN))
     }
 
@@ -104,7 +96,10 @@ impl<'a> Ctx<'a> {
     /// The create task is known to have succeeded (and no create was
     /// attempted since).
     pub fn create_succeeded(&self) -> bool {
-        self.annotation(meta::EXTERNAL_CREATE_SUCCEEDED).is_some() && !self.create_pending()
+        self.vm
+            .annotation(meta::EXTERNAL_CREATE_SUCCEEDED)
+            .is_some()
+            && !self.create_pending()
     }
 
     pub fn deleting(&self) -> bool {
@@ -126,6 +121,15 @@ impl<'a> Ctx<'a> {
 
     pub fn uid(&self) -> &str {
         self.vm.metadata.uid.as_deref().unwrap_or_default()
+    }
+
+    /// This resource's owner marker line (see [`super::owner`]).
+    pub fn marker_line(&self) -> String {
+        super::owner::marker_line(
+            self.vm.metadata.namespace.as_deref().unwrap_or_default(),
+            self.vm.metadata.name.as_deref().unwrap_or_default(),
+            self.uid(),
+        )
     }
 
     /// The VM's name on Proxmox: the spec's, else the resource's.
@@ -161,10 +165,9 @@ impl<'a> Ctx<'a> {
 
     /// How long an up-to-date VM waits before the next drift check.
     pub fn resync_interval(&self) -> Duration {
-        self.annotation(meta::POLL_INTERVAL)
-            .and_then(|text| text.parse::<kube::core::Duration>().ok())
-            .filter(|d| !d.is_negative())
-            .map(Duration::from)
+        self.vm
+            .annotation(meta::POLL_INTERVAL)
+            .and_then(go_duration)
             .map_or(self.timing.resync_interval, |d| {
                 d.max(Duration::from_secs(5))
             })

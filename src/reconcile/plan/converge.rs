@@ -11,14 +11,14 @@ use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
 use super::input::{AgentState, ObservedVm, Power};
 use super::output::Step;
-use super::owner::{Ownership, marker_line, ownership};
+use super::owner::{Ownership, ownership};
 use super::task;
 use crate::api::{Reason, vm::TaskAction};
 
 /// Decides for a VM that exists.
 pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
     let vmid = ctx.vmid_text();
-    if matches!(vm.lock.as_deref(), Some("create" | "clone")) && vm.config.is_none() {
+    if vm.creation_locked() && vm.config.is_none() {
         return being_created(ctx, vm);
     }
     let Some(config) = &vm.config else {
@@ -116,11 +116,7 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
         Ownership::Foreign(uid) => format!("belongs to another resource (uid {uid})"),
         _ => "was not created by this resource (its description has no owner marker)".into(),
     };
-    let hint = marker_line(
-        ctx.vm.metadata.namespace.as_deref().unwrap_or_default(),
-        ctx.vm.metadata.name.as_deref().unwrap_or_default(),
-        ctx.uid(),
-    );
+    let hint = ctx.marker_line();
     let message = format!(
         "VM {vmid} on node {} {whose}; it is left untouched. To only observe it, set managementPolicies to [\"Observe\"]; to manage it, add the line \"{hint}\" to its notes",
         vm.node

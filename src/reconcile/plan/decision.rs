@@ -187,7 +187,7 @@ fn observed_readiness(ctx: &Ctx, synced: Option<&Say>) -> Say {
     let creating = ctx.caps.create && !ctx.create_succeeded();
     match &ctx.obs.vm {
         super::VmState::Present(vm) => {
-            if matches!(vm.lock.as_deref(), Some("create" | "clone")) {
+            if vm.creation_locked() {
                 return Say::no(Reason::Creating, doing);
             }
             let running = vm.power == super::Power::Running;

@@ -22,7 +22,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         VmState::Absent | VmState::Unknown => return gone(ctx),
     };
     let vmid = ctx.vmid_text();
-    if matches!(vm.lock.as_deref(), Some("create" | "clone")) && vm.config.is_none() {
+    if vm.creation_locked() && vm.config.is_none() {
         if ctx.create_pending() {
             let say = Say::yes(
                 Reason::WaitingForTask,

@@ -157,6 +157,13 @@ pub struct ObservedVm {
     pub agent: AgentState,
 }
 
+impl ObservedVm {
+    /// Locked by a create or clone that has not finished.
+    pub fn creation_locked(&self) -> bool {
+        matches!(self.lock.as_deref(), Some("create" | "clone"))
+    }
+}
+
 /// Power state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Power {

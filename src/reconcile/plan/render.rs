@@ -199,12 +199,7 @@ fn cloud_init_wants(ci: &CloudInit) -> Vec<Want> {
 
 /// The description with the owner marker, as created.
 pub(super) fn description_value(ctx: &Ctx) -> String {
-    let marker = owner::marker_line(
-        ctx.vm.metadata.namespace.as_deref().unwrap_or_default(),
-        ctx.vm.metadata.name.as_deref().unwrap_or_default(),
-        ctx.uid(),
-    );
-    owner::description(ctx.spec.description.as_deref(), &marker)
+    owner::description(ctx.spec.description.as_deref(), &ctx.marker_line())
 }
 
 fn bool_value(b: bool) -> &'static str {

@@ -307,31 +307,7 @@ impl World {
 use crate::api::ManagementPolicy;
 
 /// The variant name of a step, for table assertions.
-pub(super) fn step_name(step: &Step) -> &'static str {
-    match step {
-        Step::RecordExternalName { .. } => "RecordExternalName",
-        Step::AllocateVmid => "AllocateVmid",
-        Step::ForgetExternalName => "ForgetExternalName",
-        Step::AddFinalizer => "AddFinalizer",
-        Step::RecordCreateSucceeded => "RecordCreateSucceeded",
-        Step::RemoveFinalizer => "RemoveFinalizer",
-        Step::DownloadImage { .. } => "DownloadImage",
-        Step::CreateVm { .. } => "CreateVm",
-        Step::CloneVm { .. } => "CloneVm",
-        Step::Configure { .. } => "Configure",
-        Step::ResizeDisk { .. } => "ResizeDisk",
-        Step::Start { .. } => "Start",
-        Step::Shutdown { .. } => "Shutdown",
-        Step::Stop { .. } => "Stop",
-        Step::Destroy { .. } => "Destroy",
-        Step::SaveStatus => "SaveStatus",
-        Step::ObserveTask => "ObserveTask",
-        Step::Wait => "Wait",
-        Step::Refuse => "Refuse",
-        Step::Paused => "Paused",
-        Step::UpToDate => "UpToDate",
-    }
-}
+pub(super) use crate::reconcile::act::step_name;
 
 /// What a case expects: the step, and Synced / Ready as (status, reason).
 pub(super) struct Expect {

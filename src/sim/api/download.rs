@@ -2,12 +2,12 @@
 //! task that never touches the network. What a URL yields comes from the
 //! URL registry (`/_sim/urls`) or its fixed rule.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::storage::STORAGE;
 use crate::sim::clock::Clock;
+use crate::sim::control::urls::host_of;
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::qemu::NODE;
@@ -172,7 +172,7 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
         ctx.log("calculating checksum of existing file...");
         match have.get(algo) {
             Some(got) if got == want => {
-                append(ctx, "OK, got correct file already, no need to download");
+                ctx.append("OK, got correct file already, no need to download");
                 return Ok(());
             }
             got => {
@@ -184,10 +184,7 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
         }
     }
     let tmp = format!("{dest}.tmp_dwnl.{}", 4000 + ctx.upid.len());
-    let host = url::Url::parse(&job.url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_default();
+    let host = host_of(&job.url);
     ctx.log(format!("--{}--  {}", wget_time(), job.url));
     if let Some(err) = &resolved.error {
         ctx.log(format!(
@@ -234,7 +231,7 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
     if let Some((algo, want)) = &job.checksum {
         ctx.log("calculating checksum...");
         match resolved.checksums.get(algo) {
-            Some(got) if got == want => append(ctx, "OK, checksum verified"),
+            Some(got) if got == want => ctx.append("OK, checksum verified"),
             got => {
                 let got = got
                     .cloned()
@@ -268,17 +265,12 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
             vmid: None,
             ctime: Clock::epoch_secs(),
             corrupt: resolved.corrupt,
-            checksums: resolved.checksums.into_iter().collect::<BTreeMap<_, _>>(),
+            checksums: resolved.checksums,
         },
     );
     drop(cluster);
     ctx.log(format!("download of '{}' to '{dest}' finished", job.url));
     Ok(())
-}
-
-/// Appends to the last log line, as PVE's `print` without newline does.
-fn append(ctx: &TaskCtx, text: &str) {
-    ctx.append(text);
 }
 
 fn wget_time() -> String {

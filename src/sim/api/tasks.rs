@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::sim::auth::Identity;
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::qemu::NODE;
@@ -53,17 +54,20 @@ fn lookup(inst: &Instance, call: &Call) -> Result<TaskRecord, ApiError> {
         .ok_or_else(|| ApiError::param("upid", "no such task"))
 }
 
+/// Whether `caller` may see a task of `task_user` as its own: the same
+/// user and token, or the user itself for any of its tokens' tasks.
+fn started_by(task_user: &str, caller: &Identity) -> bool {
+    let (user, token) = split_token(task_user);
+    user == caller.user && (caller.token.is_none() || token == caller.token.as_deref())
+}
+
 /// The owner, the owner's user for its tokens, or `Sys.Audit` on the node.
 fn check_access(inst: &Instance, call: &Call, rec: &TaskRecord) -> Result<(), ApiError> {
-    let caller = &call.identity;
-    let owner = &rec.upid.user;
-    let owner_user = owner.split_once('!').map_or(owner.as_str(), |(u, _)| u);
-    let allowed = *owner == caller.full() || (caller.token.is_none() && owner_user == caller.user);
-    if allowed {
+    if started_by(&rec.upid.user, &call.identity) {
         return Ok(());
     }
     inst.auth.check(
-        caller,
+        &call.identity,
         &format!("/nodes/{}", call.params.node()),
         &["Sys.Audit"],
     )
@@ -78,22 +82,12 @@ pub async fn index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
 pub async fn status(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let rec = lookup(&inst, &call)?;
     check_access(&inst, &call, &rec)?;
-    let u = &rec.upid;
-    let (user, tokenid) = split_token(&u.user);
-    let mut data = json!({
-        "upid": rec.text,
-        "node": u.node,
-        "pid": u.pid,
-        "pstart": u.pstart,
-        "starttime": u.starttime,
-        "type": u.task_type,
-        "id": u.id,
-        "user": user,
-        "status": if rec.exit.is_some() { "stopped" } else { "running" },
-    });
-    if let Some(t) = tokenid {
-        data["tokenid"] = json!(t);
-    }
+    let status = if rec.exit.is_some() {
+        "stopped"
+    } else {
+        "running"
+    };
+    let mut data = task_json(&rec, status);
     if let Some(exit) = &rec.exit {
         data["exitstatus"] = json!(exit);
     }
@@ -168,9 +162,7 @@ pub async fn list(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
 
 /// The list's filters, in PVE's `$filter_task` order of checks.
 struct ListFilter<'a> {
-    caller: String,
-    caller_is_token: bool,
-    caller_user: &'a str,
+    caller: &'a Identity,
     may_audit: bool,
     userfilter: Option<String>,
     typefilter: Option<&'a str>,
@@ -199,9 +191,7 @@ impl<'a> ListFilter<'a> {
             (false, None) => all(),
         };
         Self {
-            caller: call.identity.full(),
-            caller_is_token: call.identity.token.is_some(),
-            caller_user: &call.identity.user,
+            caller: &call.identity,
             may_audit: inst
                 .auth
                 .has(&call.identity, &format!("/nodes/{}", p.node()), "Sys.Audit"),
@@ -221,9 +211,7 @@ impl<'a> ListFilter<'a> {
         self.userfilter
             .as_deref()
             .is_none_or(|f| owner.to_lowercase().contains(f))
-            && (self.may_audit
-                || u.user == self.caller
-                || (!self.caller_is_token && owner == self.caller_user))
+            && (self.may_audit || started_by(&u.user, self.caller))
             && self.typefilter.is_none_or(|t| u.task_type == t)
             && self.vmid.is_none_or(|v| u.id == v)
             && self.since.is_none_or(|s| u.starttime as i64 >= s)
@@ -249,17 +237,23 @@ fn listed_status(r: &TaskRecord) -> Option<&str> {
     r.listing.endtime().and(r.exit.as_deref())
 }
 
-fn list_item(r: &TaskRecord) -> Value {
+/// A task's UPID fields as its status and the list show them (the user
+/// without the token name, which is `tokenid`), with `status`.
+fn task_json(r: &TaskRecord, status: &str) -> Value {
     let u = &r.upid;
     let (user, tokenid) = split_token(&u.user);
     let mut v = json!({
         "upid": r.text, "node": u.node, "pid": u.pid, "pstart": u.pstart, "starttime": u.starttime,
-        "type": u.task_type, "id": u.id, "user": user,
-        "status": listed_status(r).unwrap_or("RUNNING"),
+        "type": u.task_type, "id": u.id, "user": user, "status": status,
     });
     if let Some(t) = tokenid {
         v["tokenid"] = json!(t);
     }
+    v
+}
+
+fn list_item(r: &TaskRecord) -> Value {
+    let mut v = task_json(r, listed_status(r).unwrap_or("RUNNING"));
     if let Some(end) = r.listing.endtime() {
         v["endtime"] = json!(end);
     }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::sim::clock::Clock;
 use crate::sim::config::{Secret, SimConfig};
 use crate::sim::http::ApiError;
+use crate::sim::http::decode::uri_unescape;
 use acl::{ALL_PRIVILEGES, Acl};
 use ticket::TicketKey;
 
@@ -222,22 +223,13 @@ fn extract_token(header: &str) -> Option<String> {
         .0;
     let rest = &header[start + "PVEAPIToken".len()..];
     let rest = rest.strip_prefix(['=', ' '])?;
-    let value = rest.split(';').next().unwrap_or_default();
-    Some(
-        percent_encoding::percent_decode_str(value)
-            .decode_utf8_lossy()
-            .into_owned(),
-    )
+    Some(uri_unescape(rest.split(';').next().unwrap_or_default()))
 }
 
 /// The ticket may also come as `Authorization: PVEAuthCookie=<ticket>`.
 fn extract_cookie_auth(header: &str) -> Option<String> {
     let value = header.trim().strip_prefix("PVEAuthCookie=")?;
-    Some(
-        percent_encoding::percent_decode_str(value.split(';').next().unwrap_or_default())
-            .decode_utf8_lossy()
-            .into_owned(),
-    )
+    Some(uri_unescape(value.split(';').next().unwrap_or_default()))
 }
 
 /// A cookie's value, URI-unescaped like pve-http-server's `extract_auth_value`.
@@ -249,11 +241,7 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .flat_map(|v| v.split(';'))
         .find_map(|pair| {
             let (k, v) = pair.trim().split_once('=')?;
-            (k == name).then(|| {
-                percent_encoding::percent_decode_str(v)
-                    .decode_utf8_lossy()
-                    .into_owned()
-            })
+            (k == name).then(|| uri_unescape(v))
         })
 }
 

@@ -41,8 +41,14 @@ impl TicketKey {
         format!("{plain}::{}", STANDARD.encode(self.mac(&plain)))
     }
 
-    /// The user of a valid, unexpired ticket. Like PVE, a ticket from up to
-    /// 5 minutes in the future is accepted (clock skew between nodes).
+    /// Whether something issued at `issued` is still valid at `now`. Like
+    /// PVE, up to 5 minutes in the future is accepted (clock skew between nodes).
+    fn fresh(&self, issued: u64, now: u64) -> bool {
+        let age = now as i64 - issued as i64;
+        age >= -300 && age <= self.lifetime_secs as i64
+    }
+
+    /// The user of a valid, unexpired ticket.
     pub fn verify(&self, ticket: &str, now: u64) -> Option<String> {
         let (plain, sig) = ticket.split_once("::")?;
         let rest = plain.strip_prefix("PVE:")?;
@@ -51,8 +57,7 @@ impl TicketKey {
         if STANDARD.encode(self.mac(plain)) != sig {
             return None;
         }
-        let age = now as i64 - issued as i64;
-        (age >= -300 && age <= self.lifetime_secs as i64).then(|| user.to_owned())
+        self.fresh(issued, now).then(|| user.to_owned())
     }
 
     /// The CSRF token belonging to a login of `user` at `now`.
@@ -71,8 +76,7 @@ impl TicketKey {
         let Ok(issued) = u64::from_str_radix(ts, 16) else {
             return false;
         };
-        let age = now as i64 - issued as i64;
-        age >= -300 && age <= self.lifetime_secs as i64 && self.csrf(user, issued) == token
+        self.fresh(issued, now) && self.csrf(user, issued) == token
     }
 }
 

@@ -93,20 +93,23 @@ impl Traffic {
             .iter()
             .map(|(k, statuses)| {
                 let count: u64 = statuses.values().sum();
-                let status: serde_json::Map<String, Value> = statuses
-                    .iter()
-                    .map(|(s, n)| (s.to_string(), json!(n)))
-                    .collect();
-                (k.clone(), json!({"count": count, "status": status}))
+                (
+                    k.clone(),
+                    json!({"count": count, "status": by_code(statuses)}),
+                )
             })
             .collect();
-        let status: serde_json::Map<String, Value> = self
-            .by_status
-            .iter()
-            .map(|(s, n)| (s.to_string(), json!(n)))
-            .collect();
-        json!({"total": self.by_status.values().sum::<u64>(), "status": status, "requests": requests})
+        let total: u64 = self.by_status.values().sum();
+        json!({"total": total, "status": by_code(&self.by_status), "requests": requests})
     }
+}
+
+/// Counts per status code, keyed by the code as text (`{"200": n}`).
+fn by_code(counts: &BTreeMap<u16, u64>) -> serde_json::Map<String, Value> {
+    counts
+        .iter()
+        .map(|(code, n)| (code.to_string(), json!(n)))
+        .collect()
 }
 
 #[cfg(test)]

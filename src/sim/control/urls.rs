@@ -78,10 +78,7 @@ impl UrlRegistry {
                 corrupt: e.corrupt,
             };
         }
-        let host = url::Url::parse(url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_default();
+        let host = host_of(url);
         let error = (host.ends_with(".invalid") || host == "invalid")
             .then(|| format!("unable to resolve host address '{host}'"));
         Resolved {
@@ -92,6 +89,14 @@ impl UrlRegistry {
             corrupt: false,
         }
     }
+}
+
+/// The host name of a URL (empty when it has none).
+pub fn host_of(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// The checksums of an unregistered URL's simulated content.

@@ -32,6 +32,14 @@ pub type RawParams = BTreeMap<String, RawValue>;
 #[derive(Debug, PartialEq, Eq)]
 pub struct BodyError(pub String);
 
+/// Percent-decodes a value once (invalid UTF-8 becomes U+FFFD), like
+/// pve-http-server's `uri_unescape`.
+pub fn uri_unescape(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
 /// Decodes `a=1&b=2` (also `;`-separated, `+` for space), last value wins.
 pub fn urlencoded(data: &str, into: &mut RawParams) {
     for pair in data.split(['&', ';']) {

@@ -50,12 +50,41 @@ impl ApiError {
     }
 }
 
-/// The message PVE dies with when a VM has no config on this node.
-pub fn no_such_vm_message(node: &str, vmid: u32) -> String {
-    format!("Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist")
+/// What PVE dies with when a VM has no config on this node: a 500 in a
+/// request handler, the exit status in a task (hence both conversions).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoSuchVm {
+    node: String,
+    vmid: u32,
 }
 
-/// [`no_such_vm_message`] as a 500.
-pub fn no_such_vm(node: &str, vmid: u32) -> ApiError {
-    ApiError::Internal(no_such_vm_message(node, vmid))
+impl NoSuchVm {
+    pub fn new(node: &str, vmid: u32) -> Self {
+        Self {
+            node: node.to_owned(),
+            vmid,
+        }
+    }
+}
+
+impl std::fmt::Display for NoSuchVm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Configuration file 'nodes/{}/qemu-server/{}.conf' does not exist",
+            self.node, self.vmid
+        )
+    }
+}
+
+impl From<NoSuchVm> for ApiError {
+    fn from(e: NoSuchVm) -> Self {
+        Self::Internal(e.to_string())
+    }
+}
+
+impl From<NoSuchVm> for String {
+    fn from(e: NoSuchVm) -> Self {
+        e.to_string()
+    }
 }

@@ -49,10 +49,7 @@ impl Route {
                 if s.is_empty() {
                     return None;
                 }
-                let decoded = percent_encoding::percent_decode_str(s)
-                    .decode_utf8_lossy()
-                    .into_owned();
-                vars.push((name.to_owned(), decoded));
+                vars.push((name.to_owned(), super::decode::uri_unescape(s)));
             } else if t != s {
                 return None;
             }

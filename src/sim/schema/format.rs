@@ -165,10 +165,7 @@ impl Named {
                     format!("invalid content type '{c}'\n"),
                 )
             }),
-            Self::PveRealm => ok(
-                regex_matches(r"[A-Za-z][A-Za-z0-9.\-_]+", v),
-                format!("invalid realm '{v}'\n"),
-            ),
+            Self::PveRealm => ok(is_realm(v), format!("invalid realm '{v}'\n")),
             Self::PvePoolid => ok(
                 regex_matches(r"[A-Za-z0-9_\-]+(/[A-Za-z0-9_\-]+){0,2}", v),
                 format!("invalid pool ID '{v}'\n"),
@@ -259,6 +256,12 @@ pub fn is_storage_id(v: &str) -> bool {
     regex_matches(r"(?i)[a-z][a-z0-9\-_.]*[a-z0-9]", v)
 }
 
+/// A realm name; PVE's API token names follow the same syntax
+/// (`token_subid_regex` is the realm regex).
+pub fn is_realm(v: &str) -> bool {
+    regex_matches(r"[A-Za-z][A-Za-z0-9.\-_]+", v)
+}
+
 pub fn is_configid(v: &str) -> bool {
     regex_matches(r"(?i)[a-z][a-z0-9_-]+", v)
 }
@@ -312,16 +315,18 @@ pub fn format_size(bytes: u64) -> String {
 }
 
 pub fn parse_cidr4(v: &str) -> Option<(Ipv4Addr, u8)> {
-    let (ip, prefix) = v.split_once('/')?;
-    let prefix: u8 = prefix.parse().ok()?;
-    (prefix > 7 && prefix <= 32).then_some(())?;
-    Some((ip.parse().ok()?, prefix))
+    parse_cidr(v, 32)
 }
 
 pub fn parse_cidr6(v: &str) -> Option<(Ipv6Addr, u8)> {
+    parse_cidr(v, 128)
+}
+
+/// `address/prefix` with a prefix length from 8 to `max_prefix`.
+fn parse_cidr<A: std::str::FromStr>(v: &str, max_prefix: u8) -> Option<(A, u8)> {
     let (ip, prefix) = v.split_once('/')?;
     let prefix: u8 = prefix.parse().ok()?;
-    (prefix > 7 && prefix <= 128).then_some(())?;
+    (8..=max_prefix).contains(&prefix).then_some(())?;
     Some((ip.parse().ok()?, prefix))
 }
 

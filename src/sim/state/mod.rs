@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 pub use storage::{Storage, StorageKind, Volume};
 pub use vm::{Running, Vm};
 
-use crate::sim::http::ApiError;
+use crate::sim::http::error::NoSuchVm;
 
 /// The lowest VMID `nextid` hands out (datacenter.cfg `next-id` default).
 pub const NEXTID_LOWER: u32 = 100;
@@ -27,18 +27,18 @@ impl Cluster {
     }
 
     /// A VM on a given node, or PVE's "config file does not exist" error.
-    pub fn vm(&self, node: &str, vmid: u32) -> Result<&Vm, ApiError> {
+    pub fn vm(&self, node: &str, vmid: u32) -> Result<&Vm, NoSuchVm> {
         self.vms
             .get(&vmid)
             .filter(|vm| vm.node == node)
-            .ok_or_else(|| crate::sim::http::error::no_such_vm(node, vmid))
+            .ok_or_else(|| NoSuchVm::new(node, vmid))
     }
 
-    pub fn vm_mut(&mut self, node: &str, vmid: u32) -> Result<&mut Vm, ApiError> {
+    pub fn vm_mut(&mut self, node: &str, vmid: u32) -> Result<&mut Vm, NoSuchVm> {
         self.vms
             .get_mut(&vmid)
             .filter(|vm| vm.node == node)
-            .ok_or_else(|| crate::sim::http::error::no_such_vm(node, vmid))
+            .ok_or_else(|| NoSuchVm::new(node, vmid))
     }
 
     pub fn storage(&self, node: &str, id: &str) -> Option<&Storage> {

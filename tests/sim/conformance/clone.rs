@@ -44,13 +44,11 @@ async fn template_clones_linked_by_default() {
 async fn full_clones_copy_with_progress() {
     let sim = start().await;
     let upid = sim
-        .post(
+        .post_ok(
             "/nodes/pve/qemu/9000/clone",
             &[("newid", "201"), ("full", "1"), ("storage", "local-lvm")],
         )
-        .await
-        .upid();
-    sim.task_ok(&upid).await;
+        .await;
     let log = sim.task_log(&upid).await;
     assert!(
         log.contains(&"create full clone of drive scsi0 (local-lvm:base-9000-disk-0)".to_owned())

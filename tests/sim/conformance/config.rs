@@ -145,10 +145,8 @@ async fn delete_and_its_rules() {
     );
 
     let upid = sim
-        .post("/nodes/pve/qemu/102/config", &[("delete", "unused0,tags")])
-        .await
-        .upid();
-    sim.task_ok(&upid).await;
+        .post_ok("/nodes/pve/qemu/102/config", &[("delete", "unused0,tags")])
+        .await;
     assert!(
         sim.task_log(&upid)
             .await
@@ -168,19 +166,16 @@ async fn running_vm_keeps_changes_pending() {
         .await;
     sim.power("103", "start").await;
 
-    let upid = sim
-        .post(
-            "/nodes/pve/qemu/103/config",
-            &[
-                ("memory", "2048"),
-                ("cores", "2"),
-                ("name", "renamed"),
-                ("cipassword", "pw"),
-            ],
-        )
-        .await
-        .upid();
-    sim.task_ok(&upid).await;
+    sim.post_ok(
+        "/nodes/pve/qemu/103/config",
+        &[
+            ("memory", "2048"),
+            ("cores", "2"),
+            ("name", "renamed"),
+            ("cipassword", "pw"),
+        ],
+    )
+    .await;
     let current = sim
         .get_q("/nodes/pve/qemu/103/config", &[("current", "1")])
         .await
@@ -202,26 +197,16 @@ async fn running_vm_keeps_changes_pending() {
         (Some("2048"), Some(2))
     );
 
-    let pending = sim.get("/nodes/pve/qemu/103/pending").await.data();
-    let item = |key: &str| {
-        pending
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|i| i["key"] == key)
-            .cloned()
-            .unwrap()
-    };
     assert_eq!(
-        item("memory"),
+        item_of(&sim, "103", "memory").await,
         json!({"key": "memory", "value": "1024", "pending": "2048"})
     );
     assert_eq!(
-        item("cores"),
+        item_of(&sim, "103", "cores").await,
         json!({"key": "cores", "value": 1, "pending": 2})
     );
     assert_eq!(
-        item("cipassword"),
+        item_of(&sim, "103", "cipassword").await,
         json!({"key": "cipassword", "value": "**********"}),
         "cipassword is written directly"
     );
@@ -256,6 +241,7 @@ async fn running_vm_keeps_changes_pending() {
     assert_eq!(config["memory"], "1024");
 }
 
+/// The `GET .../pending` entry of `key` (`{}` when there is none).
 async fn item_of(sim: &Sim, vmid: &str, key: &str) -> serde_json::Value {
     let pending = sim
         .get(&format!("/nodes/pve/qemu/{vmid}/pending"))

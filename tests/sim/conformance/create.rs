@@ -304,7 +304,7 @@ async fn import_from_syntax_and_source_rules() {
 async fn empty_disks_and_start_after_create() {
     let sim = start().await;
     let upid = sim
-        .post(
+        .post_ok(
             "/nodes/pve/qemu",
             &[
                 ("vmid", "104"),
@@ -314,9 +314,7 @@ async fn empty_disks_and_start_after_create() {
                 ("net0", "virtio,bridge=vmbr0"),
             ],
         )
-        .await
-        .upid();
-    sim.task_ok(&upid).await;
+        .await;
     let log = sim.task_log(&upid).await;
     assert!(
         log.contains(

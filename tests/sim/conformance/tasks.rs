@@ -53,8 +53,7 @@ async fn unknown_tasks_give_pve_answers() {
     let bad_log = sim.get("/nodes/pve/tasks/garbage/log").await;
     assert_eq!(bad_log.errors()["upid"], "unable to parse worker upid");
     // The UPID's node must be the node asked.
-    let upid = sim.post("/nodes/pve/qemu", &[("vmid", "201")]).await.upid();
-    sim.task_ok(&upid).await;
+    let upid = sim.post_ok("/nodes/pve/qemu", &[("vmid", "201")]).await;
     let other = upid.replace("UPID:pve:", "UPID:pve2:");
     assert_eq!(
         sim.get(&format!("/nodes/pve/tasks/{}/status", urlencode(&other)))
@@ -68,16 +67,14 @@ async fn unknown_tasks_give_pve_answers() {
 async fn task_log_paging_and_error_exit() {
     let sim = start().await;
     let upid = sim
-        .post(
+        .post_ok(
             "/nodes/pve/qemu",
             &[
                 ("vmid", "202"),
                 ("scsi0", &format!("local-lvm:0,import-from={UBUNTU}")),
             ],
         )
-        .await
-        .upid();
-    sim.task_ok(&upid).await;
+        .await;
     let page = sim
         .get_q(
             &format!("/nodes/pve/tasks/{}/log", urlencode(&upid)),

@@ -14,7 +14,7 @@ struct Pve {
     /// The running task and what it does when it ends.
     task: Option<(String, TaskAction)>,
     /// Every Proxmox step sent, in order.
-    sent: Vec<&'static str>,
+    sent: Vec<String>,
 }
 
 /// How Proxmox stores what a create sent: imported disks get their volume
@@ -129,12 +129,10 @@ impl Pve {
         let vm = match (&world.vm.external_name(), &self.vm) {
             (None, _) => VmState::Unknown,
             (Some(_), None) => VmState::Absent,
-            (Some(_), Some(vm)) if matches!(vm.lock.as_deref(), Some("create" | "clone")) => {
-                VmState::Present(ObservedVm {
-                    config: None,
-                    ..vm.clone()
-                })
-            }
+            (Some(_), Some(vm)) if vm.creation_locked() => VmState::Present(ObservedVm {
+                config: None,
+                ..vm.clone()
+            }),
             (Some(_), Some(vm)) => VmState::Present(vm.clone()),
         };
         let recorded = world
@@ -221,7 +219,7 @@ fn drive(
     pve: &mut Pve,
     lose_status_after: Option<&str>,
     done: impl Fn(&Plan) -> bool,
-) -> Vec<&'static str> {
+) -> Vec<String> {
     let mut lost = false;
     let mut steps = vec![];
     for _ in 0..60 {
@@ -235,7 +233,7 @@ fn drive(
         if plan.step.action().is_some() {
             let upid = pve.start(&plan.step);
             plan.task_started(&upid);
-            if !lost && lose_status_after == Some(step_name(&plan.step)) {
+            if !lost && lose_status_after == Some(step_name(&plan.step).as_str()) {
                 lost = true;
                 write_status = false;
             }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::disks::{self, print_drive};
-use super::{NODE_VMID, POOL, assert_config_exists, complete_net};
+use super::{NODE_VMID, POOL, assert_config_exists, complete_net, settle_new_vm};
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::format::{format_size, parse_size};
@@ -105,22 +105,7 @@ pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
             }
             let mut created = Vec::new();
             let result = run(&ctx, plan, &mut created).await;
-            let mut cluster = ctx.inst.cluster();
-            match result {
-                Ok(config) => {
-                    if let Some(vm) = cluster.vms.get_mut(&newid) {
-                        vm.config = config;
-                    }
-                    Ok(())
-                }
-                Err(e) => {
-                    for volid in created {
-                        cluster.free_volume(&ctx.node, &volid);
-                    }
-                    cluster.vms.remove(&newid);
-                    Err(format!("clone failed: {e}"))
-                }
-            }
+            settle_new_vm(&ctx, newid, result, created).map_err(|e| format!("clone failed: {e}"))
         },
     );
     Ok(Reply::data(upid))
@@ -137,15 +122,7 @@ fn check(
 ) -> Result<(BTreeMap<String, String>, Vec<DiskCopy>), ApiError> {
     let cluster = inst.cluster();
     if let Some(s) = storage {
-        let scfg = cluster
-            .storage(node, s)
-            .ok_or_else(|| ApiError::internal(format!("storage '{s}' does not exist")))?;
-        if !scfg.supports("images") {
-            return Err(ApiError::param(
-                "storage",
-                format!("storage '{s}' does not support vm images"),
-            ));
-        }
+        disks::check_images_storage(&cluster, node, s)?;
     }
     let source = cluster.vm(node, vmid)?;
     source.check_lock().map_err(ApiError::Internal)?;
@@ -221,14 +198,7 @@ async fn run(
         opts.remove("file");
         let size = opts.get("size").and_then(|s| parse_size(s)).unwrap_or(0);
         let volid = if copy.source.contains("-cloudinit") {
-            disks::allocate(
-                ctx,
-                &target,
-                newid,
-                Some(format!("vm-{newid}-cloudinit")),
-                4 << 20,
-                created,
-            )?
+            disks::allocate_cloudinit(ctx, &target, newid, created)?
         } else {
             let volid = disks::allocate(ctx, &target, newid, None, size, created)?;
             if copy.full {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::disks::{self, DiskOp};
 use super::{
-    check_option_privileges, complete_net, creation_defaults, options, power, unique_tags,
-    validate_ssh_keys,
+    check_option_privileges, complete_net, creation_defaults, is_cdrom, options, power,
+    settle_new_vm, unique_tags, validate_ssh_keys,
 };
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
@@ -109,23 +109,7 @@ async fn run(
     let _flock = ctx.flock(vmid, Duration::from_secs(1)).await?;
     let mut created = Vec::new();
     let result = build(ctx, vmid, plain, ops, &mut created).await;
-    let mut cluster = ctx.inst.cluster();
-    match result {
-        Ok(config) => {
-            if let Some(vm) = cluster.vms.get_mut(&vmid) {
-                vm.config = config;
-            }
-            Ok(())
-        }
-        Err(e) => {
-            // PVE unlinks the config and frees new volumes: the VMID is free again.
-            cluster.vms.remove(&vmid);
-            for volid in created {
-                cluster.free_volume(&ctx.node, &volid);
-            }
-            Err(e)
-        }
-    }
+    settle_new_vm(ctx, vmid, result, created)
 }
 
 async fn build(
@@ -170,15 +154,10 @@ fn default_boot_order(config: &BTreeMap<String, String>) -> Option<String> {
         })
         .collect();
     drives.sort_by_key(|k| boot_rank(k));
-    let is_cdrom = |k: &String| {
-        config[k].contains("media=cdrom")
-            || config[k].starts_with("cdrom")
-            || config[k].starts_with("none")
-    };
-    let disk = drives.iter().find(|k| !is_cdrom(k));
+    let disk = drives.iter().find(|k| !is_cdrom(&config[**k]));
     let cdrom = drives
         .iter()
-        .find(|k| is_cdrom(k) && !config[**k].contains("cloudinit"));
+        .find(|k| is_cdrom(&config[**k]) && !config[**k].contains("cloudinit"));
     let net = config.keys().find(|k| k.starts_with("net"));
     let order: Vec<&str> = disk
         .into_iter()

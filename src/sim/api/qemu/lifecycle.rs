@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use super::{NODE_VMID, SKIPLOCK, check_lock_sync, check_root_only, spawn_locked};
-use crate::sim::http::error::no_such_vm_message;
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::format::{format_size, parse_size};
@@ -121,9 +120,7 @@ pub async fn destroy(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
         move |ctx| async move {
             let volumes = {
                 let mut cluster = ctx.inst.cluster();
-                let vm = cluster
-                    .vm_mut(&ctx.node, vmid)
-                    .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
+                let vm = cluster.vm_mut(&ctx.node, vmid)?;
                 if !skiplock {
                     vm.check_lock()?;
                 }
@@ -195,10 +192,7 @@ pub async fn template(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
             ctx.checkpoint()?;
             let mut cluster = ctx.inst.cluster();
             let node = ctx.node.clone();
-            let drives = cluster
-                .vm(&node, vmid)
-                .map_err(|_| no_such_vm_message(&ctx.node, vmid))?
-                .drives();
+            let drives = cluster.vm(&node, vmid)?.drives();
             let mut renamed = Vec::new();
             for (key, drive) in drives {
                 let Some(file) = drive.get("file") else {
@@ -233,9 +227,7 @@ pub async fn template(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
                 }
                 renamed.push((key, file.replacen(name, &base, 1)));
             }
-            let vm = cluster
-                .vm_mut(&node, vmid)
-                .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
+            let vm = cluster.vm_mut(&node, vmid)?;
             for (key, new_file) in renamed {
                 if let Some(value) = vm.config.get(&key).cloned() {
                     let rest = value
@@ -252,7 +244,6 @@ pub async fn template(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
 }
 
 pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let _node = call.params.node().to_owned();
     let vmid = call.params.vmid("vmid");
     inst.auth
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Config.Disk"])?;
@@ -270,9 +261,7 @@ pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         move |ctx| async move {
             let (volid, old, drive) = {
                 let cluster = ctx.inst.cluster();
-                let vm = cluster
-                    .vm(&ctx.node, vmid)
-                    .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
+                let vm = cluster.vm(&ctx.node, vmid)?;
                 if digest.as_ref().is_some_and(|d| *d != vm.digest()) {
                     return Err("checksum mismatch (file change by other user?)".into());
                 }
@@ -345,9 +334,7 @@ pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
                     ));
                 }
             }
-            let vm = cluster
-                .vm_mut(&node, vmid)
-                .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
+            let vm = cluster.vm_mut(&node, vmid)?;
             let mut opts = drive;
             opts.remove("file");
             opts.insert("size".into(), format_size(new));

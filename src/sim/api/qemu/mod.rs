@@ -69,7 +69,7 @@ pub fn check_option_privileges(
         }
         match drive_privileges(key, value).or_else(|| qemu::option_privileges(key)) {
             Some(privs) => inst.auth.check(&call.identity, &path, privs)?,
-            None if call.identity.full() != "root@pam" => {
+            None if !call.identity.is_root() => {
                 return Err(ApiError::internal(format!(
                     "only root can set '{key}' config"
                 )));
@@ -94,14 +94,17 @@ fn drive_privileges(key: &str, value: &str) -> Option<&'static [&'static str]> {
     }
     Some(if value.contains("cloudinit") {
         &["VM.Config.Cloudinit", "VM.Config.CDROM"]
-    } else if value.contains("media=cdrom")
-        || value.starts_with("none")
-        || value.starts_with("cdrom")
-    {
+    } else if is_cdrom(value) {
         &["VM.Config.CDROM"]
     } else {
         &["VM.Config.Disk"]
     })
+}
+
+/// A drive value for a CD-ROM drive: `media=cdrom`, or no disk (`none`,
+/// `cdrom`: the host's drive).
+pub fn is_cdrom(value: &str) -> bool {
+    value.contains("media=cdrom") || value.starts_with("none") || value.starts_with("cdrom")
 }
 
 /// A NIC with a generated MAC when none is given, printed as PVE prints it
@@ -135,7 +138,7 @@ pub fn assert_config_exists(inst: &Instance, node: &str, vmid: u32) -> Result<()
 /// `skiplock` and friends are root-only: 400 `Only root may use this option.`
 pub fn check_root_only(call: &Call, params: &[&str]) -> Result<(), ApiError> {
     for p in params {
-        if call.params.flag(p) == Some(true) && call.identity.full() != "root@pam" {
+        if call.params.flag(p) == Some(true) && !call.identity.is_root() {
             return Err(ApiError::param(*p, "Only root may use this option."));
         }
     }
@@ -178,9 +181,7 @@ pub fn unique_tags(tags: &str) -> String {
 /// `PVE::Tools::validate_ssh_public_keys` on the once-decoded `sshkeys`
 /// value: every non-empty line must hold a parsable public key.
 pub fn validate_ssh_keys(encoded: &str) -> Result<(), ApiError> {
-    let decoded = percent_encoding::percent_decode_str(encoded)
-        .decode_utf8_lossy()
-        .into_owned();
+    let decoded = crate::sim::http::decode::uri_unescape(encoded);
     if decoded
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -209,6 +210,41 @@ fn is_public_key_line(line: &str) -> bool {
         let end = 4 + len as usize;
         blob.get(4..end).is_some_and(|t| t == w[0].as_bytes()) && blob.len() > end
     })
+}
+
+/// Ends a task that built a new VM behind its placeholder lock (create,
+/// clone): the built config replaces the placeholder, or, as PVE does on
+/// failure, the placeholder and the volumes created so far go again and the
+/// VMID is free.
+pub fn settle_new_vm(
+    ctx: &TaskCtx,
+    vmid: u32,
+    built: Result<BTreeMap<String, String>, String>,
+    created: Vec<String>,
+) -> Result<(), String> {
+    let mut cluster = ctx.inst.cluster();
+    match built {
+        Ok(config) => {
+            if let Some(vm) = cluster.vms.get_mut(&vmid) {
+                vm.config = config;
+            }
+            Ok(())
+        }
+        Err(e) => {
+            cluster.vms.remove(&vmid);
+            for volid in created {
+                cluster.free_volume(&ctx.node, &volid);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The lock check inside a task (the VM must still exist), honouring skiplock.
+pub fn task_lock_check(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
+    let cluster = ctx.inst.cluster();
+    let vm = cluster.vm(&ctx.node, vmid)?;
+    if skiplock { Ok(()) } else { vm.check_lock() }
 }
 
 /// Starts a worker task (id = VMID) whose body runs under the VM's config

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{NODE_VMID, SKIPLOCK, assert_config_exists, check_root_only, spawn_locked};
+use super::{
+    NODE_VMID, SKIPLOCK, assert_config_exists, check_root_only, spawn_locked, task_lock_check,
+};
 use crate::sim::clock::Clock;
-use crate::sim::http::error::no_such_vm_message;
 use crate::sim::http::{ApiError, Call, Reply};
 use crate::sim::instance::Instance;
 use crate::sim::schema::{Param, propstr};
@@ -48,15 +49,6 @@ fn precheck(inst: &Instance, call: &Call) -> Result<(String, u32, bool), ApiErro
     Ok((node, vmid, skiplock))
 }
 
-/// The lock check of a task, honouring skiplock.
-fn task_lock_check(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
-    let cluster = ctx.inst.cluster();
-    let vm = cluster
-        .vm(&ctx.node, vmid)
-        .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
-    if skiplock { Ok(()) } else { vm.check_lock() }
-}
-
 pub async fn start_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let (_, vmid, skiplock) = precheck(&inst, &call)?;
     Ok(spawn_locked(
@@ -77,9 +69,7 @@ pub async fn start(ctx: &TaskCtx, vmid: u32) -> Result<(), String> {
 async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
     let has_cloudinit = {
         let cluster = ctx.inst.cluster();
-        let vm = cluster
-            .vm(&ctx.node, vmid)
-            .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
+        let vm = cluster.vm(&ctx.node, vmid)?;
         if vm.is_template() {
             return Err("you can't start a vm if it's a template".into());
         }
@@ -106,9 +96,7 @@ async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), St
     ctx.sleep(ctx.inst.durations.start).await;
     ctx.checkpoint()?;
     let mut cluster = ctx.inst.cluster();
-    let vm = cluster
-        .vm_mut(&ctx.node, vmid)
-        .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
+    let vm = cluster.vm_mut(&ctx.node, vmid)?;
     apply_pending(vm);
     vm.running = Some(Running {
         pid: 100_000 + vmid % 100_000,
@@ -199,9 +187,7 @@ pub async fn reboot_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, Ap
                 .await;
             ctx.checkpoint()?;
             let mut cluster = ctx.inst.cluster();
-            let vm = cluster
-                .vm_mut(&ctx.node, vmid)
-                .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
+            let vm = cluster.vm_mut(&ctx.node, vmid)?;
             apply_pending(vm);
             if let Some(run) = vm.running.as_mut() {
                 run.agent_ready = ctx.inst.clock.deadline(ctx.inst.durations.guest_boot);

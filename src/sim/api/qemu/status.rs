@@ -112,11 +112,7 @@ pub async fn vm_index(_inst: Arc<Instance>, _call: Call) -> Result<Reply, ApiErr
         "mtunnel",
         "remote_migrate",
     ];
-    Ok(Reply::data(
-        dirs.iter()
-            .map(|d| json!({"subdir": d}))
-            .collect::<Vec<_>>(),
-    ))
+    Ok(subdirs(&dirs))
 }
 
 pub async fn status_index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
@@ -125,9 +121,14 @@ pub async fn status_index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
     let dirs = [
         "current", "start", "stop", "reset", "shutdown", "suspend", "reboot",
     ];
-    Ok(Reply::data(
+    Ok(subdirs(&dirs))
+}
+
+/// A directory index: `[{"subdir": ...}, ...]`.
+fn subdirs(dirs: &[&str]) -> Reply {
+    Reply::data(
         dirs.iter()
             .map(|d| json!({"subdir": d}))
             .collect::<Vec<_>>(),
-    ))
+    )
 }

@@ -3,8 +3,7 @@
 
 use super::config::Update;
 use super::disks;
-use super::{complete_net, unique_tags};
-use crate::sim::http::error::no_such_vm_message;
+use super::{complete_net, task_lock_check, unique_tags};
 use crate::sim::schema::{propstr, qemu};
 use crate::sim::state::Vm;
 use crate::sim::tasks::TaskCtx;
@@ -36,15 +35,7 @@ fn applies_while_running(key: &str) -> bool {
 pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), String> {
     let vmid = u.vmid;
     let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
-    {
-        let cluster = ctx.inst.cluster();
-        let vm = cluster
-            .vm(&ctx.node, vmid)
-            .map_err(|_| no_such_vm_message(&ctx.node, vmid))?;
-        if !u.skiplock {
-            vm.check_lock()?;
-        }
-    }
+    task_lock_check(ctx, vmid, u.skiplock)?;
     ctx.checkpoint()?;
     ctx.log(format!("update VM {vmid}: {}", u.summary));
     if in_task {
@@ -67,9 +58,7 @@ pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), S
     let mut cluster = ctx.inst.cluster();
     let node = ctx.node.clone();
     let mut freed = Vec::new();
-    let vm = cluster
-        .vm_mut(&node, vmid)
-        .map_err(|_| no_such_vm_message(&node, vmid))?;
+    let vm = cluster.vm_mut(&node, vmid)?;
     for key in u.delete {
         delete_key(ctx, vm, key, &mut freed);
     }

@@ -4,6 +4,7 @@ use crate::sim::auth::Identity;
 use crate::sim::http::ApiError;
 use crate::sim::instance::Instance;
 use crate::sim::schema::qemu;
+use crate::sim::state::Cluster;
 
 use super::{DiskOp, volume_type};
 
@@ -121,7 +122,11 @@ fn check_target(inst: &Instance, id: &Identity, node: &str, storage: &str) -> Re
         &format!("/storage/{storage}"),
         &["Datastore.AllocateSpace"],
     )?;
-    let cluster = inst.cluster();
+    check_images_storage(&inst.cluster(), node, storage)
+}
+
+/// The storage exists on the node and holds VM images.
+pub fn check_images_storage(cluster: &Cluster, node: &str, storage: &str) -> Result<(), ApiError> {
     let s = cluster
         .storage(node, storage)
         .ok_or_else(|| ApiError::internal(format!("storage '{storage}' does not exist")))?;

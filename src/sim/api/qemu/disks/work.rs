@@ -40,14 +40,7 @@ pub async fn execute(
             storage,
             mut opts,
         } => {
-            let volid = allocate(
-                ctx,
-                &storage,
-                vmid,
-                Some(format!("vm-{vmid}-cloudinit")),
-                4 << 20,
-                created,
-            )?;
+            let volid = allocate_cloudinit(ctx, &storage, vmid, created)?;
             ctx.sleep(ctx.inst.durations.disk_alloc).await;
             opts.insert("media".into(), "cdrom".into());
             let value = print_drive(&volid, &opts);
@@ -207,6 +200,17 @@ pub fn allocate(
     }
     created.push(volid.clone());
     Ok(volid)
+}
+
+/// Creates the VM's 4 MiB cloud-init volume, `vm-<vmid>-cloudinit`.
+pub fn allocate_cloudinit(
+    ctx: &TaskCtx,
+    storage: &str,
+    vmid: u32,
+    created: &mut Vec<String>,
+) -> Result<String, String> {
+    let name = format!("vm-{vmid}-cloudinit");
+    allocate(ctx, storage, vmid, Some(name), 4 << 20, created)
 }
 
 /// Logs `transferred X of Y (pp.pp%)` about once per percent over the
