@@ -82,10 +82,8 @@ struct RunArgs {
 }
 
 fn go_duration(text: &str) -> Result<Duration, String> {
-    text.parse::<kube::core::Duration>()
-        .ok()
-        .filter(|d| !d.is_negative() && !Duration::from(*d).is_zero())
-        .map(Duration::from)
+    provider_proxmox::api::provider_config::go_duration(text)
+        .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("{text:?} is not a positive Go duration such as 30s, 1m or 1h30m"))
 }
 

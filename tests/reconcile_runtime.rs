@@ -186,13 +186,7 @@ async fn the_deploy_rbac_is_enough_to_run_the_provider() {
         support::Grant::ClusterRole(&cluster_role_name),
     )
     .await;
-    env.apply(&json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "leader-election"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leader-election"},
-        "subjects": [{"kind": "ServiceAccount", "name": "provider", "namespace": ns}],
-    }))
-    .await;
+    support::bind(ns, "provider", support::Grant::Role("leader-election")).await;
     // A ClusterProviderConfig, reading its Secret from the test namespace.
     let mut config = manifests::provider_config(&env.sim, &json!({}));
     config["kind"] = json!("ClusterProviderConfig");
