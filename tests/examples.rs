@@ -60,20 +60,24 @@ async fn every_example_is_accepted() {
         );
     }
     for file in &files {
-        let docs = yaml_docs(&std::fs::read_to_string(file).unwrap(), "example");
-        // Examples that name their namespace (crossplane-system) keep it;
-        // the others go where a user would apply them, here a fresh one.
-        let names_namespace = docs.iter().any(|d| d["metadata"]["namespace"].is_string());
-        let target = (!names_namespace).then_some(ns.name());
-        let out = support::apply_dry_run_server(file.as_path(), target).await;
-        let documents = docs.len();
-        assert_eq!(
-            out.matches("(server dry run)").count(),
-            documents,
-            "{}: every document accepted:\n{out}",
-            file.display()
-        );
+        let yaml = std::fs::read_to_string(file).unwrap();
+        assert_every_document_accepted(&yaml, &file.display().to_string(), ns.name()).await;
     }
+}
+
+/// Server dry-runs `yaml` as a user would apply it and asserts that the
+/// server accepted each of its documents. Manifests that name their
+/// namespace (crossplane-system) keep it; the others go to `ns`.
+async fn assert_every_document_accepted(yaml: &str, origin: &str, ns: &str) {
+    let docs = yaml_docs(yaml, origin);
+    let names_namespace = docs.iter().any(|d| d["metadata"]["namespace"].is_string());
+    let target = (!names_namespace).then_some(ns);
+    let out = support::apply_dry_run_server(yaml, target).await;
+    assert_eq!(
+        out.matches("(server dry run)").count(),
+        docs.len(),
+        "{origin}: every document accepted:\n{yaml}\n{out}"
+    );
 }
 
 fn example(name: &str) -> Vec<Value> {
@@ -416,14 +420,6 @@ async fn readme_manifests_are_accepted() {
         "README.md shows a provider config and a VM: {blocks:?}"
     );
     for block in &blocks {
-        let docs = yaml_docs(block, "README.md");
-        let names_namespace = docs.iter().any(|d| d["metadata"]["namespace"].is_string());
-        let target = (!names_namespace).then_some(ns.name());
-        let out = support::apply_dry_run_server(block.as_str(), target).await;
-        assert_eq!(
-            out.matches("(server dry run)").count(),
-            docs.len(),
-            "every document of this README block is accepted:\n{block}\n{out}"
-        );
+        assert_every_document_accepted(block, "README.md", ns.name()).await;
     }
 }
