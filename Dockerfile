@@ -27,6 +27,7 @@ WORKDIR /src
 # Only what the two binaries are built from (.dockerignore allows no more).
 COPY Cargo.toml Cargo.lock ./
 COPY src/ src/
+COPY crates/ crates/
 COPY hack/testenv/ hack/testenv/
 # The cargo registry and target directory live in BuildKit cache mounts, so
 # rebuilds after a source change recompile only this crate. The binaries are
@@ -35,7 +36,7 @@ RUN --mount=type=cache,id=cargo-registry,target=/usr/local/cargo/registry,sharin
     --mount=type=cache,id=cargo-git,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,id=provider-target,target=/src/target,sharing=locked \
     target="$(uname -m)-unknown-linux-musl" \
-    && cargo build --release --locked --target "$target" --bin proxmox-provider --bin pve-sim \
+    && cargo build --release --locked --target "$target" --workspace --bin proxmox-provider --bin pve-sim \
     && install -D -m 0755 "target/$target/release/proxmox-provider" /out/proxmox-provider \
     && install -D -m 0755 "target/$target/release/pve-sim" /out/pve-sim
 

@@ -81,7 +81,7 @@ trap 'exit 0' INT TERM
 [[ -f "$manifest" ]] || die "$manifest is missing (the examples come from the packaging branch)"
 mkdir -p "$dir"
 say "building proxmox-provider and pve-sim (cargo build)"
-"$cargo" build --quiet --package crossplane-provider-proxmox --bin proxmox-provider --bin pve-sim
+"$cargo" build --quiet --workspace --bin proxmox-provider --bin pve-sim
 if [[ "$current_cluster" == 1 ]]; then
   kubectl="${KUBECTL:-kubectl}"
   command -v "$kubectl" >/dev/null || die "DEMO_USE_CURRENT_CLUSTER=1 needs kubectl on PATH (or KUBECTL)"

@@ -61,7 +61,7 @@ fn dockerfile_passes_buildkit_checks_and_builds_a_non_root_image() {
     let text = read("Dockerfile");
     assert!(
         text.contains(
-            "cargo build --release --locked --target \"$target\" --bin proxmox-provider --bin pve-sim"
+            "cargo build --release --locked --target \"$target\" --workspace --bin proxmox-provider --bin pve-sim"
         ),
         "a static release build of both binaries"
     );

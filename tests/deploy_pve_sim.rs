@@ -185,7 +185,7 @@ async fn start() -> Sim {
         add_on.container["command"][0], "/usr/local/bin/pve-sim",
         "the image's pve-sim"
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pve-sim"))
+    let mut child = Command::new(support::workspace_binary("pve-sim", "pve-sim"))
         .args(&args)
         .stdout(Stdio::piped())
         .spawn()

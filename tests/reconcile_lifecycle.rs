@@ -5,7 +5,7 @@
 mod reconcile;
 mod support;
 
-use provider_proxmox::proxmox::vm::{Tags, VmParams};
+use pve_client::vm::{Tags, VmParams};
 use reconcile::{DEADLINE, Env, condition, is_true, manifests};
 use serde_json::json;
 

@@ -6,7 +6,7 @@ mod reconcile;
 mod support;
 
 use provider_proxmox::api::vm::TaskAction;
-use provider_proxmox::proxmox::vm::{CreateVm, VmParams};
+use pve_client::vm::{CreateVm, VmParams};
 use reconcile::{Controller, DEADLINE, Env, Options, condition, manifests};
 use serde_json::json;
 

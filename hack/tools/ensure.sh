@@ -11,6 +11,7 @@
 #   hack/tools/ensure.sh lua                 # lua5.4 (Debian package)
 #   hack/tools/ensure.sh shellcheck          # shellcheck (Debian package)
 #   hack/tools/ensure.sh openssl             # openssl (Debian package), for scripts/pve-sim-tls.sh
+#   hack/tools/ensure.sh pve-api-schema      # the real PVE API schema (JSON), from the pinned fakepve wheel
 #
 # Go tools are built with the local Go toolchain from the go.mod/go.sum next
 # to this script (nothing vendored, nothing prebuilt downloaded) and cached
@@ -29,7 +30,7 @@ log_tag=tools
 source "$here/../lib.sh"
 
 usage() {
-  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -108,6 +109,43 @@ apt_tool() {
   command -v "$cmd"
 }
 
+# pypi_data NAME DIR MEMBER: the gzipped file MEMBER of the one wheel pinned
+# (with its sha256) in DIR/requirements.txt, unpacked into the cache as
+# NAME.json. pip checks the hash; nothing is installed.
+pypi_data() {
+  local name="$1" dir="$2" member="$3" key out
+  key="$(content_key "$dir/requirements.txt" "${BASH_SOURCE[0]}" "$here/../lib.sh")"
+  out="$cache_root/$name-$key/$name.json"
+  if [[ -f "$out" ]]; then
+    echo "$out"
+    return
+  fi
+  command -v python3 >/dev/null || die "python3 is not on PATH; it is needed once to fetch $name"
+  lock "$name"
+  if [[ -f "$out" ]]; then
+    echo "$out"
+    return
+  fi
+  local tmp
+  tmp="$(mktemp -d "$cache_root/.fetch-$name.XXXXXX")"
+  # shellcheck disable=SC2064 # expand now: $tmp is local to this function
+  trap "rm -rf '$tmp'" EXIT
+  log "fetching $name (first run only; pip checks the pinned hash)"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+      --only-binary=:all: --require-hashes -r "$dir/requirements.txt" -d "$tmp/wheel" >&2 \
+    || die "downloading the wheel pinned in $dir/requirements.txt failed"
+  python3 - "$tmp/wheel" "$member" "$tmp/$name.json" <<'PY' || die "unpacking $member failed"
+import gzip, pathlib, sys, zipfile
+wheel = next(pathlib.Path(sys.argv[1]).glob("*.whl"))
+data = gzip.decompress(zipfile.ZipFile(wheel).read(sys.argv[2]))
+pathlib.Path(sys.argv[3]).write_bytes(data)
+PY
+  rm -rf "$tmp/wheel" "$(dirname "$out")"
+  mv "$tmp" "$(dirname "$out")"
+  trap - EXIT
+  echo "$out"
+}
+
 [[ $# -eq 1 ]] || usage
 case "$1" in
   helm)
@@ -132,5 +170,8 @@ case "$1" in
   lua) apt_tool lua5.4 lua5.4 ;;
   shellcheck) apt_tool shellcheck shellcheck ;;
   openssl) apt_tool openssl openssl ;;
+  pve-api-schema)
+    pypi_data pve-api-schema "$here/pve-api-schema" fakepve/data/pve-api.json.gz
+    ;;
   *) usage ;;
 esac

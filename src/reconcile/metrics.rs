@@ -11,7 +11,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::proxmox::{RequestHook, RequestRecord};
+use pve_client::{RequestHook, RequestRecord};
 
 /// `result` of a reconcile.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -207,7 +207,6 @@ mod tests {
             status,
             elapsed: Duration::from_millis(3),
         };
-        // The hook's callback is crate-private; call it the way the client does.
         hook.call(&record);
     }
 }

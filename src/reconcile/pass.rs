@@ -22,7 +22,7 @@ use crate::api::{
     ProxmoxVM,
     provider_config::{Limits, Timing},
 };
-use crate::proxmox::ExitStatus;
+use pve_client::ExitStatus;
 
 /// The controller's reconcile function.
 pub async fn reconcile(

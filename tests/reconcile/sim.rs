@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use provider_proxmox::proxmox::{
+use pve_client::{
     Client, ClientConfig, Credentials, ResourceType, RetryPolicy,
     vm::{ConfigUpdate, VmConfig, VmParams},
 };
-use provider_proxmox::sim::{SimConfig, SimHandle, Simulator};
+use pve_sim::{SimConfig, SimHandle, Simulator};
 use serde_json::Value;
 
 /// A running simulator.
@@ -37,7 +37,7 @@ impl Sim {
     pub fn client(&self) -> Client {
         let mut c = ClientConfig::new(
             &self.handle.base_url(),
-            Credentials::token_from_str(provider_proxmox::sim::DEFAULT_API_TOKEN).unwrap(),
+            Credentials::token_from_str(pve_sim::DEFAULT_API_TOKEN).unwrap(),
         )
         .unwrap();
         c.tls.pinned_fingerprints = vec![self.handle.fingerprint().parse().unwrap()];

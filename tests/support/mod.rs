@@ -34,12 +34,14 @@
 //!   → [`ServiceAccountAccess`]: a ServiceAccount bound only to the given
 //!   ClusterRole/Role ([`Grant`]), with a TokenRequest token, as kubeconfig
 //!   file and kube-rs config; [`bind`] grants it more.
+//! - [`workspace_binary`] → the path of another workspace package's binary.
 //! - [`poll`] → wait for a condition with a deadline and a clear message.
 //!
 //! Everything panics with what it was doing or waiting for, which is what a
 //! failing test should print.
 #![allow(dead_code, unused_imports)] // each test binary uses a different part
 
+mod binaries;
 mod cluster;
 mod kubectl;
 mod manifests;
@@ -47,6 +49,7 @@ mod namespace;
 mod service_account;
 mod wait;
 
+pub use binaries::workspace_binary;
 pub use cluster::{Cluster, USE_EXISTING_CLUSTER, client, cluster, scratch_dir};
 pub use kubectl::{
     KubectlOutput, Manifest, apply_dry_run, apply_dry_run_server, apply_expect_rejected, kubectl,

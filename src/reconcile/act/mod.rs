@@ -12,7 +12,6 @@ use k8s_openapi::jiff::Timestamp;
 use super::error::is_conflict;
 use super::plan::{ActFailure, Step};
 use crate::api::ProxmoxVM;
-use crate::proxmox;
 
 /// What a step did.
 #[derive(Debug, PartialEq, Eq)]
@@ -29,7 +28,7 @@ pub enum Done {
 /// writes carry its resourceVersion and fail with 409 if it is stale).
 pub async fn act(
     kube: &kube::Client,
-    pve: Option<&proxmox::Client>,
+    pve: Option<&pve_client::Client>,
     vm: &ProxmoxVM,
     step: &Step,
     now: Timestamp,
@@ -73,12 +72,12 @@ fn kube_failure(e: kube::Error) -> ActFailure {
     }
 }
 
-fn proxmox_failure(e: proxmox::Error) -> ActFailure {
+fn proxmox_failure(e: pve_client::Error) -> ActFailure {
     match e {
-        proxmox::Error::Locked { .. } => ActFailure::Locked(e.to_string()),
+        pve_client::Error::Locked { .. } => ActFailure::Locked(e.to_string()),
         // The digest sent with a config update is stale: someone changed the
         // VM meanwhile. Look again and recompute, at once.
-        proxmox::Error::Conflict { .. } => ActFailure::Conflict,
+        pve_client::Error::Conflict { .. } => ActFailure::Conflict,
         other => ActFailure::Failed(other.to_string()),
     }
 }

@@ -1,18 +1,16 @@
 //! Proxmox calls that start a task, from the plan's steps.
 
 use super::super::plan::{ConfigChanges, Param, Params, Step};
-use crate::proxmox::vm::{
+use pve_client::vm::{
     CloneVm, ConfigUpdate, CreateVm, DeleteOptions, DiskSize, ShutdownOptions, VmParams,
 };
-use crate::proxmox::{
-    self, Checksum, Client, DownloadContent, DownloadUrl, Secret as PveSecret, Upid,
-};
+use pve_client::{self, Checksum, Client, DownloadContent, DownloadUrl, Secret as PveSecret, Upid};
 
 /// The only secret parameter the plan produces.
 const PASSWORD: &str = "cipassword";
 
 /// Starts the task of a Proxmox step and returns its UPID.
-pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, proxmox::Error> {
+pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, pve_client::Error> {
     tracing::info!(step = %step_name(step), "starting a Proxmox task");
     match step {
         Step::DownloadImage {
@@ -108,7 +106,7 @@ pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, proxmox:
             };
             client.delete_vm(node, *vmid, opts).await
         }
-        other => Err(proxmox::Error::Config {
+        other => Err(pve_client::Error::Config {
             message: format!("{} does not start a Proxmox task", step_name(other)),
         }),
     }
@@ -116,7 +114,7 @@ pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, proxmox:
 
 /// The plan's parameters as the client's: every value already in Proxmox's
 /// form goes as is; the password as a secret.
-fn vm_params(params: Params) -> Result<VmParams, proxmox::Error> {
+fn vm_params(params: Params) -> Result<VmParams, pve_client::Error> {
     let mut out = VmParams::default();
     for (key, value) in params {
         match value {
@@ -127,7 +125,7 @@ fn vm_params(params: Params) -> Result<VmParams, proxmox::Error> {
                 out.cipassword = Some(PveSecret::new(s.expose()));
             }
             Param::Secret(_) => {
-                return Err(proxmox::Error::Config {
+                return Err(pve_client::Error::Config {
                     message: format!("unexpected secret parameter {key}"),
                 });
             }
@@ -136,7 +134,7 @@ fn vm_params(params: Params) -> Result<VmParams, proxmox::Error> {
     Ok(out)
 }
 
-fn config_update(changes: &ConfigChanges) -> Result<ConfigUpdate, proxmox::Error> {
+fn config_update(changes: &ConfigChanges) -> Result<ConfigUpdate, pve_client::Error> {
     Ok(ConfigUpdate {
         set: vm_params(changes.set.clone())?,
         delete: changes.delete.clone(),

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::api::provider_config::ConfigReason;
-use crate::proxmox::{Client, Error as PveError};
 use crate::reconcile::providers::{ConfigKey, Problem, Resolved};
+use pve_client::{Client, Error as PveError};
 
 /// What a check found: the Proxmox VE version that answered, or why the
 /// config does not work.

@@ -20,20 +20,20 @@ use super::plan::{
 };
 use super::providers::secret_value;
 use crate::api::ProxmoxVM;
-use crate::proxmox::{self, Client, Resource, ResourceType};
+use pve_client::{self, Client, Resource, ResourceType};
 
 /// Why an observation could not be completed.
 #[derive(Debug)]
 pub enum Failure {
     /// Proxmox did not answer as needed: the provider config is unusable
     /// for this pass (the plan reports it).
-    Proxmox(proxmox::Error),
+    Proxmox(pve_client::Error),
     /// Kubernetes could not be asked: the pass fails and is retried.
     Kube(Error),
 }
 
-impl From<proxmox::Error> for Failure {
-    fn from(e: proxmox::Error) -> Self {
+impl From<pve_client::Error> for Failure {
+    fn from(e: pve_client::Error) -> Self {
         Self::Proxmox(e)
     }
 }
@@ -43,7 +43,7 @@ impl From<proxmox::Error> for Failure {
 pub(super) struct ClusterVms(Option<Vec<Resource>>);
 
 impl ClusterVms {
-    pub(super) async fn get(&mut self, client: &Client) -> Result<&[Resource], proxmox::Error> {
+    pub(super) async fn get(&mut self, client: &Client) -> Result<&[Resource], pve_client::Error> {
         if self.0.is_none() {
             let all = client.cluster_resources(Some(ResourceType::Vm)).await?;
             self.0 = Some(all.into_iter().filter(|r| r.kind == "qemu").collect());
@@ -90,7 +90,7 @@ pub async fn observe(
 async fn images(
     client: &Client,
     refs: &[ImageRef],
-) -> Result<BTreeMap<String, bool>, proxmox::Error> {
+) -> Result<BTreeMap<String, bool>, pve_client::Error> {
     let mut listed: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     let mut found = BTreeMap::new();
     for r in refs {
@@ -107,7 +107,7 @@ async fn images(
     Ok(found)
 }
 
-async fn nodes(client: &Client) -> Result<Vec<NodeCandidate>, proxmox::Error> {
+async fn nodes(client: &Client) -> Result<Vec<NodeCandidate>, pve_client::Error> {
     Ok(client
         .nodes()
         .await?

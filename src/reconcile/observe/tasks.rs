@@ -3,7 +3,7 @@
 use k8s_openapi::jiff::Timestamp;
 
 use super::super::plan::{ActiveTask, TaskRef, TaskState};
-use crate::proxmox::{self, Client, TaskObservation, TaskOutcome, Upid};
+use pve_client::{self, Client, TaskObservation, TaskOutcome, Upid};
 
 /// Task types whose log reports progress (`transferred X of Y (pp%)`); only
 /// for these is the log read while they run.
@@ -26,7 +26,7 @@ pub(super) async fn task_state(client: &Client, task: &TaskRef) -> TaskState {
             progress: progress.map(|p| p.percent.clamp(0.0, 100.0) as u8),
         },
         Ok(TaskObservation::Finished(outcome)) => finished(outcome),
-        Ok(TaskObservation::NotVisibleYet) | Err(proxmox::Error::TaskUnknown { .. }) => {
+        Ok(TaskObservation::NotVisibleYet) | Err(pve_client::Error::TaskUnknown { .. }) => {
             TaskState::NotFound
         }
         Err(e) => TaskState::Unreadable(e.to_string()),
@@ -61,7 +61,7 @@ fn finished(outcome: TaskOutcome) -> TaskState {
 pub(super) async fn active_tasks(
     client: &Client,
     node: &str,
-) -> Result<Vec<ActiveTask>, proxmox::Error> {
+) -> Result<Vec<ActiveTask>, pve_client::Error> {
     Ok(client
         .active_tasks(node)
         .await?

@@ -3,7 +3,7 @@
 
 use super::super::plan::{AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState};
 use super::ClusterVms;
-use crate::proxmox::{self, AgentNetwork, Client, vm::AgentConfig, vm::VmStatus};
+use pve_client::{self, AgentNetwork, Client, vm::AgentConfig, vm::VmStatus};
 
 /// Finds and reads the VM. Looks on `node_hint` first; only when it is not
 /// there is the cluster-wide resource list asked (VMs move: HA, migration).
@@ -12,12 +12,12 @@ pub(super) async fn vm_state(
     vmid: u32,
     node_hint: Option<&str>,
     cluster: &mut ClusterVms,
-) -> Result<VmState, proxmox::Error> {
+) -> Result<VmState, pve_client::Error> {
     let hinted = match node_hint {
         Some(node) => match client.vm_status(node, vmid).await {
             Ok(status) => Some((node.to_owned(), status)),
             // Not there (or no such node): look cluster-wide.
-            Err(proxmox::Error::NotFound { .. } | proxmox::Error::Api { .. }) => None,
+            Err(pve_client::Error::NotFound { .. } | pve_client::Error::Api { .. }) => None,
             Err(e) => return Err(e),
         },
         None => None,
@@ -37,13 +37,13 @@ pub(super) async fn vm_state(
             match client.vm_status(&node, vmid).await {
                 Ok(status) => (node, status),
                 // Destroyed between the two reads.
-                Err(proxmox::Error::NotFound { .. }) => return Ok(VmState::Absent),
+                Err(pve_client::Error::NotFound { .. }) => return Ok(VmState::Absent),
                 Err(e) => return Err(e),
             }
         }
     };
     match read_vm(client, vmid, node, &status).await {
-        Err(proxmox::Error::NotFound { .. }) => Ok(VmState::Absent),
+        Err(pve_client::Error::NotFound { .. }) => Ok(VmState::Absent),
         other => other.map(VmState::Present),
     }
 }
@@ -62,7 +62,7 @@ async fn read_vm(
     vmid: u32,
     node: String,
     status: &VmStatus,
-) -> Result<ObservedVm, proxmox::Error> {
+) -> Result<ObservedVm, pve_client::Error> {
     let lock = status.lock.clone().filter(|l| !l.is_empty());
     let power = power(status);
     // While locked create/clone Proxmox shows only the lock.
@@ -91,7 +91,7 @@ async fn read_vm(
 }
 
 /// The current config (with its digest) and what waits for a reboot.
-async fn config(client: &Client, node: &str, vmid: u32) -> Result<VmConfig, proxmox::Error> {
+async fn config(client: &Client, node: &str, vmid: u32) -> Result<VmConfig, pve_client::Error> {
     let current = client.vm_config_current(node, vmid).await?.raw;
     let pending = client
         .vm_pending(node, vmid)

@@ -10,7 +10,7 @@ use crate::api::{
         SECRET_KEY_USERNAME, Timing,
     },
 };
-use crate::proxmox::{
+use pve_client::{
     Client, ClientConfig, Credentials, Fingerprint, RequestHook, RetryPolicy, Secret as PveSecret,
 };
 
@@ -85,7 +85,7 @@ pub(super) fn client_config(
     if let Some(fp) = &tls.fingerprint {
         let fp: Fingerprint = fp
             .parse()
-            .map_err(|e: crate::proxmox::Error| tls_problem(e.to_string()))?;
+            .map_err(|e: pve_client::Error| tls_problem(e.to_string()))?;
         config.tls.pinned_fingerprints = vec![fp];
     }
     config.tls.ca_pem = match (&tls.ca_bundle, ca_secret) {

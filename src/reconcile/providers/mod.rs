@@ -27,7 +27,7 @@ use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
     provider_config::{ConfigReason, Limits, Timing},
 };
-use crate::proxmox::{Client, RequestHook};
+use pve_client::{Client, RequestHook};
 
 /// A usable provider config.
 #[derive(Clone, Debug)]

@@ -1,0 +1,171 @@
+//! The client: one per ProviderConfig, cheap to clone. Requests go through
+//! the pipeline in `transport.rs`; typed calls live with their domain
+//! (`vm`, `storage`, `task`, ...).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use url::Url;
+
+use crate::auth::Auth;
+use crate::config::{ClientConfig, RetryPolicy, TaskOptions};
+use crate::error::{Error, Result};
+use crate::form::Params;
+use crate::hook::RequestHook;
+use crate::limit::Limiter;
+use crate::observer::ObserverState;
+use crate::request::{ApiPath, ApiRequest, upid_from_envelope};
+use crate::retry::CallKind;
+use crate::tls;
+use crate::upid::Upid;
+
+/// A Proxmox VE API client. Clones share connections, limits, the ticket
+/// and the task observer.
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    http: reqwest::Client,
+    base: Url,
+    auth: Auth,
+    limiter: Limiter,
+    retry: RetryPolicy,
+    tasks: TaskOptions,
+    observer: ObserverState,
+    hook: Option<RequestHook>,
+}
+
+impl Client {
+    /// Builds a client. Fails only on an unusable configuration (bad CA
+    /// bundle, bad credentials encoding); nothing is sent yet.
+    pub fn new(config: ClientConfig) -> Result<Self> {
+        let tls = tls::client_config(&config.tls)?;
+        let http = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .http1_only()
+            .timeout(config.limits.request_timeout)
+            .connect_timeout(config.limits.connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .user_agent(concat!(
+                "crossplane-provider-proxmox/",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .build()
+            .map_err(|e| Error::config(format!("cannot build HTTP client: {e}")))?;
+        let auth = Auth::new(&config.credentials, config.auth.ticket_refresh_after)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                http,
+                base: config.api_base(),
+                auth,
+                limiter: Limiter::new(&config.limits),
+                retry: config.retry.clone(),
+                tasks: config.tasks.clone(),
+                observer: ObserverState::default(),
+                hook: config.request_hook.clone(),
+            }),
+        })
+    }
+
+    pub(crate) fn task_options(&self) -> &TaskOptions {
+        &self.inner.tasks
+    }
+
+    pub(crate) fn observer_state(&self) -> &ObserverState {
+        &self.inner.observer
+    }
+
+    /// GET `path` and decode `data`.
+    pub(crate) async fn get<T: DeserializeOwned>(
+        &self,
+        path: ApiPath,
+        params: Params,
+    ) -> Result<T> {
+        let req = ApiRequest::get(path, params);
+        let endpoint = req.endpoint();
+        self.call(&req).await?.data(&endpoint)
+    }
+
+    /// A synchronous write; decodes `data` (usually `null`).
+    pub(crate) async fn write<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: ApiPath,
+        params: Params,
+    ) -> Result<T> {
+        let req = ApiRequest::new(method, path, params, CallKind::Write);
+        let endpoint = req.endpoint();
+        self.call(&req).await?.data(&endpoint)
+    }
+
+    /// A write that starts a task; returns its UPID. An answer without a
+    /// well-formed UPID is an error, never a silent success.
+    pub(crate) async fn start_task(
+        &self,
+        method: Method,
+        path: ApiPath,
+        params: Params,
+    ) -> Result<Upid> {
+        let node = req_node(&path);
+        let req = ApiRequest::new(method, path, params, CallKind::StartsTask);
+        let result = self.call(&req).await;
+        // Whatever the answer, a task may now run on the node: the next
+        // active-task list must be fetched after this moment.
+        if let Some(node) = node {
+            self.observer_state().invalidate(&node).await;
+        }
+        upid_from_envelope(&req.endpoint(), &result?.body)
+    }
+
+    /// Calls any endpoint under `/api2/json` and returns `data` as JSON:
+    /// the escape hatch for endpoints without a typed method. `path` is
+    /// used as given (escape its segments yourself); `kind` decides what
+    /// may be retried (see [`crate::retry`]).
+    pub async fn request_json(
+        &self,
+        method: Method,
+        path: &str,
+        params: Params,
+        kind: CallKind,
+    ) -> Result<serde_json::Value> {
+        let req = ApiRequest::new(method, ApiPath::literal(path), params, kind);
+        let endpoint = req.endpoint();
+        self.call(&req).await?.data(&endpoint)
+    }
+
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.inner.http
+    }
+
+    pub(crate) fn auth(&self) -> &Auth {
+        &self.inner.auth
+    }
+
+    pub(crate) fn limiter(&self) -> &Limiter {
+        &self.inner.limiter
+    }
+
+    pub(crate) fn retry_policy(&self) -> &RetryPolicy {
+        &self.inner.retry
+    }
+
+    pub(crate) fn base(&self) -> &Url {
+        &self.inner.base
+    }
+
+    pub(crate) fn hook(&self) -> Option<&RequestHook> {
+        self.inner.hook.as_ref()
+    }
+}
+
+/// The node a `/nodes/{node}/...` path addresses.
+fn req_node(path: &ApiPath) -> Option<String> {
+    let rest = path.rendered.strip_prefix("/nodes/")?;
+    let node = rest.split('/').next()?;
+    (!node.is_empty()).then(|| node.to_owned())
+}

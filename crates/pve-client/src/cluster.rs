@@ -1,0 +1,179 @@
+//! Cluster-wide endpoints: version, next free VMID, resources.
+
+use serde::Deserialize;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::form::Params;
+use crate::lenient;
+use crate::request::ApiPath;
+
+/// `GET /version`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct Version {
+    /// e.g. `9.1.4`.
+    pub version: String,
+    #[serde(default)]
+    pub release: Option<String>,
+    #[serde(default)]
+    pub repoid: Option<String>,
+}
+
+impl Version {
+    /// `(major, minor)` when the version parses.
+    pub fn major_minor(&self) -> Option<(u32, u32)> {
+        let mut it = self.version.split(['.', '-']);
+        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+    }
+}
+
+/// Which resources `/cluster/resources` lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceType {
+    Vm,
+    Node,
+    Storage,
+}
+
+impl ResourceType {
+    fn as_str(self) -> &'static str {
+        match self {
+            ResourceType::Vm => "vm",
+            ResourceType::Node => "node",
+            ResourceType::Storage => "storage",
+        }
+    }
+}
+
+/// An entry of `GET /cluster/resources`. VM stats lag (pvestatd broadcasts
+/// every 10 s), so a new VM shows `status: unknown` without a name at
+/// first; `lock` and `tags` are read live.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct Resource {
+    /// `qemu/100`, `node/pve`, `storage/pve/local`.
+    pub id: String,
+    /// `qemu`, `lxc`, `node`, `storage`, `sdn`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub node: Option<String>,
+    #[serde(default, deserialize_with = "lenient::opt_u64")]
+    pub vmid: Option<u64>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "lenient::bool_any")]
+    pub template: bool,
+    #[serde(default)]
+    pub lock: Option<String>,
+    #[serde(default)]
+    pub tags: Option<String>,
+    #[serde(default)]
+    pub pool: Option<String>,
+    /// Storage id (storage entries).
+    #[serde(default)]
+    pub storage: Option<String>,
+    /// Storage content types, comma-separated.
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default, deserialize_with = "lenient::opt_u64")]
+    pub maxmem: Option<u64>,
+    #[serde(default, deserialize_with = "lenient::opt_u64")]
+    pub mem: Option<u64>,
+    #[serde(default, deserialize_with = "lenient::opt_f64")]
+    pub maxcpu: Option<f64>,
+    #[serde(default, deserialize_with = "lenient::opt_u64")]
+    pub maxdisk: Option<u64>,
+    #[serde(default, deserialize_with = "lenient::opt_u64")]
+    pub disk: Option<u64>,
+}
+
+impl Client {
+    /// `GET /version`.
+    pub async fn version(&self) -> Result<Version> {
+        self.get(ApiPath::new("/version", &[]), Params::new()).await
+    }
+
+    /// `GET /cluster/nextid`: the first free VMID. PVE answers a JSON
+    /// string (`"100"`) although the schema says integer; both are
+    /// accepted. The ID is **not reserved**: another client may take it
+    /// before the create.
+    pub async fn next_vmid(&self) -> Result<u32> {
+        let v: serde_json::Value = self
+            .get(ApiPath::new("/cluster/nextid", &[]), Params::new())
+            .await?;
+        lenient::value_u64(&v)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| Error::protocol(format!("/cluster/nextid returned {v}")))
+    }
+
+    /// `GET /cluster/nextid?vmid=N`: whether `vmid` is free. A taken ID is
+    /// PVE's `400 {"vmid":"VM N already exists"}`, answered as `false`.
+    pub async fn vmid_is_free(&self, vmid: u32) -> Result<bool> {
+        let answer: Result<serde_json::Value> = self
+            .get(
+                ApiPath::new("/cluster/nextid", &[]),
+                Params::new().text("vmid", vmid),
+            )
+            .await;
+        match answer {
+            Ok(_) => Ok(true),
+            Err(Error::AlreadyExists { .. }) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// `GET /cluster/resources[?type=...]`.
+    pub async fn cluster_resources(&self, kind: Option<ResourceType>) -> Result<Vec<Resource>> {
+        self.get(
+            ApiPath::new("/cluster/resources", &[]),
+            Params::new().opt("type", kind.map(ResourceType::as_str)),
+        )
+        .await
+    }
+
+    /// The node a VM is on, from `/cluster/resources` (VMs move: HA,
+    /// migration). `None` when no such VM is listed.
+    pub async fn locate_vm(&self, vmid: u32) -> Result<Option<Resource>> {
+        let all = self.cluster_resources(Some(ResourceType::Vm)).await?;
+        Ok(all
+            .into_iter()
+            .find(|r| r.vmid == Some(u64::from(vmid)) && r.kind == "qemu"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn version_parts() {
+        let v: Version =
+            serde_json::from_value(json!({"version":"9.1.4","release":"9.1","repoid":"x"}))
+                .unwrap();
+        assert_eq!(v.major_minor(), Some((9, 1)));
+        let odd = Version {
+            version: "8".into(),
+            release: None,
+            repoid: None,
+        };
+        assert_eq!(odd.major_minor(), None);
+    }
+
+    #[test]
+    fn resources_decode_with_lag_fields() {
+        let r: Vec<Resource> = serde_json::from_value(json!([
+            {"id":"qemu/100","type":"qemu","vmid":100,"node":"pve","status":"unknown","lock":"create","template":0},
+            {"id":"node/pve","type":"node","node":"pve","status":"online","maxcpu":8,"maxmem":34359738368u64},
+            {"id":"storage/pve/local","type":"storage","node":"pve","storage":"local","content":"iso,import","status":"available"}
+        ]))
+        .unwrap();
+        assert_eq!(r[0].vmid, Some(100));
+        assert_eq!(r[0].lock.as_deref(), Some("create"));
+        assert!(r[0].name.is_none());
+        assert_eq!(r[1].maxcpu, Some(8.0));
+        assert_eq!(r[2].content.as_deref(), Some("iso,import"));
+    }
+}

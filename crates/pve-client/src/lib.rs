@@ -1,0 +1,71 @@
+//! Proxmox VE REST client. Knows nothing of Kubernetes.
+//!
+//! One [`Client`] per ProviderConfig, cheap to clone. It authenticates (API
+//! token, or tickets with CSRF tokens renewed before their 2 h expiry),
+//! verifies TLS (system roots, a CA bundle, or a pinned SHA-256 leaf
+//! fingerprint), limits concurrency and rate, classifies every failure into
+//! one [`Error`], retries only what is safe to retry ([`retry`]), and
+//! observes tasks without blocking ([`Client::observe_task`]) at a request
+//! rate that grows with nodes rather than with tasks in flight
+//! ([`observer`]).
+//!
+//! Disk images are imported with the `import-from` drive option
+//! ([`vm::DiskSpec::Import`]) from files placed by `download-url`
+//! ([`storage::DownloadContent::Import`]). There is no REST `importdisk`
+//! endpoint; the provider this crate replaces called one and got a 501.
+
+pub mod agent;
+mod auth;
+mod classify;
+mod client;
+pub mod cluster;
+pub mod config;
+pub mod error;
+pub mod form;
+pub mod hook;
+mod lenient;
+mod limit;
+pub mod node;
+pub mod observer;
+mod request;
+pub mod retry;
+pub mod secret;
+pub mod storage;
+pub mod task;
+pub mod tls;
+mod transport;
+pub mod upid;
+pub mod vm;
+mod wait;
+
+pub use agent::{AgentInterface, AgentIpAddress, AgentNetwork, AgentNotReady};
+pub use client::Client;
+pub use cluster::{Resource, ResourceType, Version};
+pub use config::{
+    AuthOptions, ClientConfig, Credentials, Limits, ObserveMode, RetryPolicy, TaskOptions,
+};
+pub use error::{Error, Result};
+pub use hook::{RequestHook, RequestRecord};
+pub use node::{NodeInfo, NodeStatus};
+pub use observer::ObserveOptions;
+pub use retry::CallKind;
+pub use secret::Secret;
+pub use storage::{Checksum, DownloadContent, DownloadUrl, StorageContent, StorageInfo};
+pub use task::{
+    ExitStatus, Progress, TaskListEntry, TaskListFilter, TaskLog, TaskLogLine, TaskObservation,
+    TaskOutcome, TaskStatus, TaskSuccess,
+};
+pub use tls::{Fingerprint, TlsOptions};
+pub use upid::Upid;
+pub use wait::WaitOptions;
+
+/// Installs the process-wide rustls crypto provider (ring).
+///
+/// kube and reqwest both build rustls configurations from the process default
+/// provider; exactly one must be installed before either makes a connection.
+/// Calling this more than once is harmless.
+pub fn install_crypto_provider() {
+    // `install_default` fails only when a provider is already installed,
+    // which is the state we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -1,0 +1,450 @@
+//! Observing many tasks cheaply.
+//!
+//! The reconciler never waits for a task: it stores the UPID and asks
+//! "what is known now?" on every reconcile. With hundreds of tasks in flight
+//! that question must not cost one request per task per poll. So, in
+//! [`ObserveMode::Batched`] (the default):
+//!
+//! * one `GET /nodes/{node}/tasks?source=active` per node per poll interval
+//!   answers for every task on that node: listed as `RUNNING` means running
+//!   (a task that just stopped stays listed as `RUNNING` until PVE's
+//!   archival pass, usually at once and at most pvestatd's 10 s cycle, then
+//!   drops out); listed with another status means finished (PVE shows exit
+//!   statuses there only while it cannot write its task index). The list is
+//!   fetched by one caller while the others wait for it (single flight per
+//!   node) and then reused until the interval has passed;
+//! * only a task missing from the list (finished and archived, or newer
+//!   than the list) costs a `GET .../status` of its own, and a failed task
+//!   one more for its log tail;
+//! * a finished task's outcome is cached, so observing it again is free.
+//!
+//! The request rate therefore grows with the number of nodes and of tasks
+//! that *finish*, not with the number of tasks in flight.
+//! [`ObserveMode::PerTask`] asks `status` for every observation and exists
+//! for comparison and as a fallback.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::config::ObserveMode;
+use crate::error::{Error, Result};
+use crate::task::{
+    TaskListEntry, TaskListFilter, TaskObservation, TaskOutcome, is_no_such_task, last_progress,
+};
+use crate::upid::Upid;
+
+/// Active-list size asked for. PVE's default is 50 (and current PVE lists
+/// nothing for `limit=0`);
+/// if a node ever lists this many, absence from the list proves nothing and
+/// the observer falls back to per-task status.
+const ACTIVE_LIST_LIMIT: u32 = 5000;
+
+/// Minimum time between two sweeps of the task map.
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Log lines read per progress update.
+const PROGRESS_READ_LIMIT: u32 = 1000;
+
+/// How to observe one task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObserveOptions {
+    pub mode: ObserveMode,
+    /// Also read new log lines of a running task to report progress. This
+    /// costs one request per running task per observation.
+    pub progress: bool,
+}
+
+/// Bookkeeping shared by all clones of a client.
+#[derive(Debug, Default)]
+pub(crate) struct ObserverState {
+    nodes: Mutex<HashMap<String, Arc<NodeSlot>>>,
+    tasks: Mutex<HashMap<Upid, TaskBook>>,
+    last_prune: Mutex<Option<Instant>>,
+}
+
+#[derive(Debug, Default)]
+struct NodeSlot {
+    /// Held while the list is fetched: the single-flight lock.
+    snapshot: tokio::sync::Mutex<Option<Arc<ActiveSnapshot>>>,
+}
+
+/// One node's active-task list at one moment.
+#[derive(Debug)]
+pub(crate) struct ActiveSnapshot {
+    fetched_at: Instant,
+    /// The entries as listed.
+    listed: Vec<TaskListEntry>,
+    /// UPID → its entry's index in `listed`.
+    by_upid: HashMap<String, usize>,
+}
+
+impl ActiveSnapshot {
+    pub(crate) fn from_entries(listed: Vec<TaskListEntry>, fetched_at: Instant) -> Self {
+        let by_upid = listed
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.upid.clone(), i))
+            .collect();
+        Self {
+            fetched_at,
+            listed,
+            by_upid,
+        }
+    }
+
+    /// False when the list may have been cut at the limit.
+    fn complete(&self) -> bool {
+        self.listed.len() < ACTIVE_LIST_LIMIT as usize
+    }
+
+    /// What the list says about `upid`.
+    pub(crate) fn lookup(&self, upid: &Upid) -> Listed {
+        let Some(entry) = self.by_upid.get(upid.as_str()).map(|&i| &self.listed[i]) else {
+            return Listed::Absent;
+        };
+        match &entry.status {
+            Some(status) if !entry.is_running() => Listed::Finished(status.clone()),
+            _ => Listed::Running,
+        }
+    }
+}
+
+/// A task's presence in an active list.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Listed {
+    Running,
+    Finished(String),
+    Absent,
+}
+
+/// What the observer remembers per task.
+#[derive(Debug, Clone)]
+struct TaskBook {
+    first_seen: Instant,
+    last_seen: Instant,
+    outcome: Option<TaskOutcome>,
+    log_cursor: u64,
+    progress: Option<crate::task::Progress>,
+}
+
+impl TaskBook {
+    fn new(now: Instant) -> Self {
+        Self {
+            first_seen: now,
+            last_seen: now,
+            outcome: None,
+            log_cursor: 0,
+            progress: None,
+        }
+    }
+}
+
+impl ObserverState {
+    /// Records an observation of `upid` and returns its book entry.
+    fn touch(&self, upid: &Upid, now: Instant) -> TaskBook {
+        let mut tasks = self.tasks.lock().expect("observer task map poisoned");
+        let book = tasks
+            .entry(upid.clone())
+            .or_insert_with(|| TaskBook::new(now));
+        book.last_seen = now;
+        book.clone()
+    }
+
+    fn update(&self, upid: &Upid, f: impl FnOnce(&mut TaskBook)) {
+        let mut tasks = self.tasks.lock().expect("observer task map poisoned");
+        if let Some(book) = tasks.get_mut(upid) {
+            f(book);
+        }
+    }
+
+    fn forget(&self, upid: &Upid) {
+        self.tasks
+            .lock()
+            .expect("observer task map poisoned")
+            .remove(upid);
+    }
+
+    /// Drops entries nobody asked about for `retain`; runs at most once a
+    /// minute so observing stays O(1) per task.
+    fn prune(&self, now: Instant, retain: std::time::Duration) {
+        {
+            let mut last = self
+                .last_prune
+                .lock()
+                .expect("observer prune clock poisoned");
+            if last.is_some_and(|t| now.saturating_duration_since(t) < PRUNE_EVERY) {
+                return;
+            }
+            *last = Some(now);
+        }
+        let mut tasks = self.tasks.lock().expect("observer task map poisoned");
+        tasks.retain(|_, b| now.saturating_duration_since(b.last_seen) < retain);
+    }
+
+    fn node_slot(&self, node: &str) -> Arc<NodeSlot> {
+        let mut nodes = self.nodes.lock().expect("observer node map poisoned");
+        Arc::clone(nodes.entry(node.to_owned()).or_default())
+    }
+
+    /// Forgets the node's active list: a task was just started there, so a
+    /// list fetched before cannot tell whether it runs. Waits for a fetch in
+    /// flight, so no list older than this call survives it.
+    pub(crate) async fn invalidate(&self, node: &str) {
+        *self.node_slot(node).snapshot.lock().await = None;
+    }
+
+    /// Number of tasks currently tracked (for tests and metrics).
+    pub(crate) fn tracked(&self) -> usize {
+        self.tasks.lock().expect("observer task map poisoned").len()
+    }
+}
+
+impl Client {
+    /// Returns at once what is known about a task, with the configured
+    /// [`ObserveMode`]. Never waits for the task to finish.
+    pub async fn observe_task(&self, upid: &Upid) -> Result<TaskObservation> {
+        self.observe_task_with(
+            upid,
+            ObserveOptions {
+                mode: self.task_options().observe_mode,
+                progress: false,
+            },
+        )
+        .await
+    }
+
+    /// Like [`Client::observe_task`], and reads new log lines of a running
+    /// task to report its progress (`transferred X of Y (pp.pp%)`).
+    pub async fn observe_task_progress(&self, upid: &Upid) -> Result<TaskObservation> {
+        self.observe_task_with(
+            upid,
+            ObserveOptions {
+                mode: self.task_options().observe_mode,
+                progress: true,
+            },
+        )
+        .await
+    }
+
+    /// Observes a task with explicit options.
+    pub async fn observe_task_with(
+        &self,
+        upid: &Upid,
+        opts: ObserveOptions,
+    ) -> Result<TaskObservation> {
+        let state = self.observer_state();
+        let now = Instant::now();
+        state.prune(now, self.task_options().retain_finished);
+        let book = state.touch(upid, now);
+        if let Some(outcome) = book.outcome {
+            return Ok(TaskObservation::Finished(outcome));
+        }
+
+        if opts.mode == ObserveMode::Batched {
+            match self.active_snapshot(upid.node()).await {
+                Ok(snapshot) => match snapshot.lookup(upid) {
+                    Listed::Running => return self.running(upid, &book, opts.progress).await,
+                    Listed::Finished(status) => return self.finished(upid, &status).await,
+                    Listed::Absent => {}
+                },
+                Err(err) => {
+                    // The list is an optimisation; per-task status still works.
+                    tracing::debug!(node = upid.node(), error = %err, "active task list unavailable");
+                }
+            }
+        }
+
+        match self.task_status(upid).await {
+            Ok(status) if status.is_running() => self.running(upid, &book, opts.progress).await,
+            Ok(status) => {
+                let exit = status
+                    .exitstatus
+                    .unwrap_or_else(|| "unexpected status".to_owned());
+                self.finished(upid, &exit).await
+            }
+            Err(err) if is_no_such_task(&err) => {
+                let grace = self.task_options().not_visible_grace;
+                if now.saturating_duration_since(book.first_seen) < grace {
+                    Ok(TaskObservation::NotVisibleYet)
+                } else {
+                    state.forget(upid);
+                    Err(Error::TaskUnknown { upid: upid.clone() })
+                }
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn finished(&self, upid: &Upid, exit_status: &str) -> Result<TaskObservation> {
+        let outcome = self.outcome_of(upid, exit_status).await?;
+        let cached = outcome.clone();
+        self.observer_state()
+            .update(upid, move |book| book.outcome = Some(cached));
+        Ok(TaskObservation::Finished(outcome))
+    }
+
+    async fn running(
+        &self,
+        upid: &Upid,
+        book: &TaskBook,
+        progress: bool,
+    ) -> Result<TaskObservation> {
+        if !progress {
+            return Ok(TaskObservation::Running {
+                progress: book.progress,
+            });
+        }
+        let log = self
+            .task_log(upid, book.log_cursor, PROGRESS_READ_LIMIT)
+            .await?;
+        // An empty log reads as one placeholder line "no content"; do not
+        // let it advance the cursor past the real first line.
+        let placeholder =
+            book.log_cursor == 0 && log.lines.len() == 1 && log.lines[0].t == "no content";
+        let (newest, cursor) = if placeholder {
+            (None, 0)
+        } else {
+            (
+                last_progress(&log.lines),
+                log.lines.last().map_or(book.log_cursor, |l| l.n),
+            )
+        };
+        let progress = newest.or(book.progress);
+        self.observer_state().update(upid, |b| {
+            b.log_cursor = b.log_cursor.max(cursor);
+            b.progress = progress;
+        });
+        Ok(TaskObservation::Running { progress })
+    }
+
+    /// The node's active list, fetched at most once per poll interval no
+    /// matter how many callers ask.
+    async fn active_snapshot(&self, node: &str) -> Result<Arc<ActiveSnapshot>> {
+        let slot = self.observer_state().node_slot(node);
+        let mut guard = slot.snapshot.lock().await;
+        let interval = self.task_options().poll_interval;
+        if let Some(snapshot) = guard.as_ref()
+            && snapshot.fetched_at.elapsed() < interval
+        {
+            return Ok(Arc::clone(snapshot));
+        }
+        let filter = TaskListFilter {
+            source: Some("active".to_owned()),
+            limit: Some(ACTIVE_LIST_LIMIT),
+            ..TaskListFilter::default()
+        };
+        let entries = self.list_tasks(node, &filter).await?;
+        let snapshot = Arc::new(ActiveSnapshot::from_entries(entries, Instant::now()));
+        if !snapshot.complete() {
+            tracing::warn!(node, "active task list hit its limit; observing per task");
+            *guard = None;
+            return Err(Error::protocol("active task list truncated"));
+        }
+        *guard = Some(Arc::clone(&snapshot));
+        Ok(snapshot)
+    }
+
+    /// The tasks `GET /nodes/{node}/tasks?source=active` lists, shared with
+    /// task observation: fetched at most once per poll interval for all
+    /// callers, and always after the last task this client started on the
+    /// node (starting one invalidates the list). A task that stopped but
+    /// is not archived yet is still listed as `RUNNING`; exit statuses
+    /// appear only while PVE cannot write its task index (see
+    /// [`TaskListEntry::is_running`]).
+    pub async fn active_tasks(&self, node: &str) -> Result<Vec<TaskListEntry>> {
+        Ok(self.active_snapshot(node).await?.listed.clone())
+    }
+
+    /// Number of tasks the observer remembers.
+    pub fn observed_tasks(&self) -> usize {
+        self.observer_state().tracked()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn upid(pid: u32) -> Upid {
+        Upid::encode(
+            "pve",
+            pid,
+            0x0D01_5579,
+            0x68BF_3A41,
+            "qmcreate",
+            "100",
+            "root@pam",
+        )
+        .unwrap()
+    }
+
+    fn entry(u: &Upid, status: Option<&str>) -> TaskListEntry {
+        serde_json::from_value(serde_json::json!({"upid": u.as_str(), "status": status})).unwrap()
+    }
+
+    #[test]
+    fn snapshot_lookup() {
+        let (a, b, c, d) = (upid(1), upid(2), upid(3), upid(4));
+        let snap = ActiveSnapshot::from_entries(
+            vec![
+                entry(&a, Some("RUNNING")),
+                entry(&b, Some("OK")),
+                entry(&c, Some("VM is locked (create)")),
+            ],
+            Instant::now(),
+        );
+        assert!(snap.complete());
+        assert_eq!(snap.lookup(&a), Listed::Running);
+        assert_eq!(snap.lookup(&b), Listed::Finished("OK".into()));
+        assert_eq!(
+            snap.lookup(&c),
+            Listed::Finished("VM is locked (create)".into())
+        );
+        assert_eq!(snap.lookup(&d), Listed::Absent);
+        let no_status = ActiveSnapshot::from_entries(vec![entry(&d, None)], Instant::now());
+        assert_eq!(no_status.lookup(&d), Listed::Running);
+    }
+
+    #[test]
+    fn truncated_lists_are_not_trusted() {
+        let entries: Vec<_> = (0..ACTIVE_LIST_LIMIT)
+            .map(|i| entry(&upid(i), Some("RUNNING")))
+            .collect();
+        assert!(!ActiveSnapshot::from_entries(entries, Instant::now()).complete());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn books_are_kept_updated_and_pruned() {
+        let state = ObserverState::default();
+        let (a, b) = (upid(1), upid(2));
+        let t0 = Instant::now();
+        let first = state.touch(&a, t0);
+        assert_eq!(first.first_seen, t0);
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let again = state.touch(&a, Instant::now());
+        assert_eq!(again.first_seen, t0, "first sighting is kept");
+        state.update(&a, |book| {
+            book.outcome = Some(TaskOutcome::Succeeded {
+                warnings: 0,
+                warning_lines: vec![],
+            });
+        });
+        assert!(state.touch(&a, Instant::now()).outcome.is_some());
+        state.touch(&b, Instant::now());
+        assert_eq!(state.tracked(), 2);
+        tokio::time::advance(Duration::from_secs(100)).await;
+        state.touch(&b, Instant::now());
+        state.prune(Instant::now(), Duration::from_secs(60));
+        assert_eq!(
+            state.tracked(),
+            1,
+            "a, unobserved for 100 s, is pruned; b stays"
+        );
+        state.forget(&b);
+        assert_eq!(state.tracked(), 0);
+    }
+}

@@ -1,0 +1,105 @@
+//! Copy/import progress from task log lines.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::task::TaskLogLine;
+
+/// Progress of a copy/import: `transferred X of Y (pp.pp%)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    pub percent: f64,
+    pub transferred_bytes: u64,
+    pub total_bytes: u64,
+}
+
+static PROGRESS_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"transferred\s+([0-9.]+)\s*([KMGTPE]?i?B)\s+of\s+([0-9.]+)\s*([KMGTPE]?i?B)\s+\(([0-9.]+)%\)",
+    )
+    .expect("the progress regex is a valid constant")
+});
+
+/// Parses a `transferred 1.1 GiB of 2.2 GiB (50.00%)` line (PVE's
+/// `render_bytes` units: B, KiB, MiB, GiB, TiB, PiB).
+pub fn parse_progress(line: &str) -> Option<Progress> {
+    let caps = PROGRESS_RE.captures(line)?;
+    let num = |i: usize| caps.get(i)?.as_str().parse::<f64>().ok();
+    let unit = |i: usize| unit_factor(caps.get(i)?.as_str());
+    let percent = num(5)?;
+    if !(0.0..=100.0).contains(&percent) {
+        return None;
+    }
+    Some(Progress {
+        percent,
+        transferred_bytes: to_bytes(num(1)?, unit(2)?),
+        total_bytes: to_bytes(num(3)?, unit(4)?),
+    })
+}
+
+fn unit_factor(unit: &str) -> Option<f64> {
+    let pow = match unit.chars().next()? {
+        'B' => 0,
+        'K' => 1,
+        'M' => 2,
+        'G' => 3,
+        'T' => 4,
+        'P' => 5,
+        'E' => 6,
+        _ => return None,
+    };
+    Some(1024f64.powi(pow))
+}
+
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn to_bytes(value: f64, factor: f64) -> u64 {
+    // Rendered values have two decimals: the result is approximate anyway.
+    (value * factor).round().max(0.0) as u64
+}
+
+/// The last progress line in a log slice.
+pub fn last_progress(lines: &[TaskLogLine]) -> Option<Progress> {
+    lines.iter().rev().find_map(|l| parse_progress(&l.t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_table() {
+        let p = parse_progress("transferred 1.1 GiB of 2.2 GiB (50.00%)").unwrap();
+        assert!((p.percent - 50.0).abs() < 1e-9);
+        assert_eq!(p.total_bytes, (2.2 * 1024f64.powi(3)).round() as u64);
+        let zero = parse_progress("transferred 0.0 B of 2.2 GiB (0.00%)").unwrap();
+        assert_eq!(zero.transferred_bytes, 0);
+        let done = parse_progress("transferred 2.2 GiB of 2.2 GiB (100.00%)").unwrap();
+        assert!((done.percent - 100.0).abs() < 1e-9);
+        let mib = parse_progress("transferred 512.0 MiB of 1.0 GiB (50.00%)").unwrap();
+        assert_eq!(mib.transferred_bytes, 512 * 1024 * 1024);
+        for not in [
+            "scsi0: successfully created disk 'local-lvm:vm-100-disk-0,size=2252M'",
+            "transferred lots of stuff",
+            "transferred 1 XB of 2 GiB (10.00%)",
+            "transferred 1 GiB of 2 GiB (150.00%)",
+        ] {
+            assert!(parse_progress(not).is_none(), "{not}");
+        }
+        let lines = vec![
+            TaskLogLine {
+                n: 1,
+                t: "transferred 0.0 B of 1.0 GiB (0.00%)".into(),
+            },
+            TaskLogLine {
+                n: 2,
+                t: "transferred 0.5 GiB of 1.0 GiB (50.00%)".into(),
+            },
+            TaskLogLine {
+                n: 3,
+                t: "other".into(),
+            },
+        ];
+        assert!((last_progress(&lines).unwrap().percent - 50.0).abs() < 1e-9);
+    }
+}

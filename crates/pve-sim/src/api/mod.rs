@@ -1,0 +1,220 @@
+//! The endpoints the simulator serves: one route table, shared by the
+//! request pipeline and the schema conformance test.
+
+pub mod access;
+pub mod cluster;
+pub mod download;
+pub mod nodes;
+pub mod qemu;
+pub mod storage;
+pub mod tasks;
+
+use crate::http::router::{Access, Route};
+use crate::schema::qemu as qp;
+use crate::sim_handler;
+use qemu::{NODE_VMID, agent, clone, config, create, lifecycle, power, status};
+
+const fn route(
+    method: &'static str,
+    path: &'static str,
+    params: &'static [&'static [crate::schema::Param]],
+    handler: crate::http::router::Handler,
+) -> Route {
+    Route {
+        method,
+        path,
+        params,
+        access: Access::Authenticated,
+        handler,
+    }
+}
+
+pub fn routes() -> Vec<Route> {
+    vec![
+        route("GET", "/version", &[], sim_handler!(access::version)),
+        Route {
+            access: Access::World,
+            ..route(
+                "POST",
+                "/access/ticket",
+                &[access::TICKET],
+                sim_handler!(access::ticket),
+            )
+        },
+        route(
+            "GET",
+            "/cluster/nextid",
+            &[cluster::NEXTID],
+            sim_handler!(cluster::nextid),
+        ),
+        route(
+            "GET",
+            "/cluster/resources",
+            &[cluster::RESOURCES],
+            sim_handler!(cluster::resources),
+        ),
+        route("GET", "/nodes", &[], sim_handler!(nodes::list)),
+        route(
+            "GET",
+            "/nodes/{node}/status",
+            &[nodes::NODE_ONLY],
+            sim_handler!(nodes::status),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/storage",
+            &[storage::LIST],
+            sim_handler!(storage::list),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/storage/{storage}/status",
+            &[storage::ONE],
+            sim_handler!(storage::status),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/storage/{storage}/content",
+            &[storage::CONTENT],
+            sim_handler!(storage::content),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/storage/{storage}/download-url",
+            &[download::PARAMS],
+            sim_handler!(download::download_url),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/tasks",
+            &[tasks::LIST],
+            sim_handler!(tasks::list),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/tasks/{upid}",
+            &[tasks::ONE],
+            sim_handler!(tasks::index),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/tasks/{upid}/status",
+            &[tasks::ONE],
+            sim_handler!(tasks::status),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/tasks/{upid}/log",
+            &[tasks::LOG],
+            sim_handler!(tasks::log),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu",
+            &[status::LIST],
+            sim_handler!(status::list),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu",
+            &[qp::CREATE, qp::CONFIG],
+            sim_handler!(create::create),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}",
+            &[NODE_VMID],
+            sim_handler!(status::vm_index),
+        ),
+        route(
+            "DELETE",
+            "/nodes/{node}/qemu/{vmid}",
+            lifecycle::PARAMS_DESTROY,
+            sim_handler!(lifecycle::destroy),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/config",
+            &[config::GET],
+            sim_handler!(config::get),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/config",
+            &[qp::UPDATE, qp::UPDATE_ASYNC, qp::CONFIG],
+            sim_handler!(config::post),
+        ),
+        route(
+            "PUT",
+            "/nodes/{node}/qemu/{vmid}/config",
+            &[qp::UPDATE, qp::CONFIG],
+            sim_handler!(config::put),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/pending",
+            &[NODE_VMID],
+            sim_handler!(config::pending),
+        ),
+        route(
+            "PUT",
+            "/nodes/{node}/qemu/{vmid}/resize",
+            lifecycle::PARAMS_RESIZE,
+            sim_handler!(lifecycle::resize),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/template",
+            lifecycle::PARAMS_TEMPLATE,
+            sim_handler!(lifecycle::template),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/clone",
+            clone::PARAMS,
+            sim_handler!(clone::clone),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/status",
+            &[NODE_VMID],
+            sim_handler!(status::status_index),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/status/current",
+            &[NODE_VMID],
+            sim_handler!(status::current),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/status/start",
+            power::PARAMS_START,
+            sim_handler!(power::start_handler),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/status/stop",
+            power::PARAMS_STOP,
+            sim_handler!(power::stop_handler),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/status/shutdown",
+            power::PARAMS_SHUTDOWN,
+            sim_handler!(power::shutdown_handler),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/status/reboot",
+            power::PARAMS_REBOOT,
+            sim_handler!(power::reboot_handler),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
+            agent::PARAMS,
+            sim_handler!(agent::network_get_interfaces),
+        ),
+    ]
+}

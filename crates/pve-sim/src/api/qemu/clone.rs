@@ -1,0 +1,264 @@
+//! `POST .../clone`: a template clones linked by default, anything else (or
+//! `full=1`) is copied. The task writes `lock: clone` as the target's
+//! config first and removes it again if the clone fails.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::disks::{self, print_drive};
+use super::{NODE_VMID, POOL, assert_config_exists, complete_net, settle_new_vm};
+use crate::http::{ApiError, Call, Reply};
+use crate::instance::Instance;
+use crate::schema::format::{format_size, parse_size};
+use crate::schema::{Named, Param, propstr};
+use crate::state::Vm;
+use crate::tasks::{self, TaskCtx};
+
+pub const CLONE: &[Param] = &[
+    Param::integer("newid")
+        .format(Named::PveVmid)
+        .min(100)
+        .max(999_999_999),
+    Param::string("name").format(Named::DnsName).opt(),
+    Param::string("description").opt(),
+    Param::boolean("full").opt(),
+    POOL,
+    Param::string("storage").format(Named::PveStorageId).opt(),
+    Param::string("format")
+        .enums(&["raw", "qcow2", "vmdk"])
+        .opt(),
+];
+pub const PARAMS: &[&[Param]] = &[NODE_VMID, CLONE];
+
+/// One disk to copy or clone.
+#[derive(Clone, Debug)]
+struct DiskCopy {
+    key: String,
+    source: String,
+    opts: BTreeMap<String, String>,
+    /// Copied (full clone, or always for the cloud-init drive) vs. linked.
+    full: bool,
+}
+
+struct Plan {
+    vmid: u32,
+    newid: u32,
+    storage: Option<String>,
+    copies: Vec<DiskCopy>,
+    config: BTreeMap<String, String>,
+    name: Option<String>,
+    description: Option<String>,
+}
+
+pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let p = &call.params;
+    let node = p.node().to_owned();
+    let vmid = p.vmid("vmid");
+    let newid = p.vmid("newid");
+    let id = &call.identity;
+    inst.auth
+        .check(id, &format!("/vms/{vmid}"), &["VM.Clone"])?;
+    match p.get("pool") {
+        Some(pool) => inst
+            .auth
+            .check(id, &format!("/pool/{pool}"), &["VM.Allocate"])?,
+        None => inst
+            .auth
+            .check(id, &format!("/vms/{newid}"), &["VM.Allocate"])?,
+    }
+    assert_config_exists(&inst, &node, vmid)?;
+    let storage = p.get("storage").map(str::to_owned);
+    let (config, copies) = check(&inst, &call, &node, vmid, storage.as_deref())?;
+    if inst.cluster().vms.contains_key(&newid) {
+        return Err(ApiError::internal(format!(
+            "unable to create VM {newid}: config file already exists"
+        )));
+    }
+    let plan = Plan {
+        vmid,
+        newid,
+        storage,
+        copies,
+        config,
+        name: p.get("name").map(str::to_owned),
+        description: p.get("description").map(str::to_owned),
+    };
+    let upid = tasks::spawn(
+        &inst,
+        &call,
+        &node,
+        "qmclone",
+        &vmid.to_string(),
+        move |ctx| async move {
+            let _flock = ctx.flock(newid, Duration::from_secs(1)).await?;
+            {
+                let mut cluster = ctx.inst.cluster();
+                if cluster.vms.contains_key(&newid) {
+                    return Err(format!(
+                        "unable to create VM {newid}: config file already exists"
+                    ));
+                }
+                cluster
+                    .vms
+                    .insert(newid, Vm::locked(newid, &ctx.node, "clone"));
+            }
+            let mut created = Vec::new();
+            let result = run(&ctx, plan, &mut created).await;
+            settle_new_vm(&ctx, newid, result, created).map_err(|e| format!("clone failed: {e}"))
+        },
+    );
+    Ok(Reply::data(upid))
+}
+
+/// `load_and_check` of qemu-server's clone: the source's lock, linked vs.
+/// full, storage access, and which disks to copy.
+fn check(
+    inst: &Instance,
+    call: &Call,
+    node: &str,
+    vmid: u32,
+    storage: Option<&str>,
+) -> Result<(BTreeMap<String, String>, Vec<DiskCopy>), ApiError> {
+    let cluster = inst.cluster();
+    if let Some(s) = storage {
+        disks::check_images_storage(&cluster, node, s)?;
+    }
+    let source = cluster.vm(node, vmid)?;
+    source.check_lock().map_err(ApiError::Internal)?;
+    let full = call.params.flag("full").unwrap_or(!source.is_template());
+    if storage.is_some() && !full {
+        return Err(ApiError::internal(
+            "parameter 'storage' not allowed for linked clones",
+        ));
+    }
+    if call.params.has("format") && !full {
+        return Err(ApiError::internal(
+            "parameter 'format' not allowed for linked clones",
+        ));
+    }
+    let mut copies = Vec::new();
+    for (key, drive) in source.drives() {
+        let file = drive.get("file").cloned().unwrap_or_default();
+        let cdrom = drive.get("media").is_some_and(|m| m == "cdrom");
+        let cloudinit = file.contains("-cloudinit");
+        if key.starts_with("unused") || file == "none" || (cdrom && !cloudinit) {
+            continue;
+        }
+        let (sid, volname) = file.split_once(':').unwrap_or_default();
+        let target = storage.unwrap_or(sid);
+        inst.auth.check(
+            &call.identity,
+            &format!("/storage/{target}"),
+            &["Datastore.AllocateSpace"],
+        )?;
+        let copy = full || cloudinit || key == "tpmstate0";
+        if !copy && !volname.starts_with("base-") {
+            return Err(ApiError::internal(format!(
+                "Linked clone feature is not supported for '{file}' ({key})"
+            )));
+        }
+        copies.push(DiskCopy {
+            key,
+            source: file,
+            opts: drive,
+            full: copy,
+        });
+    }
+    Ok((source.config.clone(), copies))
+}
+
+async fn run(
+    ctx: &TaskCtx,
+    plan: Plan,
+    created: &mut Vec<String>,
+) -> Result<BTreeMap<String, String>, String> {
+    let newid = plan.newid;
+    ctx.log(format!(
+        "creating a clone of VM {} with ID {newid}",
+        plan.vmid
+    ));
+    let mut config: BTreeMap<String, String> = plan
+        .config
+        .into_iter()
+        .filter(|(k, _)| {
+            !k.starts_with("unused")
+                && !["template", "lock", "parent", "vmstate"].contains(&k.as_str())
+        })
+        .collect();
+    for copy in plan.copies {
+        let (sid, _) = copy.source.split_once(':').unwrap_or_default();
+        let target = plan.storage.clone().unwrap_or_else(|| sid.to_owned());
+        let kind = if copy.full { "full" } else { "linked" };
+        ctx.log(format!(
+            "create {kind} clone of drive {} ({})",
+            copy.key, copy.source
+        ));
+        let mut opts = copy.opts.clone();
+        opts.remove("file");
+        let size = opts.get("size").and_then(|s| parse_size(s)).unwrap_or(0);
+        let volid = if copy.source.contains("-cloudinit") {
+            disks::allocate_cloudinit(ctx, &target, newid, created)?
+        } else {
+            let volid = disks::allocate(ctx, &target, newid, None, size, created)?;
+            if copy.full {
+                disks::copy_with_progress(ctx, size, None)
+                    .await
+                    .map_err(|_| "copy failed".to_owned())?;
+                opts.insert("size".into(), format_size(size));
+            } else {
+                ctx.sleep(ctx.inst.durations.linked_clone).await;
+            }
+            volid
+        };
+        config.insert(copy.key, print_drive(&volid, &opts));
+    }
+    ctx.checkpoint()?;
+    let name = plan.name.unwrap_or_else(|| {
+        format!(
+            "Copy-of-VM-{}",
+            config.get("name").cloned().unwrap_or(plan.vmid.to_string())
+        )
+    });
+    config.insert("name".into(), name);
+    if let Some(d) = plan.description {
+        config.insert("description".into(), d);
+    }
+    let nets: Vec<(String, String)> = config
+        .iter()
+        .filter(|(k, _)| k.starts_with("net"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (key, value) in nets {
+        // "always change MAC! address"
+        let without_mac = propstr::NET.parse(&key, &value).map(|mut n| {
+            n.remove("macaddr");
+            n.remove("model")
+                .into_iter()
+                .chain(n.iter().map(|(k, v)| format!("{k}={v}")))
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        config.insert(
+            key.clone(),
+            complete_net(&ctx.inst, &key, &without_mac.unwrap_or(value)),
+        );
+    }
+    let smbios: Vec<String> = config
+        .get("smbios1")
+        .map(|s| {
+            s.split(',')
+                .filter(|p| !p.starts_with("uuid="))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut smbios = smbios;
+    smbios.push(format!("uuid={}", ctx.inst.random_uuid()));
+    smbios.sort();
+    config.insert("smbios1".into(), smbios.join(","));
+    if config.contains_key("vmgenid") {
+        config.insert("vmgenid".into(), ctx.inst.random_uuid());
+    }
+    Ok(config)
+}

@@ -1,0 +1,103 @@
+//! `/nodes/{node}/storage`: list, status and content of storages.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::http::{ApiError, Call, Reply};
+use crate::instance::Instance;
+use crate::schema::format::split_list;
+use crate::schema::qemu::NODE;
+use crate::schema::{Named, Param};
+use crate::state::Storage;
+
+pub const STORAGE: Param = Param::string("storage").format(Named::PveStorageId);
+pub const LIST: &[Param] = &[
+    NODE,
+    Param::string("content")
+        .format(Named::PveStorageContentList)
+        .opt(),
+    Param::boolean("enabled").opt(),
+    Param::boolean("format").opt(),
+    Param::string("storage").format(Named::PveStorageId).opt(),
+    Param::string("target").format(Named::PveNode).opt(),
+];
+pub const ONE: &[Param] = &[NODE, STORAGE];
+pub const CONTENT: &[Param] = &[
+    NODE,
+    STORAGE,
+    Param::string("content")
+        .format(Named::PveStorageContent)
+        .opt(),
+    Param::integer("vmid")
+        .format(Named::PveVmid)
+        .min(100)
+        .max(999_999_999)
+        .opt(),
+];
+
+fn may_see(inst: &Instance, call: &Call, storage: &str) -> bool {
+    let path = format!("/storage/{storage}");
+    inst.auth.has(&call.identity, &path, "Datastore.Audit")
+        || inst
+            .auth
+            .has(&call.identity, &path, "Datastore.AllocateSpace")
+}
+
+pub async fn list(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let p = &call.params;
+    let content: Vec<&str> = p
+        .get("content")
+        .map(|c| split_list(c).collect())
+        .unwrap_or_default();
+    let cluster = inst.cluster();
+    let items: Vec<Value> = cluster
+        .storages
+        .get(p.node())
+        .into_iter()
+        .flatten()
+        .filter(|s| may_see(&inst, &call, &s.id))
+        .filter(|s| p.get("storage").is_none_or(|id| id == s.id))
+        .filter(|s| content.is_empty() || content.iter().any(|c| s.supports(c)))
+        .map(|s| s.status_json())
+        .collect();
+    Ok(Reply::data(items))
+}
+
+/// Runs `f` on the storage a call names, after PVE's audit check.
+fn with_storage<R>(
+    inst: &Instance,
+    call: &Call,
+    f: impl FnOnce(&Storage) -> R,
+) -> Result<R, ApiError> {
+    let id = call.params.get("storage").unwrap_or_default();
+    let privs = ["Datastore.Audit", "Datastore.AllocateSpace"];
+    inst.auth
+        .check(&call.identity, &format!("/storage/{id}"), &privs)?;
+    let cluster = inst.cluster();
+    let storage = cluster.storage(call.params.node(), id);
+    storage
+        .map(f)
+        .ok_or_else(|| ApiError::internal(format!("storage '{id}' does not exist")))
+}
+
+pub async fn status(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    with_storage(&inst, &call, |s| Reply::data(s.status_json()))
+}
+
+pub async fn content(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let p = &call.params;
+    with_storage(&inst, &call, |s| {
+        let items: Vec<Value> = s
+            .volumes
+            .values()
+            .filter(|v| p.get("content").is_none_or(|c| c == v.content))
+            .filter(|v| {
+                p.get("vmid")
+                    .is_none_or(|id| v.vmid.map(|x| x.to_string()).as_deref() == Some(id))
+            })
+            .map(|v| s.content_json(v))
+            .collect();
+        Reply::data(items)
+    })
+}

@@ -1,0 +1,101 @@
+//! One running simulator: its configuration, state and the shared pieces
+//! every request handler and task uses.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::auth::Auth;
+use crate::clock::Clock;
+use crate::config::{Durations, SimConfig};
+use crate::control::faults::Faults;
+use crate::control::traffic::Traffic;
+use crate::control::urls::UrlRegistry;
+use crate::error::Error;
+use crate::http::router::Route;
+use crate::state::{Cluster, seed};
+use crate::tasks::TaskTable;
+use crate::tasks::flock::Flocks;
+
+pub struct Instance {
+    pub clock: Clock,
+    pub durations: Durations,
+    pub auth: Auth,
+    pub routes: Vec<Route>,
+    pub tasks: TaskTable,
+    pub flocks: Flocks,
+    pub ca_pem: String,
+    pub fingerprint: String,
+    cluster: Mutex<Cluster>,
+    faults: Mutex<Faults>,
+    traffic: Mutex<Traffic>,
+    urls: Mutex<UrlRegistry>,
+    rng: Mutex<StdRng>,
+}
+
+fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Instance {
+    pub fn new(config: &SimConfig, ca_pem: String, fingerprint: String) -> Result<Self, Error> {
+        let mut rng = StdRng::seed_from_u64(config.seed);
+        let key: [u8; 32] = rng.random();
+        let auth = Auth::new(config, key).map_err(Error::Config)?;
+        Ok(Self {
+            clock: Clock::new(config.time_scale),
+            durations: config.durations.clone(),
+            auth,
+            routes: crate::api::routes(),
+            tasks: TaskTable::new(config.seed),
+            flocks: Flocks::default(),
+            ca_pem,
+            fingerprint,
+            cluster: Mutex::new(seed::cluster(&config.nodes)),
+            faults: Mutex::new(Faults::new(config.seed, &config.faults)),
+            traffic: Mutex::new(Traffic::default()),
+            urls: Mutex::new(UrlRegistry::default()),
+            rng: Mutex::new(rng),
+        })
+    }
+
+    /// The cluster state. Never hold the guard across an `.await`.
+    pub fn cluster(&self) -> MutexGuard<'_, Cluster> {
+        guard(&self.cluster)
+    }
+
+    pub fn faults(&self) -> MutexGuard<'_, Faults> {
+        guard(&self.faults)
+    }
+
+    pub fn traffic(&self) -> MutexGuard<'_, Traffic> {
+        guard(&self.traffic)
+    }
+
+    pub fn urls(&self) -> MutexGuard<'_, UrlRegistry> {
+        guard(&self.urls)
+    }
+
+    /// A MAC in Proxmox's OUI `BC:24:11`, as PVE generates for new NICs.
+    pub fn random_mac(&self) -> String {
+        let b: [u8; 3] = guard(&self.rng).random();
+        format!("BC:24:11:{:02X}:{:02X}:{:02X}", b[0], b[1], b[2])
+    }
+
+    /// A random (version 4) UUID for `smbios1` and `vmgenid`.
+    pub fn random_uuid(&self) -> String {
+        let mut b: [u8; 16] = guard(&self.rng).random();
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!(
+            "{}-{}-{}-{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..32]
+        )
+    }
+}

@@ -1,0 +1,33 @@
+//! Conformance suite for `pve-sim`: drives the simulator over real HTTPS
+//! with a plain reqwest client and checks the behaviours clients of Proxmox
+//! VE depend on (PVE API semantics as documented in docs/pve-sim.md).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "sim/common.rs"]
+mod common;
+
+#[path = "sim/conformance/auth.rs"]
+mod auth;
+#[path = "sim/conformance/binary.rs"]
+mod binary;
+#[path = "sim/conformance/clone.rs"]
+mod clone;
+#[path = "sim/conformance/config.rs"]
+mod config;
+#[path = "sim/conformance/control.rs"]
+mod control;
+#[path = "sim/conformance/create.rs"]
+mod create;
+#[path = "sim/conformance/download.rs"]
+mod download;
+#[path = "sim/conformance/errors.rs"]
+mod errors;
+#[path = "sim/conformance/lifecycle.rs"]
+mod lifecycle;
+#[path = "sim/conformance/locks.rs"]
+mod locks;
+#[path = "sim/conformance/tasks.rs"]
+mod tasks;
+#[path = "sim/conformance/tls.rs"]
+mod tls;
