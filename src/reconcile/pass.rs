@@ -2,7 +2,7 @@
 //! write status → publish events and the connection Secret → requeue.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::core::DeserializeGuard;
@@ -10,19 +10,17 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use tracing::Instrument;
 
-use super::act::{Done, act};
+use super::act::{Done, act, act_local};
 use super::connection;
 use super::context::Context;
 use super::error::Error;
 use super::observe::{Failure, observe};
-use super::plan::{self, Event, Observation, Plan, PlanInput, Preflight, ProviderState, TaskState};
+use super::plan::{
+    self, ActFailure, Event, Observation, Plan, PlanInput, Preflight, ProviderState, Step,
+};
 use super::providers::Connection;
 use super::status;
-use crate::api::{
-    ProxmoxVM,
-    provider_config::{Limits, Timing},
-};
-use pve_client::ExitStatus;
+use crate::api::ProxmoxVM;
 
 /// The controller's reconcile function.
 pub async fn reconcile(
@@ -107,8 +105,9 @@ async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Outcom
     let now = Timestamp::now();
     let needs = match plan::preflight(&vm, now) {
         Preflight::Decided(plan) => {
-            let input = input(&vm, default_provider(), Observation::default(), now);
-            return finish(ctx, &vm, &input, *plan, None).await;
+            let input = PlanInput::unresolved(&vm, now);
+            let done = act_local(&ctx.kube, &vm, &plan.step, now).await;
+            return finish(ctx, &input, (*plan).into(), done, None).await;
         }
         Preflight::Observe(needs) => needs,
     };
@@ -117,7 +116,15 @@ async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Outcom
         Err(state) => {
             let input = input(&vm, state, Observation::default(), now);
             let plan = plan::plan(&input);
-            return finish(ctx, &vm, &input, plan, None).await;
+            let done = match &plan.step {
+                Step::Idle(_) => Ok(Done::Nothing),
+                // Without a usable config the plan only waits.
+                other => Err(ActFailure::Failed(format!(
+                    "{} needs a usable provider config",
+                    other.name()
+                ))),
+            };
+            return finish(ctx, &input, plan, done, None).await;
         }
     };
     // Passes that may start an import or clone on a node take its slot
@@ -153,9 +160,9 @@ async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Outcom
         Err(Failure::Kube(e)) => return Err(e),
     };
     let input = input(&vm, provider, observed, now);
-    count_finished_task(ctx, &input);
     let plan = plan::plan(&input);
-    finish(ctx, &vm, &input, plan, Some(&connection)).await
+    let done = act(&ctx.kube, &connection.client, &vm, &plan.step, now).await;
+    finish(ctx, &input, plan, done, Some(&connection)).await
 }
 
 fn input(
@@ -166,43 +173,32 @@ fn input(
 ) -> PlanInput<'_> {
     PlanInput {
         vm,
-        provider,
+        provider: Some(provider),
         observed,
         now,
     }
 }
 
-/// What `preflight` assumes: decisions it makes need no provider config.
-fn default_provider() -> ProviderState {
-    ProviderState::Ready {
-        timing: Timing::default(),
-        limits: Limits::default(),
-    }
-}
-
-/// Acts on the plan, writes the status, publishes events and the
-/// connection Secret, and says when to look again.
+/// After the step: the status, events and the connection Secret, and when
+/// to look again.
 async fn finish(
     ctx: &Context,
-    vm: &ProxmoxVM,
     input: &PlanInput<'_>,
     mut plan: Plan,
+    done: Result<Done, ActFailure>,
     connection: Option<&Connection>,
 ) -> Result<Outcome, Error> {
-    let step = super::act::step_name(&plan.step);
+    let vm = input.vm;
+    let step = plan.step.name();
     let mut events: Vec<Event> = vec![];
-    match act(
-        &ctx.kube,
-        connection.map(|c| &c.client),
-        vm,
-        &plan.step,
-        input.now,
-    )
-    .await
-    {
+    match done {
         Ok(Done::Started(upid)) => {
-            let note = match plan.step.action() {
-                Some(a) => format!("started {} ({}): {upid}", a.pve_type(), a.describe()),
+            let note = match plan.step.pve() {
+                Some(call) => format!(
+                    "started {} ({}): {upid}",
+                    call.action().pve_type(),
+                    call.action().describe()
+                ),
                 None => format!("started {upid}"),
             };
             plan.task_started(&upid);
@@ -220,6 +216,10 @@ async fn finish(
             plan = plan::act_failed(input, &plan, failure);
             events.append(&mut plan.events);
         }
+    }
+    if let Some(task) = &plan.finished_task {
+        ctx.metrics
+            .task_finished(&task.type_, task.succeeded, task.elapsed);
     }
     if let Some(c) = connection {
         ctx.capacity.record(&c.key, vm, &plan.status);
@@ -249,28 +249,6 @@ fn failed_reason(plan: &Plan) -> Option<String> {
         .filter(|c| c.status == crate::api::ConditionStatus::False)
         .filter(|c| c.reason != crate::api::Reason::ReconcilePaused.as_str())
         .map(|c| c.reason.clone())
-}
-
-/// Counts the task this pass found finished, with its duration from the
-/// start recorded in the status.
-fn count_finished_task(ctx: &Context, input: &PlanInput<'_>) {
-    let Some(task) = input
-        .vm
-        .status
-        .as_ref()
-        .and_then(|s| s.at_provider.task.as_ref())
-    else {
-        return;
-    };
-    if let Some(TaskState::Finished { exit_status, .. }) = &input.observed.task {
-        let success = !matches!(ExitStatus::parse(exit_status), ExitStatus::Error(_));
-        let elapsed: Duration = input
-            .now
-            .duration_since(task.started_at.0)
-            .try_into()
-            .unwrap_or_default();
-        ctx.metrics.task_finished(&task.type_, success, elapsed);
-    }
 }
 
 /// Logs what the resource now says it is doing, when that changed.

@@ -40,16 +40,18 @@ use k8s_openapi::jiff::Timestamp;
 
 pub use input::{
     ActiveTask, AgentState, GuestInterface, ImageRef, Needs, NodeCandidate, NodeLoad, Observation,
-    ObservedVm, PasswordState, PlanInput, Power, ProviderState, TaskRef, TaskState, TemplateLookup,
-    TemplateRef, VmConfig, VmState,
+    ObservedVm, PasswordState, PlanInput, Power, ProviderState, TaskOutcome, TaskRef, TaskState,
+    TemplateLookup, TemplateRef, VmConfig, VmState,
 };
-pub use output::{ConfigChanges, Event, Param, Params, Plan, Sensitive, Step};
+pub use output::{
+    ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Param, Params, Plan, PveCall,
+    Sensitive, Step,
+};
 pub use owner::{Ownership, marker_line, ownership};
 
 use crate::api::{
     ProxmoxVM, Reason,
     meta::{PolicyMode, policy_mode},
-    provider_config::{Limits, Timing},
 };
 use context::Ctx;
 use decision::{Decision, Out, Say};
@@ -58,8 +60,8 @@ use decision::{Decision, Out, Say};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Preflight {
     /// Decided without Proxmox (paused, invalid policies, orphan, nothing
-    /// to clean up): act on this plan.
-    Decided(Box<Plan>),
+    /// to clean up): act on this plan, which holds no Proxmox call.
+    Decided(Box<Plan<LocalStep>>),
     /// Resolve the provider config, observe what [`Needs`] lists, then call
     /// [`plan`].
     Observe(Needs),
@@ -67,16 +69,7 @@ pub enum Preflight {
 
 /// Decides what can be decided without Proxmox, or what to observe.
 pub fn preflight(vm: &ProxmoxVM, now: Timestamp) -> Preflight {
-    let observed = Observation::default();
-    let input = PlanInput {
-        vm,
-        provider: ProviderState::Ready {
-            timing: Timing::default(),
-            limits: Limits::default(),
-        },
-        observed,
-        now,
-    };
+    let input = PlanInput::unresolved(vm, now);
     let ctx = Ctx::new(&input);
     match gate(&ctx) {
         Some(decision) => Preflight::Decided(Box::new(Out::new(&ctx).finish(&ctx, decision))),
@@ -113,10 +106,10 @@ pub fn act_failed(input: &PlanInput, plan: &Plan, failure: ActFailure) -> Plan {
     let ctx = Ctx::new(input);
     let mut out = Out::from_status(plan.status.clone());
     let what = describe_step(&plan.step);
-    let decision = match failure {
-        ActFailure::Conflict => Decision::silent(Step::Wait, Some(Duration::ZERO)),
+    let decision: Decision = match failure {
+        ActFailure::Conflict => Decision::silent(Idle::Wait, Some(Duration::ZERO)),
         ActFailure::Locked(message) => Decision::new(
-            Step::Wait,
+            Idle::Wait,
             Some(ctx.timing.poll_interval.max(Duration::from_secs(5))),
             Say::no(
                 Reason::VmLocked,
@@ -125,12 +118,12 @@ pub fn act_failed(input: &PlanInput, plan: &Plan, failure: ActFailure) -> Plan {
         )
         .keep_ready(),
         ActFailure::Failed(message) => {
-            let retry = match plan.step.action() {
-                Some(action) => task::record_failure(&ctx, &mut out, action, &message),
+            let retry = match plan.step.pve() {
+                Some(call) => task::record_failure(&ctx, &mut out, call.action(), &message),
                 None => task::backoff(1),
             };
             Decision::new(
-                Step::Wait,
+                Idle::Wait,
                 Some(retry),
                 Say::no(
                     Reason::ReconcileError,
@@ -146,7 +139,7 @@ pub fn act_failed(input: &PlanInput, plan: &Plan, failure: ActFailure) -> Plan {
 /// The phases, in order; the first that decides wins.
 fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
     if let Some(d) = gate(ctx) {
-        return d;
+        return d.into();
     }
     if let Some(d) = provider(ctx) {
         return d;
@@ -171,7 +164,7 @@ fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
 
 /// Decisions that need no Proxmox: pause, invalid policies, deletion without
 /// anything to clean up, orphaning.
-fn gate(ctx: &Ctx) -> Option<Decision> {
+fn gate(ctx: &Ctx) -> Option<Decision<LocalStep>> {
     let paused_by = if ctx.vm.annotation(crate::api::meta::PAUSED) == Some("true") {
         Some("the crossplane.io/paused annotation is \"true\"")
     } else if ctx.vm.spec.management_policies.is_empty() {
@@ -184,25 +177,25 @@ fn gate(ctx: &Ctx) -> Option<Decision> {
             Reason::ReconcilePaused,
             format!("reconciliation is paused: {why}"),
         );
-        return Some(Decision::new(Step::Paused, None, say).keep_ready());
+        return Some(Decision::new(Idle::Paused, None, say).keep_ready());
     }
     if let PolicyMode::Invalid(message) = policy_mode(&ctx.vm.spec.management_policies) {
         let say = Say::no(Reason::InvalidSpec, message);
-        return Some(Decision::new(Step::Refuse, None, say).keep_ready());
+        return Some(Decision::new(Idle::Refuse, None, say).keep_ready());
     }
     if ctx.deleting() && !ctx.has_finalizer() {
         let say = Say::yes(
             Reason::ReconcileSuccess,
             "deleting; nothing left to clean up",
         );
-        return Some(Decision::new(Step::Wait, None, say));
+        return Some(Decision::new(Idle::Wait, None, say));
     }
     if ctx.deleting() && !ctx.caps.delete {
         let say = Say::yes(
             Reason::ReconcileSuccess,
             "managementPolicies do not include Delete: the VM is left on Proxmox (orphaned)",
         );
-        return Some(Decision::new(Step::RemoveFinalizer, None, say).event(
+        return Some(Decision::new(KubeWrite::RemoveFinalizer, None, say).event(
             false,
             "Orphaned",
             format!(
@@ -217,15 +210,21 @@ fn gate(ctx: &Ctx) -> Option<Decision> {
 /// The provider config must be usable for anything further.
 fn provider(ctx: &Ctx) -> Option<Decision> {
     let retry = Some(Duration::from_secs(30));
-    let say = match &ctx.input.provider {
-        ProviderState::Ready { .. } => return None,
-        ProviderState::NotFound { message } => Say::no(Reason::ProviderConfigNotFound, message),
-        ProviderState::Unusable { message } => Say::no(
+    let say = match ctx.provider {
+        Some(ProviderState::Ready { .. }) => return None,
+        Some(ProviderState::NotFound { message }) => {
+            Say::no(Reason::ProviderConfigNotFound, message)
+        }
+        Some(ProviderState::Unusable { message }) => Say::no(
             Reason::ReconcileError,
             format!("cannot use the provider config: {message}"),
         ),
+        None => Say::no(
+            Reason::ReconcileError,
+            "the provider config was not resolved",
+        ),
     };
-    Some(Decision::new(Step::Wait, retry, say).keep_ready())
+    Some(Decision::new(Idle::Wait, retry, say).keep_ready())
 }
 
 /// The VMID: from `crossplane.io/external-name`, which must agree with
@@ -238,14 +237,14 @@ fn identity(ctx: &Ctx) -> Option<Decision> {
                 Reason::ReconcileSuccess,
                 format!("recording VMID {vmid} in crossplane.io/external-name"),
             );
-            let step = Step::RecordExternalName {
+            let step = KubeWrite::RecordExternalName {
                 vmid,
                 create_pending: ctx.caps.create,
             };
             Some(Decision::new(step, Some(Duration::ZERO), say))
         }
         (Some(Err(text)), _) => Some(Decision::new(
-            Step::Refuse,
+            Idle::Refuse,
             None,
             Say::no(
                 Reason::InvalidSpec,
@@ -255,7 +254,7 @@ fn identity(ctx: &Ctx) -> Option<Decision> {
             ),
         )),
         (Some(Ok(named)), Some(vmid)) if named != vmid => Some(Decision::new(
-            Step::Refuse,
+            Idle::Refuse,
             None,
             Say::no(
                 Reason::InvalidSpec,
@@ -275,16 +274,9 @@ fn secs(d: Duration) -> String {
 
 /// A step in words, for messages.
 fn describe_step(step: &Step) -> String {
-    match step.action() {
-        Some(action) => format!("start the {}", action.describe()),
-        None => match step {
-            Step::AllocateVmid => "allocate a VMID".into(),
-            Step::RecordExternalName { .. } => "record the VMID".into(),
-            Step::ForgetExternalName => "forget the VMID".into(),
-            Step::AddFinalizer => "add the finalizer".into(),
-            Step::RemoveFinalizer => "remove the finalizer".into(),
-            Step::RecordCreateSucceeded => "record the successful create".into(),
-            _ => "write the status".into(),
-        },
+    match step {
+        Step::Pve(call) => format!("start the {}", call.action().describe()),
+        Step::Kube(write) => write.describe().to_owned(),
+        Step::Idle(_) => "write the status".to_owned(),
     }
 }

@@ -8,47 +8,12 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Map, Value, json};
 
-use super::super::plan::Step;
+use super::super::plan::KubeWrite;
 use crate::api::{ProxmoxVM, meta};
 
-/// A metadata write.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Write {
-    /// Ask Proxmox for a VMID first, then record it.
-    Allocate,
-    /// Set the external name, and mark a create as pending.
-    Record { vmid: u32, create_pending: bool },
-    /// Drop the external name and the create annotations.
-    Forget,
-    /// Set `external-create-succeeded`.
-    CreateSucceeded,
-    /// Add our finalizer.
-    AddFinalizer,
-    /// Remove our finalizer.
-    RemoveFinalizer,
-}
-
-/// The write a step asks for, if it is one.
-pub(super) fn for_step(step: &Step) -> Option<Write> {
-    Some(match step {
-        Step::AllocateVmid => Write::Allocate,
-        Step::RecordExternalName {
-            vmid,
-            create_pending,
-        } => Write::Record {
-            vmid: *vmid,
-            create_pending: *create_pending,
-        },
-        Step::ForgetExternalName => Write::Forget,
-        Step::RecordCreateSucceeded => Write::CreateSucceeded,
-        Step::AddFinalizer => Write::AddFinalizer,
-        Step::RemoveFinalizer => Write::RemoveFinalizer,
-        _ => return None,
-    })
-}
-
-/// The merge patch for a write (never [`Write::Allocate`], resolved first).
-pub(super) fn patch(vm: &ProxmoxVM, write: &Write, now: Timestamp) -> Value {
+/// The merge patch for a write ([`KubeWrite::AllocateVmid`] is resolved
+/// into a [`KubeWrite::RecordExternalName`] first).
+pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value {
     let now = now.to_string();
     let mut metadata = Map::new();
     metadata.insert(
@@ -56,8 +21,8 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &Write, now: Timestamp) -> Value {
         json!(vm.resource_version().unwrap_or_default()),
     );
     let annotations = match write {
-        Write::Allocate => None,
-        Write::Record {
+        KubeWrite::AllocateVmid => None,
+        KubeWrite::RecordExternalName {
             vmid,
             create_pending,
         } => {
@@ -67,30 +32,33 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &Write, now: Timestamp) -> Value {
             }
             Some(a)
         }
-        Write::Forget => Some(json!({
+        KubeWrite::ForgetExternalName => Some(json!({
             meta::EXTERNAL_NAME: null,
             meta::EXTERNAL_CREATE_PENDING: null,
             meta::EXTERNAL_CREATE_SUCCEEDED: null,
         })),
-        Write::CreateSucceeded => Some(json!({ meta::EXTERNAL_CREATE_SUCCEEDED: now })),
-        Write::AddFinalizer | Write::RemoveFinalizer => None,
+        KubeWrite::RecordCreateSucceeded => Some(json!({ meta::EXTERNAL_CREATE_SUCCEEDED: now })),
+        KubeWrite::AddFinalizer | KubeWrite::RemoveFinalizer => None,
     };
     if let Some(a) = annotations {
         metadata.insert("annotations".into(), a);
     }
     let others = vm.finalizers().iter().filter(|f| *f != meta::FINALIZER);
     match write {
-        Write::AddFinalizer => {
+        KubeWrite::AddFinalizer => {
             let list: Vec<&str> = others
                 .map(String::as_str)
                 .chain([meta::FINALIZER])
                 .collect();
             metadata.insert("finalizers".into(), json!(list));
         }
-        Write::RemoveFinalizer => {
+        KubeWrite::RemoveFinalizer => {
             metadata.insert("finalizers".into(), json!(others.collect::<Vec<_>>()));
         }
-        _ => {}
+        KubeWrite::RecordExternalName { .. }
+        | KubeWrite::AllocateVmid
+        | KubeWrite::ForgetExternalName
+        | KubeWrite::RecordCreateSucceeded => {}
     }
     json!({ "metadata": metadata })
 }
@@ -99,12 +67,12 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &Write, now: Timestamp) -> Value {
 pub(super) async fn apply(
     kube: &kube::Client,
     vm: &ProxmoxVM,
-    write: &Write,
+    write: &KubeWrite,
     now: Timestamp,
 ) -> Result<(), kube::Error> {
     let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
     let body = patch(vm, write, now);
-    tracing::debug!(vm = %vm.name_any(), ?write, "writing metadata");
+    tracing::debug!(vm = %vm.name_any(), write = write.name(), "writing metadata");
     api.patch(
         &vm.name_any(),
         &PatchParams::default(),
@@ -136,7 +104,7 @@ mod tests {
         let now = Timestamp::from_second(1_800_000_000).unwrap();
         let record = patch(
             &vm(),
-            &Write::Record {
+            &KubeWrite::RecordExternalName {
                 vmid: 100,
                 create_pending: true,
             },
@@ -149,16 +117,16 @@ mod tests {
                 "crossplane.io/external-create-pending": "2027-01-15T08:00:00Z",
             }}})
         );
-        let add = patch(&vm(), &Write::AddFinalizer, now);
+        let add = patch(&vm(), &KubeWrite::AddFinalizer, now);
         assert_eq!(
             add["metadata"]["finalizers"],
             json!(["other", meta::FINALIZER])
         );
         let mut ours = vm();
         ours.metadata.finalizers = Some(vec!["other".into(), meta::FINALIZER.into()]);
-        let remove = patch(&ours, &Write::RemoveFinalizer, now);
+        let remove = patch(&ours, &KubeWrite::RemoveFinalizer, now);
         assert_eq!(remove["metadata"]["finalizers"], json!(["other"]));
-        let forget = patch(&vm(), &Write::Forget, now);
+        let forget = patch(&vm(), &KubeWrite::ForgetExternalName, now);
         assert!(forget["metadata"]["annotations"]["crossplane.io/external-name"].is_null());
         assert_eq!(forget["metadata"]["resourceVersion"], "42");
     }

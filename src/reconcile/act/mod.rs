@@ -5,12 +5,10 @@
 mod kube_write;
 mod pve;
 
-pub use pve::step_name;
-
 use k8s_openapi::jiff::Timestamp;
 
 use super::error::is_conflict;
-use super::plan::{ActFailure, Step};
+use super::plan::{ActFailure, KubeWrite, LocalStep, Step};
 use crate::api::ProxmoxVM;
 
 /// What a step did.
@@ -28,40 +26,52 @@ pub enum Done {
 /// writes carry its resourceVersion and fail with 409 if it is stale).
 pub async fn act(
     kube: &kube::Client,
-    pve: Option<&pve_client::Client>,
+    pve: &pve_client::Client,
     vm: &ProxmoxVM,
     step: &Step,
     now: Timestamp,
 ) -> Result<Done, ActFailure> {
-    if let Some(write) = kube_write::for_step(step) {
-        let write = match write {
-            kube_write::Write::Allocate => {
-                let client = pve.ok_or_else(no_client)?;
-                let vmid = client.next_vmid().await.map_err(proxmox_failure)?;
-                kube_write::Write::Record {
-                    vmid,
-                    create_pending: true,
-                }
-            }
-            other => other,
-        };
-        return kube_write::apply(kube, vm, &write, now)
+    match step {
+        Step::Kube(KubeWrite::AllocateVmid) => {
+            let vmid = pve.next_vmid().await.map_err(proxmox_failure)?;
+            let write = KubeWrite::RecordExternalName {
+                vmid,
+                create_pending: true,
+            };
+            write_metadata(kube, vm, &write, now).await
+        }
+        Step::Kube(write) => write_metadata(kube, vm, write, now).await,
+        Step::Pve(call) => pve::start(pve, call)
             .await
-            .map(|()| Done::Written)
-            .map_err(kube_failure);
+            .map(|upid| Done::Started(upid.as_str().to_owned()))
+            .map_err(proxmox_failure),
+        Step::Idle(_) => Ok(Done::Nothing),
     }
-    if step.action().is_none() {
-        return Ok(Done::Nothing);
-    }
-    let client = pve.ok_or_else(no_client)?;
-    pve::start(client, step)
-        .await
-        .map(|upid| Done::Started(upid.as_str().to_owned()))
-        .map_err(proxmox_failure)
 }
 
-fn no_client() -> ActFailure {
-    ActFailure::Failed("no usable provider config".into())
+/// Carries out a step decided before Proxmox was contacted.
+pub async fn act_local(
+    kube: &kube::Client,
+    vm: &ProxmoxVM,
+    step: &LocalStep,
+    now: Timestamp,
+) -> Result<Done, ActFailure> {
+    match step {
+        LocalStep::Kube(write) => write_metadata(kube, vm, write, now).await,
+        LocalStep::Idle(_) => Ok(Done::Nothing),
+    }
+}
+
+async fn write_metadata(
+    kube: &kube::Client,
+    vm: &ProxmoxVM,
+    write: &KubeWrite,
+    now: Timestamp,
+) -> Result<Done, ActFailure> {
+    kube_write::apply(kube, vm, write, now)
+        .await
+        .map(|()| Done::Written)
+        .map_err(kube_failure)
 }
 
 fn kube_failure(e: kube::Error) -> ActFailure {

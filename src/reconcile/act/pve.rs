@@ -1,6 +1,6 @@
 //! Proxmox calls that start a task, from the plan's steps.
 
-use super::super::plan::{ConfigChanges, Param, Params, Step};
+use super::super::plan::{ConfigChanges, Param, Params, PveCall};
 use pve_client::vm::{
     CloneVm, ConfigUpdate, CreateVm, DeleteOptions, DiskSize, ShutdownOptions, VmParams,
 };
@@ -9,11 +9,11 @@ use pve_client::{self, Checksum, Client, DownloadContent, DownloadUrl, Secret as
 /// The only secret parameter the plan produces.
 const PASSWORD: &str = "cipassword";
 
-/// Starts the task of a Proxmox step and returns its UPID.
-pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, pve_client::Error> {
-    tracing::info!(step = %step_name(step), "starting a Proxmox task");
-    match step {
-        Step::DownloadImage {
+/// Starts the task of a Proxmox call and returns its UPID.
+pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_client::Error> {
+    tracing::info!(step = call.name(), "starting a Proxmox task");
+    match call {
+        PveCall::DownloadImage {
             node,
             storage,
             url,
@@ -33,7 +33,7 @@ pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, pve_clie
             };
             client.download_url(node, storage, &req).await
         }
-        Step::CreateVm { node, vmid, params } => {
+        PveCall::CreateVm { node, vmid, params } => {
             let mut params = params.clone();
             let pool = params.remove("pool").map(|p| p.expose().to_owned());
             let create = CreateVm {
@@ -44,7 +44,7 @@ pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, pve_clie
             };
             client.create_vm(node, &create).await
         }
-        Step::CloneVm {
+        PveCall::CloneVm {
             source_node,
             template,
             vmid,
@@ -67,7 +67,7 @@ pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, pve_clie
             };
             client.clone_vm(source_node, *template, &clone).await
         }
-        Step::Configure {
+        PveCall::Configure {
             node,
             vmid,
             changes,
@@ -76,7 +76,7 @@ pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, pve_clie
                 .update_vm_config(node, *vmid, &config_update(changes)?)
                 .await
         }
-        Step::ResizeDisk {
+        PveCall::ResizeDisk {
             node,
             vmid,
             slot,
@@ -86,8 +86,8 @@ pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, pve_clie
                 .resize_disk(node, *vmid, slot, DiskSize::To(*bytes))
                 .await
         }
-        Step::Start { node, vmid } => client.start_vm(node, *vmid).await,
-        Step::Shutdown {
+        PveCall::Start { node, vmid } => client.start_vm(node, *vmid).await,
+        PveCall::Shutdown {
             node,
             vmid,
             timeout,
@@ -98,17 +98,14 @@ pub(super) async fn start(client: &Client, step: &Step) -> Result<Upid, pve_clie
             };
             client.shutdown_vm(node, *vmid, opts).await
         }
-        Step::Stop { node, vmid } => client.stop_vm(node, *vmid).await,
-        Step::Destroy { node, vmid } => {
+        PveCall::Stop { node, vmid } => client.stop_vm(node, *vmid).await,
+        PveCall::Destroy { node, vmid } => {
             let opts = DeleteOptions {
                 purge: true,
                 destroy_unreferenced_disks: true,
             };
             client.delete_vm(node, *vmid, opts).await
         }
-        other => Err(pve_client::Error::Config {
-            message: format!("{} does not start a Proxmox task", step_name(other)),
-        }),
     }
 }
 
@@ -142,40 +139,10 @@ fn config_update(changes: &ConfigChanges) -> Result<ConfigUpdate, pve_client::Er
     })
 }
 
-/// A step's name (its variant), for logs.
-pub fn step_name(step: &Step) -> String {
-    // Debug prints the variant first; parameters print redacted anyway.
-    let debug = format!("{step:?}");
-    debug
-        .split([' ', '{', '('])
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::super::plan::Sensitive;
     use super::*;
-
-    #[test]
-    fn step_names_are_variant_names() {
-        assert_eq!(step_name(&Step::UpToDate), "UpToDate");
-        assert_eq!(
-            step_name(&Step::Start {
-                node: "pve".into(),
-                vmid: 100
-            }),
-            "Start"
-        );
-        assert_eq!(
-            step_name(&Step::RecordExternalName {
-                vmid: 100,
-                create_pending: true
-            }),
-            "RecordExternalName"
-        );
-    }
 
     #[test]
     fn plan_params_go_out_as_given_and_the_password_as_a_secret() {

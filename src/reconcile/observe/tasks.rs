@@ -3,7 +3,7 @@
 use k8s_openapi::jiff::Timestamp;
 
 use super::super::plan::{ActiveTask, TaskRef, TaskState};
-use pve_client::{self, Client, TaskObservation, TaskOutcome, Upid};
+use pve_client::{self, Client, TaskObservation, Upid};
 
 /// Task types whose log reports progress (`transferred X of Y (pp%)`); only
 /// for these is the log read while they run.
@@ -25,34 +25,11 @@ pub(super) async fn task_state(client: &Client, task: &TaskRef) -> TaskState {
             // Whole percent, rounded down: 99.6 % is not done.
             progress: progress.map(|p| p.percent.clamp(0.0, 100.0) as u8),
         },
-        Ok(TaskObservation::Finished(outcome)) => finished(outcome),
+        Ok(TaskObservation::Finished(outcome)) => TaskState::Finished(outcome),
         Ok(TaskObservation::NotVisibleYet) | Err(pve_client::Error::TaskUnknown { .. }) => {
             TaskState::NotFound
         }
         Err(e) => TaskState::Unreadable(e.to_string()),
-    }
-}
-
-fn finished(outcome: TaskOutcome) -> TaskState {
-    match outcome {
-        TaskOutcome::Succeeded {
-            warnings,
-            warning_lines,
-        } => TaskState::Finished {
-            exit_status: if warnings == 0 {
-                "OK".to_owned()
-            } else {
-                format!("WARNINGS: {warnings}")
-            },
-            log_tail: warning_lines,
-        },
-        TaskOutcome::Failed {
-            exit_status,
-            log_tail,
-        } => TaskState::Finished {
-            exit_status,
-            log_tail,
-        },
     }
 }
 
@@ -77,29 +54,4 @@ pub(super) async fn active_tasks(
                 .unwrap_or(Timestamp::UNIX_EPOCH),
         })
         .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outcomes_become_exit_statuses() {
-        let ok = finished(TaskOutcome::Succeeded {
-            warnings: 0,
-            warning_lines: vec![],
-        });
-        assert!(matches!(ok, TaskState::Finished { ref exit_status, .. } if exit_status == "OK"));
-        let warned = finished(TaskOutcome::Succeeded {
-            warnings: 2,
-            warning_lines: vec!["WARN: a".into()],
-        });
-        assert_eq!(
-            warned,
-            TaskState::Finished {
-                exit_status: "WARNINGS: 2".into(),
-                log_tail: vec!["WARN: a".into()]
-            }
-        );
-    }
 }

@@ -14,8 +14,9 @@ use crate::api::{
 
 /// What every phase reads.
 pub(super) struct Ctx<'a> {
-    pub input: &'a PlanInput<'a>,
     pub vm: &'a ProxmoxVM,
+    /// The provider config; `None` in preflight.
+    pub provider: Option<&'a ProviderState>,
     pub spec: &'a VmParameters,
     /// The current status (empty when the resource has none yet).
     pub status: ProxmoxVMStatus,
@@ -37,12 +38,12 @@ impl<'a> Ctx<'a> {
             },
         };
         let (timing, limits) = match &input.provider {
-            ProviderState::Ready { timing, limits } => (*timing, limits.clone()),
+            Some(ProviderState::Ready { timing, limits }) => (*timing, limits.clone()),
             _ => (Timing::default(), Limits::default()),
         };
         Self {
-            input,
             vm: input.vm,
+            provider: input.provider.as_ref(),
             spec: &input.vm.spec.for_provider,
             status: input.vm.status.clone().unwrap_or_default(),
             caps,

@@ -10,7 +10,7 @@ use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
 use super::input::{AgentState, ObservedVm, Power};
-use super::output::Step;
+use super::output::{Idle, KubeWrite, PveCall};
 use super::owner::{Ownership, ownership};
 use super::task;
 use crate::api::{Reason, vm::TaskAction};
@@ -26,7 +26,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
             Reason::ReconcileError,
             format!("cannot read the config of VM {vmid}"),
         );
-        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+        return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     };
     let managing = ctx.caps.update || ctx.caps.create;
     if !managing {
@@ -34,7 +34,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
             Reason::ReconcileSuccess,
             format!("observing VM {vmid}; managementPolicies do not allow changing it"),
         );
-        return Decision::new(Step::UpToDate, Some(ctx.resync_interval()), say);
+        return Decision::new(Idle::UpToDate, Some(ctx.resync_interval()), say);
     }
     match ownership(config, ctx.uid()) {
         Ownership::Ours => {}
@@ -47,18 +47,18 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
             Reason::ReconcileSuccess,
             format!("VM {vmid} exists; recording its creation"),
         );
-        return Decision::new(Step::RecordCreateSucceeded, Some(Duration::ZERO), say);
+        return Decision::new(KubeWrite::RecordCreateSucceeded, Some(Duration::ZERO), say);
     }
     if !ctx.caps.update {
         let say = Say::yes(
             Reason::ReconcileSuccess,
             format!("VM {vmid} exists; managementPolicies do not allow Update"),
         );
-        return Decision::new(Step::UpToDate, Some(ctx.resync_interval()), say);
+        return Decision::new(Idle::UpToDate, Some(ctx.resync_interval()), say);
     }
     let diff = match drift::diff(ctx, config) {
         Ok(diff) => diff,
-        Err(why) => return Decision::new(Step::Refuse, None, Say::no(Reason::InvalidSpec, why)),
+        Err(why) => return Decision::new(Idle::Refuse, None, Say::no(Reason::InvalidSpec, why)),
     };
     out.status.at_provider.pending_changes = diff.pending.clone();
     change(ctx, out, vm, diff)
@@ -73,7 +73,7 @@ fn being_created(ctx: &Ctx, vm: &ObservedVm) -> Decision {
             Reason::WaitingForTask,
             format!("Proxmox is creating VM {vmid} (lock: {lock}); waiting for it"),
         );
-        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+        return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     }
     let say = Say::no(
         Reason::NotOwned,
@@ -81,7 +81,7 @@ fn being_created(ctx: &Ctx, vm: &ObservedVm) -> Decision {
             "VM {vmid} is being created by someone else (lock: {lock}); waiting to see whose it is"
         ),
     );
-    Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say)
+    Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say)
 }
 
 fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
@@ -101,7 +101,7 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
             Reason::Creating,
             format!("VMID {vmid} is taken; allocating another"),
         );
-        return Decision::new(Step::ForgetExternalName, Some(Duration::ZERO), say)
+        return Decision::new(KubeWrite::ForgetExternalName, Some(Duration::ZERO), say)
             .ready(ready)
             .event(
                 true,
@@ -126,7 +126,7 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
         format!("VM {vmid} is not managed by this resource"),
     );
     Decision::new(
-        Step::Wait,
+        Idle::Wait,
         Some(ctx.resync_interval()),
         Say::no(Reason::NotOwned, message),
     )
@@ -139,9 +139,8 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     let node = vm.node.clone();
     let step = if !diff.changes.is_empty() {
         Some((
-            TaskAction::Configure,
             format!("updating {} of VM {vmid}", keys(&diff)),
-            Step::Configure {
+            PveCall::Configure {
                 node: node.clone(),
                 vmid,
                 changes: diff.changes.clone(),
@@ -149,9 +148,8 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
         ))
     } else if let Some((slot, bytes)) = diff.resizes.first() {
         Some((
-            TaskAction::ResizeDisk,
             format!("growing disk {slot} of VM {vmid}"),
-            Step::ResizeDisk {
+            PveCall::ResizeDisk {
                 node: node.clone(),
                 vmid,
                 slot: slot.clone(),
@@ -161,7 +159,7 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     } else {
         power_step(ctx, out, vm, vmid)
     };
-    let Some((action, doing, step)) = step else {
+    let Some((doing, call)) = step else {
         return up_to_date(ctx, vm, &diff);
     };
     if let Some(lock) = &vm.lock {
@@ -169,16 +167,16 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
             Reason::VmLocked,
             format!("VM {vmid} is locked ({lock}); waiting to continue {doing}"),
         );
-        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+        return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     }
-    if let Some(d) = task::gate(ctx, out, action) {
+    if let Some(d) = task::gate(ctx, out, call.action()) {
         return d;
     }
-    if action == TaskAction::Configure && diff.password_version.is_some() {
+    if call.action() == TaskAction::Configure && diff.password_version.is_some() {
         out.status.at_provider.password_version = diff.password_version.clone();
     }
     let say = Say::yes(Reason::WaitingForTask, doing);
-    Decision::new(step, Some(ctx.timing.poll_interval), say)
+    Decision::new(call, Some(ctx.timing.poll_interval), say)
 }
 
 fn keys(diff: &Diff) -> String {
@@ -192,28 +190,19 @@ fn keys(diff: &Diff) -> String {
 
 /// Start or stop the VM as `powerState` asks; a shutdown that failed (timed
 /// out) is followed by a hard stop.
-fn power_step(
-    ctx: &Ctx,
-    out: &Out,
-    vm: &ObservedVm,
-    vmid: u32,
-) -> Option<(TaskAction, String, Step)> {
+fn power_step(ctx: &Ctx, out: &Out, vm: &ObservedVm, vmid: u32) -> Option<(String, PveCall)> {
     let node = vm.node.clone();
     match (ctx.wants_running(), vm.power) {
-        (true, Power::Stopped) => Some((
-            TaskAction::Start,
-            format!("starting VM {vmid}"),
-            Step::Start { node, vmid },
-        )),
+        (true, Power::Stopped) => {
+            Some((format!("starting VM {vmid}"), PveCall::Start { node, vmid }))
+        }
         (false, Power::Running) if shutdown_failed(out) => Some((
-            TaskAction::Stop,
             format!("stopping VM {vmid} (the shutdown did not finish)"),
-            Step::Stop { node, vmid },
+            PveCall::Stop { node, vmid },
         )),
         (false, Power::Running) => Some((
-            TaskAction::Shutdown,
             format!("shutting VM {vmid} down"),
-            Step::Shutdown {
+            PveCall::Shutdown {
                 node,
                 vmid,
                 timeout: ctx.timing.shutdown_timeout,
@@ -271,5 +260,5 @@ fn up_to_date(ctx: &Ctx, vm: &ObservedVm, diff: &Diff) -> Decision {
     } else {
         Say::yes(Reason::ReconcileSuccess, "")
     };
-    Decision::new(Step::UpToDate, Some(requeue), say)
+    Decision::new(Idle::UpToDate, Some(requeue), say)
 }

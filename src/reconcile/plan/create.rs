@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
 use super::input::{PasswordState, TemplateLookup, VmState};
-use super::output::{Sensitive, Step};
+use super::output::{Idle, KubeWrite, PveCall, Sensitive};
 use super::render;
 use super::task;
 use crate::api::{
@@ -26,7 +26,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
     let Some(vmid) = ctx.vmid() else {
         if !ctx.caps.create {
             return Decision::new(
-                Step::Refuse,
+                Idle::Refuse,
                 None,
                 Say::no(
                     Reason::InvalidSpec,
@@ -35,7 +35,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
             );
         }
         let say = Say::yes(Reason::ReconcileSuccess, "allocating a VMID");
-        return Decision::new(Step::AllocateVmid, Some(Duration::ZERO), say);
+        return Decision::new(KubeWrite::AllocateVmid, Some(Duration::ZERO), say);
     };
     if ctx.obs.vm == VmState::Unknown {
         // Never create blindly: the VM must have been looked up.
@@ -43,18 +43,18 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
             Reason::ReconcileError,
             format!("VM {vmid} was not observed"),
         );
-        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+        return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     }
     if !ctx.caps.create {
         let say = Say::no(
             Reason::ReconcileError,
             format!("VM {vmid} does not exist, and managementPolicies do not allow Create"),
         );
-        return Decision::new(Step::Wait, Some(ctx.resync_interval()), say);
+        return Decision::new(Idle::Wait, Some(ctx.resync_interval()), say);
     }
     if !ctx.create_pending() {
         let mut d = Decision::new(
-            Step::RecordExternalName {
+            KubeWrite::RecordExternalName {
                 vmid,
                 create_pending: true,
             },
@@ -108,7 +108,7 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
     }
     let params = match render::create_params(ctx, password.as_ref().map(|(p, _)| p)) {
         Ok(params) => params,
-        Err(why) => return Decision::new(Step::Refuse, None, Say::no(Reason::InvalidSpec, why)),
+        Err(why) => return Decision::new(Idle::Refuse, None, Say::no(Reason::InvalidSpec, why)),
     };
     out.status.at_provider.password_version = password.map(|(_, version)| version);
     out.status.at_provider.node = Some(node.clone());
@@ -118,7 +118,7 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
         Reason::WaitingForTask
     };
     let say = Say::yes(reason, format!("creating VM {vmid} on node {node}"));
-    let step = Step::CreateVm { node, vmid, params };
+    let step = PveCall::CreateVm { node, vmid, params };
     Decision::new(step, Some(ctx.timing.poll_interval), say)
 }
 
@@ -134,7 +134,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
                 _ => "the clone template was not looked up".into(),
             };
             let say = Say::no(Reason::TemplateNotFound, why);
-            return Decision::new(Step::Wait, Some(Duration::from_secs(30)), say);
+            return Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say);
         }
     };
     let node = ctx.chosen_node().unwrap_or_else(|| template_node.clone());
@@ -158,7 +158,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
         Reason::WaitingForTask,
         format!("cloning template {template} into VM {vmid} on node {node}"),
     );
-    let step = Step::CloneVm {
+    let step = PveCall::CloneVm {
         source_node: template_node.clone(),
         template,
         vmid,
@@ -194,7 +194,7 @@ fn placement(ctx: &Ctx, out: &mut Out) -> Result<String, Box<Decision>> {
                 format!("placing the VM on node {} (most free memory)", node.name),
             );
             Err(Box::new(Decision::new(
-                Step::SaveStatus,
+                Idle::SaveStatus,
                 Some(Duration::ZERO),
                 say,
             )))
@@ -210,7 +210,7 @@ fn placement(ctx: &Ctx, out: &mut Out) -> Result<String, Box<Decision>> {
                 format!("no online node to place the VM on{among}"),
             );
             Err(Box::new(Decision::new(
-                Step::Wait,
+                Idle::Wait,
                 Some(Duration::from_secs(30)),
                 say,
             )))
@@ -242,7 +242,7 @@ fn password(ctx: &Ctx) -> Result<Option<(Sensitive, String)>, Box<Decision>> {
                 format!("cannot read the cloud-init password Secret: {why}"),
             );
             Err(Box::new(Decision::new(
-                Step::Wait,
+                Idle::Wait,
                 Some(Duration::from_secs(30)),
                 say,
             )))
@@ -263,7 +263,7 @@ fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
                     format!("image volume {volume} on node {node} was not looked up"),
                 );
                 return Some(Decision::new(
-                    Step::Wait,
+                    Idle::Wait,
                     Some(ctx.timing.poll_interval),
                     say,
                 ));
@@ -276,7 +276,7 @@ fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
             Reason::DownloadingImage,
             format!("downloading {} into {volume} on node {node}", image.url),
         );
-        let step = Step::DownloadImage {
+        let step = PveCall::DownloadImage {
             node: node.to_owned(),
             storage: image.storage.clone(),
             url: image.url.clone(),
@@ -295,7 +295,7 @@ fn no_capacity(ctx: &Ctx, node: &str, what: &str, busy: u32, limit: u32) -> Deci
         format!("waiting for a free {what} slot on node {node} ({busy} of {limit} in use)"),
     );
     Decision::new(
-        Step::Wait,
+        Idle::Wait,
         Some(ctx.timing.poll_interval.max(Duration::from_secs(5))),
         say,
     )
@@ -311,5 +311,9 @@ fn finalizer(ctx: &Ctx, vmid: u32) -> Option<Decision> {
         Reason::ReconcileSuccess,
         format!("adding the finalizer before creating VM {vmid}"),
     );
-    Some(Decision::new(Step::AddFinalizer, Some(Duration::ZERO), say))
+    Some(Decision::new(
+        KubeWrite::AddFinalizer,
+        Some(Duration::ZERO),
+        say,
+    ))
 }

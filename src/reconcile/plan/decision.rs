@@ -6,11 +6,11 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 
 use super::context::Ctx;
-use super::output::{Event, Plan, Step, time};
+use super::output::{Event, LocalStep, Plan, PveCall, Step, time};
 use super::{report, secs};
 use crate::api::{
     Condition, ConditionStatus, ConditionType, ProxmoxVMStatus, Reason, set_condition,
-    vm::{InFlightTask, TaskAction},
+    vm::InFlightTask,
 };
 
 /// A condition to set, before it gets its time and generation.
@@ -52,20 +52,39 @@ enum Readiness {
     Set(Say),
 }
 
+/// A kind of step a decision can hold ([`Step`], or [`LocalStep`] before
+/// Proxmox was contacted).
+pub(super) trait StepKind: Clone {
+    /// The Proxmox call, if the step is one.
+    fn call(&self) -> Option<&PveCall>;
+}
+
+impl StepKind for Step {
+    fn call(&self) -> Option<&PveCall> {
+        self.pve()
+    }
+}
+
+impl StepKind for LocalStep {
+    fn call(&self) -> Option<&PveCall> {
+        None
+    }
+}
+
 /// A phase's decision.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Decision {
-    step: Step,
+pub(super) struct Decision<S = Step> {
+    step: S,
     requeue: Option<Duration>,
     synced: Option<Say>,
     ready: Readiness,
     events: Vec<Event>,
 }
 
-impl Decision {
-    pub fn new(step: Step, requeue: Option<Duration>, synced: Say) -> Self {
+impl<S> Decision<S> {
+    pub fn new(step: impl Into<S>, requeue: Option<Duration>, synced: Say) -> Self {
         Self {
-            step,
+            step: step.into(),
             requeue,
             synced: Some(synced),
             ready: Readiness::Observed,
@@ -74,9 +93,9 @@ impl Decision {
     }
 
     /// A decision that changes no condition (a conflict: retry at once).
-    pub fn silent(step: Step, requeue: Option<Duration>) -> Self {
+    pub fn silent(step: impl Into<S>, requeue: Option<Duration>) -> Self {
         Self {
-            step,
+            step: step.into(),
             requeue,
             synced: None,
             ready: Readiness::Keep,
@@ -104,10 +123,24 @@ impl Decision {
     }
 }
 
+impl From<Decision<LocalStep>> for Decision {
+    fn from(d: Decision<LocalStep>) -> Self {
+        Self {
+            step: d.step.into(),
+            requeue: d.requeue,
+            synced: d.synced,
+            ready: d.ready,
+            events: d.events,
+        }
+    }
+}
+
 /// The status and events under construction.
 pub(super) struct Out {
     pub status: ProxmoxVMStatus,
     pub events: Vec<Event>,
+    /// The task this pass saw end (see [`super::task`]).
+    pub finished_task: Option<super::output::FinishedTask>,
 }
 
 impl Out {
@@ -119,6 +152,7 @@ impl Out {
         Self {
             status,
             events: vec![],
+            finished_task: None,
         }
     }
 
@@ -144,7 +178,7 @@ impl Out {
 
     /// Completes the plan: conditions, generation, the task a dispatching
     /// step will start, connection details.
-    pub fn finish(mut self, ctx: &Ctx, decision: Decision) -> Plan {
+    pub fn finish<S: StepKind>(mut self, ctx: &Ctx, decision: Decision<S>) -> Plan<S> {
         let Decision {
             step,
             requeue,
@@ -164,7 +198,7 @@ impl Out {
             self.set(ctx, ConditionType::Ready, say);
         }
         self.status.observed_generation = ctx.vm.metadata.generation;
-        let pending_task = step.action().map(|action| pending_task(ctx, &step, action));
+        let pending_task = step.call().map(|call| pending_task(ctx, call));
         let connection = report::connection(ctx, &self.status);
         self.events.append(&mut events);
         Plan {
@@ -173,6 +207,7 @@ impl Out {
             requeue_after: requeue,
             events: self.events,
             connection,
+            finished_task: self.finished_task,
             pending_task,
         }
     }
@@ -218,38 +253,23 @@ fn observed_readiness(ctx: &Ctx, synced: Option<&Say>) -> Say {
 
 /// The in-flight record for the task a dispatching step starts; the glue
 /// fills in the UPID with [`Plan::task_started`].
-fn pending_task(ctx: &Ctx, step: &Step, action: TaskAction) -> InFlightTask {
-    let (node, target) = match step {
-        Step::DownloadImage {
-            node,
-            storage,
-            file_name,
-            ..
-        } => (node.clone(), Some(format!("{storage}:import/{file_name}"))),
-        Step::CloneVm { source_node, .. } => (source_node.clone(), None),
-        Step::ResizeDisk { node, slot, .. } => (node.clone(), Some(slot.clone())),
-        Step::CreateVm { node, .. }
-        | Step::Configure { node, .. }
-        | Step::Start { node, .. }
-        | Step::Shutdown { node, .. }
-        | Step::Stop { node, .. }
-        | Step::Destroy { node, .. } => (node.clone(), None),
-        _ => (String::new(), None),
+fn pending_task(ctx: &Ctx, call: &PveCall) -> InFlightTask {
+    // A shutdown ends by itself after its own timeout; give it that plus
+    // the usual margin before calling it late.
+    let timeout = if let PveCall::Shutdown { timeout, .. } = call {
+        *timeout + ctx.timing.poll_interval * 10
+    } else {
+        ctx.timing.task_timeout
     };
-    let timeout = match step {
-        // A shutdown ends by itself after its own timeout; give it that plus
-        // the usual margin before calling it late.
-        Step::Shutdown { timeout, .. } => *timeout + ctx.timing.poll_interval * 10,
-        _ => ctx.timing.task_timeout,
-    };
+    let action = call.action();
     let type_ = action.pve_type().to_owned();
     InFlightTask {
         upid: String::new(),
         action,
         summary: InFlightTask::summarize(&type_, None),
         type_,
-        node,
-        target,
+        node: call.node().to_owned(),
+        target: call.target(),
         started_at: time(ctx.now),
         deadline: time(after(ctx.now, timeout)),
         progress: None,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
 use super::input::{ObservedVm, Power, VmState};
-use super::output::Step;
+use super::output::{Idle, KubeWrite, PveCall};
 use super::owner::{Ownership, ownership};
 use super::task;
 use crate::api::{Reason, vm::TaskAction};
@@ -28,7 +28,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
                 Reason::WaitingForTask,
                 format!("waiting for the create of VM {vmid} to finish before destroying it"),
             );
-            return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+            return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
         }
         return release(ctx, vm, "is being created by someone else");
     }
@@ -37,7 +37,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
             Reason::ReconcileError,
             format!("cannot read the config of VM {vmid}"),
         );
-        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+        return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     };
     match ownership(config, ctx.uid()) {
         Ownership::Ours => {}
@@ -49,15 +49,14 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
             Reason::VmLocked,
             format!("VM {vmid} is locked ({lock}); waiting to destroy it"),
         );
-        return Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say);
+        return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     }
     let node = vm.node.clone();
     let vmid = ctx.vmid().unwrap_or_default();
-    let (action, doing, step) = match vm.power {
+    let (doing, call) = match vm.power {
         Power::Running if !shutdown_failed_since_deletion(ctx, out) => (
-            TaskAction::Shutdown,
             format!("shutting VM {vmid} down before destroying it"),
-            Step::Shutdown {
+            PveCall::Shutdown {
                 node,
                 vmid,
                 timeout: ctx.timing.shutdown_timeout,
@@ -66,14 +65,12 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         // A paused VM cannot shut down; one whose shutdown timed out is
         // stopped hard.
         Power::Running | Power::Paused => (
-            TaskAction::Stop,
             format!("stopping VM {vmid} before destroying it"),
-            Step::Stop { node, vmid },
+            PveCall::Stop { node, vmid },
         ),
         Power::Stopped => (
-            TaskAction::Destroy,
             format!("destroying VM {vmid}"),
-            Step::Destroy { node, vmid },
+            PveCall::Destroy { node, vmid },
         ),
         Power::Unknown => {
             let say = Say::no(
@@ -83,14 +80,14 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
                     vm.node
                 ),
             );
-            return Decision::new(Step::Wait, Some(Duration::from_secs(30)), say);
+            return Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say);
         }
     };
-    if let Some(d) = task::gate(ctx, out, action) {
+    if let Some(d) = task::gate(ctx, out, call.action()) {
         return d;
     }
     Decision::new(
-        step,
+        call,
         Some(ctx.timing.poll_interval),
         Say::yes(Reason::WaitingForTask, doing),
     )
@@ -112,7 +109,7 @@ fn gone(ctx: &Ctx) -> Decision {
         Reason::ReconcileSuccess,
         format!("VM {} is gone; removing the finalizer", ctx.vmid_text()),
     );
-    Decision::new(Step::RemoveFinalizer, None, say)
+    Decision::new(KubeWrite::RemoveFinalizer, None, say)
 }
 
 /// The VM is not ours: let the resource go and leave the VM alone.
@@ -123,5 +120,5 @@ fn release(ctx: &Ctx, vm: &ObservedVm, whose: &str) -> Decision {
         vm.node
     );
     let say = Say::yes(Reason::ReconcileSuccess, note.clone());
-    Decision::new(Step::RemoveFinalizer, None, say).event(true, "NotOwned", note)
+    Decision::new(KubeWrite::RemoveFinalizer, None, say).event(true, "NotOwned", note)
 }

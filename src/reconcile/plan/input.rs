@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::Timestamp;
 
+pub use pve_client::TaskOutcome;
+
 use super::output::Sensitive;
 use crate::api::{
     ProxmoxVM,
@@ -20,12 +22,25 @@ use crate::api::{
 pub struct PlanInput<'a> {
     /// The resource as last read (metadata, spec and status).
     pub vm: &'a ProxmoxVM,
-    /// The provider config, resolved.
-    pub provider: ProviderState,
+    /// The provider config, resolved; `None` before it is (see
+    /// [`super::preflight`]).
+    pub provider: Option<ProviderState>,
     /// What Proxmox showed, as [`Needs`] asked.
     pub observed: Observation,
     /// The time of this pass.
     pub now: Timestamp,
+}
+
+impl<'a> PlanInput<'a> {
+    /// The input of [`super::preflight`]: the resource alone.
+    pub fn unresolved(vm: &'a ProxmoxVM, now: Timestamp) -> Self {
+        Self {
+            vm,
+            provider: None,
+            observed: Observation::default(),
+            now,
+        }
+    }
 }
 
 /// The provider config named by `spec.providerConfigRef`, resolved.
@@ -211,20 +226,16 @@ pub struct GuestInterface {
 }
 
 /// The state of the in-flight task.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum TaskState {
     /// Still running; progress in percent when the log tells.
     Running {
         /// Percent done.
         progress: Option<u8>,
     },
-    /// Stopped with this exit status (`OK`, `WARNINGS: 2`, or the error).
-    Finished {
-        /// Proxmox's `exitstatus`.
-        exit_status: String,
-        /// The last lines of the task log, for messages and events.
-        log_tail: Vec<String>,
-    },
+    /// Stopped: succeeded (possibly with warnings) or failed, with the log
+    /// lines that say why.
+    Finished(TaskOutcome),
     /// Proxmox answered `no such task` (not visible yet, or gone).
     NotFound,
     /// The status could not be read.

@@ -9,11 +9,13 @@ use crate::api::{
     vm::{ChecksumAlgorithm, InFlightTask, TaskAction},
 };
 
-/// The decision of one pass.
+/// The decision of one pass. `S` is the kind of step: [`Step`] for a full
+/// plan, [`LocalStep`] for one [`super::preflight`] made before Proxmox was
+/// contacted (which therefore cannot hold a Proxmox call).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Plan {
+pub struct Plan<S = Step> {
     /// The one thing to do now.
-    pub step: Step,
+    pub step: S,
     /// The status to write once the step succeeded (server-side apply; a
     /// write equal to the current status is a no-op). When the step starts a
     /// task, call [`Plan::task_started`] first.
@@ -24,6 +26,8 @@ pub struct Plan {
     pub events: Vec<Event>,
     /// Data for the `writeConnectionSecretToRef` Secret, when set and known.
     pub connection: Option<BTreeMap<String, String>>,
+    /// The task this pass saw end, for the metrics.
+    pub finished_task: Option<FinishedTask>,
     /// The task a dispatching step starts, to be completed by `task_started`.
     pub(super) pending_task: Option<InFlightTask>,
 }
@@ -39,34 +43,166 @@ impl Plan {
     }
 }
 
-/// One action. Steps that start a Proxmox task say so in [`Step::action`].
+impl From<Plan<LocalStep>> for Plan {
+    fn from(plan: Plan<LocalStep>) -> Self {
+        Self {
+            step: plan.step.into(),
+            status: plan.status,
+            requeue_after: plan.requeue_after,
+            events: plan.events,
+            connection: plan.connection,
+            finished_task: plan.finished_task,
+            pending_task: plan.pending_task,
+        }
+    }
+}
+
+/// A task that ended, as the metrics count it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FinishedTask {
+    /// Proxmox task type (`qmcreate`, ...).
+    pub type_: String,
+    /// `OK` or `WARNINGS: n`.
+    pub succeeded: bool,
+    /// From its start (as recorded in the status) to this pass.
+    pub elapsed: Duration,
+}
+
+/// The one action of a pass, by where it acts.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    /// Kubernetes: set `crossplane.io/external-name` to `vmid` and, when
-    /// `create_pending`, `crossplane.io/external-create-pending` to now, in
-    /// one update carrying the resourceVersion (a stale object must fail
-    /// with 409, so two writers cannot both believe they recorded it).
+    /// A write of the ProxmoxVM's metadata.
+    Kube(KubeWrite),
+    /// A Proxmox call that starts a task.
+    Pve(PveCall),
+    /// Nothing beyond writing the status.
+    Idle(Idle),
+}
+
+impl Step {
+    /// The step's name, for logs and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Kube(w) => w.name(),
+            Self::Pve(c) => c.name(),
+            Self::Idle(i) => i.name(),
+        }
+    }
+
+    /// The Proxmox call, if the step is one.
+    pub fn pve(&self) -> Option<&PveCall> {
+        match self {
+            Self::Pve(call) => Some(call),
+            Self::Kube(_) | Self::Idle(_) => None,
+        }
+    }
+}
+
+/// What [`super::preflight`] may decide: anything but a Proxmox call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LocalStep {
+    /// A write of the ProxmoxVM's metadata.
+    Kube(KubeWrite),
+    /// Nothing beyond writing the status.
+    Idle(Idle),
+}
+
+impl From<LocalStep> for Step {
+    fn from(step: LocalStep) -> Self {
+        match step {
+            LocalStep::Kube(w) => Self::Kube(w),
+            LocalStep::Idle(i) => Self::Idle(i),
+        }
+    }
+}
+
+impl From<KubeWrite> for Step {
+    fn from(w: KubeWrite) -> Self {
+        Self::Kube(w)
+    }
+}
+
+impl From<PveCall> for Step {
+    fn from(c: PveCall) -> Self {
+        Self::Pve(c)
+    }
+}
+
+impl From<Idle> for Step {
+    fn from(i: Idle) -> Self {
+        Self::Idle(i)
+    }
+}
+
+impl From<KubeWrite> for LocalStep {
+    fn from(w: KubeWrite) -> Self {
+        Self::Kube(w)
+    }
+}
+
+impl From<Idle> for LocalStep {
+    fn from(i: Idle) -> Self {
+        Self::Idle(i)
+    }
+}
+
+/// A metadata write. Each carries the resourceVersion the pass read, so a
+/// write based on a stale object fails with 409 (two writers cannot both
+/// believe they recorded a VMID).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KubeWrite {
+    /// Set `crossplane.io/external-name` to `vmid` and, when
+    /// `create_pending`, `crossplane.io/external-create-pending` to now.
     RecordExternalName {
         /// The VMID.
         vmid: u32,
         /// Also mark a create as possibly sent from now on.
         create_pending: bool,
     },
-    /// Ask Proxmox for the next free VMID (`/cluster/nextid`), then do as
-    /// [`Step::RecordExternalName`] with `create_pending: true`.
+    /// Take a free VMID from the provider's allocator, then do as
+    /// [`KubeWrite::RecordExternalName`] with `create_pending: true`.
     AllocateVmid,
-    /// Kubernetes: remove `crossplane.io/external-name` and the create
-    /// annotations; the allocated VMID turned out to belong to another VM.
+    /// Remove `crossplane.io/external-name` and the create annotations; the
+    /// allocated VMID turned out to belong to another VM.
     ForgetExternalName,
-    /// Kubernetes: add the finalizer (JSON patch with a `test` of the list).
+    /// Add the finalizer.
     AddFinalizer,
-    /// Kubernetes: set `crossplane.io/external-create-succeeded` to now.
+    /// Set `crossplane.io/external-create-succeeded` to now.
     RecordCreateSucceeded,
-    /// Kubernetes: remove the finalizer; the resource may go.
+    /// Remove the finalizer; the resource may go.
     RemoveFinalizer,
+}
 
-    /// Proxmox: `POST /nodes/{node}/storage/{storage}/download-url`
-    /// (`content=import`).
+impl KubeWrite {
+    /// The write's name, for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::RecordExternalName { .. } => "RecordExternalName",
+            Self::AllocateVmid => "AllocateVmid",
+            Self::ForgetExternalName => "ForgetExternalName",
+            Self::AddFinalizer => "AddFinalizer",
+            Self::RecordCreateSucceeded => "RecordCreateSucceeded",
+            Self::RemoveFinalizer => "RemoveFinalizer",
+        }
+    }
+
+    /// The write in words, for messages.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Self::RecordExternalName { .. } => "record the VMID",
+            Self::AllocateVmid => "allocate a VMID",
+            Self::ForgetExternalName => "forget the VMID",
+            Self::AddFinalizer => "add the finalizer",
+            Self::RecordCreateSucceeded => "record the successful create",
+            Self::RemoveFinalizer => "remove the finalizer",
+        }
+    }
+}
+
+/// A Proxmox call that starts a task.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PveCall {
+    /// `POST /nodes/{node}/storage/{storage}/download-url` (`content=import`).
     DownloadImage {
         /// Node.
         node: String,
@@ -81,7 +217,7 @@ pub enum Step {
         /// Its algorithm.
         algorithm: ChecksumAlgorithm,
     },
-    /// Proxmox: `POST /nodes/{node}/qemu` with `vmid` and `params`.
+    /// `POST /nodes/{node}/qemu` with `vmid` and `params`.
     CreateVm {
         /// Node.
         node: String,
@@ -90,7 +226,7 @@ pub enum Step {
         /// Every create parameter except `vmid`.
         params: Params,
     },
-    /// Proxmox: `POST /nodes/{source_node}/qemu/{template}/clone`.
+    /// `POST /nodes/{source_node}/qemu/{template}/clone`.
     CloneVm {
         /// Node of the template.
         source_node: String,
@@ -111,7 +247,7 @@ pub enum Step {
         /// `pool`.
         pool: Option<String>,
     },
-    /// Proxmox: `POST /nodes/{node}/qemu/{vmid}/config` (async).
+    /// `POST /nodes/{node}/qemu/{vmid}/config` (async).
     Configure {
         /// Node.
         node: String,
@@ -120,7 +256,7 @@ pub enum Step {
         /// Keys to set and delete, and the digest they were computed from.
         changes: ConfigChanges,
     },
-    /// Proxmox: `PUT /nodes/{node}/qemu/{vmid}/resize` to an absolute size.
+    /// `PUT /nodes/{node}/qemu/{vmid}/resize` to an absolute size.
     ResizeDisk {
         /// Node.
         node: String,
@@ -131,14 +267,14 @@ pub enum Step {
         /// New size in bytes (send as a plain number).
         bytes: u64,
     },
-    /// Proxmox: `POST .../status/start`.
+    /// `POST .../status/start`.
     Start {
         /// Node.
         node: String,
         /// VMID.
         vmid: u32,
     },
-    /// Proxmox: `POST .../status/shutdown` with `timeout` (no `forceStop`).
+    /// `POST .../status/shutdown` with `timeout` (no `forceStop`).
     Shutdown {
         /// Node.
         node: String,
@@ -147,21 +283,90 @@ pub enum Step {
         /// Seconds to wait for the guest.
         timeout: Duration,
     },
-    /// Proxmox: `POST .../status/stop`.
+    /// `POST .../status/stop`.
     Stop {
         /// Node.
         node: String,
         /// VMID.
         vmid: u32,
     },
-    /// Proxmox: `DELETE /nodes/{node}/qemu/{vmid}?purge=1&destroy-unreferenced-disks=1`.
+    /// `DELETE /nodes/{node}/qemu/{vmid}?purge=1&destroy-unreferenced-disks=1`.
     Destroy {
         /// Node.
         node: String,
         /// VMID.
         vmid: u32,
     },
+}
 
+impl PveCall {
+    /// What the task is started for.
+    pub fn action(&self) -> TaskAction {
+        match self {
+            Self::DownloadImage { .. } => TaskAction::DownloadImage,
+            Self::CreateVm { .. } => TaskAction::Create,
+            Self::CloneVm { .. } => TaskAction::Clone,
+            Self::Configure { .. } => TaskAction::Configure,
+            Self::ResizeDisk { .. } => TaskAction::ResizeDisk,
+            Self::Start { .. } => TaskAction::Start,
+            Self::Shutdown { .. } => TaskAction::Shutdown,
+            Self::Stop { .. } => TaskAction::Stop,
+            Self::Destroy { .. } => TaskAction::Destroy,
+        }
+    }
+
+    /// The call's name, for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::DownloadImage { .. } => "DownloadImage",
+            Self::CreateVm { .. } => "CreateVm",
+            Self::CloneVm { .. } => "CloneVm",
+            Self::Configure { .. } => "Configure",
+            Self::ResizeDisk { .. } => "ResizeDisk",
+            Self::Start { .. } => "Start",
+            Self::Shutdown { .. } => "Shutdown",
+            Self::Stop { .. } => "Stop",
+            Self::Destroy { .. } => "Destroy",
+        }
+    }
+
+    /// The node the task runs on (a clone runs on the template's node).
+    pub fn node(&self) -> &str {
+        match self {
+            Self::DownloadImage { node, .. }
+            | Self::CreateVm { node, .. }
+            | Self::Configure { node, .. }
+            | Self::ResizeDisk { node, .. }
+            | Self::Start { node, .. }
+            | Self::Shutdown { node, .. }
+            | Self::Stop { node, .. }
+            | Self::Destroy { node, .. } => node,
+            Self::CloneVm { source_node, .. } => source_node,
+        }
+    }
+
+    /// What the task works on, for the status: the image volume of a
+    /// download, the slot of a resize.
+    pub fn target(&self) -> Option<String> {
+        match self {
+            Self::DownloadImage {
+                storage, file_name, ..
+            } => Some(format!("{storage}:import/{file_name}")),
+            Self::ResizeDisk { slot, .. } => Some(slot.clone()),
+            Self::CreateVm { .. }
+            | Self::CloneVm { .. }
+            | Self::Configure { .. }
+            | Self::Start { .. }
+            | Self::Shutdown { .. }
+            | Self::Stop { .. }
+            | Self::Destroy { .. } => None,
+        }
+    }
+}
+
+/// Steps that write nothing but the status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Idle {
     /// Nothing to do but write the status; reconcile again at once.
     SaveStatus,
     /// A task is in flight: observe it again after `requeue_after`.
@@ -178,21 +383,17 @@ pub enum Step {
     UpToDate,
 }
 
-impl Step {
-    /// The task this step starts on Proxmox, if it starts one.
-    pub fn action(&self) -> Option<TaskAction> {
-        Some(match self {
-            Self::DownloadImage { .. } => TaskAction::DownloadImage,
-            Self::CreateVm { .. } => TaskAction::Create,
-            Self::CloneVm { .. } => TaskAction::Clone,
-            Self::Configure { .. } => TaskAction::Configure,
-            Self::ResizeDisk { .. } => TaskAction::ResizeDisk,
-            Self::Start { .. } => TaskAction::Start,
-            Self::Shutdown { .. } => TaskAction::Shutdown,
-            Self::Stop { .. } => TaskAction::Stop,
-            Self::Destroy { .. } => TaskAction::Destroy,
-            _ => return None,
-        })
+impl Idle {
+    /// The step's name, for logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SaveStatus => "SaveStatus",
+            Self::ObserveTask => "ObserveTask",
+            Self::Wait => "Wait",
+            Self::Refuse => "Refuse",
+            Self::Paused => "Paused",
+            Self::UpToDate => "UpToDate",
+        }
     }
 }
 

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say, after, between, in_secs};
-use super::input::{ActiveTask, TaskState, VmState};
-use super::output::{Step, time};
+use super::input::{ActiveTask, TaskOutcome, TaskState, VmState};
+use super::output::{FinishedTask, Idle, time};
 use super::owner::{Ownership, ownership};
 use crate::api::{
     Reason,
@@ -82,14 +82,7 @@ pub(super) fn gate(ctx: &Ctx, out: &Out, action: TaskAction) -> Option<Decision>
             in_secs(wait)
         ),
     );
-    Some(Decision::new(Step::Wait, Some(wait), say))
-}
-
-fn is_success(exit_status: &str) -> bool {
-    exit_status == "OK"
-        || exit_status
-            .strip_prefix("WARNINGS: ")
-            .is_some_and(|n| n.parse::<u32>().is_ok())
+    Some(Decision::new(Idle::Wait, Some(wait), say))
 }
 
 fn activity(ctx: &Ctx, action: TaskAction) -> Reason {
@@ -132,12 +125,9 @@ pub(super) fn in_flight(ctx: &Ctx, out: &mut Out) -> Option<Decision> {
                 Reason::ReconcileError,
                 format!("cannot read the status of task {}: {why}", task.upid),
             );
-            Some(Decision::new(Step::ObserveTask, Some(ctx.timing.poll_interval), say).keep_ready())
+            Some(Decision::new(Idle::ObserveTask, Some(ctx.timing.poll_interval), say).keep_ready())
         }
-        TaskState::Finished {
-            exit_status,
-            log_tail,
-        } => finished(ctx, out, &task, &exit_status, &log_tail),
+        TaskState::Finished(outcome) => finished(ctx, out, &task, &outcome),
     }
 }
 
@@ -164,32 +154,47 @@ fn running(ctx: &Ctx, out: &mut Out, task: &InFlightTask, progress: Option<u8>) 
             format!("waiting for the {what} (task {}{done})", task.upid),
         )
     };
-    Decision::new(Step::ObserveTask, Some(ctx.timing.poll_interval), say)
+    Decision::new(Idle::ObserveTask, Some(ctx.timing.poll_interval), say)
 }
 
 fn finished(
     ctx: &Ctx,
     out: &mut Out,
     task: &InFlightTask,
-    exit_status: &str,
-    log_tail: &[String],
+    outcome: &TaskOutcome,
 ) -> Option<Decision> {
     out.status.at_provider.task = None;
-    if is_success(exit_status) {
-        out.status.at_provider.last_failure = None;
-        out.event(
-            false,
-            "TaskSucceeded",
-            format!("{} {} finished: {exit_status}", task.type_, task.upid),
-        );
-        // A finished create or clone is not recorded as ours here: the task
-        // may have been adopted from the node's task list, and another
-        // resource that was handed the same VMID by `nextid` may have
-        // started it. The VM, observed after the task in this same pass,
-        // says whose it is: `converge` records the creation only when the
-        // owner marker is ours, and forgets an allocated VMID otherwise.
-        return None;
-    }
+    out.finished_task = Some(FinishedTask {
+        type_: task.type_.clone(),
+        succeeded: outcome.is_success(),
+        elapsed: between(task.started_at.0, ctx.now),
+    });
+    let (exit_status, log_tail) = match outcome {
+        TaskOutcome::Succeeded {
+            warnings,
+            warning_lines,
+        } => {
+            out.status.at_provider.last_failure = None;
+            let ended = match warnings {
+                0 => "OK".to_owned(),
+                n => format!("WARNINGS: {n} ({})", warning_lines.join(" | ")),
+            };
+            out.event(
+                false,
+                "TaskSucceeded",
+                format!("{} {} finished: {ended}", task.type_, task.upid),
+            );
+            // A finished create or clone is not recorded as ours here: the
+            // VM, observed after the task in this same pass, says whose it
+            // is. `converge` records the creation only when the owner
+            // marker is ours, and forgets an allocated VMID otherwise.
+            return None;
+        }
+        TaskOutcome::Failed {
+            exit_status,
+            log_tail,
+        } => (exit_status, log_tail),
+    };
     let retry = record_failure(ctx, out, task.action, exit_status);
     let tail = if log_tail.is_empty() {
         String::new()
@@ -213,7 +218,7 @@ fn finished(
             in_secs(retry)
         ),
     );
-    Some(Decision::new(Step::Wait, Some(retry), say))
+    Some(Decision::new(Idle::Wait, Some(retry), say))
 }
 
 /// The actions whose tasks carry the VMID as task ID (a clone's ID is the
@@ -304,7 +309,7 @@ fn take_over(
             t.upid
         ),
     );
-    Decision::new(Step::ObserveTask, Some(ctx.timing.poll_interval), say)
+    Decision::new(Idle::ObserveTask, Some(ctx.timing.poll_interval), say)
 }
 
 fn foreign_task(ctx: &Ctx, t: &ActiveTask) -> Decision {
@@ -317,5 +322,5 @@ fn foreign_task(ctx: &Ctx, t: &ActiveTask) -> Decision {
             ctx.vmid_text()
         ),
     );
-    Decision::new(Step::Wait, Some(ctx.timing.poll_interval), say)
+    Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say)
 }

@@ -297,7 +297,7 @@ impl World {
     pub fn run(&self) -> Plan {
         plan(&PlanInput {
             vm: &self.vm,
-            provider: self.provider.clone(),
+            provider: Some(self.provider.clone()),
             observed: self.obs.clone(),
             now: self.now,
         })
@@ -306,8 +306,21 @@ impl World {
 
 use crate::api::ManagementPolicy;
 
-/// The variant name of a step, for table assertions.
-pub(super) use crate::reconcile::act::step_name;
+/// A task that ended with `OK`.
+pub(super) fn task_ok() -> TaskState {
+    TaskState::Finished(TaskOutcome::Succeeded {
+        warnings: 0,
+        warning_lines: vec![],
+    })
+}
+
+/// A task that failed with `exit_status`.
+pub(super) fn task_failed(exit_status: &str, log_tail: Vec<String>) -> TaskState {
+    TaskState::Finished(TaskOutcome::Failed {
+        exit_status: exit_status.into(),
+        log_tail,
+    })
+}
 
 /// What a case expects: the step, and Synced / Ready as (status, reason).
 pub(super) struct Expect {
@@ -344,7 +357,7 @@ pub(super) fn run_table(cases: Vec<(&str, World, Expect)>) {
 }
 
 pub(super) fn check(plan: &Plan, want: &Expect) -> Result<(), String> {
-    let got = step_name(&plan.step);
+    let got = plan.step.name();
     if got != want.step {
         return Err(format!(
             "step {got}, want {} (synced: {:?})",

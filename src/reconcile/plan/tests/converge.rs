@@ -195,7 +195,7 @@ fn converge_table() {
 
 fn configure_changes(plan: &Plan) -> &ConfigChanges {
     match &plan.step {
-        Step::Configure { changes, .. } => changes,
+        Step::Pve(PveCall::Configure { changes, .. }) => changes,
         other => panic!("want Configure, got {other:?}"),
     }
 }
@@ -272,12 +272,12 @@ fn disks_grow_to_the_spec_and_missing_ones_are_added() {
         .run();
     assert_eq!(
         grow.step,
-        Step::ResizeDisk {
+        Step::Pve(PveCall::ResizeDisk {
             node: "pve1".into(),
             vmid: 100,
             slot: "scsi0".into(),
             bytes: 20 << 30
-        }
+        })
     );
     assert_eq!(
         grow.pending_task.as_ref().unwrap().target.as_deref(),
@@ -346,7 +346,7 @@ fn a_new_password_version_is_sent() {
         .status(|s| s.at_provider.password_version = Some("v2".into()))
         .present(our_vm(Power::Running))
         .run();
-    assert_eq!(applied.step, Step::UpToDate);
+    assert_eq!(applied.step, Step::Idle(Idle::UpToDate));
 }
 
 #[test]
@@ -356,7 +356,7 @@ fn guest_agent_addresses_never_block_ready() {
         ..our_vm(Power::Running)
     };
     let plan = World::new().created().present(no_answer).run();
-    assert_eq!(plan.step, Step::UpToDate);
+    assert_eq!(plan.step, Step::Idle(Idle::UpToDate));
     assert_eq!(condition(&plan, ConditionType::Ready).unwrap().0, T);
     let agent = condition(&plan, ConditionType::GuestAgent).unwrap();
     assert_eq!((agent.0, agent.1.as_str()), (F, "AgentNotResponding"));
@@ -452,7 +452,7 @@ fn observe_only_never_writes_to_proxmox() {
     for world in worlds {
         let plan = world.run();
         assert!(
-            plan.step.action().is_none() && plan.step != Step::AddFinalizer,
+            plan.step.pve().is_none() && plan.step != Step::Kube(KubeWrite::AddFinalizer),
             "observe-only planned {:?}",
             plan.step
         );

@@ -195,7 +195,7 @@ fn placement_is_recorded_before_anything_lands_on_a_node() {
         .spec(|s| s.allowed_nodes = vec!["pve1".into(), "pve3".into()])
         .observe(|o| o.nodes = candidates())
         .run();
-    assert_eq!(plan.step, Step::SaveStatus);
+    assert_eq!(plan.step, Step::Idle(Idle::SaveStatus));
     assert_eq!(
         plan.status.at_provider.node.as_deref(),
         Some("pve1"),
@@ -218,14 +218,14 @@ fn download_names_a_content_addressed_file() {
         .node("pve1")
         .image(false)
         .run();
-    let Step::DownloadImage {
+    let Step::Pve(PveCall::DownloadImage {
         node,
         storage,
         url,
         file_name,
         checksum,
         ..
-    } = &plan.step
+    }) = &plan.step
     else {
         panic!("want DownloadImage, got {:?}", plan.step);
     };
@@ -242,7 +242,7 @@ fn download_names_a_content_addressed_file() {
 #[test]
 fn the_create_carries_everything_and_the_owner_marker() {
     let plan = ready_to_create().password("v7").run();
-    let Step::CreateVm { node, vmid, params } = &plan.step else {
+    let Step::Pve(PveCall::CreateVm { node, vmid, params }) = &plan.step else {
         panic!("want CreateVm, got {:?}", plan.step);
     };
     assert_eq!((node.as_str(), *vmid), ("pve1", 100));
@@ -279,7 +279,7 @@ fn a_clone_names_source_target_and_marker() {
         .spec(|s| s.node = Some("pve1".into()))
         .observe(|o| o.template = template(9000, "pve2"))
         .run();
-    let Step::CloneVm {
+    let Step::Pve(PveCall::CloneVm {
         source_node,
         template: source,
         vmid,
@@ -288,7 +288,7 @@ fn a_clone_names_source_target_and_marker() {
         description,
         name,
         ..
-    } = &plan.step
+    }) = &plan.step
     else {
         panic!("want CloneVm, got {:?}", plan.step);
     };
@@ -306,7 +306,7 @@ fn a_clone_names_source_target_and_marker() {
     let same_node = cloning(World::new().pending().absent().finalizer())
         .observe(|o| o.template = template(9000, "pve2"))
         .run();
-    let Step::CloneVm { target_node, .. } = &same_node.step else {
+    let Step::Pve(PveCall::CloneVm { target_node, .. }) = &same_node.step else {
         panic!("want CloneVm, got {:?}", same_node.step);
     };
     assert_eq!(*target_node, None);

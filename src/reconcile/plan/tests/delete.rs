@@ -27,10 +27,10 @@ fn delete_table() {
             "shutdown timed out: stop hard in the same pass",
             deleting()
                 .task(TaskAction::Shutdown, 70)
-                .task_state(TaskState::Finished {
-                    exit_status: "VM quit/powerdown failed - got timeout".into(),
-                    log_tail: vec![],
-                })
+                .task_state(task_failed(
+                    "VM quit/powerdown failed - got timeout",
+                    vec![],
+                ))
                 .present(our_vm(Power::Running)),
             expect("Stop", (T, Reason::WaitingForTask), gone),
         ),
@@ -55,10 +55,7 @@ fn delete_table() {
             "destroy finished and VM gone: release",
             deleting()
                 .task(TaskAction::Destroy, 80)
-                .task_state(TaskState::Finished {
-                    exit_status: "OK".into(),
-                    log_tail: vec![],
-                })
+                .task_state(task_ok())
                 .absent(),
             expect("RemoveFinalizer", (T, Reason::ReconcileSuccess), gone),
         ),
@@ -144,7 +141,7 @@ fn letting_go_of_a_foreign_vm_says_so() {
             ..our_vm(Power::Running)
         })
         .run();
-    assert_eq!(plan.step, Step::RemoveFinalizer);
+    assert_eq!(plan.step, Step::Kube(KubeWrite::RemoveFinalizer));
     assert!(
         plan.events
             .iter()

@@ -36,15 +36,15 @@ fn stored(key: &str, value: &str) -> String {
 
 impl Pve {
     fn start(&mut self, step: &Step) -> String {
-        let action = step.action().expect("a Proxmox step");
-        self.sent.push(step_name(step));
+        let action = step.pve().expect("a Proxmox step").action();
+        self.sent.push(step.name().to_owned());
         let upid = format!(
             "UPID:pve1:{:08X}:00000001:6B49D200:{}:100:root@pam:",
             self.sent.len(),
             action.pve_type()
         );
         match step {
-            Step::CreateVm { params, .. } => {
+            Step::Pve(PveCall::CreateVm { params, .. }) => {
                 let config = VmConfig {
                     current: params
                         .iter()
@@ -63,9 +63,9 @@ impl Pve {
                     agent: AgentState::NotAsked,
                 });
             }
-            Step::CloneVm {
+            Step::Pve(PveCall::CloneVm {
                 name, description, ..
-            } => {
+            }) => {
                 // A bare template: its own disk, one NIC, no cloud-init.
                 let current = [
                     ("name", name.as_str()),
@@ -90,19 +90,27 @@ impl Pve {
                     agent: AgentState::NotAsked,
                 });
             }
-            Step::Configure { changes, .. } => {
+            Step::Pve(PveCall::Configure { changes, .. }) => {
                 let config = self.vm.as_mut().unwrap().config.as_mut().unwrap();
                 for (k, v) in &changes.set {
                     config.current.insert(k.clone(), stored(k, v.expose()));
                 }
             }
-            Step::ResizeDisk { slot, bytes, .. } => {
+            Step::Pve(PveCall::ResizeDisk { slot, bytes, .. }) => {
                 let config = self.vm.as_mut().unwrap().config.as_mut().unwrap();
                 let value = config.current.get_mut(slot).unwrap();
                 let base = value.split(",size=").next().unwrap().to_owned();
                 *value = format!("{base},size={}M", bytes >> 20);
             }
-            _ => {}
+            Step::Pve(
+                PveCall::DownloadImage { .. }
+                | PveCall::Start { .. }
+                | PveCall::Shutdown { .. }
+                | PveCall::Stop { .. }
+                | PveCall::Destroy { .. },
+            )
+            | Step::Kube(_)
+            | Step::Idle(_) => {}
         }
         self.task = Some((upid.clone(), action));
         upid
@@ -142,10 +150,7 @@ impl Pve {
             .and_then(|s| s.at_provider.task.as_ref());
         let task = recorded.map(|t| match &self.task {
             Some((upid, _)) if *upid == t.upid => TaskState::Running { progress: Some(50) },
-            _ => TaskState::Finished {
-                exit_status: "OK".into(),
-                log_tail: vec![],
-            },
+            _ => task_ok(),
         });
         // The node's active task list, as the glue reads it on every pass.
         let active_tasks = match &self.task {
@@ -192,23 +197,41 @@ fn apply_kube(world: &mut World, step: &Step, nextid: u32) {
             .insert(k.into(), v.into());
     };
     match step {
-        Step::AllocateVmid => {
+        Step::Kube(KubeWrite::AllocateVmid) => {
             ann(world, meta::EXTERNAL_NAME, &nextid.to_string());
             ann(world, meta::EXTERNAL_CREATE_PENDING, &now);
         }
-        Step::RecordExternalName {
+        Step::Kube(KubeWrite::RecordExternalName {
             vmid,
             create_pending,
-        } => {
+        }) => {
             ann(world, meta::EXTERNAL_NAME, &vmid.to_string());
             if *create_pending {
                 ann(world, meta::EXTERNAL_CREATE_PENDING, &now);
             }
         }
-        Step::RecordCreateSucceeded => ann(world, meta::EXTERNAL_CREATE_SUCCEEDED, &now),
-        Step::AddFinalizer => world.vm.metadata.finalizers = Some(vec![meta::FINALIZER.into()]),
-        Step::RemoveFinalizer => world.vm.metadata.finalizers = Some(vec![]),
-        _ => {}
+        Step::Kube(KubeWrite::RecordCreateSucceeded) => {
+            ann(world, meta::EXTERNAL_CREATE_SUCCEEDED, &now)
+        }
+        Step::Kube(KubeWrite::AddFinalizer) => {
+            world.vm.metadata.finalizers = Some(vec![meta::FINALIZER.into()])
+        }
+        Step::Kube(KubeWrite::RemoveFinalizer) => world.vm.metadata.finalizers = Some(vec![]),
+        Step::Kube(KubeWrite::ForgetExternalName) => {
+            let annotations = world
+                .vm
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default);
+            for key in [
+                meta::EXTERNAL_NAME,
+                meta::EXTERNAL_CREATE_PENDING,
+                meta::EXTERNAL_CREATE_SUCCEEDED,
+            ] {
+                annotations.remove(key);
+            }
+        }
+        Step::Pve(_) | Step::Idle(_) => {}
     }
 }
 
@@ -225,15 +248,15 @@ fn drive(
     for _ in 0..60 {
         world.obs = pve.observe(&world);
         let mut plan = world.run();
-        steps.push(step_name(&plan.step));
+        steps.push(plan.step.name().to_owned());
         if done(&plan) {
             return steps;
         }
         let mut write_status = true;
-        if plan.step.action().is_some() {
+        if plan.step.pve().is_some() {
             let upid = pve.start(&plan.step);
             plan.task_started(&upid);
-            if !lost && lose_status_after == Some(step_name(&plan.step).as_str()) {
+            if !lost && lose_status_after == Some(plan.step.name()) {
                 lost = true;
                 write_status = false;
             }
@@ -245,7 +268,10 @@ fn drive(
         }
         // Time passes; a task that was seen running ends.
         world.now = at((world.now.as_second() - T0) + 5);
-        if matches!(plan.step, Step::ObserveTask | Step::Wait) {
+        if matches!(
+            plan.step,
+            Step::Idle(Idle::ObserveTask) | Step::Idle(Idle::Wait)
+        ) {
             pve.finish();
         }
     }
@@ -253,7 +279,8 @@ fn drive(
 }
 
 fn ready(plan: &Plan) -> bool {
-    plan.step == Step::UpToDate && condition(plan, ConditionType::Ready).is_some_and(|c| c.0 == T)
+    plan.step == Step::Idle(Idle::UpToDate)
+        && condition(plan, ConditionType::Ready).is_some_and(|c| c.0 == T)
 }
 
 #[test]
@@ -318,7 +345,7 @@ fn delete_flow_destroys_then_lets_go() {
         ..Pve::default()
     };
     let steps = drive(World::new().created().deleting(), &mut pve, None, |p| {
-        p.step == Step::RemoveFinalizer
+        p.step == Step::Kube(KubeWrite::RemoveFinalizer)
     });
     assert_eq!(pve.sent, ["Shutdown", "Destroy"], "passes: {steps:?}");
     assert!(pve.vm.is_none());

@@ -117,7 +117,7 @@ fn orphaning_touches_nothing_and_says_so() {
         .deleting()
         .policies(&[Observe, Create, Update])
         .run();
-    assert_eq!(plan.step, Step::RemoveFinalizer);
+    assert_eq!(plan.step, Step::Kube(KubeWrite::RemoveFinalizer));
     assert!(plan.events.iter().any(|e| e.reason == "Orphaned"));
 }
 
@@ -126,10 +126,10 @@ fn spec_vmid_marks_a_create_pending_only_when_creating() {
     let plan = World::new().spec(|s| s.vmid = Some(4242)).run();
     assert_eq!(
         plan.step,
-        Step::RecordExternalName {
+        Step::Kube(KubeWrite::RecordExternalName {
             vmid: 4242,
             create_pending: true
-        }
+        })
     );
     let observe = World::new()
         .spec(|s| s.vmid = Some(4242))
@@ -137,10 +137,10 @@ fn spec_vmid_marks_a_create_pending_only_when_creating() {
         .run();
     assert_eq!(
         observe.step,
-        Step::RecordExternalName {
+        Step::Kube(KubeWrite::RecordExternalName {
             vmid: 4242,
             create_pending: false
-        }
+        })
     );
 }
 
@@ -155,13 +155,13 @@ fn act_failures() {
     fn input(w: &World) -> PlanInput<'_> {
         PlanInput {
             vm: &w.vm,
-            provider: w.provider.clone(),
+            provider: Some(w.provider.clone()),
             observed: w.obs.clone(),
             now: w.now,
         }
     }
     let planned = world.run();
-    assert_eq!(step_name(&planned.step), "CreateVm");
+    assert_eq!(planned.step.name(), "CreateVm");
 
     let conflict = act_failed(&input(&world), &planned, ActFailure::Conflict);
     assert_eq!(conflict.requeue_after, Some(Duration::ZERO));
@@ -174,7 +174,7 @@ fn act_failures() {
             "500 unable to create VM 100 - VM 100 already exists on node 'pve2'".into(),
         ),
     );
-    assert_eq!(failed.step, Step::Wait);
+    assert_eq!(failed.step, Step::Idle(Idle::Wait));
     assert_eq!(failed.requeue_after, Some(Duration::from_secs(10)));
     let failure = failed
         .status

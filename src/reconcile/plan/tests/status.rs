@@ -48,7 +48,7 @@ fn a_started_task_is_recorded_with_its_deadline() {
         .image(true)
         .finalizer()
         .run();
-    assert_eq!(step_name(&plan.step), "CreateVm");
+    assert_eq!(plan.step.name(), "CreateVm");
     assert!(
         plan.status.at_provider.task.is_none(),
         "nothing recorded before dispatch"
@@ -97,7 +97,7 @@ fn preflight_asks_for_what_the_plan_needs() {
 
     let paused = World::new().created().annotate(meta::PAUSED, "true");
     assert!(
-        matches!(preflight(&paused.vm, at(100)), Preflight::Decided(p) if p.step == Step::Paused)
+        matches!(preflight(&paused.vm, at(100)), Preflight::Decided(p) if p.step == LocalStep::Idle(Idle::Paused))
     );
 }
 
@@ -111,7 +111,7 @@ fn secrets_never_show_in_debug_output() {
         .finalizer()
         .password("7")
         .run();
-    let Step::CreateVm { params, .. } = &plan.step else {
+    let Step::Pve(PveCall::CreateVm { params, .. }) = &plan.step else {
         panic!("want CreateVm, got {:?}", plan.step);
     };
     assert_eq!(params["cipassword"].expose(), "hunter2");

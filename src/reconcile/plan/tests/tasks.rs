@@ -9,12 +9,19 @@ fn running(progress: Option<u8>) -> TaskState {
 }
 
 fn finished(exit: &str) -> TaskState {
-    TaskState::Finished {
-        exit_status: exit.into(),
-        log_tail: vec![
-            "transferred 1.1 GiB of 2.2 GiB (50.00%)".into(),
-            format!("TASK ERROR: {exit}"),
-        ],
+    let tail = vec![
+        "transferred 1.1 GiB of 2.2 GiB (50.00%)".into(),
+        format!("TASK ERROR: {exit}"),
+    ];
+    match exit {
+        "OK" => task_ok(),
+        _ => match exit.strip_prefix("WARNINGS: ") {
+            Some(n) => TaskState::Finished(TaskOutcome::Succeeded {
+                warnings: n.parse().expect("a count"),
+                warning_lines: tail,
+            }),
+            None => task_failed(exit, tail),
+        },
     }
 }
 
