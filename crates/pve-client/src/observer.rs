@@ -48,6 +48,7 @@ const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 /// Log lines read per progress update.
 const PROGRESS_READ_LIMIT: u32 = 1000;
 
+
 /// How to observe one task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ObserveOptions {
@@ -128,6 +129,8 @@ struct TaskBook {
     outcome: Option<TaskOutcome>,
     log_cursor: u64,
     progress: Option<crate::task::Progress>,
+    /// When the log was last read for progress.
+    progress_read: Option<Instant>,
 }
 
 impl TaskBook {
@@ -138,7 +141,14 @@ impl TaskBook {
             outcome: None,
             log_cursor: 0,
             progress: None,
+            progress_read: None,
         }
+    }
+
+    /// Whether the progress is worth a log read now.
+    fn progress_due(&self, now: Instant, every: std::time::Duration) -> bool {
+        self.progress_read
+            .is_none_or(|at| now.saturating_duration_since(at) >= every)
     }
 }
 
@@ -292,7 +302,8 @@ impl Client {
         book: &TaskBook,
         progress: bool,
     ) -> Result<TaskObservation> {
-        if !progress {
+        let every = self.task_options().progress_every;
+        if !progress || !book.progress_due(Instant::now(), every) {
             return Ok(TaskObservation::Running {
                 progress: book.progress,
             });
@@ -316,6 +327,7 @@ impl Client {
         self.observer_state().update(upid, |b| {
             b.log_cursor = b.log_cursor.max(cursor);
             b.progress = progress;
+            b.progress_read = Some(Instant::now());
         });
         Ok(TaskObservation::Running { progress })
     }

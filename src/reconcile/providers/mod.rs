@@ -40,6 +40,8 @@ pub struct Connection {
     pub timing: Timing,
     /// Its limits.
     pub limits: Limits,
+    /// Its `vmidRange`, when set.
+    pub vmid_range: Option<(u32, u32)>,
 }
 
 impl Connection {
@@ -84,8 +86,16 @@ pub struct Resolved {
 #[derive(Debug)]
 struct Cached {
     inputs: String,
-    connection: Connection,
+    connection: Result<Connection, Problem>,
+    /// Resolved by the provider config controller, which resolves again on
+    /// every change; otherwise by a VM pass, and trusted only briefly.
+    watched: bool,
+    at: std::time::Instant,
 }
+
+/// How long a config resolved by a VM pass (not kept current by the config
+/// controller, e.g. outside a test controller's namespace) is reused.
+const UNWATCHED_FOR: Duration = Duration::from_secs(30);
 
 /// A config's version: uid and generation (its status changes do not make
 /// a new client).
@@ -129,11 +139,21 @@ impl Providers {
     /// Resolves the config `vm` refers to: `Ok(Ok(connection))` when usable,
     /// `Ok(Err(state))` when missing or unusable (the plan says so on the
     /// resource), `Err` when Kubernetes could not be asked.
+    ///
+    /// A config the provider config controller has resolved is served from
+    /// memory: that controller resolves it again whenever the config or one
+    /// of its Secrets changes (it watches both), so VM passes read neither.
+    /// Only a config it has not seen yet is read here.
     pub async fn connect(
         &self,
         vm: &ProxmoxVM,
     ) -> Result<Result<Connection, ProviderState>, Error> {
         let key = ConfigKey::of(vm);
+        if let Some(known) = self.known(&key) {
+            return Ok(known.map_err(|p| ProviderState::Unusable {
+                message: format!("{key}: {}", p.message),
+            }));
+        }
         let Some(resolved) = self.resolve(&key).await? else {
             let message = match key.kind {
                 ProviderConfigKind::ProviderConfig => format!(
@@ -158,7 +178,7 @@ impl Providers {
         let Some((settings, meta)) = self.read_config(key).await? else {
             return Ok(None);
         };
-        self.resolve_config(key, &settings, &meta).await.map(Some)
+        self.resolve_with(key, &settings, &meta, false).await.map(Some)
     }
 
     /// Reads the Secrets of the config `key` (already read: its `settings`
@@ -171,17 +191,27 @@ impl Providers {
         settings: &ProviderSettings,
         meta: &ObjectMeta,
     ) -> Result<Resolved, Error> {
+        self.resolve_with(key, settings, meta, true).await
+    }
+
+    async fn resolve_with(
+        &self,
+        key: &ConfigKey,
+        settings: &ProviderSettings,
+        meta: &ObjectMeta,
+        watched: bool,
+    ) -> Result<Resolved, Error> {
         let mut inputs = config_version(meta);
         let connection = self.connection(key, settings, &mut inputs).await?;
-        if let Ok(connection) = &connection {
-            self.cache.lock().expect("provider cache poisoned").insert(
-                key.clone(),
-                Cached {
-                    inputs: inputs.clone(),
-                    connection: connection.clone(),
-                },
-            );
-        }
+        self.cache.lock().expect("provider cache poisoned").insert(
+            key.clone(),
+            Cached {
+                inputs: inputs.clone(),
+                connection: connection.clone(),
+                watched,
+                at: std::time::Instant::now(),
+            },
+        );
         Ok(Resolved { inputs, connection })
     }
 
@@ -253,6 +283,7 @@ impl Providers {
             client,
             timing,
             limits: settings.limits.clone(),
+            vmid_range: settings.vmid_range.map(|r| (r.min, r.max)),
         }))
     }
 
@@ -261,6 +292,15 @@ impl Providers {
         cache
             .get(key)
             .filter(|c| c.inputs == inputs)
+            .and_then(|c| c.connection.clone().ok())
+    }
+
+    /// What the config last resolved to, if it has been.
+    fn known(&self, key: &ConfigKey) -> Option<Result<Connection, Problem>> {
+        let cache = self.cache.lock().expect("provider cache poisoned");
+        cache
+            .get(key)
+            .filter(|c| c.watched || c.at.elapsed() < UNWATCHED_FOR)
             .map(|c| c.connection.clone())
     }
 
