@@ -122,7 +122,9 @@ async fn a_vmid_taken_by_hand_before_the_create_is_given_up_not_borrowed() {
     );
     let events = env.events("web").await;
     assert!(
-        events.iter().any(|(t, reason, _, _)| t == "Warning" && reason == "VmidTaken"),
+        events
+            .iter()
+            .any(|(t, reason, _, _)| t == "Warning" && reason == "VmidTaken"),
         "{events:?}"
     );
 }
@@ -150,7 +152,11 @@ async fn clones_without_vmid_or_node_race_imports_and_each_gets_one_vm() {
         .iter()
         .map(|n| {
             // Clones of a template on local storage stay on its node.
-            let nodes: &[&str] = if n.starts_with("clone") { &["pve"] } else { any };
+            let nodes: &[&str] = if n.starts_with("clone") {
+                &["pve"]
+            } else {
+                any
+            };
             (n.as_str(), nodes)
         })
         .collect();
@@ -160,7 +166,9 @@ async fn clones_without_vmid_or_node_race_imports_and_each_gets_one_vm() {
         .requests_to("POST", "/nodes/{node}/qemu/{vmid}/clone")
         .await;
     assert!(
-        clones.iter().all(|r| !r["params"].to_string().contains("target")),
+        clones
+            .iter()
+            .all(|r| !r["params"].to_string().contains("target")),
         "no clone was sent to another node: {clones:#?}"
     );
 }
@@ -185,8 +193,11 @@ async fn a_500_while_observing_is_reported_as_such_and_retried() {
     // Make the controller look now.
     env.patch_vm("web", json!({"metadata": {"labels": {"poke": "1"}}}))
         .await;
-    env.patch_vm("web", json!({"spec": {"forProvider": {"tags": ["test", "poked"]}}}))
-        .await;
+    env.patch_vm(
+        "web",
+        json!({"spec": {"forProvider": {"tags": ["test", "poked"]}}}),
+    )
+    .await;
     let synced = env.wait_synced_reason("web", "ReconcileError").await;
     let message = synced.message.clone().unwrap_or_default();
     assert!(

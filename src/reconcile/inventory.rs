@@ -172,7 +172,10 @@ impl Inventory {
         }
         let next_id = match client.cluster_options().await {
             Ok(options) => options.next_id.map(|r| (r.lower, r.upper)),
-            Err(e @ (pve_client::Error::Forbidden { .. } | pve_client::Error::NotImplemented { .. })) => {
+            Err(
+                e
+                @ (pve_client::Error::Forbidden { .. } | pve_client::Error::NotImplemented { .. }),
+            ) => {
                 tracing::warn!(config = %key, error = %e, "cannot read the cluster's next-id range; allocating VMIDs from 100 (set vmidRange to choose)");
                 None
             }

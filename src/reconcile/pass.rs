@@ -19,7 +19,7 @@ use super::context::Context;
 use super::error::Error;
 use super::observe::{Depth, Failure, Sources, observe};
 use super::plan::{
-    self, ActFailure, Event, Idle, KubeWrite, Needs, ObserveError, Observation, Plan, PlanInput,
+    self, ActFailure, Event, Idle, KubeWrite, Needs, Observation, ObserveError, Plan, PlanInput,
     Preflight, ProviderState, Step,
 };
 use super::providers::Connection;
@@ -144,8 +144,17 @@ async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Outcom
     let uid = vm.uid().unwrap_or_default();
     let mut depth = ctx.full_looks.depth(&uid, needs.idle);
     let (input, plan, taken) = loop {
-        let (input, taken) =
-            look(ctx, from, &connection, &vm, &needs, node_hint.as_deref(), depth, now).await?;
+        let (input, taken) = look(
+            ctx,
+            from,
+            &connection,
+            &vm,
+            &needs,
+            node_hint.as_deref(),
+            depth,
+            now,
+        )
+        .await?;
         let plan = plan::plan(&input);
         // A cheap look may only conclude that nothing is to be done: any
         // action is decided from a full look at the VM.

@@ -48,7 +48,6 @@ const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 /// Log lines read per progress update.
 const PROGRESS_READ_LIMIT: u32 = 1000;
 
-
 /// How to observe one task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ObserveOptions {

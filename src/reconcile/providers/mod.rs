@@ -178,7 +178,9 @@ impl Providers {
         let Some((settings, meta)) = self.read_config(key).await? else {
             return Ok(None);
         };
-        self.resolve_with(key, &settings, &meta, false).await.map(Some)
+        self.resolve_with(key, &settings, &meta, false)
+            .await
+            .map(Some)
     }
 
     /// Reads the Secrets of the config `key` (already read: its `settings`
