@@ -94,6 +94,7 @@ pub async fn run(
         kube,
         namespace,
         Arc::clone(&ctx.providers),
+        ctx.events.clone(),
         users,
         (triggers, receivers),
         stop,

@@ -21,7 +21,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::ObjectMeta;
 use kube::{Api, ResourceExt};
 
-use super::error::Error;
+use super::configs::in_use::{self, Guard};
+use super::error::{Error, is_forbidden, is_not_found};
 use super::plan::ProviderState;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
@@ -128,37 +129,36 @@ impl Providers {
 
     /// Resolves the config `vm` refers to: `Ok(Ok(connection))` when usable,
     /// `Ok(Err(state))` when missing or unusable (the plan says so on the
-    /// resource), `Err` when Kubernetes could not be asked.
+    /// resource), `Err` when Kubernetes could not be asked. The config is
+    /// read afresh, and a VM that would start to depend on it goes through
+    /// the in-use guard first ([`in_use`]).
     pub async fn connect(
         &self,
         vm: &ProxmoxVM,
     ) -> Result<Result<Connection, ProviderState>, Error> {
         let key = ConfigKey::of(vm);
-        let Some(resolved) = self.resolve(&key).await? else {
-            let message = match key.kind {
-                ProviderConfigKind::ProviderConfig => format!(
-                    "ProviderConfig {:?} not found in namespace {}",
-                    key.name, key.namespace
-                ),
-                ProviderConfigKind::ClusterProviderConfig => {
-                    format!("ClusterProviderConfig {:?} not found", key.name)
-                }
-            };
-            return Ok(Err(ProviderState::NotFound { message }));
+        let Some((settings, meta)) = self.read_config(&key).await? else {
+            return Ok(Err(not_found(&key)));
         };
+        match in_use::guard(vm, &key, &meta) {
+            Guard::Use => {}
+            Guard::Refuse(message) => return Ok(Err(ProviderState::Unusable { message })),
+            Guard::Protect => match in_use::set(&self.kube, &key, &meta, true).await {
+                Ok(()) => {}
+                // Deleted since it was read.
+                Err(e) if is_not_found(&e) => return Ok(Err(not_found(&key))),
+                // An RBAC without `patch` on provider configs (not the
+                // provider's own): protecting is not possible, using is.
+                Err(e) if is_forbidden(&e) => {
+                    tracing::warn!(config = %key, error = %e, "cannot mark the provider config in use");
+                }
+                Err(e) => return Err(e.into()),
+            },
+        }
+        let resolved = self.resolve_config(&key, &settings, &meta).await?;
         Ok(resolved.connection.map_err(|p| ProviderState::Unusable {
             message: format!("{key}: {}", p.message),
         }))
-    }
-
-    /// Reads the config `key` and resolves it ([`Providers::resolve_config`]).
-    /// `Ok(None)`: the config does not exist; `Err`: Kubernetes could not
-    /// be asked.
-    pub async fn resolve(&self, key: &ConfigKey) -> Result<Option<Resolved>, Error> {
-        let Some((settings, meta)) = self.read_config(key).await? else {
-            return Ok(None);
-        };
-        self.resolve_config(key, &settings, &meta).await.map(Some)
     }
 
     /// Reads the Secrets of the config `key` (already read: its `settings`
@@ -308,4 +308,18 @@ impl Providers {
         inputs.push_str(version.as_deref().unwrap_or("-"));
         Ok(secret)
     }
+}
+
+/// The plan's view of a config that does not exist.
+fn not_found(key: &ConfigKey) -> ProviderState {
+    let message = match key.kind {
+        ProviderConfigKind::ProviderConfig => format!(
+            "ProviderConfig {:?} not found in namespace {}",
+            key.name, key.namespace
+        ),
+        ProviderConfigKind::ClusterProviderConfig => {
+            format!("ClusterProviderConfig {:?} not found", key.name)
+        }
+    };
+    ProviderState::NotFound { message }
 }
