@@ -1,14 +1,15 @@
 //! Provider config status: Ready after an authenticated `GET /version`, the
 //! Proxmox version, the number of users; credentials Secret changes picked
-//! up at once.
+//! up at once; a config in use cannot be deleted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod reconcile;
 mod support;
 
+use kube::Api;
 use kube::api::DeleteParams;
-use provider_proxmox::api::ConditionStatus;
-use reconcile::configs::{has_reason, ready};
+use provider_proxmox::api::{ConditionStatus, ProviderConfig};
+use reconcile::configs::{has_reason, ready, wait_deleted, wait_protected};
 use reconcile::{Env, Options, logs, manifests};
 use serde_json::json;
 
@@ -177,4 +178,96 @@ async fn a_missing_secret_and_a_wrong_pin_say_what_is_wrong() {
             .any(|l| l.starts_with("badpin") && l.contains("TlsError")),
         "-o wide shows the reason: {wide}"
     );
+}
+
+fn configs(env: &Env) -> Api<ProviderConfig> {
+    Api::namespaced(support::client(), env.ns.name())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_in_use_stays_until_its_vms_are_gone() {
+    let env = Env::start_with("pcinuse", long_resync()).await;
+    let ns = env.ns.name().to_owned();
+    let vmid = env
+        .create_ready("web", manifests::imported(json!({})))
+        .await;
+    env.apply(&paused_vm("idle")).await;
+    wait_protected(&configs(&env), "pve").await;
+    env.wait_config("pve", "2 users", |s| s.users == Some(2))
+        .await;
+
+    configs(&env)
+        .delete("pve", &DeleteParams::default())
+        .await
+        .unwrap();
+    let why = format!("cannot be deleted: 2 ProxmoxVMs use it: {ns}/idle, {ns}/web");
+    let status = env
+        .wait_config("pve", "Deleting, naming its users", |s| {
+            has_reason(s, "Deleting") && ready(s).unwrap().message.as_deref() == Some(&why)
+        })
+        .await;
+    assert_eq!(ready(&status).unwrap().status, ConditionStatus::False);
+    let events = env.events("pve").await;
+    assert!(
+        events
+            .iter()
+            .any(|(t, reason, message, _)| t == "Warning" && reason == "InUse" && *message == why),
+        "a Warning event says why: {events:?}"
+    );
+
+    // A VM created now would start to depend on a config that is going
+    // away: it is refused, and nothing is sent for it.
+    env.apply(&manifests::vm("late", manifests::imported(json!({}))))
+        .await;
+    let refused = env.wait_synced_reason("late", "ReconcileError").await;
+    let message = refused.message.unwrap_or_default();
+    assert!(message.contains("is being deleted"), "{message}");
+    assert!(
+        env.vm("late").await.external_name().is_none(),
+        "no VMID allocated"
+    );
+    for name in ["late", "idle"] {
+        env.vms()
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+        env.wait_gone(name).await;
+    }
+    env.wait_config("pve", "1 user left", |s| {
+        s.users == Some(1) && has_reason(s, "Deleting")
+    })
+    .await;
+    assert!(
+        configs(&env).get_opt("pve").await.unwrap().is_some(),
+        "the config stays while web uses it"
+    );
+
+    // The last user's own deletion still runs with its config, then the
+    // config goes.
+    env.vms()
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    env.wait_gone("web").await;
+    assert!(
+        !env.sim.vmids().await.contains(&vmid),
+        "web's VM was destroyed on Proxmox"
+    );
+    wait_deleted(&configs(&env), "pve").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_without_users_is_deleted_at_once() {
+    let env = Env::start_with("pcunused", long_resync()).await;
+    wait_protected(&configs(&env), "pve").await;
+    env.wait_config("pve", "Ready with 0 users", |s| {
+        has_reason(s, "Available") && s.users == Some(0)
+    })
+    .await;
+    configs(&env)
+        .delete("pve", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&configs(&env), "pve").await;
+    assert!(env.events("pve").await.is_empty(), "nothing to warn about");
 }

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use provider_proxmox::api::ClusterProviderConfig;
 use provider_proxmox::reconcile::LeaderElection;
-use reconcile::configs::has_reason;
-use reconcile::{Controller, DEADLINE, Env, Options, manifests};
+use reconcile::configs::{has_reason, wait_deleted, wait_protected};
+use reconcile::{Controller, DEADLINE, Env, Options, events_in, manifests};
 use serde_json::json;
 
 async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
@@ -213,8 +214,25 @@ async fn the_deploy_rbac_is_enough_to_run_the_provider() {
         "connection Secret written"
     );
     assert!(!env.events("web").await.is_empty(), "events written");
+    // The ClusterProviderConfig in use cannot be deleted: it keeps its
+    // finalizer, says why, and warns in `default` (cluster-scoped objects'
+    // events go there), until its VM is gone.
+    let cpcs: Api<ClusterProviderConfig> = Api::all(support::client());
+    let cpc = format!("cluster-{ns}");
+    wait_protected(&cpcs, &cpc).await;
+    cpcs.delete(&cpc, &Default::default()).await.unwrap();
+    env.wait_cluster_config(&cpc, "Deleting", |s| has_reason(s, "Deleting"))
+        .await;
+    let warnings = events_in("default", &cpc).await;
+    assert!(
+        warnings.iter().any(|(t, reason, message, _)| t == "Warning"
+            && reason == "InUse"
+            && message.contains(&format!("{ns}/web"))),
+        "{warnings:?}"
+    );
     env.vms().delete("web", &Default::default()).await.unwrap();
     env.wait_gone("web").await;
+    wait_deleted(&cpcs, &cpc).await;
 
     let metrics = controller.metrics.encode();
     assert!(

@@ -98,6 +98,7 @@ pub async fn run(
         kube,
         namespace,
         Arc::clone(&ctx.providers),
+        ctx.events.clone(),
         users,
         (triggers, receivers),
         stop,

@@ -68,6 +68,11 @@ pub(crate) fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 404)
 }
 
+/// Whether a Kubernetes error is a 403 (RBAC).
+pub(crate) fn is_forbidden(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s) if s.code == 403)
+}
+
 /// Whether a Kubernetes error is a 409 (stale resourceVersion).
 pub(crate) fn is_conflict(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 409)

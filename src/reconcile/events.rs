@@ -1,15 +1,18 @@
-//! Kubernetes events about ProxmoxVMs, as core v1 `Event` objects.
+//! Kubernetes events about the provider's objects (ProxmoxVMs, provider
+//! configs), as core v1 `Event` objects.
 //!
 //! Crossplane grants providers `events` in the core group only, and kube's
 //! `Recorder` posts `events.k8s.io/v1`; so this small publisher writes core
-//! events itself. A repeat of the same event (same resource, type, reason and
-//! message) within an hour bumps `count` and `lastTimestamp` of the
-//! first instead of adding another. Publishing never fails a pass: errors are
-//! logged and counted.
+//! events itself, correlated the way client-go's recorders do
+//! ([`correlate`]): a repeat patches the `count` of the event it repeats,
+//! similar events of one object and reason are combined into one, and a
+//! token bucket per object and type drops what exceeds 25 writes at once
+//! and one per 5 minutes after that. Publishing never fails a pass: errors
+//! are logged and counted, and so are dropped events.
 
-use std::collections::HashMap;
+pub mod correlate;
+
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -18,39 +21,25 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
+use self::correlate::{Correlator, Occurrence, Outcome, Series, Write};
 use super::error::is_not_found;
-use super::metrics::Metrics;
+use super::metrics::{EventWrite, Metrics};
 use super::plan;
 use super::settings::COMPONENT;
-use crate::api::ProxmoxVM;
 
-/// Repeats within this window are aggregated into one event.
-const AGGREGATE_FOR: Duration = Duration::from_secs(3600);
 /// Longest message kept (the API server's events stay readable).
 const MAX_MESSAGE: usize = 1024;
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct Key {
-    uid: String,
-    warning: bool,
-    reason: &'static str,
-    message: String,
-}
+/// Where events about cluster-scoped objects go (as with client-go).
+const CLUSTER_EVENTS_NAMESPACE: &str = "default";
 
-#[derive(Clone, Debug)]
-struct Sent {
-    name: String,
-    count: i32,
-    last: Timestamp,
-}
-
-/// Publishes events about ProxmoxVMs.
+/// Publishes events.
 #[derive(Clone)]
 pub struct Events {
     kube: kube::Client,
     instance: String,
     metrics: Arc<Metrics>,
-    sent: Arc<Mutex<HashMap<Key, Sent>>>,
+    correlator: Arc<Mutex<Correlator>>,
 }
 
 impl Events {
@@ -60,82 +49,103 @@ impl Events {
             kube,
             instance,
             metrics,
-            sent: Arc::default(),
+            correlator: Arc::default(),
         }
     }
 
-    /// Publishes `event` about `vm`; failures are logged and counted only.
-    pub async fn publish(&self, vm: &ProxmoxVM, event: &plan::Event) {
-        if let Err(e) = self.try_publish(vm, event).await {
+    /// Publishes `event` about `object`; failures are logged and counted
+    /// only.
+    pub async fn publish<K>(&self, object: &K, event: &plan::Event)
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        if let Err(e) = self.try_publish(object, event).await {
             self.metrics.event_failed();
             tracing::warn!(
-                vm = %vm.name_any(), reason = event.reason, error = %e,
+                object = %object.name_any(), reason = event.reason, error = %e,
                 "cannot publish an event"
             );
         }
     }
 
-    async fn try_publish(&self, vm: &ProxmoxVM, event: &plan::Event) -> Result<(), kube::Error> {
-        let namespace = vm.namespace().unwrap_or_default();
-        let message = truncate(&event.note);
-        let key = Key {
-            uid: vm.uid().unwrap_or_default(),
+    async fn try_publish<K>(&self, object: &K, event: &plan::Event) -> Result<(), kube::Error>
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        let uid = object.uid().unwrap_or_default();
+        let occurrence = Occurrence {
+            object: &uid,
             warning: event.warning,
             reason: event.reason,
-            message: message.clone(),
+            message: &event.note,
         };
         let now = Timestamp::now();
+        let outcome = self.correlator().correlate(&occurrence, now);
+        let (series, write) = match outcome {
+            Outcome::Write(series, write) => (series, write),
+            Outcome::Dropped => {
+                self.metrics.event_written(EventWrite::Dropped);
+                tracing::debug!(object = %object.name_any(), reason = event.reason, "event dropped by the per-object rate limit");
+                return Ok(());
+            }
+        };
+        let namespace = object
+            .namespace()
+            .unwrap_or_else(|| CLUSTER_EVENTS_NAMESPACE.to_owned());
         let api: Api<Event> = Api::namespaced(self.kube.clone(), &namespace);
-        if let Some(sent) = self.recent(&key, now) {
-            let count = sent.count.saturating_add(1);
-            let patch = json!({"count": count, "lastTimestamp": Time(now)});
+        let message = truncate(&write.message);
+        if let Some(name) = &write.name {
+            let patch = json!({
+                "count": write.count,
+                "lastTimestamp": Time(now),
+                "message": message,
+            });
             match api
-                .patch(&sent.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
                 Ok(_) => {
-                    self.remember(
-                        key,
-                        Sent {
-                            count,
-                            last: now,
-                            ..sent
-                        },
-                    );
+                    self.metrics.event_written(EventWrite::Patch);
                     return Ok(());
                 }
-                // Expired or deleted meanwhile: create a new one.
+                // Expired (the API server keeps events an hour) or deleted:
+                // created again, with the count so far (as client-go).
                 Err(e) if is_not_found(&e) => {}
                 Err(e) => return Err(e),
             }
         }
-        let body = self.event(vm, event, message, now);
+        let body = self.event(object, event, &write, message, &namespace, now);
         let created = api.create(&PostParams::default(), &body).await?;
-        self.remember(
-            key,
-            Sent {
-                name: created.name_any(),
-                count: 1,
-                last: now,
-            },
-        );
+        self.metrics.event_written(EventWrite::Create);
+        self.remember(&series, created.name_any());
         Ok(())
     }
 
-    fn recent(&self, key: &Key, now: Timestamp) -> Option<Sent> {
-        let sent = self.sent.lock().expect("event cache poisoned");
-        sent.get(key).filter(|s| within(s.last, now)).cloned()
+    fn correlator(&self) -> std::sync::MutexGuard<'_, Correlator> {
+        // A panic while holding the lock leaves the tables consistent
+        // enough: at worst one event is created twice.
+        self.correlator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn remember(&self, key: Key, sent: Sent) {
-        let mut map = self.sent.lock().expect("event cache poisoned");
-        let now = sent.last;
-        map.retain(|_, s| within(s.last, now));
-        map.insert(key, sent);
+    fn remember(&self, series: &Series, name: String) {
+        self.correlator().created(series, name);
     }
 
-    fn event(&self, vm: &ProxmoxVM, event: &plan::Event, message: String, now: Timestamp) -> Event {
-        let name = vm.name_any();
+    fn event<K>(
+        &self,
+        object: &K,
+        event: &plan::Event,
+        write: &Write,
+        message: String,
+        namespace: &str,
+        now: Timestamp,
+    ) -> Event
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        let name = object.name_any();
         Event {
             metadata: ObjectMeta {
                 // Like kubectl and client-go: the object's name and a unique suffix.
@@ -143,16 +153,16 @@ impl Events {
                     "{name}.{:x}",
                     now.as_nanosecond().unsigned_abs() ^ u128::from(rand::random::<u32>())
                 )),
-                namespace: vm.namespace(),
+                namespace: Some(namespace.to_owned()),
                 ..ObjectMeta::default()
             },
             involved_object: ObjectReference {
-                api_version: Some(ProxmoxVM::api_version(&()).into_owned()),
-                kind: Some(ProxmoxVM::kind(&()).into_owned()),
+                api_version: Some(K::api_version(&()).into_owned()),
+                kind: Some(K::kind(&()).into_owned()),
                 name: Some(name),
-                namespace: vm.namespace(),
-                uid: vm.uid(),
-                resource_version: vm.resource_version(),
+                namespace: object.namespace(),
+                uid: object.uid(),
+                resource_version: object.resource_version(),
                 field_path: None,
             },
             reason: Some(event.reason.to_owned()),
@@ -164,18 +174,12 @@ impl Events {
             }),
             reporting_component: Some(COMPONENT.to_owned()),
             reporting_instance: Some(self.instance.clone()),
-            first_timestamp: Some(Time(now)),
+            first_timestamp: Some(Time(write.first)),
             last_timestamp: Some(Time(now)),
-            count: Some(1),
+            count: Some(write.count),
             ..Event::default()
         }
     }
-}
-
-fn within(last: Timestamp, now: Timestamp) -> bool {
-    now.duration_since(last)
-        .try_into()
-        .is_ok_and(|d: Duration| d < AGGREGATE_FOR)
 }
 
 fn truncate(text: &str) -> String {
@@ -200,14 +204,5 @@ mod tests {
         assert!(cut.len() <= MAX_MESSAGE + "…".len());
         assert!(cut.ends_with('…'));
         assert_eq!(truncate("short"), "short");
-    }
-
-    #[test]
-    fn aggregation_window() {
-        let t0 = Timestamp::from_second(1_000_000).unwrap();
-        let later = Timestamp::from_second(1_000_000 + 3599).unwrap();
-        let much_later = Timestamp::from_second(1_000_000 + 3600).unwrap();
-        assert!(within(t0, later));
-        assert!(!within(t0, much_later));
     }
 }

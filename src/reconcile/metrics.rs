@@ -51,6 +51,22 @@ struct NodeLabels {
     node: String,
 }
 
+/// What became of a Kubernetes event (`write`).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum EventWrite {
+    /// A new Event object.
+    Create,
+    /// A repeat, counted in an existing Event object.
+    Patch,
+    /// Over the per-object rate limit: not written.
+    Dropped,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventLabels {
+    write: &'static str,
+}
+
 /// The controller's metrics and their registry.
 #[derive(Debug)]
 pub struct Metrics {
@@ -65,6 +81,7 @@ pub struct Metrics {
     queue_wait: Histogram,
     queue_waiting: Gauge,
     slot_wait: Family<NodeLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    events: Family<EventLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -132,6 +149,12 @@ impl Default for Metrics {
             "Per node, how long the ProxmoxVM waiting longest for an import or clone slot has waited",
             slot_wait.clone(),
         );
+        let events = Family::<EventLabels, Counter>::default();
+        registry.register(
+            "events",
+            "Kubernetes events by write: create (a new Event), patch (a repeat counted in an existing Event), dropped (over the per-object rate limit)",
+            events.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -144,6 +167,7 @@ impl Default for Metrics {
             queue_wait,
             queue_waiting,
             slot_wait,
+            events,
         }
     }
 }
@@ -220,6 +244,16 @@ impl Metrics {
         self.event_failures.inc();
     }
 
+    /// Counts what became of an event.
+    pub fn event_written(&self, write: EventWrite) {
+        let write = match write {
+            EventWrite::Create => "create",
+            EventWrite::Patch => "patch",
+            EventWrite::Dropped => "dropped",
+        };
+        self.events.get_or_create(&EventLabels { write }).inc();
+    }
+
     /// A hook for the Proxmox clients that counts their requests.
     pub fn request_hook(&self) -> RequestHook {
         let requests = self.requests.clone();
@@ -247,6 +281,7 @@ mod tests {
         m.reconciled(Duration::from_millis(20), Some("kube_api"));
         m.task_finished("qmcreate", true, Duration::from_secs(31));
         m.event_failed();
+        m.event_written(EventWrite::Dropped);
         let hook = m.request_hook();
         hook_call(&hook, Some(200));
         hook_call(&hook, None);
@@ -260,6 +295,7 @@ mod tests {
             "proxmox_provider_proxmox_requests_total{method=\"GET\",path=\"/nodes/{node}/qemu\",code=\"200\"} 1",
             "proxmox_provider_proxmox_requests_total{method=\"GET\",path=\"/nodes/{node}/qemu\",code=\"none\"} 1",
             "proxmox_provider_event_publish_failures_total 1",
+            "proxmox_provider_events_total{write=\"dropped\"} 1",
             "# EOF",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");

@@ -7,6 +7,9 @@ use provider_proxmox::api::{ClusterProviderConfig, ProviderConfig, condition::Co
 use super::{DEADLINE, Env};
 use crate::support;
 
+/// The finalizer of provider configs in use.
+pub const IN_USE: &str = "in-use.crossplane.io";
+
 /// The `Ready` condition of a status.
 pub fn ready(status: &ProviderConfigStatus) -> Option<&Condition> {
     status.conditions.iter().find(|c| c.type_ == "Ready")
@@ -87,4 +90,39 @@ impl Env {
 /// Whether the status says Ready with `reason`.
 pub fn has_reason(status: &ProviderConfigStatus, reason: &str) -> bool {
     ready(status).is_some_and(|c| c.reason == reason)
+}
+
+/// Waits until `name` is gone from `api` (its finalizers removed).
+pub async fn wait_deleted<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    support::poll(&format!("{name} to be gone"), DEADLINE, || async {
+        match api.get_opt(name).await {
+            Ok(None) => Ok(()),
+            Ok(Some(obj)) => Err(format!(
+                "still there, finalizers {:?}",
+                obj.meta().finalizers
+            )),
+            Err(e) => Err(format!("GET: {e}")),
+        }
+    })
+    .await
+}
+
+/// Waits until `name` in `api` carries the in-use finalizer.
+pub async fn wait_protected<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    support::poll(&format!("{name} to be marked in use"), DEADLINE, || async {
+        let obj = api.get(name).await.map_err(|e| format!("GET: {e}"))?;
+        let finalizers = obj.meta().finalizers.clone().unwrap_or_default();
+        if finalizers.iter().any(|f| f == IN_USE) {
+            Ok(())
+        } else {
+            Err(format!("finalizers {finalizers:?}"))
+        }
+    })
+    .await
 }

@@ -275,22 +275,7 @@ impl Env {
 
     /// Core v1 events about a ProxmoxVM: (type, reason, message, count).
     pub async fn events(&self, name: &str) -> Vec<(String, String, String, i32)> {
-        let events: Api<Event> = Api::namespaced(support::client(), self.ns.name());
-        let list = events
-            .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
-            .await
-            .expect("listing events");
-        list.items
-            .into_iter()
-            .map(|e| {
-                (
-                    e.type_.unwrap_or_default(),
-                    e.reason.unwrap_or_default(),
-                    e.message.unwrap_or_default(),
-                    e.count.unwrap_or_default(),
-                )
-            })
-            .collect()
+        events_in(self.ns.name(), name).await
     }
 
     /// A Secret of the namespace, if it exists.
@@ -300,6 +285,27 @@ impl Env {
             .await
             .expect("GET Secret")
     }
+}
+
+/// Core v1 events in `namespace` about objects named `name`: (type,
+/// reason, message, count).
+pub async fn events_in(namespace: &str, name: &str) -> Vec<(String, String, String, i32)> {
+    let events: Api<Event> = Api::namespaced(support::client(), namespace);
+    let list = events
+        .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+        .await
+        .expect("listing events");
+    list.items
+        .into_iter()
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+                e.count.unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 /// The condition of a type.

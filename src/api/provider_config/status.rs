@@ -49,6 +49,9 @@ pub enum ConfigReason {
     Unreachable,
     /// Proxmox answered with another error.
     ProxmoxError,
+    /// The config was deleted and stays while ProxmoxVMs use it (the
+    /// message names them).
+    Deleting,
 }
 
 impl ConfigReason {
@@ -63,6 +66,7 @@ impl ConfigReason {
             Self::Unauthorized => "Unauthorized",
             Self::Unreachable => "Unreachable",
             Self::ProxmoxError => "ProxmoxError",
+            Self::Deleting => "Deleting",
         }
     }
 }

@@ -64,20 +64,24 @@ impl ConfigObject for ClusterProviderConfig {
     }
 }
 
-/// The objects of a watch that appeared, changed their spec (generation)
-/// or were deleted. Status and metadata updates are dropped: the
-/// reconciler's own status writes must not wake it (or the VMs) again.
-/// (`predicates::generation` would drop deletions too.)
+/// The objects of a watch that appeared, changed their spec (generation),
+/// were marked for deletion or were deleted. Status and other metadata
+/// updates are dropped: the reconciler's own status and finalizer writes
+/// must not wake it (or the VMs) again. (`predicates::generation` would
+/// drop deletions too.)
 pub fn spec_changes<K: Resource>(
     events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
 ) -> impl Stream<Item = Result<K, watcher::Error>> {
-    let mut seen: HashMap<String, i64> = HashMap::new();
+    let mut seen: HashMap<String, (i64, bool)> = HashMap::new();
     events.filter_map(move |event| {
         let passed = match event {
             Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
-                let generation = obj.meta().generation.unwrap_or_default();
+                let version = (
+                    obj.meta().generation.unwrap_or_default(),
+                    obj.meta().deletion_timestamp.is_some(),
+                );
                 let uid = obj.uid().unwrap_or_default();
-                (seen.insert(uid, generation) != Some(generation)).then_some(Ok(obj))
+                (seen.insert(uid, version) != Some(version)).then_some(Ok(obj))
             }
             Ok(watcher::Event::Delete(obj)) => {
                 seen.remove(&obj.uid().unwrap_or_default());
@@ -111,20 +115,30 @@ mod tests {
 
     #[test]
     fn only_new_spec_changed_and_deleted_objects_pass() {
+        let mut marked = config("a", 2, "5");
+        marked.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ));
+        let mut released = marked.clone();
+        released.metadata.resource_version = Some("6".into());
         let events = vec![
             Ok(watcher::Event::Init),
             Ok(watcher::Event::InitApply(config("a", 1, "1"))),
             Ok(watcher::Event::InitDone),
             Ok(watcher::Event::Apply(config("a", 1, "2"))), // status write
             Ok(watcher::Event::Apply(config("a", 2, "3"))), // spec change
-            Ok(watcher::Event::Delete(config("a", 2, "4"))),
-            Ok(watcher::Event::Apply(config("b", 1, "5"))), // re-created
+            Ok(watcher::Event::Apply(config("a", 2, "4"))), // finalizer added
+            Ok(watcher::Event::Apply(marked)),              // deletion requested
+            Ok(watcher::Event::Apply(released)),            // finalizer removed
+            Ok(watcher::Event::Delete(config("a", 2, "7"))),
+            Ok(watcher::Event::Apply(config("b", 1, "8"))), // re-created
         ];
         let passed: Vec<String> = block_on(
             spec_changes(futures::stream::iter(events))
                 .map(|r| r.unwrap().resource_version().unwrap())
                 .collect(),
         );
-        assert_eq!(passed, ["1", "3", "4", "5"]);
+        assert_eq!(passed, ["1", "3", "5", "7", "8"]);
     }
 }

@@ -25,7 +25,10 @@
 //! A config's pass wakes its VMs when it became Ready or its inputs
 //! changed (a fixed Secret reaches a waiting VM at once, not at its next
 //! retry); a spec change or a deletion of a config wakes them directly.
+//!
+//! A config in use cannot be deleted: see [`in_use`].
 
+pub mod in_use;
 mod kind;
 mod probe;
 mod reconcile;
@@ -51,6 +54,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use self::reconcile::{Ctx, error_policy, reconcile};
 use super::backoff::FailureCounts;
 use super::controller::scoped;
+use super::events::Events;
 use super::providers::{ConfigKey, Providers, SecretName};
 use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind};
 
@@ -111,6 +115,7 @@ pub async fn run(
     kube: kube::Client,
     scope: Option<String>,
     providers: Arc<Providers>,
+    events: Events,
     users: Users,
     (triggers, receivers): (Triggers, Receivers),
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
@@ -120,6 +125,7 @@ pub async fn run(
         providers,
         users,
         probes: probe::Probes::default(),
+        events,
         failures: FailureCounts::default(),
         scope: scope.clone(),
     });
@@ -133,6 +139,8 @@ pub async fn run(
         receivers.cluster,
         &ctx,
     );
+    // VM passes read configs from these caches, not from the API server.
+    ctx.providers.watch(pcs.clone(), cpcs.clone());
     let secrets = watch_secrets(kube, scope.as_deref(), pcs, cpcs, triggers);
     tracing::info!("provider config controllers started");
     futures::join!(

@@ -1,7 +1,9 @@
-//! One pass over a provider config: resolve it (the shared client of
+//! One pass over a provider config: keep the in-use finalizer (see
+//! [`super::in_use`]), resolve the config (the shared client of
 //! `providers`), check it (at most one `GET /version` per resync
 //! interval), count its users, write the status when it changed, and wake
-//! its VMs when it got fixed.
+//! its VMs when it got fixed. A config being deleted loses its finalizer
+//! once it has no users, and says why it stays until then.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
+use super::in_use;
 use super::kind::ConfigObject;
 use super::probe::Probes;
 use super::report;
@@ -18,6 +21,8 @@ use super::users::Users;
 use crate::api::ProviderConfigKind;
 use crate::reconcile::backoff::FailureCounts;
 use crate::reconcile::error::Error;
+use crate::reconcile::events::Events;
+use crate::reconcile::plan;
 use crate::reconcile::providers::{ConfigKey, Providers};
 use crate::reconcile::status;
 
@@ -35,6 +40,8 @@ pub struct Ctx {
     pub users: Users,
     /// The last check of each config.
     pub probes: Probes,
+    /// Event publisher (shared with the VM controller).
+    pub events: Events,
     /// Consecutive failed passes, for backoff.
     pub failures: FailureCounts,
     /// The namespace a test controller is limited to (see
@@ -69,14 +76,33 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
     if !ctx.in_scope(config.as_ref(), &key) {
         return Ok(Action::await_change());
     }
+    let meta = config.meta();
+    let deleting = in_use::deleting(meta);
+    // Protecting needs no user count: done first, before any VM may come
+    // to depend on the config. A failure is retried with backoff once the
+    // status is written.
+    let protected = if deleting || in_use::protected(meta) {
+        Ok(())
+    } else {
+        in_use::set(&ctx.kube, &key, meta, true).await
+    };
     if !ctx.users.listed() {
         return Ok(Action::requeue(UNTIL_LISTED));
     }
+    let users = ctx.users.names(&key);
+    if deleting && users.is_empty() {
+        if in_use::protected(meta) {
+            in_use::set(&ctx.kube, &key, meta, false).await?;
+            tracing::info!(config = %key, "provider config deleted: no ProxmoxVM uses it");
+        }
+        return Ok(Action::await_change());
+    }
+    let blocked = deleting.then(|| in_use::blocked_message(&users));
     // The config as the watch delivered it: a newer spec triggers another
     // pass, so reading it again here would only cost a request.
     let resolved = ctx
         .providers
-        .resolve_config(&key, config.settings(), config.meta())
+        .resolve_config(&key, config.settings(), meta)
         .await?;
     let check = ctx
         .probes
@@ -86,8 +112,9 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
     let new = report::status(
         old,
         &check.outcome,
-        ctx.users.count(&key),
-        config.meta().generation,
+        users.len(),
+        blocked.as_deref(),
+        meta.generation,
         Time(Timestamp::now()),
     );
     if old != Some(&new) {
@@ -102,6 +129,17 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
             tracing::info!(config = %key, ready, %reason, %message, "provider config checked");
         }
     }
+    if let Some(why) = &blocked
+        && report::message(old) != Some(why)
+    {
+        tracing::info!(config = %key, %why, "provider config deletion waits for its ProxmoxVMs");
+        let event = plan::Event {
+            warning: true,
+            reason: "InUse",
+            note: why.clone(),
+        };
+        ctx.events.publish(config.as_ref(), &event).await;
+    }
     // VMs waiting on a broken config retry after 30 s; tell them now.
     let fixed = !report::is_ready(old) && report::is_ready(Some(&new));
     if check.inputs_changed || fixed {
@@ -113,6 +151,7 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
             );
         }
     }
+    protected?;
     ctx.failures.succeeded(&config.uid().unwrap_or_default());
     Ok(Action::requeue(check.next))
 }

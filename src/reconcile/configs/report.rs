@@ -1,7 +1,8 @@
 //! A provider config's status from a check: the `Ready` condition, the
 //! Proxmox version and the number of users. Pure, so a check that finds
 //! what the last one found gives back the same status (and nothing is
-//! written).
+//! written). A config being deleted while in use says so instead
+//! (Ready=False, `Deleting`, as Crossplane's configs do).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -10,21 +11,28 @@ use crate::api::provider_config::{ConfigReason, ProviderConfigStatus};
 use crate::api::{Condition, ConditionStatus, ConditionType, condition, set_condition};
 
 /// The status after a check. Unchanged conditions keep their
-/// `lastTransitionTime`; the version is shown only while Ready.
+/// `lastTransitionTime`; the version is shown only while Ready. `blocked`:
+/// why the config, being deleted, stays.
 pub fn status(
     old: Option<&ProviderConfigStatus>,
     outcome: &Outcome,
     users: usize,
+    blocked: Option<&str>,
     generation: Option<i64>,
     now: Time,
 ) -> ProviderConfigStatus {
-    let (status, reason, message) = match outcome {
-        Ok(version) => (
+    let (status, reason, message) = match (blocked, outcome) {
+        (Some(why), _) => (
+            ConditionStatus::False,
+            ConfigReason::Deleting,
+            why.to_owned(),
+        ),
+        (None, Ok(version)) => (
             ConditionStatus::True,
             ConfigReason::Available,
             format!("Proxmox VE {version} answered"),
         ),
-        Err(problem) => (
+        (None, Err(problem)) => (
             ConditionStatus::False,
             problem.reason,
             problem.message.clone(),
@@ -46,7 +54,7 @@ pub fn status(
         observed_generation: generation,
         conditions,
         users: Some(i64::try_from(users).unwrap_or(i64::MAX)),
-        version: outcome.as_ref().ok().cloned(),
+        version: outcome.as_ref().ok().filter(|_| blocked.is_none()).cloned(),
     }
 }
 
@@ -62,6 +70,13 @@ pub fn reason(status: Option<&ProviderConfigStatus>) -> Option<&str> {
     status
         .and_then(|s| condition::find(&s.conditions, ConditionType::Ready))
         .map(|c| c.reason.as_str())
+}
+
+/// The `Ready` message of `status`, if any.
+pub fn message(status: Option<&ProviderConfigStatus>) -> Option<&str> {
+    status
+        .and_then(|s| condition::find(&s.conditions, ConditionType::Ready))
+        .and_then(|c| c.message.as_deref())
 }
 
 #[cfg(test)]
@@ -80,7 +95,7 @@ mod tests {
 
     #[test]
     fn ready_with_version_users_and_generation() {
-        let s = status(None, &Ok("9.1.1".into()), 3, Some(2), at(10));
+        let s = status(None, &Ok("9.1.1".into()), 3, None, Some(2), at(10));
         assert!(is_ready(Some(&s)));
         assert_eq!(s.version.as_deref(), Some("9.1.1"));
         assert_eq!(s.users, Some(3));
@@ -94,21 +109,39 @@ mod tests {
 
     #[test]
     fn the_same_outcome_gives_the_same_status() {
-        let first = status(None, &unauthorized(), 0, Some(1), at(10));
-        let again = status(Some(&first), &unauthorized(), 0, Some(1), at(20));
+        let first = status(None, &unauthorized(), 0, None, Some(1), at(10));
+        let again = status(Some(&first), &unauthorized(), 0, None, Some(1), at(20));
         assert_eq!(first, again, "nothing to write");
-        let fixed = status(Some(&again), &Ok("9.1.1".into()), 0, Some(1), at(30));
+        let fixed = status(Some(&again), &Ok("9.1.1".into()), 0, None, Some(1), at(30));
         assert_eq!(fixed.conditions[0].last_transition_time, at(30));
         assert_eq!(reason(Some(&fixed)), Some("Available"));
     }
 
     #[test]
     fn not_ready_says_why_and_shows_no_version() {
-        let ready = status(None, &Ok("9.1.1".into()), 1, Some(1), at(10));
-        let s = status(Some(&ready), &unauthorized(), 1, Some(1), at(20));
+        let ready = status(None, &Ok("9.1.1".into()), 1, None, Some(1), at(10));
+        let s = status(Some(&ready), &unauthorized(), 1, None, Some(1), at(20));
         assert!(!is_ready(Some(&s)));
         assert_eq!(reason(Some(&s)), Some("Unauthorized"));
         assert_eq!(s.conditions[0].message.as_deref(), Some("refused"));
         assert_eq!(s.version, None);
+    }
+
+    #[test]
+    fn a_config_deleted_in_use_says_why_it_stays() {
+        let ready = status(None, &Ok("9.1.1".into()), 2, None, Some(1), at(10));
+        let why = "cannot be deleted: 2 ProxmoxVMs use it: ns/a, ns/b";
+        let s = status(
+            Some(&ready),
+            &Ok("9.1.1".into()),
+            2,
+            Some(why),
+            Some(1),
+            at(20),
+        );
+        assert!(!is_ready(Some(&s)));
+        assert_eq!(reason(Some(&s)), Some("Deleting"));
+        assert_eq!(message(Some(&s)), Some(why));
+        assert_eq!((s.users, s.version.as_deref()), (Some(2), None));
     }
 }

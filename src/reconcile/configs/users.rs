@@ -58,9 +58,15 @@ impl Users {
             .collect()
     }
 
-    /// How many VMs refer to `key`.
-    pub fn count(&self, key: &ConfigKey) -> usize {
-        self.of(key).len()
+    /// The VMs referring to `key` as `namespace/name`, sorted.
+    pub fn names(&self, key: &ConfigKey) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .of(key)
+            .into_iter()
+            .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
+            .collect();
+        names.sort();
+        names
     }
 
     /// Asks for a pass of every VM referring to `key`; returns how many.

@@ -19,9 +19,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::ObjectMeta;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
-use super::error::Error;
+use super::configs::in_use::{self, Guard};
+use super::error::{Error, is_forbidden, is_not_found};
 use super::plan::ProviderState;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
@@ -107,8 +109,15 @@ fn config_version(meta: &ObjectMeta) -> String {
     )
 }
 
+/// The provider config controllers' watch caches.
+struct ConfigStores {
+    provider: Store<ProviderConfig>,
+    cluster: Store<ClusterProviderConfig>,
+}
+
 /// One client per provider config, rebuilt when the config changes.
 pub struct Providers {
+    stores: std::sync::OnceLock<ConfigStores>,
     kube: kube::Client,
     hook: RequestHook,
     default_resync: Duration,
@@ -123,6 +132,7 @@ impl Providers {
     /// An empty cache; `hook` counts every client's requests.
     pub fn new(kube: kube::Client, hook: RequestHook, default_resync: Duration) -> Self {
         Self {
+            stores: std::sync::OnceLock::new(),
             kube,
             hook,
             default_resync,
@@ -140,47 +150,72 @@ impl Providers {
     /// `Ok(Err(state))` when missing or unusable (the plan says so on the
     /// resource), `Err` when Kubernetes could not be asked.
     ///
-    /// A config the provider config controller has resolved is served from
-    /// memory: that controller resolves it again whenever the config or one
-    /// of its Secrets changes (it watches both), so VM passes read neither.
-    /// Only a config it has not seen yet is read here.
+    /// Served from memory once the provider config controller has seen the
+    /// config: its metadata (deletion, finalizers) from that controller's
+    /// watch cache, its client from the resolution that controller repeats
+    /// whenever the config or one of its Secrets changes. So a VM pass reads
+    /// neither; only a config not seen yet is read here. A VM that would start
+    /// to depend on the config goes through the in-use guard ([`in_use`]).
     pub async fn connect(
         &self,
         vm: &ProxmoxVM,
     ) -> Result<Result<Connection, ProviderState>, Error> {
         let key = ConfigKey::of(vm);
-        if let Some(known) = self.known(&key) {
-            return Ok(known.map_err(|p| ProviderState::Unusable {
-                message: format!("{key}: {}", p.message),
-            }));
-        }
-        let Some(resolved) = self.resolve(&key).await? else {
-            let message = match key.kind {
-                ProviderConfigKind::ProviderConfig => format!(
-                    "ProviderConfig {:?} not found in namespace {}",
-                    key.name, key.namespace
-                ),
-                ProviderConfigKind::ClusterProviderConfig => {
-                    format!("ClusterProviderConfig {:?} not found", key.name)
-                }
-            };
-            return Ok(Err(ProviderState::NotFound { message }));
+        let (settings, meta) = match self.watched(&key) {
+            Some(config) => config,
+            None => match self.read_config(&key).await? {
+                Some(config) => config,
+                None => return Ok(Err(not_found(&key))),
+            },
         };
-        Ok(resolved.connection.map_err(|p| ProviderState::Unusable {
+        match in_use::guard(vm, &key, &meta) {
+            Guard::Use => {}
+            Guard::Refuse(message) => return Ok(Err(ProviderState::Unusable { message })),
+            Guard::Protect => match in_use::set(&self.kube, &key, &meta, true).await {
+                Ok(()) => {}
+                // Deleted since it was read.
+                Err(e) if is_not_found(&e) => return Ok(Err(not_found(&key))),
+                // An RBAC without `patch` on provider configs (not the
+                // provider's own): protecting is not possible, using is.
+                Err(e) if is_forbidden(&e) => {
+                    tracing::warn!(config = %key, error = %e, "cannot mark the provider config in use");
+                }
+                Err(e) => return Err(e.into()),
+            },
+        }
+        let connection = match self.known(&key) {
+            Some(known) => known,
+            None => {
+                self.resolve_with(&key, &settings, &meta, false)
+                    .await?
+                    .connection
+            }
+        };
+        Ok(connection.map_err(|p| ProviderState::Unusable {
             message: format!("{key}: {}", p.message),
         }))
     }
 
-    /// Reads the config `key` and resolves it ([`Providers::resolve_config`]).
-    /// `Ok(None)`: the config does not exist; `Err`: Kubernetes could not
-    /// be asked.
-    pub async fn resolve(&self, key: &ConfigKey) -> Result<Option<Resolved>, Error> {
-        let Some((settings, meta)) = self.read_config(key).await? else {
-            return Ok(None);
-        };
-        self.resolve_with(key, &settings, &meta, false)
-            .await
-            .map(Some)
+    /// The config as the provider config controller's watch cache holds it,
+    /// once that controller runs and has listed it.
+    fn watched(&self, key: &ConfigKey) -> Option<(ProviderSettings, ObjectMeta)> {
+        let stores = self.stores.get()?;
+        match key.kind {
+            ProviderConfigKind::ProviderConfig => stores
+                .provider
+                .get(&ObjectRef::new(&key.name).within(&key.namespace))
+                .map(|c| (c.spec.settings.clone(), c.metadata.clone())),
+            ProviderConfigKind::ClusterProviderConfig => stores
+                .cluster
+                .get(&ObjectRef::new(&key.name))
+                .map(|c| (c.spec.settings.clone(), c.metadata.clone())),
+        }
+    }
+
+    /// Serves configs from the provider config controllers' watch caches
+    /// from now on.
+    pub fn watch(&self, provider: Store<ProviderConfig>, cluster: Store<ClusterProviderConfig>) {
+        let _ = self.stores.set(ConfigStores { provider, cluster });
     }
 
     /// Reads the Secrets of the config `key` (already read: its `settings`
@@ -350,4 +385,18 @@ impl Providers {
         inputs.push_str(version.as_deref().unwrap_or("-"));
         Ok(secret)
     }
+}
+
+/// The plan's view of a config that does not exist.
+fn not_found(key: &ConfigKey) -> ProviderState {
+    let message = match key.kind {
+        ProviderConfigKind::ProviderConfig => format!(
+            "ProviderConfig {:?} not found in namespace {}",
+            key.name, key.namespace
+        ),
+        ProviderConfigKind::ClusterProviderConfig => {
+            format!("ClusterProviderConfig {:?} not found", key.name)
+        }
+    };
+    ProviderState::NotFound { message }
 }
