@@ -10,7 +10,7 @@
 //! ([`observer`]).
 //!
 //! Disk images are imported with the `import-from` drive option
-//! ([`vm::DiskSpec::Import`]) from files placed by `download-url`
+//! ([`vm::Drive::import`]) from files placed by `download-url`
 //! ([`storage::DownloadContent::Import`]). There is no REST `importdisk`
 //! endpoint; the provider this crate replaces called one and got a 501.
 

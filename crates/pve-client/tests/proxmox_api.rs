@@ -142,8 +142,8 @@ async fn full_clone_to_a_target_storage() {
     assert_eq!(cfg.description.as_deref(), Some("made by the client tests"));
     let (key, disk) = cfg.boot_disk().unwrap();
     assert_eq!(key, "scsi0");
-    assert_eq!(disk.storage.as_deref(), Some("local-lvm"));
-    assert!(disk.volume.as_deref().unwrap().contains("900"), "{disk:?}");
+    assert_eq!(disk.storage(), Some("local-lvm"));
+    assert!(disk.file.to_string().contains("900"), "{disk:?}");
     assert!(!cfg.template);
 }
 
@@ -274,7 +274,7 @@ async fn power_operations_and_the_guest_agent() {
     // An agent that is not configured is not "not running yet".
     let off = ConfigUpdate {
         set: VmParams {
-            agent: Some(false),
+            agent: Some(pve_client::vm::AgentConfig::enabled(false)),
             ..VmParams::default()
         },
         ..ConfigUpdate::default()

@@ -162,9 +162,12 @@ async fn permission_errors_name_path_and_privilege() {
 async fn invalid_parameters_carry_the_per_parameter_map() {
     let h = Harness::start().await;
     let client = h.client();
-    let mut params = VmParams::default();
-    params.extra.insert("bogus".into(), "1".into());
-    params.extra.insert("cores".into(), "many".into());
+    // Values the types allow but PVE's schema refuses.
+    let params = VmParams {
+        name: Some("not a DNS name".into()),
+        cores: Some(0),
+        ..VmParams::default()
+    };
     let err = client
         .create_vm(
             NODE,
@@ -179,8 +182,8 @@ async fn invalid_parameters_carry_the_per_parameter_map() {
     match &err {
         Error::Invalid { errors, message } => {
             assert_eq!(message, "Parameter verification failed.");
-            assert!(errors.contains_key("bogus"), "{errors:?}");
-            assert!(errors["cores"].contains("integer"), "{errors:?}");
+            assert!(errors["name"].contains("DNS name"), "{errors:?}");
+            assert!(errors["cores"].contains("minimum value of 1"), "{errors:?}");
         }
         other => panic!("expected Invalid, got {other:?}"),
     }

@@ -61,7 +61,7 @@ impl Client {
     ///
     /// The VM exists (with `lock: create`) as soon as this returns; if the
     /// task fails PVE removes it again. Disks are imported with the
-    /// `import-from` drive option ([`crate::vm::DiskSpec::Import`])
+    /// `import-from` drive option ([`crate::vm::Drive::import`])
     /// — never with a REST `importdisk`, which does not exist.
     pub async fn create_vm(&self, node: &str, create: &CreateVm) -> Result<Upid> {
         self.start_task(

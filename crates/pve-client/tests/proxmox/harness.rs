@@ -227,23 +227,19 @@ pub async fn clone_template(client: &Client, newid: u32) -> Upid {
 
 /// VM settings with `scsi0` imported from [`IMAGE`] (`import-from`).
 pub fn import_params() -> pve_client::vm::VmParams {
-    use pve_client::vm::{DiskSpec, VmParams};
+    use pve_client::vm::{AgentConfig, Boot, Drive, ScsiHw, VmParams};
     let mut p = VmParams {
         name: Some("web-1".into()),
         memory: Some(2048),
         cores: Some(2),
-        agent: Some(true),
-        scsihw: Some("virtio-scsi-pci".into()),
-        boot: Some("order=scsi0".into()),
+        agent: Some(AgentConfig::enabled(true)),
+        scsihw: Some(ScsiHw::VirtioScsiPci),
+        boot: Some(Boot::order(["scsi0"])),
         ..VmParams::default()
     };
     p.disks.insert(
-        "scsi0".into(),
-        DiskSpec::Import {
-            storage: "local-lvm".into(),
-            source: IMAGE.into(),
-            options: Default::default(),
-        },
+        "scsi0".parse().expect("a drive slot"),
+        Drive::import("local-lvm", IMAGE),
     );
     p
 }
