@@ -9,8 +9,8 @@ mod harness;
 use std::time::Duration;
 
 use harness::{
-    Harness, IMAGE, NODE, TEMPLATE, clone_template, cloned_vm, eventually, import_params,
-    start_import,
+    Harness, IMAGE, NODE, TEMPLATE, clone_template, cloned_vm, eventually, has_import,
+    import_params, start_import,
 };
 use pve_client::vm::{
     CreateVm, DeleteOptions, DiskSize, Drive, IpConfig, Nic, NicModel, ShutdownOptions, SshKeys,
@@ -262,7 +262,7 @@ async fn create_with_import_from_end_to_end() {
     assert!(cfg.nets[&0].mac.is_some(), "PVE generates a MAC");
     assert_eq!(cfg.onboot, Some(true));
     assert!(!cfg.raw.contains_key("import-from"));
-    assert!(client.volume_exists(NODE, IMAGE).await.unwrap());
+    assert!(has_import(&client, IMAGE).await, "the image stays");
 
     // Grow the disk, then power-cycle and delete.
     let resize = client

@@ -212,16 +212,6 @@ impl Client {
         .await
     }
 
-    /// `POST .../status/reboot`.
-    pub async fn reboot_vm(&self, node: &str, vmid: u32, timeout: Option<u32>) -> Result<Upid> {
-        self.start_task(
-            Method::POST,
-            vm_path("/nodes/{node}/qemu/{vmid}/status/reboot", node, vmid),
-            Params::new().opt("timeout", timeout),
-        )
-        .await
-    }
-
     /// `DELETE .../qemu/{vmid}`; returns the `qmdestroy` task.
     pub async fn delete_vm(&self, node: &str, vmid: u32, opts: DeleteOptions) -> Result<Upid> {
         let mut params = Params::new();

@@ -258,6 +258,18 @@ pub async fn start_import(client: &Client, vmid: u32) -> Upid {
         .expect("the create starts")
 }
 
+/// Whether an import volume (`local:import/x.qcow2`) is listed in its
+/// storage's content, as the provider looks for downloaded images.
+pub async fn has_import(client: &Client, volid: &str) -> bool {
+    let storage = volid.split_once(':').map_or(volid, |(s, _)| s);
+    client
+        .storage_content(NODE, storage, Some("import"))
+        .await
+        .expect("the storage content lists")
+        .iter()
+        .any(|c| c.volid == volid)
+}
+
 /// Clones the template and waits for it.
 pub async fn cloned_vm(client: &Client, newid: u32) {
     let upid = clone_template(client, newid).await;
