@@ -248,6 +248,10 @@ proptest! {
     #[test]
     fn nics(n in nic(), s in noise(NET_NOISE)) {
         round_trip(&n, Nic::parse)?;
+        round_trip(&n.model, str::parse)?;
+        if let Some(mac) = &n.mac {
+            round_trip(mac, str::parse)?;
+        }
         stable(&s, Nic::parse)?;
         stable(&s, |s| s.parse::<MacAddr>())?;
     }
@@ -255,6 +259,12 @@ proptest! {
     #[test]
     fn ip_configs(c in ip_config(), s in noise(IPCONFIG_NOISE)) {
         round_trip(&c, IpConfig::parse)?;
+        if let Some(ip) = &c.ip {
+            round_trip(ip, str::parse)?;
+        }
+        if let Some(ip6) = &c.ip6 {
+            round_trip(ip6, str::parse)?;
+        }
         stable(&s, IpConfig::parse)?;
     }
 
