@@ -45,7 +45,7 @@ pub use input::{
     VmState,
 };
 pub use output::{
-    ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Param, Params, Plan, PveCall,
+    ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
     Sensitive, Step,
 };
 pub use owner::{Ownership, marker_line, ownership};

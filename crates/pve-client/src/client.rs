@@ -122,22 +122,6 @@ impl Client {
         upid_from_envelope(&req.endpoint(), &result?.body)
     }
 
-    /// Calls any endpoint under `/api2/json` and returns `data` as JSON:
-    /// the escape hatch for endpoints without a typed method. `path` is
-    /// used as given (escape its segments yourself); `kind` decides what
-    /// may be retried (see [`crate::retry`]).
-    pub async fn request_json(
-        &self,
-        method: Method,
-        path: &str,
-        params: Params,
-        kind: CallKind,
-    ) -> Result<serde_json::Value> {
-        let req = ApiRequest::new(method, ApiPath::literal(path), params, kind);
-        let endpoint = req.endpoint();
-        self.call(&req).await?.data(&endpoint)
-    }
-
     pub(crate) fn http(&self) -> &reqwest::Client {
         &self.inner.http
     }

@@ -19,14 +19,6 @@ pub struct Version {
     pub repoid: Option<String>,
 }
 
-impl Version {
-    /// `(major, minor)` when the version parses.
-    pub fn major_minor(&self) -> Option<(u32, u32)> {
-        let mut it = self.version.split(['.', '-']);
-        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-    }
-}
-
 /// Which resources `/cluster/resources` lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResourceType {
@@ -133,22 +125,6 @@ impl Client {
             .ok_or_else(|| Error::protocol(format!("/cluster/nextid returned {v}")))
     }
 
-    /// `GET /cluster/nextid?vmid=N`: whether `vmid` is free. A taken ID is
-    /// PVE's `400 {"vmid":"VM N already exists"}`, answered as `false`.
-    pub async fn vmid_is_free(&self, vmid: u32) -> Result<bool> {
-        let answer: Result<serde_json::Value> = self
-            .get(
-                ApiPath::new("/cluster/nextid", &[]),
-                Params::new().text("vmid", vmid),
-            )
-            .await;
-        match answer {
-            Ok(_) => Ok(true),
-            Err(Error::AlreadyExists { .. }) => Ok(false),
-            Err(err) => Err(err),
-        }
-    }
-
     /// `GET /cluster/resources[?type=...]`.
     pub async fn cluster_resources(&self, kind: Option<ResourceType>) -> Result<Vec<Resource>> {
         self.get(
@@ -156,15 +132,6 @@ impl Client {
             Params::new().opt("type", kind.map(ResourceType::as_str)),
         )
         .await
-    }
-
-    /// The node a VM is on, from `/cluster/resources` (VMs move: HA,
-    /// migration). `None` when no such VM is listed.
-    pub async fn locate_vm(&self, vmid: u32) -> Result<Option<Resource>> {
-        let all = self.cluster_resources(Some(ResourceType::Vm)).await?;
-        Ok(all
-            .into_iter()
-            .find(|r| r.vmid == Some(u64::from(vmid)) && r.kind == "qemu"))
     }
 }
 
@@ -192,17 +159,12 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn version_parts() {
+    fn version_decodes() {
         let v: Version =
             serde_json::from_value(json!({"version":"9.1.4","release":"9.1","repoid":"x"}))
                 .unwrap();
-        assert_eq!(v.major_minor(), Some((9, 1)));
-        let odd = Version {
-            version: "8".into(),
-            release: None,
-            repoid: None,
-        };
-        assert_eq!(odd.major_minor(), None);
+        assert_eq!(v.version, "9.1.4");
+        assert_eq!(v.release.as_deref(), Some("9.1"));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! ([`observer`]).
 //!
 //! Disk images are imported with the `import-from` drive option
-//! ([`vm::DiskSpec::Import`]) from files placed by `download-url`
+//! ([`vm::Drive::import`]) from files placed by `download-url`
 //! ([`storage::DownloadContent::Import`]). There is no REST `importdisk`
 //! endpoint; the provider this crate replaces called one and got a 501.
 
@@ -46,11 +46,11 @@ pub use config::{
 };
 pub use error::{Error, Result};
 pub use hook::{RequestHook, RequestRecord};
-pub use node::{NodeInfo, NodeStatus};
+pub use node::NodeInfo;
 pub use observer::ObserveOptions;
 pub use retry::CallKind;
 pub use secret::Secret;
-pub use storage::{Checksum, DownloadContent, DownloadUrl, StorageContent, StorageInfo};
+pub use storage::{Checksum, DownloadContent, DownloadUrl, StorageContent};
 pub use task::{
     ExitStatus, Progress, TaskListEntry, TaskListFilter, TaskLog, TaskLogLine, TaskObservation,
     TaskOutcome, TaskStatus, TaskSuccess,

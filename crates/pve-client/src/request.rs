@@ -59,14 +59,6 @@ impl ApiPath {
             rendered,
         }
     }
-
-    /// A path given literally (no placeholders): it is its own template.
-    pub(crate) fn literal(path: &str) -> Self {
-        Self {
-            template: Cow::Owned(path.to_owned()),
-            rendered: path.to_owned(),
-        }
-    }
 }
 
 /// One API request, before authentication.

@@ -1,4 +1,4 @@
-//! Storage endpoints: list, content, and `download-url`.
+//! Storage endpoints: content and `download-url`.
 //!
 //! `download-url` with `content=import` (PVE ≥ 8.4 for `.qcow2`/`.raw`/
 //! `.vmdk`; `.img` is refused, so save Ubuntu's `*.img` as `*.qcow2`) puts
@@ -14,38 +14,6 @@ use crate::form::Params;
 use crate::lenient;
 use crate::request::ApiPath;
 use crate::upid::Upid;
-
-/// An entry of `GET /nodes/{node}/storage`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct StorageInfo {
-    pub storage: String,
-    #[serde(rename = "type", default)]
-    pub kind: Option<String>,
-    /// Content types, comma-separated (`images,rootdir,import,iso`).
-    #[serde(default)]
-    pub content: Option<String>,
-    #[serde(default, deserialize_with = "lenient::bool_any")]
-    pub active: bool,
-    #[serde(default, deserialize_with = "lenient::opt_bool")]
-    pub enabled: Option<bool>,
-    #[serde(default, deserialize_with = "lenient::bool_any")]
-    pub shared: bool,
-    #[serde(default, deserialize_with = "lenient::opt_u64")]
-    pub avail: Option<u64>,
-    #[serde(default, deserialize_with = "lenient::opt_u64")]
-    pub total: Option<u64>,
-    #[serde(default, deserialize_with = "lenient::opt_u64")]
-    pub used: Option<u64>,
-}
-
-impl StorageInfo {
-    /// Whether the storage accepts a content type.
-    pub fn supports(&self, content: &str) -> bool {
-        self.content
-            .as_deref()
-            .is_some_and(|c| c.split(',').any(|x| x.trim() == content))
-    }
-}
 
 /// An entry of `GET /nodes/{node}/storage/{storage}/content`.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -107,19 +75,6 @@ impl DownloadUrl {
 }
 
 impl Client {
-    /// `GET /nodes/{node}/storage[?content=...]`.
-    pub async fn list_storage(
-        &self,
-        node: &str,
-        content: Option<&str>,
-    ) -> Result<Vec<StorageInfo>> {
-        self.get(
-            ApiPath::new("/nodes/{node}/storage", &[node]),
-            Params::new().opt("content", content),
-        )
-        .await
-    }
-
     /// `GET /nodes/{node}/storage/{storage}/content[?content=...]`.
     pub async fn storage_content(
         &self,
@@ -132,18 +87,6 @@ impl Client {
             Params::new().opt("content", content),
         )
         .await
-    }
-
-    /// Whether a volume (e.g. `local:import/jammy.qcow2`) exists.
-    /// The content listing is filtered by the volume's directory (`import`,
-    /// `iso`, ...), which names its content type.
-    pub async fn volume_exists(&self, node: &str, volid: &str) -> Result<bool> {
-        let (storage, content) = match volid.split_once(':') {
-            Some((storage, rest)) => (storage, rest.split_once('/').map(|(dir, _)| dir)),
-            None => (volid, None),
-        };
-        let items = self.storage_content(node, storage, content).await?;
-        Ok(items.iter().any(|c| c.volid == volid))
     }
 
     /// `POST .../download-url`; returns the `download` task.
@@ -173,16 +116,6 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn storage_supports_content() {
-        let s: StorageInfo = serde_json::from_value(serde_json::json!({
-            "storage":"local","type":"dir","content":"iso,import, vztmpl","active":1,"enabled":1,"shared":0
-        }))
-        .unwrap();
-        assert!(s.supports("import") && s.supports("vztmpl") && !s.supports("images"));
-        assert_eq!(s.enabled, Some(true));
-    }
 
     #[test]
     fn download_volid() {

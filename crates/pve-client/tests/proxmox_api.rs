@@ -1,11 +1,11 @@
-//! The typed endpoints against pve-sim: cluster, nodes, storage,
+//! The typed endpoints against pve-sim: cluster, nodes, storage content,
 //! download-url, clone, config (async/sync, digest, pending), power, agent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "proxmox/harness.rs"]
 mod harness;
 
-use harness::{Harness, IMAGE, NODE, TEMPLATE, cloned_vm, eventually};
+use harness::{Harness, IMAGE, NODE, TEMPLATE, cloned_vm, eventually, has_import};
 use pve_client::vm::{CloneVm, ConfigUpdate, VmParams};
 use pve_client::{
     AgentNetwork, AgentNotReady, Checksum, DownloadContent, DownloadUrl, Error, ResourceType,
@@ -20,8 +20,8 @@ async fn cluster_nodes_and_storage() {
     let client = h.client();
     let nodes = client.nodes().await.unwrap();
     assert!(nodes.iter().any(|n| n.node == NODE), "{nodes:?}");
-    let status = client.node_status(NODE).await.unwrap();
-    assert!(status.memory.total.unwrap_or(0) > 0, "{status:?}");
+    let node = nodes.iter().find(|n| n.node == NODE).unwrap();
+    assert!(node.maxmem.unwrap_or(0) > 0, "{node:?}");
 
     // The seeded template existed before the simulator started: its stats
     // are there at once. A new VM is `status: unknown` without details until
@@ -37,31 +37,22 @@ async fn cluster_nodes_and_storage() {
     assert_eq!(template.status.as_deref(), Some("stopped"), "{template:?}");
     assert!(template.template, "{template:?}");
     assert_eq!(template.node.as_deref(), Some(NODE));
+    assert_eq!(template.id, format!("qemu/{TEMPLATE}"));
     cloned_vm(&client, 140).await;
-    let fresh = client.locate_vm(140).await.unwrap().unwrap();
+    let vms = client
+        .cluster_resources(Some(ResourceType::Vm))
+        .await
+        .unwrap();
+    let fresh = vms.iter().find(|r| r.vmid == Some(140)).unwrap();
     assert_eq!(fresh.status.as_deref(), Some("unknown"), "{fresh:?}");
-    let located = client.locate_vm(TEMPLATE).await.unwrap().unwrap();
-    assert_eq!(located.id, format!("qemu/{TEMPLATE}"));
-    assert!(client.locate_vm(4242).await.unwrap().is_none());
-
-    let storages = client.list_storage(NODE, None).await.unwrap();
-    let local = storages.iter().find(|s| s.storage == "local").unwrap();
-    assert!(local.supports("import"));
-    let images = client.list_storage(NODE, Some("images")).await.unwrap();
-    assert!(images.iter().all(|s| s.supports("images")) && !images.is_empty());
 
     let content = client
         .storage_content(NODE, "local", Some("import"))
         .await
         .unwrap();
     assert!(content.iter().any(|c| c.volid == IMAGE), "{content:?}");
-    assert!(client.volume_exists(NODE, IMAGE).await.unwrap());
-    assert!(
-        !client
-            .volume_exists(NODE, "local:import/nope.qcow2")
-            .await
-            .unwrap()
-    );
+    assert!(has_import(&client, IMAGE).await);
+    assert!(!has_import(&client, "local:import/nope.qcow2").await);
 }
 
 #[tokio::test]
@@ -87,12 +78,7 @@ async fn download_url_places_an_importable_image() {
     let upid = client.download_url(NODE, "local", &req).await.unwrap();
     assert_eq!(upid.task_type(), "download");
     client.wait_task(&upid).await.unwrap();
-    assert!(
-        client
-            .volume_exists(NODE, &req.volid("local"))
-            .await
-            .unwrap()
-    );
+    assert!(has_import(&client, &req.volid("local")).await);
 
     // A wrong checksum fails the task, with the reason in the log tail.
     let bad = DownloadUrl {
@@ -106,12 +92,7 @@ async fn download_url_places_an_importable_image() {
     let upid = client.download_url(NODE, "local", &bad).await.unwrap();
     let err = client.wait_task(&upid).await.unwrap_err();
     assert!(matches!(err, Error::TaskFailed { .. }), "{err:?}");
-    assert!(
-        !client
-            .volume_exists(NODE, &bad.volid("local"))
-            .await
-            .unwrap()
-    );
+    assert!(!has_import(&client, &bad.volid("local")).await);
 
     // `.img` is not an import format: refused synchronously.
     let img = DownloadUrl {
@@ -142,8 +123,8 @@ async fn full_clone_to_a_target_storage() {
     assert_eq!(cfg.description.as_deref(), Some("made by the client tests"));
     let (key, disk) = cfg.boot_disk().unwrap();
     assert_eq!(key, "scsi0");
-    assert_eq!(disk.storage.as_deref(), Some("local-lvm"));
-    assert!(disk.volume.as_deref().unwrap().contains("900"), "{disk:?}");
+    assert_eq!(disk.storage(), Some("local-lvm"));
+    assert!(disk.file.to_string().contains("900"), "{disk:?}");
     assert!(!cfg.template);
 }
 
@@ -261,20 +242,14 @@ async fn power_operations_and_the_guest_agent() {
     let net = AgentNetwork::Ready(ready);
     assert!(!net.addresses().is_empty(), "{net:?}");
 
-    let reboot = client.reboot_vm(NODE, 902, None).await.unwrap();
-    client.wait_task(&reboot).await.unwrap();
     let stop = client.stop_vm(NODE, 902).await.unwrap();
     client.wait_task(&stop).await.unwrap();
     assert!(!client.vm_status(NODE, 902).await.unwrap().is_running());
 
-    // Reboot of a stopped VM is refused synchronously.
-    let err = client.reboot_vm(NODE, 902, None).await.unwrap_err();
-    assert!(matches!(err, Error::Api { status: 500, .. }), "{err:?}");
-
     // An agent that is not configured is not "not running yet".
     let off = ConfigUpdate {
         set: VmParams {
-            agent: Some(false),
+            agent: Some(pve_client::vm::AgentConfig::enabled(false)),
             ..VmParams::default()
         },
         ..ConfigUpdate::default()

@@ -9,11 +9,12 @@ mod harness;
 use std::time::Duration;
 
 use harness::{
-    Harness, IMAGE, NODE, TEMPLATE, clone_template, cloned_vm, eventually, import_params,
-    start_import,
+    Harness, IMAGE, NODE, TEMPLATE, clone_template, cloned_vm, eventually, has_import,
+    import_params, start_import,
 };
 use pve_client::vm::{
-    CreateVm, DeleteOptions, DiskSize, DiskSpec, IpConfig, Nic, ShutdownOptions, Tags, gib,
+    CreateVm, DeleteOptions, DiskSize, Drive, IpConfig, Nic, NicModel, ShutdownOptions, SshKeys,
+    Tags, gib,
 };
 use pve_client::{Error, Secret, TaskObservation, TaskOutcome, WaitOptions};
 use serde_json::json;
@@ -239,16 +240,13 @@ async fn create_with_import_from_end_to_end() {
     let client = h.client();
     let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@example".to_owned();
     let mut params = import_params();
-    params.disks.insert(
-        "ide2".into(),
-        DiskSpec::CloudInit {
-            storage: "local-lvm".into(),
-        },
-    );
-    params.nets.insert(0, Nic::new("virtio", "vmbr0"));
+    params
+        .disks
+        .insert("ide2".parse().unwrap(), Drive::cloud_init("local-lvm"));
+    params.nets.insert(0, Nic::new(NicModel::Virtio, "vmbr0"));
     params.ciuser = Some("ubuntu".into());
     params.cipassword = Some(Secret::new("cloud-init-pw"));
-    params.sshkeys = Some(vec![key.clone()]);
+    params.sshkeys = Some(SshKeys::new([&key]));
     params.ipconfig.insert(0, IpConfig::dhcp());
     params.tags = Some(Tags::parse("Prod;k8s"));
     params.onboot = Some(true);
@@ -271,7 +269,7 @@ async fn create_with_import_from_end_to_end() {
     assert!(cfg.lock.is_none());
     assert_eq!(cfg.name.as_deref(), Some("web-1"));
     let scsi0 = &cfg.disks["scsi0"];
-    assert_eq!(scsi0.storage.as_deref(), Some("local-lvm"));
+    assert_eq!(scsi0.storage(), Some("local-lvm"));
     assert_eq!(scsi0.size, Some(3584 << 20), "the image's virtual size");
     assert!(cfg.disks["ide2"].is_cloudinit());
     assert_eq!(cfg.sshkeys, [key]);
@@ -282,7 +280,7 @@ async fn create_with_import_from_end_to_end() {
     assert!(cfg.nets[&0].mac.is_some(), "PVE generates a MAC");
     assert_eq!(cfg.onboot, Some(true));
     assert!(!cfg.raw.contains_key("import-from"));
-    assert!(client.volume_exists(NODE, IMAGE).await.unwrap());
+    assert!(has_import(&client, IMAGE).await, "the image stays");
 
     // Grow the disk, then power-cycle and delete.
     let resize = client

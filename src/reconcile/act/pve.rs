@@ -1,13 +1,8 @@
 //! Proxmox calls that start a task, from the plan's steps.
 
-use super::super::plan::{ConfigChanges, Param, Params, PveCall};
-use pve_client::vm::{
-    CloneVm, ConfigUpdate, CreateVm, DeleteOptions, DiskSize, ShutdownOptions, VmParams,
-};
-use pve_client::{self, Checksum, Client, DownloadContent, DownloadUrl, Secret as PveSecret, Upid};
-
-/// The only secret parameter the plan produces.
-const PASSWORD: &str = "cipassword";
+use super::super::plan::{Params, PveCall};
+use pve_client::vm::{CloneVm, CreateVm, DeleteOptions, DiskSize, ShutdownOptions};
+use pve_client::{self, Checksum, Client, DownloadContent, DownloadUrl, Upid};
 
 /// Starts the task of a Proxmox call and returns its UPID.
 pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_client::Error> {
@@ -34,15 +29,7 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_c
             client.download_url(node, storage, &req).await
         }
         PveCall::CreateVm { node, vmid, params } => {
-            let mut params = params.clone();
-            let pool = params.remove("pool").map(|p| p.expose().to_owned());
-            let create = CreateVm {
-                vmid: *vmid,
-                params: vm_params(params)?,
-                pool,
-                start: None,
-            };
-            client.create_vm(node, &create).await
+            client.create_vm(node, &create_request(*vmid, params)).await
         }
         PveCall::CloneVm {
             source_node,
@@ -71,11 +58,7 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_c
             node,
             vmid,
             changes,
-        } => {
-            client
-                .update_vm_config(node, *vmid, &config_update(changes)?)
-                .await
-        }
+        } => client.update_vm_config(node, *vmid, changes).await,
         PveCall::ResizeDisk {
             node,
             vmid,
@@ -109,61 +92,51 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_c
     }
 }
 
-/// The plan's parameters as the client's: every value already in Proxmox's
-/// form goes as is; the password as a secret.
-fn vm_params(params: Params) -> Result<VmParams, pve_client::Error> {
-    let mut out = VmParams::default();
-    for (key, value) in params {
-        match value {
-            Param::Plain(v) => {
-                out.extra.insert(key, v);
-            }
-            Param::Secret(s) if key == PASSWORD => {
-                out.cipassword = Some(PveSecret::new(s.expose()));
-            }
-            Param::Secret(_) => {
-                return Err(pve_client::Error::Config {
-                    message: format!("unexpected secret parameter {key}"),
-                });
-            }
-        }
+/// The create request: the plan's typed settings as they are (disks with
+/// `import-from` as `Drive::import`, the password as a secret), and the pool.
+fn create_request(vmid: u32, params: &Params) -> CreateVm {
+    CreateVm {
+        vmid,
+        params: params.settings.clone(),
+        pool: params.pool.clone(),
+        start: None,
     }
-    Ok(out)
-}
-
-fn config_update(changes: &ConfigChanges) -> Result<ConfigUpdate, pve_client::Error> {
-    Ok(ConfigUpdate {
-        set: vm_params(changes.set.clone())?,
-        delete: changes.delete.clone(),
-        digest: changes.digest.clone(),
-    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::plan::Sensitive;
     use super::*;
+    use pve_client::Secret;
+    use pve_client::vm::{Drive, VmParams};
 
     #[test]
-    fn plan_params_go_out_as_given_and_the_password_as_a_secret() {
-        let params: Params = [
-            ("memory".to_owned(), Param::Plain("2048".into())),
-            (
-                "sshkeys".to_owned(),
-                Param::Plain("ssh-ed25519%20AAAA".into()),
-            ),
-            (
-                PASSWORD.to_owned(),
-                Param::Secret(Sensitive::new("hunter2")),
-            ),
-        ]
-        .into();
-        let p = vm_params(params).unwrap();
-        assert_eq!(p.extra["memory"], "2048");
-        assert_eq!(p.extra["sshkeys"], "ssh-ed25519%20AAAA");
-        assert_eq!(p.cipassword.as_ref().map(|s| s.expose()), Some("hunter2"));
-        assert!(!format!("{p:?}").contains("hunter2"));
-        let odd: Params = [("x".to_owned(), Param::Secret(Sensitive::new("s")))].into();
-        assert!(vm_params(odd).is_err());
+    fn the_create_goes_out_typed_with_the_password_as_a_secret() {
+        let mut settings = VmParams {
+            memory: Some(2048),
+            cipassword: Some(Secret::new("hunter2")),
+            ..VmParams::default()
+        };
+        let import = Drive::import("local-lvm", "local:import/jammy.qcow2");
+        settings
+            .disks
+            .insert("scsi0".parse().unwrap(), import.clone());
+        let params = Params {
+            settings,
+            pool: Some("web".into()),
+        };
+        let create = create_request(150, &params);
+        assert_eq!((create.vmid, create.pool.as_deref()), (150, Some("web")));
+        assert_eq!(create.params.disks.values().next(), Some(&import));
+        assert_eq!(
+            create.params.cipassword.as_ref().map(Secret::expose),
+            Some("hunter2")
+        );
+        assert!(!format!("{create:?}").contains("hunter2"));
+        let sent = create.params.to_params();
+        assert_eq!(
+            sent.get("scsi0"),
+            Some("local-lvm:0,import-from=local:import/jammy.qcow2")
+        );
+        assert!(!format!("{sent:?}").contains("hunter2"));
     }
 }

@@ -1,284 +1,285 @@
-//! How an observed config value is compared with the wanted one. Proxmox
-//! does not echo everything back as written: tag order and case, MAC
-//! addresses it generated, URL-encoded SSH keys, `cputype=` prefixes,
-//! defaults it leaves out.
+//! The managed config keys, and when an observed value already says what
+//! the spec wants.
+//!
+//! Values are read and written with pve-client's model of Proxmox values
+//! (which knows that tags compare without order or case, that `sshkeys` is
+//! URL-encoded, what an absent key defaults to, ...). What counts as "the
+//! same" is the plan's decision: a MAC Proxmox generated counts only when
+//! the spec declares one, only the CPU model is managed, the description
+//! compares without the owner marker.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use percent_encoding::percent_decode_str;
+use pve_client::vm::{
+    AgentConfig, CpuConfig, IpConfig, Nameservers, Nic, ScsiHw, SshKeys, Tags, VmParams, defaults,
+    ipconfig_key, net_key, parse_bool, parse_memory,
+};
 
 use super::owner;
 
-/// How an observed value is compared with the wanted one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Cmp {
-    /// Equal after trimming.
-    Text,
-    /// Equal numbers; an absent key means `default`.
-    Number(u64),
-    /// Equal booleans (`1`/`0`); an absent key means `default`.
-    Flag(bool),
-    /// The agent option: `1`, `0` or `enabled=1,...`.
-    Agent,
-    /// The CPU model: first item, without a `cputype=` prefix.
-    CpuType,
-    /// Tags: same set, ignoring case and order.
-    Tags,
-    /// The description: the user's part must match (the marker is checked
-    /// by ownership).
-    Description,
-    /// A network device; the MAC only counts when declared.
-    Net {
-        /// Whether the spec declares the MAC.
-        mac: bool,
-    },
-    /// `k=v,k=v` lists compared as maps (ipconfig).
-    KeyValues,
-    /// Lists separated by space, `,` or `;` (nameserver).
-    List,
-    /// URL-encoded SSH keys, compared key by key.
-    SshKeys,
-}
-
 /// One managed config key and its wanted value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Want {
-    pub key: String,
-    pub value: String,
-    pub cmp: Cmp,
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Want {
+    Name(String),
+    Cores(u32),
+    Sockets(u32),
+    /// MiB.
+    Memory(u64),
+    /// With the owner marker.
+    Description(String),
+    /// The CPU model (its other options are left alone).
+    CpuType(String),
+    Agent(bool),
+    OnBoot(bool),
+    Tags(Tags),
+    ScsiHw(ScsiHw),
+    /// `net<index>`; its MAC counts only when the spec declares one.
+    Net {
+        index: u32,
+        nic: Nic,
+    },
+    CiUser(String),
+    SshKeys(SshKeys),
+    IpConfig {
+        index: u32,
+        config: IpConfig,
+    },
+    Nameservers(Nameservers),
+    SearchDomain(String),
 }
 
 impl Want {
-    pub fn new(key: impl Into<String>, value: impl Into<String>, cmp: Cmp) -> Self {
-        Self {
-            key: key.into(),
-            value: value.into(),
-            cmp,
+    /// The config key.
+    pub fn key(&self) -> String {
+        match self {
+            Want::Name(_) => "name".into(),
+            Want::Cores(_) => "cores".into(),
+            Want::Sockets(_) => "sockets".into(),
+            Want::Memory(_) => "memory".into(),
+            Want::Description(_) => "description".into(),
+            Want::CpuType(_) => "cpu".into(),
+            Want::Agent(_) => "agent".into(),
+            Want::OnBoot(_) => "onboot".into(),
+            Want::Tags(_) => "tags".into(),
+            Want::ScsiHw(_) => "scsihw".into(),
+            Want::Net { index, .. } => net_key(*index),
+            Want::CiUser(_) => "ciuser".into(),
+            Want::SshKeys(_) => "sshkeys".into(),
+            Want::IpConfig { index, .. } => ipconfig_key(*index),
+            Want::Nameservers(_) => "nameserver".into(),
+            Want::SearchDomain(_) => "searchdomain".into(),
         }
     }
 
-    /// Whether `observed` (absent: `None`) already says what is wanted.
+    /// Whether `observed` (absent: `None`) already says what is wanted. A
+    /// value Proxmox would not accept never does.
     pub fn matches(&self, observed: Option<&str>) -> bool {
-        let want = self.value.as_str();
-        match (&self.cmp, observed) {
-            (Cmp::Number(default), None) => want.parse() == Ok(*default),
-            (Cmp::Flag(default), None) => flag(want) == *default,
-            (Cmp::Description, None) => owner::user_part(want).is_empty(),
-            (_, None) => false,
-            (Cmp::Text, Some(have)) => have.trim() == want.trim(),
-            (Cmp::Number(_), Some(have)) => have.trim().parse::<u64>() == want.parse(),
-            (Cmp::Flag(_), Some(have)) => flag(have) == flag(want),
-            (Cmp::Agent, Some(have)) => agent_enabled(have) == flag(want),
-            (Cmp::CpuType, Some(have)) => cpu_type(have) == want,
-            (Cmp::Tags, Some(have)) => tag_set(have) == tag_set(want),
-            (Cmp::Description, Some(have)) => owner::user_part(have) == owner::user_part(want),
-            (Cmp::Net { mac }, Some(have)) => Net::parse(have).same_as(&Net::parse(want), *mac),
-            (Cmp::KeyValues, Some(have)) => key_values(have) == key_values(want),
-            (Cmp::List, Some(have)) => list(have) == list(want),
-            (Cmp::SshKeys, Some(have)) => ssh_key_lines(have) == ssh_key_lines(want),
-        }
-    }
-
-    /// The value to write, keeping what Proxmox chose and the spec leaves
-    /// open (a generated MAC address).
-    pub fn value_given(&self, observed: Option<&str>) -> String {
-        match (&self.cmp, observed) {
-            (Cmp::Net { mac: false }, Some(have)) => match Net::parse(have).mac {
-                Some(mac) => with_mac(&self.value, &mac),
-                None => self.value.clone(),
-            },
-            _ => self.value.clone(),
-        }
-    }
-}
-
-fn flag(v: &str) -> bool {
-    matches!(v.trim(), "1" | "on" | "yes" | "true")
-}
-
-pub(super) fn agent_enabled(v: &str) -> bool {
-    let first = v.split(',').next().unwrap_or_default();
-    match first.split_once('=') {
-        Some(("enabled", value)) => flag(value),
-        Some(_) => false,
-        None => flag(first),
-    }
-}
-
-fn cpu_type(v: &str) -> &str {
-    let first = v.split(',').next().unwrap_or_default().trim();
-    first.strip_prefix("cputype=").unwrap_or(first)
-}
-
-fn tag_set(v: &str) -> BTreeSet<String> {
-    v.split([';', ',', ' '])
-        .filter(|t| !t.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-fn key_values(v: &str) -> BTreeMap<String, String> {
-    v.split(',')
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect()
-}
-
-fn list(v: &str) -> Vec<&str> {
-    v.split([' ', ',', ';']).filter(|s| !s.is_empty()).collect()
-}
-
-fn ssh_key_lines(encoded: &str) -> Vec<String> {
-    percent_decode_str(encoded)
-        .decode_utf8_lossy()
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .filter(|l| !l.is_empty())
-        .collect()
-}
-
-/// A `net<n>` value, parsed.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Net {
-    model: String,
-    mac: Option<String>,
-    bridge: Option<String>,
-    tag: Option<String>,
-    firewall: bool,
-}
-
-impl Net {
-    fn parse(v: &str) -> Self {
-        let mut net = Net::default();
-        for (i, item) in v.split(',').enumerate() {
-            let (k, val) = item.split_once('=').unwrap_or((item, ""));
-            match k {
-                "bridge" => net.bridge = Some(val.to_owned()),
-                "tag" => net.tag = Some(val.to_owned()),
-                "firewall" => net.firewall = flag(val),
-                "macaddr" => net.mac = Some(val.to_uppercase()),
-                _ if i == 0 => {
-                    net.model = k.to_owned();
-                    net.mac = (!val.is_empty()).then(|| val.to_uppercase());
-                }
-                _ => {}
+        let Some(have) = observed else {
+            return match self {
+                Want::Cores(n) => *n == defaults::CORES,
+                Want::Sockets(n) => *n == defaults::SOCKETS,
+                Want::Memory(mib) => *mib == defaults::MEMORY_MIB,
+                Want::OnBoot(on) => *on == defaults::ONBOOT,
+                Want::Description(d) => owner::user_part(d).is_empty(),
+                _ => false,
+            };
+        };
+        match self {
+            Want::Name(want) | Want::CiUser(want) | Want::SearchDomain(want) => {
+                have.trim() == want.trim()
             }
+            Want::Cores(n) | Want::Sockets(n) => have.trim().parse() == Ok(*n),
+            Want::Memory(mib) => parse_memory(have) == Ok(*mib),
+            Want::Description(d) => owner::user_part(have) == owner::user_part(d),
+            Want::CpuType(model) => have
+                .parse::<CpuConfig>()
+                .is_ok_and(|cpu| cpu.cputype.as_ref() == Some(model)),
+            Want::Agent(on) => AgentConfig::parse(have).enabled == *on,
+            Want::OnBoot(on) => parse_bool(have) == Some(*on),
+            Want::Tags(tags) => Tags::parse(have) == *tags,
+            Want::ScsiHw(hw) => have.parse() == Ok(*hw),
+            Want::Net { nic, .. } => Nic::parse(have).is_ok_and(|h| same_device(&h, nic)),
+            Want::SshKeys(keys) => SshKeys::parse(have).is_ok_and(|h| h == *keys),
+            Want::IpConfig { config, .. } => IpConfig::parse(have) == Ok(*config),
+            Want::Nameservers(servers) => Nameservers::parse(have).is_ok_and(|h| h == *servers),
         }
-        net
     }
 
-    fn same_as(&self, want: &Net, compare_mac: bool) -> bool {
-        self.model == want.model
-            && self.bridge == want.bridge
-            && self.tag == want.tag
-            && self.firewall == want.firewall
-            && (!compare_mac || self.mac == want.mac)
+    /// Sets the wanted value in `set`, keeping what Proxmox chose and the
+    /// spec leaves open (the MAC it generated, from `observed`).
+    pub fn apply(&self, observed: Option<&str>, set: &mut VmParams) {
+        match self {
+            Want::Name(name) => set.name = Some(name.clone()),
+            Want::Cores(n) => set.cores = Some(*n),
+            Want::Sockets(n) => set.sockets = Some(*n),
+            Want::Memory(mib) => set.memory = Some(*mib),
+            Want::Description(d) => set.description = Some(d.as_str().into()),
+            Want::CpuType(model) => set.cpu = Some(CpuConfig::model(model)),
+            Want::Agent(on) => set.agent = Some(AgentConfig::enabled(*on)),
+            Want::OnBoot(on) => set.onboot = Some(*on),
+            Want::Tags(tags) => set.tags = Some(tags.clone()),
+            Want::ScsiHw(hw) => set.scsihw = Some(*hw),
+            Want::Net { index, nic } => {
+                let mut nic = nic.clone();
+                if nic.mac.is_none() {
+                    nic.mac = observed.and_then(|h| Nic::parse(h).ok()?.mac);
+                }
+                set.nets.insert(*index, nic);
+            }
+            Want::CiUser(user) => set.ciuser = Some(user.clone()),
+            Want::SshKeys(keys) => set.sshkeys = Some(keys.clone()),
+            Want::IpConfig { index, config } => {
+                set.ipconfig.insert(*index, *config);
+            }
+            Want::Nameservers(servers) => set.nameserver = Some(servers.clone()),
+            Want::SearchDomain(domain) => set.searchdomain = Some(domain.clone()),
+        }
     }
 }
 
-fn with_mac(value: &str, mac: &str) -> String {
-    match value.split_once(',') {
-        Some((model, rest)) => format!("{}={mac},{rest}", model.split('=').next().unwrap_or(model)),
-        None => format!("{value}={mac}"),
-    }
+/// The NIC settings the spec manages are the same; the MAC only when the
+/// spec declares one.
+fn same_device(have: &Nic, want: &Nic) -> bool {
+    have.model == want.model
+        && have.bridge == want.bridge
+        && have.tag == want.tag
+        && have.firewall == want.firewall
+        && (want.mac.is_none() || have.mac == want.mac)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::render::ssh_keys_value;
     use super::*;
+    use pve_client::vm::NicModel;
 
-    fn want(value: &str, cmp: Cmp) -> Want {
-        Want::new("k", value, cmp)
+    fn nic(s: &str) -> Nic {
+        Nic::parse(s).unwrap()
+    }
+
+    fn net(s: &str) -> Want {
+        Want::Net {
+            index: 0,
+            nic: nic(s),
+        }
     }
 
     #[test]
     fn comparisons_normalise_what_proxmox_echoes() {
-        let keys = ssh_keys_value(&["ssh-ed25519 AAAA a@b".into(), "ssh-rsa BBBB+/= c".into()]);
+        let keys = SshKeys::new(["ssh-ed25519 AAAA a@b", "ssh-rsa BBBB+/= c"]);
+        let encoded = keys.to_string();
         // (case, wanted, observed, same?)
         let cases: Vec<(&str, Want, Option<&str>, bool)> = vec![
             (
                 "tags order and case",
-                want("web;Prod", Cmp::Tags),
+                Want::Tags(Tags::new(["web", "Prod"])),
                 Some("prod;web"),
                 true,
             ),
-            ("tags differ", want("web", Cmp::Tags), Some("web;db"), false),
-            ("cores default", want("1", Cmp::Number(1)), None, true),
-            ("cores differ", want("2", Cmp::Number(1)), Some("1"), false),
             (
-                "onboot absent means off",
-                want("0", Cmp::Flag(false)),
-                None,
+                "tags differ",
+                Want::Tags(Tags::new(["web"])),
+                Some("web;db"),
+                false,
+            ),
+            ("cores default", Want::Cores(1), None, true),
+            ("cores differ", Want::Cores(2), Some("1"), false),
+            ("memory default", Want::Memory(512), None, true),
+            (
+                "memory property form",
+                Want::Memory(2048),
+                Some("current=2048"),
+                true,
+            ),
+            ("onboot absent means off", Want::OnBoot(false), None, true),
+            (
+                "onboot as PVE reads it",
+                Want::OnBoot(true),
+                Some("on"),
                 true,
             ),
             (
                 "agent with options",
-                want("1", Cmp::Agent),
+                Want::Agent(true),
                 Some("enabled=1,fstrim_cloned_disks=1"),
                 true,
             ),
-            ("agent plain", want("1", Cmp::Agent), Some("0"), false),
+            ("agent plain", Want::Agent(true), Some("0"), false),
+            (
+                "agent as PVE reads it",
+                Want::Agent(true),
+                Some("yes"),
+                true,
+            ),
             (
                 "cpu with flags",
-                want("host", Cmp::CpuType),
+                Want::CpuType("host".into()),
                 Some("cputype=host,flags=+aes"),
                 true,
             ),
             (
                 "generated mac ignored",
-                want("virtio,bridge=vmbr0,tag=10", Cmp::Net { mac: false }),
+                net("virtio,bridge=vmbr0,tag=10"),
                 Some("virtio=BC:24:11:00:00:01,bridge=vmbr0,tag=10"),
                 true,
             ),
             (
                 "declared mac compared",
-                want(
-                    "virtio=BC:24:11:00:00:02,bridge=vmbr0",
-                    Cmp::Net { mac: true },
-                ),
+                net("virtio=BC:24:11:00:00:02,bridge=vmbr0"),
                 Some("virtio=bc:24:11:00:00:01,bridge=vmbr0"),
                 false,
             ),
             (
+                "declared mac in any case",
+                net("virtio=BC:24:11:00:00:02,bridge=vmbr0"),
+                Some("virtio=bc:24:11:00:00:02,bridge=vmbr0"),
+                true,
+            ),
+            (
                 "bridge differs",
-                want("virtio,bridge=vmbr1", Cmp::Net { mac: false }),
+                net("virtio,bridge=vmbr1"),
                 Some("virtio=BC:24:11:00:00:01,bridge=vmbr0"),
                 false,
             ),
             (
                 "ipconfig order",
-                want("ip=10.0.0.5/24,gw=10.0.0.1", Cmp::KeyValues),
+                Want::IpConfig {
+                    index: 0,
+                    config: IpConfig::parse("ip=10.0.0.5/24,gw=10.0.0.1").unwrap(),
+                },
                 Some("gw=10.0.0.1,ip=10.0.0.5/24"),
                 true,
             ),
             (
                 "nameservers",
-                want("1.1.1.1 9.9.9.9", Cmp::List),
+                Want::Nameservers(Nameservers::new(["1.1.1.1", "9.9.9.9"])),
                 Some("1.1.1.1,9.9.9.9"),
                 true,
             ),
             (
                 "ssh keys as echoed",
-                want(&keys, Cmp::SshKeys),
-                Some(keys.as_str()),
+                Want::SshKeys(keys.clone()),
+                Some(encoded.as_str()),
                 true,
             ),
             (
                 "ssh keys missing one",
-                want(&keys, Cmp::SshKeys),
+                Want::SshKeys(keys),
                 Some("ssh-ed25519%20AAAA%20a%40b"),
                 false,
             ),
             (
                 "description user part",
-                want(
-                    "notes\n\nManaged by crossplane-provider-proxmox: x uid=1",
-                    Cmp::Description,
+                Want::Description(
+                    "notes\n\nManaged by crossplane-provider-proxmox: x uid=1".into(),
                 ),
                 Some("notes\n\nManaged by crossplane-provider-proxmox: x uid=1\n"),
                 true,
             ),
+            (
+                "scsihw",
+                Want::ScsiHw(ScsiHw::VirtioScsiSingle),
+                Some("virtio-scsi-single"),
+                true,
+            ),
+            ("name absent", Want::Name("web".into()), None, false),
         ];
         for (name, w, observed, same) in cases {
             assert_eq!(w.matches(observed), same, "{name}");
@@ -287,11 +288,25 @@ mod tests {
 
     #[test]
     fn a_changed_device_keeps_its_generated_mac() {
-        let w = want("virtio,bridge=vmbr1,tag=5", Cmp::Net { mac: false });
-        let observed = "virtio=BC:24:11:00:00:01,bridge=vmbr0";
+        let w = net("virtio,bridge=vmbr1,tag=5");
+        let mut set = VmParams::default();
+        w.apply(Some("virtio=BC:24:11:00:00:01,bridge=vmbr0"), &mut set);
         assert_eq!(
-            w.value_given(Some(observed)),
+            set.nets[&0].to_string(),
             "virtio=BC:24:11:00:00:01,bridge=vmbr1,tag=5"
         );
+        let declared = Want::Net {
+            index: 1,
+            nic: Nic {
+                mac: "BC:24:11:00:00:09".parse().ok(),
+                ..Nic::new(NicModel::E1000, "vmbr0")
+            },
+        };
+        declared.apply(Some("virtio=BC:24:11:00:00:01,bridge=vmbr0"), &mut set);
+        assert_eq!(
+            set.nets[&1].to_string(),
+            "e1000=BC:24:11:00:00:09,bridge=vmbr0"
+        );
+        assert_eq!(declared.key(), "net1");
     }
 }

@@ -185,12 +185,7 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
 }
 
 fn keys(diff: &Diff) -> String {
-    diff.changes
-        .set
-        .keys()
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ")
+    diff.changes.set.keys().join(", ")
 }
 
 /// Start or stop the VM as `powerState` asks; a shutdown that failed (timed

@@ -4,17 +4,20 @@
 //! (changes that apply at the next reboot) count as applied, so a running VM
 //! is not reconfigured on every pass; they are reported instead.
 
+use pve_client::Secret;
+use pve_client::vm::{Drive, DriveKey};
+
 use super::context::Ctx;
 use super::input::{PasswordState, VmConfig};
-use super::output::{ConfigChanges, Param};
-use super::render::{self, ceil_gib, ceil_mib, disk_bytes, drive_size};
+use super::output::ConfigChanges;
+use super::render::{self, ceil_gib, ceil_mib, disk_bytes};
 use crate::api::quantity::human_bytes;
 
 /// The difference between the spec and a VM's config.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(super) struct Diff {
-    /// Keys to set (one config update).
-    pub changes: ConfigChanges,
+    /// Keys to set (one config update; boxed, as it is carried in a step).
+    pub changes: Box<ConfigChanges>,
     /// Keys whose wanted value waits for a reboot.
     pub pending: Vec<String>,
     /// Disks to grow: slot and new size in bytes.
@@ -33,35 +36,28 @@ fn effective<'c>(config: &'c VmConfig, key: &str) -> Option<&'c str> {
     }
 }
 
-fn is_drive_key(key: &str) -> bool {
-    ["ide", "sata", "scsi", "virtio"].iter().any(|bus| {
-        key.strip_prefix(bus)
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    })
-}
-
 /// Computes the drift of `config` from the spec.
 pub(super) fn diff(ctx: &Ctx, config: &VmConfig) -> Result<Diff, String> {
     let mut d = Diff {
-        changes: ConfigChanges {
+        changes: Box::new(ConfigChanges {
             digest: config.current.get("digest").cloned(),
             ..ConfigChanges::default()
-        },
+        }),
         ..Diff::default()
     };
     for want in render::managed(ctx)? {
-        let eff = effective(config, &want.key);
+        let key = want.key();
+        let eff = effective(config, &key);
         if want.matches(eff) {
-            let current = config.current.get(&want.key).map(String::as_str);
+            let current = config.current.get(&key).map(String::as_str);
             if !want.matches(current) {
-                d.pending.push(want.key.clone());
+                d.pending.push(key);
             }
             continue;
         }
-        let value = want.value_given(eff);
-        d.changes.set.insert(want.key, Param::Plain(value));
+        want.apply(eff, &mut d.changes.set);
     }
-    cloud_init_drive(ctx, config, &mut d);
+    cloud_init_drive(ctx, config, &mut d)?;
     password(ctx, &mut d);
     disks(ctx, config, &mut d)?;
     Ok(d)
@@ -69,16 +65,15 @@ pub(super) fn diff(ctx: &Ctx, config: &VmConfig) -> Result<Diff, String> {
 
 /// A cloud-init drive is added when the spec has cloud-init and the VM has
 /// no drive (a cloned template may lack one).
-fn cloud_init_drive(ctx: &Ctx, config: &VmConfig, d: &mut Diff) {
+fn cloud_init_drive(ctx: &Ctx, config: &VmConfig, d: &mut Diff) -> Result<(), String> {
     let Some(ci) = &ctx.spec.cloud_init else {
-        return;
+        return Ok(());
     };
-    let has_drive = config
-        .current
-        .iter()
-        .any(|(k, v)| is_drive_key(k) && v.contains("cloudinit"));
+    let has_drive = config.current.iter().any(|(k, v)| {
+        k.parse::<DriveKey>().is_ok() && Drive::parse(v).is_ok_and(|d| d.is_cloudinit())
+    });
     if has_drive {
-        return;
+        return Ok(());
     }
     match config.current.get(&ci.drive_slot) {
         Some(other) => d.problems.push(format!(
@@ -86,10 +81,14 @@ fn cloud_init_drive(ctx: &Ctx, config: &VmConfig, d: &mut Diff) {
             ci.drive_slot
         )),
         None => {
-            let value = Param::Plain(render::cloud_init_drive(ci));
-            d.changes.set.insert(ci.drive_slot.clone(), value);
+            let slot = render::drive_key(&ci.drive_slot)?;
+            d.changes
+                .set
+                .disks
+                .insert(slot, render::cloud_init_drive(ci));
         }
     }
+    Ok(())
 }
 
 /// Proxmox never shows the password (`**********`), so the Secret's version
@@ -99,9 +98,7 @@ fn password(ctx: &Ctx, d: &mut Diff) {
         Some(PasswordState::Available { value, version })
             if ctx.status.at_provider.password_version.as_ref() != Some(version) =>
         {
-            d.changes
-                .set
-                .insert("cipassword".into(), Param::Secret(value.clone()));
+            d.changes.set.cipassword = Some(Secret::new(value.expose()));
             d.password_version = Some(version.clone());
         }
         Some(PasswordState::Missing(why)) => {
@@ -122,26 +119,38 @@ fn disks(ctx: &Ctx, config: &VmConfig, d: &mut Diff) -> Result<(), String> {
                     disk.slot, disk.slot
                 ));
             } else {
-                let value = Param::Plain(render::disk_create_value(disk)?);
-                d.changes.set.insert(disk.slot.clone(), value);
+                let slot = render::drive_key(&disk.slot)?;
+                d.changes.set.disks.insert(slot, render::disk_create(disk)?);
             }
             continue;
         };
-        if value.contains("media=cdrom") || value.contains("cloudinit") {
-            d.problems.push(format!(
-                "slot {} holds a CD-ROM or cloud-init drive, not a disk",
-                disk.slot
-            ));
-            continue;
-        }
-        let storage = value.split(':').next().unwrap_or_default();
+        let drive = match Drive::parse(value) {
+            Ok(drive) if !drive.is_cdrom() && !drive.is_cloudinit() => drive,
+            Ok(_) => {
+                d.problems.push(format!(
+                    "slot {} holds a CD-ROM or cloud-init drive, not a disk",
+                    disk.slot
+                ));
+                continue;
+            }
+            Err(e) => {
+                d.problems.push(format!(
+                    "slot {} holds a value the provider cannot read: {e}",
+                    disk.slot
+                ));
+                continue;
+            }
+        };
+        let storage = drive
+            .storage()
+            .map_or_else(|| drive.file.to_string(), str::to_owned);
         if storage != disk.storage {
             d.problems.push(format!(
                 "disk {} is on storage {storage}, the spec says {}; moving disks is not supported",
                 disk.slot, disk.storage
             ));
         }
-        let (Some(want), Some(have)) = (disk_bytes(disk)?, drive_size(value)) else {
+        let (Some(want), Some(have)) = (disk_bytes(disk)?, drive.size) else {
             continue;
         };
         if have < ceil_mib(want) {

@@ -3,6 +3,7 @@
 use std::{collections::BTreeMap, fmt, time::Duration};
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use pve_client::vm::VmParams;
 
 use crate::api::{
     ProxmoxVMStatus,
@@ -224,7 +225,7 @@ pub enum PveCall {
         /// VMID.
         vmid: u32,
         /// Every create parameter except `vmid`.
-        params: Params,
+        params: Box<Params>,
     },
     /// `POST /nodes/{source_node}/qemu/{template}/clone`.
     CloneVm {
@@ -254,7 +255,7 @@ pub enum PveCall {
         /// VMID.
         vmid: u32,
         /// Keys to set and delete, and the digest they were computed from.
-        changes: ConfigChanges,
+        changes: Box<ConfigChanges>,
     },
     /// `PUT /nodes/{node}/qemu/{vmid}/resize` to an absolute size.
     ResizeDisk {
@@ -397,57 +398,20 @@ impl Idle {
     }
 }
 
-/// Proxmox parameters as the API expects their values (before the form or
-/// JSON encoding of the request): `scsi0=local-lvm:0,import-from=...`,
-/// `sshkeys` already percent-encoded, `memory` in MiB.
-pub type Params = BTreeMap<String, Param>;
-
-/// One parameter value.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Param {
-    /// Plain value.
-    Plain(String),
-    /// A secret (`cipassword`); never logged.
-    Secret(Sensitive),
+/// Everything a create sends besides `vmid`: the VM's settings in
+/// pve-client's typed model, and the pool to add it to.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Params {
+    /// Config settings (the password among them, as a secret).
+    pub settings: VmParams,
+    /// `pool`.
+    pub pool: Option<String>,
 }
 
-impl Param {
-    /// The value to send.
-    pub fn expose(&self) -> &str {
-        match self {
-            Self::Plain(v) => v,
-            Self::Secret(s) => s.expose(),
-        }
-    }
-}
-
-impl fmt::Debug for Param {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Plain(v) => fmt::Debug::fmt(v, f),
-            Self::Secret(s) => fmt::Debug::fmt(s, f),
-        }
-    }
-}
-
-/// A config update.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ConfigChanges {
-    /// Keys to set.
-    pub set: Params,
-    /// Keys to delete (`delete=a,b`).
-    pub delete: Vec<String>,
-    /// The `digest` of the config the changes were computed from; send it so
-    /// Proxmox refuses the update if someone changed the config meanwhile.
-    pub digest: Option<String>,
-}
-
-impl ConfigChanges {
-    /// Whether there is nothing to change.
-    pub fn is_empty(&self) -> bool {
-        self.set.is_empty() && self.delete.is_empty()
-    }
-}
+/// A config update: the settings to set (typed), keys to delete, and the
+/// `digest` of the config the changes were computed from, so Proxmox
+/// refuses the update if someone changed the config meanwhile.
+pub use pve_client::vm::ConfigUpdate as ConfigChanges;
 
 /// A string that is never printed.
 #[derive(Clone, PartialEq, Eq)]

@@ -1,64 +1,30 @@
-//! The spec, rendered as Proxmox config values: the create call's
-//! parameters and the managed keys drift is checked against.
+//! The spec, as Proxmox settings in pve-client's typed model: the create
+//! call's parameters and the managed keys drift is checked against.
+//!
+//! The decisions are the plan's: which keys are managed, that sizes round
+//! up to what Proxmox allocates, the SCSI controller and boot order a new
+//! VM gets. How each value is written is the model's.
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use std::fmt::Display;
+use std::str::FromStr;
 
-use super::compare::{Cmp, Want};
+use pve_client::Secret;
+use pve_client::vm::{
+    Boot, Drive, DriveKey, IpConfig, Nameservers, Nic, NicModel, ScsiHw, SshKeys, Tags, VmParams,
+    net_index,
+};
+
+use super::compare::Want;
 use super::context::Ctx;
-use super::output::{Param, Params, Sensitive};
+use super::output::{Params, Sensitive};
 use super::owner;
 use crate::api::{
     quantity::parse_bytes,
-    vm::{CloudInit, Disk, IpConfig, NetworkDevice, ScsiController},
+    vm::{CloudInit, Disk, IpConfig as IpSpec, NetworkDevice, NetworkModel, ScsiController},
 };
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
-
-/// RFC 3986 unreserved characters stay; everything else is escaped, which
-/// is what Proxmox's `sshkeys` format accepts (a space must be `%20`).
-const SSH_KEYS: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-/// The `sshkeys` value: keys joined by newlines, percent-encoded.
-pub(super) fn ssh_keys_value(keys: &[String]) -> String {
-    utf8_percent_encode(&keys.join("\n"), SSH_KEYS).to_string()
-}
-
-/// The `net<n>` value for a device.
-pub(super) fn net_value(dev: &NetworkDevice) -> String {
-    let mut v = dev.model.as_str().to_owned();
-    if let Some(mac) = &dev.mac {
-        v.push('=');
-        v.push_str(&mac.to_uppercase());
-    }
-    v.push_str(",bridge=");
-    v.push_str(&dev.bridge);
-    if let Some(tag) = dev.vlan_tag {
-        v.push_str(&format!(",tag={tag}"));
-    }
-    if dev.firewall {
-        v.push_str(",firewall=1");
-    }
-    v
-}
-
-/// The `ipconfig<n>` value, or `None` when the entry sets nothing.
-pub(super) fn ip_config_value(ic: &IpConfig) -> Option<String> {
-    let parts: Vec<String> = [
-        ("ip", &ic.ip),
-        ("gw", &ic.gateway),
-        ("ip6", &ic.ip6),
-        ("gw6", &ic.gateway6),
-    ]
-    .into_iter()
-    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
-    .collect();
-    (!parts.is_empty()).then(|| parts.join(","))
-}
 
 /// Bytes rounded up to whole MiB (Proxmox sizes are MiB-exact).
 pub(super) fn ceil_mib(bytes: u64) -> u64 {
@@ -70,27 +36,6 @@ pub(super) fn ceil_gib(bytes: u64) -> u64 {
     bytes.div_ceil(GIB).max(1) * GIB
 }
 
-/// A disk size as Proxmox writes it in a drive string (`size=2252M`).
-pub(super) fn drive_size(value: &str) -> Option<u64> {
-    let size = value
-        .split(',')
-        .find_map(|item| item.strip_prefix("size="))?;
-    let (number, unit) = size.split_at(
-        size.find(|c: char| c.is_ascii_alphabetic())
-            .unwrap_or(size.len()),
-    );
-    let n: f64 = number.parse().ok()?;
-    let scale = match unit {
-        "" => 1u64,
-        "K" => 1 << 10,
-        "M" => MIB,
-        "G" => GIB,
-        "T" => 1 << 40,
-        _ => return None,
-    };
-    Some((n * scale as f64).round() as u64)
-}
-
 /// The size of a disk in the spec, in bytes.
 pub(super) fn disk_bytes(disk: &Disk) -> Result<Option<u64>, String> {
     disk.size
@@ -99,25 +44,98 @@ pub(super) fn disk_bytes(disk: &Disk) -> Result<Option<u64>, String> {
         .transpose()
 }
 
-/// The drive value that creates a disk: `local-lvm:0,import-from=...` for an
-/// import, `local-lvm:<GiB>` for an empty disk.
-pub(super) fn disk_create_value(disk: &Disk) -> Result<String, String> {
+/// A drive slot of the spec (`scsi0`, `ide2`).
+pub(super) fn drive_key(slot: &str) -> Result<DriveKey, String> {
+    slot.parse().map_err(|e| format!("{e}"))
+}
+
+/// The drive that creates a disk: an import (`import-from`) of the image or
+/// volume, or a new empty volume of the spec's size rounded up to GiB.
+pub(super) fn disk_create(disk: &Disk) -> Result<Drive, String> {
     let source = disk
         .import_from
         .clone()
         .or_else(|| disk.image.as_ref().map(|i| i.volume()));
     match source {
-        Some(volume) => Ok(format!("{}:0,import-from={volume}", disk.storage)),
+        Some(volume) => Ok(Drive::import(&disk.storage, &volume)),
         None => {
             let bytes = disk_bytes(disk)?.unwrap_or(GIB);
-            Ok(format!("{}:{}", disk.storage, ceil_gib(bytes) / GIB))
+            Ok(Drive::alloc(&disk.storage, ceil_gib(bytes) / GIB))
         }
     }
 }
 
-/// The cloud-init drive value (`local-lvm:cloudinit`).
-pub(super) fn cloud_init_drive(ci: &CloudInit) -> String {
-    format!("{}:cloudinit", ci.storage)
+/// The cloud-init drive.
+pub(super) fn cloud_init_drive(ci: &CloudInit) -> Drive {
+    Drive::cloud_init(&ci.storage)
+}
+
+fn nic_model(model: NetworkModel) -> NicModel {
+    match model {
+        NetworkModel::Virtio => NicModel::Virtio,
+        NetworkModel::E1000 => NicModel::E1000,
+        NetworkModel::E1000e => NicModel::E1000e,
+        NetworkModel::Rtl8139 => NicModel::Rtl8139,
+        NetworkModel::Vmxnet3 => NicModel::Vmxnet3,
+    }
+}
+
+fn scsi_hw(hw: ScsiController) -> ScsiHw {
+    match hw {
+        ScsiController::Lsi => ScsiHw::Lsi,
+        ScsiController::Lsi53c810 => ScsiHw::Lsi53c810,
+        ScsiController::VirtioScsiPci => ScsiHw::VirtioScsiPci,
+        ScsiController::VirtioScsiSingle => ScsiHw::VirtioScsiSingle,
+        ScsiController::Megasas => ScsiHw::Megasas,
+        ScsiController::Pvscsi => ScsiHw::Pvscsi,
+    }
+}
+
+fn nic_index(slot: &str) -> Result<u32, String> {
+    net_index(slot).ok_or_else(|| format!("{slot:?} is not a network device slot"))
+}
+
+/// A network device of the spec.
+fn device(dev: &NetworkDevice) -> Result<Want, String> {
+    Ok(Want::Net {
+        index: nic_index(&dev.slot)?,
+        nic: Nic {
+            mac: spec_value(&dev.slot, "mac", &dev.mac)?,
+            tag: dev.vlan_tag,
+            firewall: dev.firewall,
+            ..Nic::new(nic_model(dev.model), &dev.bridge)
+        },
+    })
+}
+
+/// An optional spec field read as a model value.
+fn spec_value<T: FromStr<Err: Display>>(
+    owner: &str,
+    field: &str,
+    value: &Option<String>,
+) -> Result<Option<T>, String> {
+    value
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| format!("{owner} {field}: {e}"))
+}
+
+/// The addresses of one interface, or `None` when the entry sets nothing.
+fn ip_config(ic: &IpSpec) -> Result<Option<Want>, String> {
+    let config = IpConfig {
+        ip: spec_value(&ic.interface, "ip", &ic.ip)?,
+        gw: spec_value(&ic.interface, "gateway", &ic.gateway)?,
+        ip6: spec_value(&ic.interface, "ip6", &ic.ip6)?,
+        gw6: spec_value(&ic.interface, "gateway6", &ic.gateway6)?,
+    };
+    if config.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Want::IpConfig {
+        index: nic_index(&ic.interface)?,
+        config,
+    }))
 }
 
 /// The config keys the spec manages, with their wanted values.
@@ -125,76 +143,59 @@ pub(super) fn managed(ctx: &Ctx) -> Result<Vec<Want>, String> {
     let spec = ctx.spec;
     let memory = parse_bytes(&spec.memory.0).map_err(|e| format!("memory: {e}"))?;
     let mut wants = vec![
-        Want::new("name", ctx.vm_name(), Cmp::Text),
-        Want::new("cores", spec.cpu.cores.to_string(), Cmp::Number(1)),
-        Want::new("sockets", spec.cpu.sockets.to_string(), Cmp::Number(1)),
-        Want::new(
-            "memory",
-            (ceil_mib(memory) / MIB).to_string(),
-            Cmp::Number(512),
-        ),
+        Want::Name(ctx.vm_name()),
+        Want::Cores(spec.cpu.cores),
+        Want::Sockets(spec.cpu.sockets),
+        Want::Memory(ceil_mib(memory) / MIB),
     ];
     // Notes are only managed when declared; the marker itself is what
     // ownership checks.
     if spec.description.is_some() {
-        wants.push(Want::new(
-            "description",
-            description_value(ctx),
-            Cmp::Description,
-        ));
+        wants.push(Want::Description(description_value(ctx)));
     }
     if let Some(cpu) = &spec.cpu.type_ {
-        wants.push(Want::new("cpu", cpu.clone(), Cmp::CpuType));
+        wants.push(Want::CpuType(cpu.clone()));
     }
     if let Some(agent) = &spec.agent {
-        wants.push(Want::new("agent", bool_value(agent.enabled), Cmp::Agent));
+        wants.push(Want::Agent(agent.enabled));
     }
     if let Some(on_boot) = spec.on_boot {
-        wants.push(Want::new("onboot", bool_value(on_boot), Cmp::Flag(false)));
+        wants.push(Want::OnBoot(on_boot));
     }
     if !spec.tags.is_empty() {
-        wants.push(Want::new("tags", spec.tags.join(";"), Cmp::Tags));
+        wants.push(Want::Tags(Tags::new(spec.tags.iter().cloned())));
     }
     if let Some(hw) = spec.scsi_controller {
-        wants.push(Want::new("scsihw", hw.as_str(), Cmp::Text));
+        wants.push(Want::ScsiHw(scsi_hw(hw)));
     }
     for dev in &spec.networks {
-        let cmp = Cmp::Net {
-            mac: dev.mac.is_some(),
-        };
-        wants.push(Want::new(dev.slot.clone(), net_value(dev), cmp));
+        wants.push(device(dev)?);
     }
     if let Some(ci) = &spec.cloud_init {
-        wants.extend(cloud_init_wants(ci));
+        wants.extend(cloud_init_wants(ci)?);
     }
     Ok(wants)
 }
 
-fn cloud_init_wants(ci: &CloudInit) -> Vec<Want> {
+fn cloud_init_wants(ci: &CloudInit) -> Result<Vec<Want>, String> {
     let mut wants = vec![];
     if let Some(user) = &ci.user {
-        wants.push(Want::new("ciuser", user.clone(), Cmp::Text));
+        wants.push(Want::CiUser(user.clone()));
     }
     if !ci.ssh_keys.is_empty() {
-        wants.push(Want::new(
-            "sshkeys",
-            ssh_keys_value(&ci.ssh_keys),
-            Cmp::SshKeys,
-        ));
+        wants.push(Want::SshKeys(SshKeys::new(&ci.ssh_keys)));
     }
     for ic in &ci.ip_configs {
-        if let Some(value) = ip_config_value(ic) {
-            let n = ic.interface.trim_start_matches("net");
-            wants.push(Want::new(format!("ipconfig{n}"), value, Cmp::KeyValues));
-        }
+        wants.extend(ip_config(ic)?);
     }
     if !ci.nameservers.is_empty() {
-        wants.push(Want::new("nameserver", ci.nameservers.join(" "), Cmp::List));
+        let servers = Nameservers::new(ci.nameservers.iter().cloned());
+        wants.push(Want::Nameservers(servers));
     }
     if let Some(domain) = &ci.search_domain {
-        wants.push(Want::new("searchdomain", domain.clone(), Cmp::Text));
+        wants.push(Want::SearchDomain(domain.clone()));
     }
-    wants
+    Ok(wants)
 }
 
 /// The description with the owner marker, as created.
@@ -202,54 +203,43 @@ pub(super) fn description_value(ctx: &Ctx) -> String {
     owner::description(ctx.spec.description.as_deref(), &ctx.marker_line())
 }
 
-fn bool_value(b: bool) -> &'static str {
-    if b { "1" } else { "0" }
-}
-
-/// Every parameter of the create call (except `vmid`).
-pub(super) fn create_params(ctx: &Ctx, password: Option<&Sensitive>) -> Result<Params, String> {
+/// Every parameter of the create call (except `vmid`), boxed for the step.
+pub(super) fn create_params(
+    ctx: &Ctx,
+    password: Option<&Sensitive>,
+) -> Result<Box<Params>, String> {
     let spec = ctx.spec;
-    let mut params: Params = managed(ctx)?
-        .into_iter()
-        .map(|w| (w.key, Param::Plain(w.value)))
-        .collect();
-    let plain = |v: String| Param::Plain(v);
-    params.insert("description".into(), plain(description_value(ctx)));
+    let mut vm = VmParams::default();
+    for want in managed(ctx)? {
+        want.apply(None, &mut vm);
+    }
+    vm.description = Some(description_value(ctx).into());
     for disk in &spec.disks {
-        params.insert(disk.slot.clone(), plain(disk_create_value(disk)?));
+        vm.disks.insert(drive_key(&disk.slot)?, disk_create(disk)?);
     }
     if let Some(first) = spec.disks.first() {
-        params.insert("boot".into(), plain(format!("order={}", first.slot)));
+        vm.boot = Some(Boot::order([first.slot.as_str()]));
     }
-    if !params.contains_key("scsihw") {
-        let hw = ScsiController::VirtioScsiSingle.as_str().to_owned();
-        params.insert("scsihw".into(), plain(hw));
-    }
+    vm.scsihw.get_or_insert(ScsiHw::VirtioScsiSingle);
     if let Some(ci) = &spec.cloud_init {
-        params.insert(ci.drive_slot.clone(), plain(cloud_init_drive(ci)));
+        vm.disks
+            .insert(drive_key(&ci.drive_slot)?, cloud_init_drive(ci));
         if let Some(password) = password {
-            params.insert("cipassword".into(), Param::Secret(password.clone()));
+            vm.cipassword = Some(Secret::new(password.expose()));
         }
     }
-    if let Some(pool) = &spec.pool {
-        params.insert("pool".into(), plain(pool.clone()));
-    }
-    Ok(params)
+    Ok(Box::new(Params {
+        settings: vm,
+        pool: spec.pool.clone(),
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::vm::NetworkModel;
 
     #[test]
-    fn ssh_keys_encode_as_proxmox_wants() {
-        let v = ssh_keys_value(&["ssh-ed25519 AA+B= me@host".into(), "ssh-rsa CC x".into()]);
-        assert_eq!(v, "ssh-ed25519%20AA%2BB%3D%20me%40host%0Assh-rsa%20CC%20x");
-    }
-
-    #[test]
-    fn renders_devices_and_disks() {
+    fn devices_and_disks_in_the_model() {
         let dev = NetworkDevice {
             slot: "net0".into(),
             model: NetworkModel::E1000,
@@ -258,10 +248,20 @@ mod tests {
             mac: Some("bc:24:11:00:00:09".into()),
             firewall: true,
         };
+        let Want::Net { index, nic } = device(&dev).unwrap() else {
+            panic!("a NIC")
+        };
+        assert_eq!(index, 0);
         assert_eq!(
-            net_value(&dev),
-            "e1000=BC:24:11:00:00:09,bridge=vmbr0,tag=20,firewall=1"
+            nic.to_string(),
+            "e1000=BC:24:11:00:00:09,bridge=vmbr0,firewall=1,tag=20"
         );
+        let bad = NetworkDevice {
+            mac: Some("01:00:5e:00:00:01".into()),
+            ..dev
+        };
+        assert!(device(&bad).is_err(), "a multicast MAC");
+
         let empty = Disk {
             slot: "scsi1".into(),
             storage: "local-lvm".into(),
@@ -269,31 +269,22 @@ mod tests {
             import_from: None,
             image: None,
         };
-        assert_eq!(disk_create_value(&empty).unwrap(), "local-lvm:2");
+        assert_eq!(disk_create(&empty).unwrap(), Drive::alloc("local-lvm", 2));
         let import = Disk {
             import_from: Some("local:import/x.qcow2".into()),
             ..empty
         };
         assert_eq!(
-            disk_create_value(&import).unwrap(),
-            "local-lvm:0,import-from=local:import/x.qcow2"
+            disk_create(&import).unwrap(),
+            Drive::import("local-lvm", "local:import/x.qcow2")
         );
     }
 
     #[test]
-    fn reads_drive_sizes() {
-        assert_eq!(
-            drive_size("local-lvm:vm-100-disk-0,size=2252M"),
-            Some(2252 * MIB)
-        );
-        assert_eq!(
-            drive_size("local-lvm:vm-100-disk-0,discard=on,size=10G"),
-            Some(10 * GIB)
-        );
-        assert_eq!(
-            drive_size("local:100/vm-100-disk-0.qcow2,size=512K"),
-            Some(512 * 1024)
-        );
-        assert_eq!(drive_size("local-lvm:vm-100-cloudinit,media=cdrom"), None);
+    fn sizes_round_up_to_what_proxmox_allocates() {
+        assert_eq!(ceil_mib(1), MIB);
+        assert_eq!(ceil_mib(2 * MIB), 2 * MIB);
+        assert_eq!(ceil_gib(0), GIB);
+        assert_eq!(ceil_gib(GIB + 1), 2 * GIB);
     }
 }

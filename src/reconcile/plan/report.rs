@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use super::compare;
+use pve_client::vm::{AgentConfig, Nic, net_index};
+
 use super::context::Ctx;
 use super::decision::{Out, Say};
 use super::input::{AgentState, GuestInterface, ObservedVm, Power, VmState};
@@ -96,15 +97,8 @@ fn macs(vm: &ObservedVm) -> Vec<String> {
     config
         .current
         .iter()
-        .filter(|(k, _)| {
-            k.strip_prefix("net")
-                .is_some_and(|n| n.parse::<u8>().is_ok())
-        })
-        .filter_map(|(_, v)| {
-            let first = v.split(',').next()?;
-            let (_, mac) = first.split_once('=')?;
-            Some(mac.to_uppercase())
-        })
+        .filter(|(k, _)| net_index(k).is_some())
+        .filter_map(|(_, v)| Some(Nic::parse(v).ok()?.mac?.to_string()))
         .collect()
 }
 
@@ -131,7 +125,7 @@ fn agent_condition(vm: &ObservedVm) -> Say {
         .config
         .as_ref()
         .and_then(|c| c.current.get("agent"))
-        .is_some_and(|v| compare::agent_enabled(v));
+        .is_some_and(|v| AgentConfig::parse(v).enabled);
     match &vm.agent {
         AgentState::Interfaces(ifaces) => {
             let ips = addresses(ifaces);

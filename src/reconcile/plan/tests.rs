@@ -62,6 +62,12 @@ pub(super) fn base_spec() -> VmParameters {
     .expect("valid spec")
 }
 
+/// Settings as they are sent (values as Proxmox reads them, the password
+/// exposed), by key.
+pub(super) fn sent(settings: &pve_client::vm::VmParams) -> BTreeMap<String, String> {
+    settings.to_params().pairs().iter().cloned().collect()
+}
+
 /// The image volume of [`base_spec`].
 pub(super) fn image_volume() -> String {
     base_spec().disks[0].image.as_ref().unwrap().volume()

@@ -1,8 +1,6 @@
 //! Task endpoints: status, log, list, stop; and turning an exit status
 //! into an outcome.
 
-use reqwest::Method;
-
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::form::Params;
@@ -77,18 +75,6 @@ impl Client {
             .opt("limit", filter.limit);
         self.get(ApiPath::new("/nodes/{node}/tasks", &[node]), params)
             .await
-    }
-
-    /// `DELETE /nodes/{node}/tasks/{upid}`: asks PVE to stop a task.
-    pub async fn stop_task(&self, upid: &Upid) -> Result<()> {
-        let _: serde_json::Value = self
-            .write(
-                Method::DELETE,
-                ApiPath::new("/nodes/{node}/tasks/{upid}", &[upid.node(), upid.as_str()]),
-                Params::new(),
-            )
-            .await?;
-        Ok(())
     }
 
     /// Turns a stopped task's exit status into an outcome, reading the log

@@ -61,7 +61,7 @@ impl Client {
     ///
     /// The VM exists (with `lock: create`) as soon as this returns; if the
     /// task fails PVE removes it again. Disks are imported with the
-    /// `import-from` drive option ([`crate::vm::DiskSpec::Import`])
+    /// `import-from` drive option ([`crate::vm::Drive::import`])
     /// — never with a REST `importdisk`, which does not exist.
     pub async fn create_vm(&self, node: &str, create: &CreateVm) -> Result<Upid> {
         self.start_task(
@@ -208,16 +208,6 @@ impl Client {
             Params::new()
                 .opt("timeout", opts.timeout)
                 .opt_flag("forceStop", opts.force_stop),
-        )
-        .await
-    }
-
-    /// `POST .../status/reboot`.
-    pub async fn reboot_vm(&self, node: &str, vmid: u32, timeout: Option<u32>) -> Result<Upid> {
-        self.start_task(
-            Method::POST,
-            vm_path("/nodes/{node}/qemu/{vmid}/status/reboot", node, vmid),
-            Params::new().opt("timeout", timeout),
         )
         .await
     }

@@ -1,92 +1,114 @@
-//! Parameters for creating, cloning, updating and operating VMs, encoded
-//! as PVE expects (booleans `1`/`0`, strict `sshkeys`, `delete=` lists).
+//! Parameters for creating, cloning, updating and operating VMs: the typed
+//! model's values, written as PVE expects them (booleans `1`/`0`, strict
+//! `sshkeys`, `delete=` lists).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use crate::form::Params;
 use crate::secret::Secret;
-use crate::vm::cloudinit::{IpConfig, encode_sshkeys};
-use crate::vm::config::Tags;
-use crate::vm::disk::DiskSpec;
-use crate::vm::net::Nic;
+use crate::vm::{
+    AgentConfig, Boot, CpuConfig, Description, Drive, DriveKey, IpConfig, Nameservers, Nic, ScsiHw,
+    SshKeys, Tags, ipconfig_key, net_key, value::bool_text,
+};
 
-/// VM settings for create and config updates. `None` leaves a key out.
-#[derive(Clone, Debug, Default)]
+/// The one secret setting.
+const PASSWORD: &str = "cipassword";
+
+/// VM settings for create and config updates. `None` (or an empty map)
+/// leaves a key out. Keys the model does not know cannot be sent: add them
+/// to the model (see docs/architecture.md).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct VmParams {
     pub name: Option<String>,
-    pub description: Option<String>,
+    pub description: Option<Description>,
     /// MiB.
     pub memory: Option<u64>,
     pub cores: Option<u32>,
     pub sockets: Option<u32>,
-    pub cpu: Option<String>,
-    /// `agent=1`/`0`.
-    pub agent: Option<bool>,
+    pub cpu: Option<CpuConfig>,
+    pub agent: Option<AgentConfig>,
     pub onboot: Option<bool>,
     pub ostype: Option<String>,
-    pub scsihw: Option<String>,
+    pub scsihw: Option<ScsiHw>,
     pub ciuser: Option<String>,
     pub cipassword: Option<Secret>,
-    /// Public keys, one per entry.
-    pub sshkeys: Option<Vec<String>>,
+    pub sshkeys: Option<SshKeys>,
+    /// `ipconfigN` by N.
     pub ipconfig: BTreeMap<u32, IpConfig>,
-    pub nameserver: Option<String>,
+    pub nameserver: Option<Nameservers>,
     pub searchdomain: Option<String>,
-    /// e.g. `order=scsi0;ide2;net0`.
-    pub boot: Option<String>,
+    pub boot: Option<Boot>,
     pub tags: Option<Tags>,
-    /// Drives by key (`scsi0`, `ide2`, ...).
-    pub disks: BTreeMap<String, DiskSpec>,
-    /// NICs by index.
+    /// Drives by slot.
+    pub disks: BTreeMap<DriveKey, Drive>,
+    /// `netN` by N.
     pub nets: BTreeMap<u32, Nic>,
-    /// Any other key, sent as is (`serial0=socket`, `vga=serial0`).
-    pub extra: BTreeMap<String, String>,
+}
+
+/// A value's text, if set.
+fn shown<T: fmt::Display>(value: &Option<T>) -> Option<String> {
+    value.as_ref().map(ToString::to_string)
 }
 
 impl VmParams {
-    /// Encodes the settings.
+    /// The keys that are set, in sorted order.
+    pub fn keys(&self) -> Vec<String> {
+        self.to_params()
+            .pairs()
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Encodes the settings, keys in sorted order.
     pub fn to_params(&self) -> Params {
-        let mut p = Params::new()
-            .opt("name", self.name.as_deref())
-            .opt("description", self.description.as_deref())
-            .opt("memory", self.memory)
-            .opt("cores", self.cores)
-            .opt("sockets", self.sockets)
-            .opt("cpu", self.cpu.as_deref())
-            .opt_flag("agent", self.agent)
-            .opt_flag("onboot", self.onboot)
-            .opt("ostype", self.ostype.as_deref())
-            .opt("scsihw", self.scsihw.as_deref())
-            .opt("ciuser", self.ciuser.as_deref());
-        if let Some(pw) = &self.cipassword {
-            p = p.secret("cipassword", pw);
-        }
-        if let Some(keys) = &self.sshkeys {
-            p = p.text("sshkeys", encode_sshkeys(keys));
-        }
-        for (i, ip) in &self.ipconfig {
-            p = p.text(&format!("ipconfig{i}"), ip);
-        }
-        p = p
-            .opt("nameserver", self.nameserver.as_deref())
-            .opt("searchdomain", self.searchdomain.as_deref())
-            .opt("boot", self.boot.as_deref())
-            .opt("tags", self.tags.as_ref());
-        for (key, disk) in &self.disks {
-            p = p.text(key, disk);
-        }
-        for (i, nic) in &self.nets {
-            p = p.text(&format!("net{i}"), nic);
-        }
-        for (k, v) in &self.extra {
-            p = p.text(k, v);
-        }
-        p
+        let flag = |b: Option<bool>| b.map(|b| bool_text(b).to_owned());
+        let mut text: BTreeMap<String, String> = [
+            ("name", shown(&self.name)),
+            ("description", shown(&self.description)),
+            ("memory", shown(&self.memory)),
+            ("cores", shown(&self.cores)),
+            ("sockets", shown(&self.sockets)),
+            ("cpu", shown(&self.cpu)),
+            ("agent", shown(&self.agent)),
+            ("onboot", flag(self.onboot)),
+            ("ostype", shown(&self.ostype)),
+            ("scsihw", shown(&self.scsihw)),
+            ("ciuser", shown(&self.ciuser)),
+            // A placeholder: the value goes in as a secret below.
+            (PASSWORD, self.cipassword.as_ref().map(|_| String::new())),
+            ("sshkeys", shown(&self.sshkeys)),
+            ("nameserver", shown(&self.nameserver)),
+            ("searchdomain", shown(&self.searchdomain)),
+            ("boot", shown(&self.boot)),
+            ("tags", shown(&self.tags)),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))
+        .collect();
+        text.extend(
+            self.ipconfig
+                .iter()
+                .map(|(i, c)| (ipconfig_key(*i), c.to_string())),
+        );
+        text.extend(
+            self.disks
+                .iter()
+                .map(|(k, d)| (k.to_string(), d.to_string())),
+        );
+        text.extend(self.nets.iter().map(|(i, n)| (net_key(*i), n.to_string())));
+        text.into_iter().fold(Params::new(), |p, (k, v)| {
+            match self.cipassword.as_ref().filter(|_| k == PASSWORD) {
+                Some(password) => p.secret(&k, password),
+                None => p.text(&k, v),
+            }
+        })
     }
 }
 
 /// `POST /nodes/{node}/qemu`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CreateVm {
     pub vmid: u32,
     pub params: VmParams,
@@ -140,7 +162,7 @@ impl CloneVm {
 
 /// A config change: values to set, keys to delete, and the digest the
 /// change was computed against (PVE refuses it if the config moved on).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConfigUpdate {
     pub set: VmParams,
     pub delete: Vec<String>,
@@ -183,6 +205,7 @@ pub struct DeleteOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vm::NicModel;
 
     #[test]
     fn create_params_encode_exactly() {
@@ -190,33 +213,27 @@ mod tests {
             name: Some("web-1".into()),
             memory: Some(2048),
             cores: Some(2),
-            agent: Some(true),
+            agent: Some(AgentConfig::enabled(true)),
             onboot: Some(false),
-            scsihw: Some("virtio-scsi-pci".into()),
+            scsihw: Some(ScsiHw::VirtioScsiPci),
             ciuser: Some("ubuntu".into()),
             cipassword: Some(Secret::new("pw-secret-1")),
-            sshkeys: Some(vec!["ssh-ed25519 AAAA+b= me@h".into()]),
-            boot: Some("order=scsi0".into()),
+            sshkeys: Some(SshKeys::new(["ssh-ed25519 AAAA+b= me@h"])),
+            boot: Some(Boot::order(["scsi0"])),
             tags: Some(Tags::parse("B;a")),
+            description: Some("notes".into()),
             ..VmParams::default()
         };
         params.ipconfig.insert(0, IpConfig::dhcp());
+        let slot = |s: &str| s.parse::<DriveKey>().unwrap();
         params.disks.insert(
-            "scsi0".into(),
-            DiskSpec::Import {
-                storage: "local-lvm".into(),
-                source: "local:import/jammy.qcow2".into(),
-                options: BTreeMap::new(),
-            },
+            slot("scsi0"),
+            Drive::import("local-lvm", "local:import/jammy.qcow2"),
         );
-        params.disks.insert(
-            "ide2".into(),
-            DiskSpec::CloudInit {
-                storage: "local-lvm".into(),
-            },
-        );
-        params.nets.insert(0, Nic::new("virtio", "vmbr0"));
-        params.extra.insert("serial0".into(), "socket".into());
+        params
+            .disks
+            .insert(slot("ide2"), Drive::cloud_init("local-lvm"));
+        params.nets.insert(0, Nic::new(NicModel::Virtio, "vmbr0"));
         let create = CreateVm {
             vmid: 100,
             params,
@@ -228,7 +245,7 @@ mod tests {
         assert_eq!(p.get("agent"), Some("1"));
         assert_eq!(p.get("onboot"), Some("0"));
         assert_eq!(p.get("start"), Some("0"));
-        assert_eq!(p.get("tags"), Some("a;b"));
+        assert_eq!(p.get("tags"), Some("B;a"), "as given; PVE normalises");
         assert_eq!(p.get("ipconfig0"), Some("ip=dhcp"));
         assert_eq!(
             p.get("scsi0"),
@@ -236,6 +253,10 @@ mod tests {
         );
         assert_eq!(p.get("ide2"), Some("local-lvm:cloudinit"));
         assert_eq!(p.get("net0"), Some("virtio,bridge=vmbr0"));
+        assert_eq!(p.get("boot"), Some("order=scsi0"));
+        assert_eq!(p.get("scsihw"), Some("virtio-scsi-pci"));
+        assert_eq!(p.get("description"), Some("notes"));
+        assert_eq!(p.get("cipassword"), Some("pw-secret-1"));
         assert_eq!(p.get("sshkeys"), Some("ssh-ed25519%20AAAA%2Bb%3D%20me%40h"));
         let form = p.to_form();
         assert!(
@@ -243,6 +264,10 @@ mod tests {
             "{form}"
         );
         assert!(!format!("{p:?}").contains("pw-secret-1"));
+        assert!(!format!("{create:?}").contains("pw-secret-1"));
+        let keys: Vec<&str> = p.pairs().iter().map(|(k, _)| k.as_str()).collect();
+        let settings = &keys[1..keys.len() - 1];
+        assert!(settings.is_sorted(), "settings in key order: {keys:?}");
     }
 
     #[test]

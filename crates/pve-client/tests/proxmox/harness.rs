@@ -227,23 +227,19 @@ pub async fn clone_template(client: &Client, newid: u32) -> Upid {
 
 /// VM settings with `scsi0` imported from [`IMAGE`] (`import-from`).
 pub fn import_params() -> pve_client::vm::VmParams {
-    use pve_client::vm::{DiskSpec, VmParams};
+    use pve_client::vm::{AgentConfig, Boot, Drive, ScsiHw, VmParams};
     let mut p = VmParams {
         name: Some("web-1".into()),
         memory: Some(2048),
         cores: Some(2),
-        agent: Some(true),
-        scsihw: Some("virtio-scsi-pci".into()),
-        boot: Some("order=scsi0".into()),
+        agent: Some(AgentConfig::enabled(true)),
+        scsihw: Some(ScsiHw::VirtioScsiPci),
+        boot: Some(Boot::order(["scsi0"])),
         ..VmParams::default()
     };
     p.disks.insert(
-        "scsi0".into(),
-        DiskSpec::Import {
-            storage: "local-lvm".into(),
-            source: IMAGE.into(),
-            options: Default::default(),
-        },
+        "scsi0".parse().expect("a drive slot"),
+        Drive::import("local-lvm", IMAGE),
     );
     p
 }
@@ -260,6 +256,18 @@ pub async fn start_import(client: &Client, vmid: u32) -> Upid {
         .create_vm(NODE, &create)
         .await
         .expect("the create starts")
+}
+
+/// Whether an import volume (`local:import/x.qcow2`) is listed in its
+/// storage's content, as the provider looks for downloaded images.
+pub async fn has_import(client: &Client, volid: &str) -> bool {
+    let storage = volid.split_once(':').map_or(volid, |(s, _)| s);
+    client
+        .storage_content(NODE, storage, Some("import"))
+        .await
+        .expect("the storage content lists")
+        .iter()
+        .any(|c| c.volid == volid)
 }
 
 /// Clones the template and waits for it.

@@ -293,7 +293,8 @@ fn the_create_carries_everything_and_the_owner_marker() {
         panic!("want CreateVm, got {:?}", plan.step);
     };
     assert_eq!((node.as_str(), *vmid), ("pve1", 100));
-    let p = |k: &str| params.get(k).map(|v| v.expose().to_owned());
+    let sent = sent(&params.settings);
+    let p = |k: &str| sent.get(k).cloned();
     assert_eq!(
         p("scsi0").as_deref(),
         Some(format!("local-lvm:0,import-from={}", image_volume()).as_str())
@@ -313,7 +314,7 @@ fn the_create_carries_everything_and_the_owner_marker() {
     assert_eq!(p("scsihw").as_deref(), Some("virtio-scsi-single"));
     assert_eq!(p("cipassword").as_deref(), Some("hunter2"));
     assert_eq!(p("description"), Some(marker_line("default", "web", UID)));
-    assert!(!params.contains_key("vmid"), "vmid is its own field");
+    assert!(!sent.contains_key("vmid"), "vmid is its own field");
     assert_eq!(
         plan.status.at_provider.password_version.as_deref(),
         Some("v7")

@@ -46,10 +46,10 @@ impl Pve {
         match step {
             Step::Pve(PveCall::CreateVm { params, .. }) => {
                 let config = VmConfig {
-                    current: params
+                    current: sent(&params.settings)
                         .iter()
                         .filter(|(k, _)| k.as_str() != "cipassword" && k.as_str() != "pool")
-                        .map(|(k, v)| (k.clone(), stored(k, v.expose())))
+                        .map(|(k, v)| (k.clone(), stored(k, v)))
                         .chain([("digest".to_owned(), "d0".to_owned())])
                         .collect(),
                     pending: Default::default(),
@@ -92,8 +92,8 @@ impl Pve {
             }
             Step::Pve(PveCall::Configure { changes, .. }) => {
                 let config = self.vm.as_mut().unwrap().config.as_mut().unwrap();
-                for (k, v) in &changes.set {
-                    config.current.insert(k.clone(), stored(k, v.expose()));
+                for (k, v) in sent(&changes.set) {
+                    config.current.insert(k.clone(), stored(&k, &v));
                 }
             }
             Step::Pve(PveCall::ResizeDisk { slot, bytes, .. }) => {

@@ -123,7 +123,7 @@ fn secrets_never_show_in_debug_output() {
     let Step::Pve(PveCall::CreateVm { params, .. }) = &plan.step else {
         panic!("want CreateVm, got {:?}", plan.step);
     };
-    assert_eq!(params["cipassword"].expose(), "hunter2");
+    assert_eq!(sent(&params.settings)["cipassword"], "hunter2");
     let printed = format!("{plan:?}");
     assert!(!printed.contains("hunter2"), "{printed}");
     assert!(printed.contains("<redacted>"));
