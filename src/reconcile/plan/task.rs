@@ -140,8 +140,9 @@ fn running(ctx: &Ctx, out: &mut Out, task: &InFlightTask, progress: Option<u8>) 
     }
     let done = progress.map(|p| format!(", {p}% done")).unwrap_or_default();
     let what = task.action.describe();
-    // The VM is not looked at while its task runs: Ready stays as it was.
-    let keep_ready = ctx.obs.vm == VmState::Unknown;
+    // The VM is not looked at while its task runs: Ready stays as it was
+    // (a resource being deleted says so whatever the VM is doing).
+    let keep_ready = ctx.obs.vm == VmState::Unknown && !ctx.deleting();
     let say = if ctx.now > task.deadline.0 {
         Say::no(
             Reason::TaskTimeout,
