@@ -63,6 +63,7 @@ async fn a_task_past_its_deadline_reports_timeout_and_is_still_observed() {
     let options = Options {
         time_scale: 0.5,
         provider: json!({"tasks": {"timeout": "10s"}}),
+        ..Options::default()
     };
     let env = Env::start_with("timeout", options).await;
     env.apply(&manifests::vm("slow", manifests::imported(json!({}))))

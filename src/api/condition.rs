@@ -86,6 +86,11 @@ pub enum Reason {
     TemplateNotFound,
     /// Synced=True: waiting for a per-node import or clone slot.
     WaitingForCapacity,
+    /// Synced=False: waiting for a per-node slot for longer than 10 minutes.
+    CapacityStalled,
+    /// Synced=True: our VM runs on a node outside `node`/`allowedNodes`
+    /// (moved by HA, a migration or a person); it is followed, not moved back.
+    OutsidePlacement,
     /// GuestAgent=True: the guest agent answered.
     AgentResponding,
     /// GuestAgent=False: the guest agent is not enabled in the spec.
@@ -119,6 +124,8 @@ impl Reason {
             Self::SecretNotFound => "SecretNotFound",
             Self::TemplateNotFound => "TemplateNotFound",
             Self::WaitingForCapacity => "WaitingForCapacity",
+            Self::CapacityStalled => "CapacityStalled",
+            Self::OutsidePlacement => "OutsidePlacement",
             Self::AgentResponding => "AgentResponding",
             Self::AgentDisabled => "AgentDisabled",
             Self::VmNotRunning => "VmNotRunning",

@@ -6,11 +6,15 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 
 use super::backoff::FailureCounts;
-use super::capacity::Capacity;
 use super::events::Events;
+use super::inventory::Inventory;
 use super::metrics::Metrics;
+use super::observe::FullLooks;
 use super::providers::Providers;
+use super::queue::Queue;
+use super::schedule::Scheduler;
 use super::settings::Settings;
+use super::writes::Writes;
 use crate::api::ProxmoxVM;
 
 /// The controller's shared state.
@@ -28,8 +32,16 @@ pub struct Context {
     pub settings: Settings,
     /// Consecutive failed passes per resource, for backoff.
     pub failures: FailureCounts,
-    /// Per-node import and clone slots.
-    pub capacity: Capacity,
+    /// VMIDs, placements and per-node slots, decided atomically.
+    pub scheduler: Scheduler,
+    /// Each provider config's cluster view, shared by its passes.
+    pub inventory: Inventory,
+    /// Fair admission of passes.
+    pub queue: Queue,
+    /// The resourceVersions of this controller's own last writes.
+    pub writes: Writes,
+    /// When each VM was last observed in full.
+    pub full_looks: FullLooks,
     /// The controller's cache of ProxmoxVMs.
     pub store: Store<DeserializeGuard<ProxmoxVM>>,
 }
@@ -55,9 +67,13 @@ impl Context {
             ),
             kube,
             metrics,
+            queue: Queue::new(usize::from(settings.max_concurrent_reconciles)),
             settings,
             failures: FailureCounts::default(),
-            capacity: Capacity::default(),
+            scheduler: Scheduler::default(),
+            inventory: Inventory::default(),
+            writes: Writes::default(),
+            full_looks: FullLooks::default(),
             store,
         }
     }

@@ -17,8 +17,9 @@
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
 //!
-//! Many VMs reconcile in parallel (`max_concurrent_reconciles`); the
-//! Controller never runs two passes of one VM at once.
+//! Many VMs reconcile in parallel (`max_concurrent_reconciles`, admitted
+//! in arrival order by [`super::queue`]); the Controller never runs two
+//! passes of one VM at once.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -79,7 +80,10 @@ pub async fn run(
     let controller = Controller::for_stream(vms, reader)
         .owns(scoped::<Secret>(&kube, namespace.as_deref()), secrets)
         .reconcile_on(wakeups)
-        .with_config(Config::default().concurrency(concurrency))
+        // No limit here: every due pass starts and waits for its turn in
+        // the controller's own first-come-first-served queue (see
+        // `queue`), which caps passes at `concurrency`.
+        .with_config(Config::default().concurrency(0))
         .graceful_shutdown_on(stop.clone());
     tracing::info!(concurrency, "controller started");
     let vms = controller

@@ -8,6 +8,7 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -43,6 +44,13 @@ struct RequestLabels {
     code: String,
 }
 
+/// A node of a provider config.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeLabels {
+    config: String,
+    node: String,
+}
+
 /// What became of a Kubernetes event (`write`).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum EventWrite {
@@ -69,6 +77,10 @@ pub struct Metrics {
     tasks: Family<TaskLabels, Histogram>,
     requests: Family<RequestLabels, Counter>,
     event_failures: Counter,
+    vmid_allocations: Counter,
+    queue_wait: Histogram,
+    queue_waiting: Gauge,
+    slot_wait: Family<NodeLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     events: Family<EventLabels, Counter>,
 }
 
@@ -113,6 +125,30 @@ impl Default for Metrics {
             "Kubernetes events that could not be published",
             event_failures.clone(),
         );
+        let vmid_allocations = Counter::default();
+        registry.register(
+            "vmid_allocations",
+            "VMIDs the provider allocated for ProxmoxVMs without vmid",
+            vmid_allocations.clone(),
+        );
+        let queue_wait = Histogram::new(exponential_buckets(0.001, 4.0, 10));
+        registry.register(
+            "reconcile_queue_wait_seconds",
+            "How long due passes waited for one of the concurrent reconcile slots (served in arrival order)",
+            queue_wait.clone(),
+        );
+        let queue_waiting = Gauge::default();
+        registry.register(
+            "reconcile_queue_waiting",
+            "Due passes waiting for a reconcile slot",
+            queue_waiting.clone(),
+        );
+        let slot_wait = Family::<NodeLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "capacity_wait_oldest_seconds",
+            "Per node, how long the ProxmoxVM waiting longest for an import or clone slot has waited",
+            slot_wait.clone(),
+        );
         let events = Family::<EventLabels, Counter>::default();
         registry.register(
             "events",
@@ -127,6 +163,10 @@ impl Default for Metrics {
             tasks,
             requests,
             event_failures,
+            vmid_allocations,
+            queue_wait,
+            queue_waiting,
+            slot_wait,
             events,
         }
     }
@@ -171,6 +211,32 @@ impl Metrics {
         self.tasks
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a VMID allocation.
+    pub fn vmid_allocated(&self) {
+        self.vmid_allocations.inc();
+    }
+
+    /// A pass starts waiting for a reconcile slot.
+    pub fn queue_entered(&self) {
+        self.queue_waiting.inc();
+    }
+
+    /// A pass got its reconcile slot after `waited`.
+    pub fn queue_left(&self, waited: Duration) {
+        self.queue_waiting.dec();
+        self.queue_wait.observe(waited.as_secs_f64());
+    }
+
+    /// The longest wait for a slot on a node.
+    pub fn slot_wait(&self, config: &str, node: &str, oldest: Duration) {
+        self.slot_wait
+            .get_or_create(&NodeLabels {
+                config: config.to_owned(),
+                node: node.to_owned(),
+            })
+            .set(oldest.as_secs_f64());
     }
 
     /// Counts an event that could not be published.

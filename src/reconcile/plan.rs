@@ -39,9 +39,10 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 
 pub use input::{
-    ActiveTask, AgentState, GuestInterface, ImageRef, Needs, NodeCandidate, NodeLoad, Observation,
-    ObservedVm, PasswordState, PlanInput, Power, ProviderState, TaskOutcome, TaskRef, TaskState,
-    TemplateLookup, TemplateRef, VmConfig, VmState,
+    ActiveTask, AgentState, GuestInterface, Heavy, ImageRef, Needs, Observation, ObserveError,
+    ObservedVm, PasswordState, Placement, PlacementRequest, PlanInput, Power, ProviderState,
+    SlotGrant, SlotRequest, TaskOutcome, TaskRef, TaskState, TemplateLookup, TemplateRef, VmConfig,
+    VmState,
 };
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
@@ -64,7 +65,7 @@ pub enum Preflight {
     Decided(Box<Plan<LocalStep>>),
     /// Resolve the provider config, observe what [`Needs`] lists, then call
     /// [`plan`].
-    Observe(Needs),
+    Observe(Box<Needs>),
 }
 
 /// Decides what can be decided without Proxmox, or what to observe.
@@ -73,7 +74,7 @@ pub fn preflight(vm: &ProxmoxVM, now: Timestamp) -> Preflight {
     let ctx = Ctx::new(&input);
     match gate(&ctx) {
         Some(decision) => Preflight::Decided(Box::new(Out::new(&ctx).finish(&ctx, decision))),
-        None => Preflight::Observe(ctx.needs()),
+        None => Preflight::Observe(Box::new(ctx.needs())),
     }
 }
 
@@ -142,6 +143,9 @@ fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         return d.into();
     }
     if let Some(d) = provider(ctx) {
+        return d;
+    }
+    if let Some(d) = observe_error(ctx) {
         return d;
     }
     if let Some(d) = identity(ctx) {
@@ -225,6 +229,22 @@ fn provider(ctx: &Ctx) -> Option<Decision> {
         ),
     };
     Some(Decision::new(Idle::Wait, retry, say).keep_ready())
+}
+
+/// Proxmox could not be observed this time: say so as what it is (not a
+/// provider config problem) and try again after the backoff.
+fn observe_error(ctx: &Ctx) -> Option<Decision> {
+    let e = ctx.observe_error?;
+    let say = Say::no(
+        Reason::ReconcileError,
+        format!(
+            "cannot observe VM {} on Proxmox: {}; retrying {}",
+            ctx.vmid_text(),
+            e.message,
+            decision::in_secs(e.retry_in)
+        ),
+    );
+    Some(Decision::new(Idle::Wait, Some(e.retry_in), say).keep_ready())
 }
 
 /// The VMID: from `crossplane.io/external-name`, which must agree with

@@ -15,15 +15,16 @@ use super::error::{Error, is_not_found};
 use super::settings::FIELD_MANAGER;
 use crate::api::{ProxmoxVM, ProxmoxVMStatus};
 
-/// Writes `status` unless `vm` already has it. A resource that is gone
-/// (deleted after its finalizer was removed) is not an error.
+/// Writes `status` unless `vm` already has it; returns the resourceVersion
+/// of the write, if it wrote. A resource that is gone (deleted after its
+/// finalizer was removed) is not an error.
 pub async fn write(
     kube: &kube::Client,
     vm: &ProxmoxVM,
     status: &ProxmoxVMStatus,
-) -> Result<bool, Error> {
+) -> Result<Option<String>, Error> {
     if vm.status.as_ref() == Some(status) {
-        return Ok(false);
+        return Ok(None);
     }
     let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
     apply(&api, &vm.name_any(), status).await
@@ -31,8 +32,8 @@ pub async fn write(
 
 /// Server-side applies `status` to the status subresource of the object
 /// `name` (owning every field it holds, so a field left out is removed).
-/// `Ok(false)`: the object is gone.
-pub async fn apply<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<bool, Error>
+/// Returns the resourceVersion written; `Ok(None)`: the object is gone.
+pub async fn apply<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<Option<String>, Error>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize,
@@ -51,8 +52,8 @@ where
         )
         .await
     {
-        Ok(_) => Ok(true),
-        Err(e) if is_not_found(&e) => Ok(false),
+        Ok(written) => Ok(Some(written.resource_version().unwrap_or_default())),
+        Err(e) if is_not_found(&e) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }

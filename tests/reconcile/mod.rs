@@ -38,6 +38,8 @@ pub struct Options {
     pub time_scale: f64,
     /// Merged into the ProviderConfig's spec.
     pub provider: Value,
+    /// pve-sim's nodes (the first holds template 9000).
+    pub nodes: Vec<String>,
 }
 
 impl Default for Options {
@@ -45,6 +47,7 @@ impl Default for Options {
         Self {
             time_scale: 0.01,
             provider: json!({}),
+            nodes: vec!["pve".into()],
         }
     }
 }
@@ -123,7 +126,7 @@ impl Env {
         logs::capture();
         support::install_crds(support::repo_root().join("crds")).await;
         let ns = support::namespace(prefix).await;
-        let sim = Sim::start(options.time_scale).await;
+        let sim = Sim::start_on(options.time_scale, options.nodes.clone()).await;
         let env = Self {
             ns,
             sim,

@@ -18,8 +18,14 @@ pub struct Sim {
 
 impl Sim {
     pub async fn start(time_scale: f64) -> Self {
+        Self::start_on(time_scale, vec!["pve".into()]).await
+    }
+
+    /// A simulator with these nodes.
+    pub async fn start_on(time_scale: f64, nodes: Vec<String>) -> Self {
         let handle = Simulator::start(SimConfig {
             time_scale,
+            nodes,
             ..SimConfig::default()
         })
         .await
@@ -128,9 +134,48 @@ impl Sim {
         ids
     }
 
-    /// The VM's config with pending changes merged (what it will run with).
+    /// The VM's config with pending changes merged (what it will run with),
+    /// wherever the VM is.
     pub async fn config(&self, vmid: u32) -> VmConfig {
-        self.client().vm_config("pve", vmid).await.unwrap()
+        let node = self
+            .placement()
+            .await
+            .remove(&vmid)
+            .unwrap_or_else(|| panic!("VM {vmid} exists"));
+        self.client().vm_config(&node, vmid).await.unwrap()
+    }
+
+    /// Creates an empty VM by hand (no owner marker), as a person would with
+    /// the web UI, and returns once Proxmox accepted it.
+    pub async fn create_by_hand(&self, node: &str, vmid: u32) {
+        let url = format!("{}/api2/json/nodes/{node}/qemu", self.handle.base_url());
+        let answer = self
+            .control
+            .post(url)
+            .header(
+                "Authorization",
+                format!("PVEAPIToken={}", pve_sim::DEFAULT_API_TOKEN),
+            )
+            .form(&[("vmid", vmid.to_string()), ("name", "hand-made".into())])
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            answer.status().is_success(),
+            "creating VM {vmid} by hand: {}",
+            answer.text().await.unwrap_or_default()
+        );
+    }
+
+    /// Where each VM is: VMID → node (the seeded template included).
+    pub async fn placement(&self) -> std::collections::BTreeMap<u32, String> {
+        self.client()
+            .cluster_resources(Some(ResourceType::Vm))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| Some((r.vmid? as u32, r.node?)))
+            .collect()
     }
 
     /// `running` or `stopped`.

@@ -81,7 +81,32 @@ pub struct Resource {
     pub disk: Option<u64>,
 }
 
+/// `GET /cluster/options`: the datacenter settings this client reads.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// `next-id`: the range `/cluster/nextid` hands out, when set.
+    #[serde(default, rename = "next-id")]
+    pub next_id: Option<NextIdRange>,
+}
+
+/// datacenter.cfg `next-id: lower=N,upper=M` (upper exclusive).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct NextIdRange {
+    /// First VMID handed out (PVE's default 100).
+    #[serde(default, deserialize_with = "lenient::opt_u64")]
+    pub lower: Option<u64>,
+    /// One past the last (PVE's default 1000000).
+    #[serde(default, deserialize_with = "lenient::opt_u64")]
+    pub upper: Option<u64>,
+}
+
 impl Client {
+    /// `GET /cluster/options`.
+    pub async fn cluster_options(&self) -> Result<ClusterOptions> {
+        self.get(ApiPath::new("/cluster/options", &[]), Params::new())
+            .await
+    }
+
     /// `GET /version`.
     pub async fn version(&self) -> Result<Version> {
         self.get(ApiPath::new("/version", &[]), Params::new()).await
@@ -113,6 +138,24 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_id_range_reads_strings_and_numbers() {
+        let opts: ClusterOptions = serde_json::from_value(serde_json::json!({
+            "next-id": {"lower": "1000", "upper": 2000},
+            "keyboard": "en-us",
+        }))
+        .unwrap();
+        assert_eq!(
+            opts.next_id,
+            Some(NextIdRange {
+                lower: Some(1000),
+                upper: Some(2000)
+            })
+        );
+        let none: ClusterOptions = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert_eq!(none.next_id, None);
+    }
     use serde_json::json;
 
     #[test]

@@ -163,6 +163,9 @@ pub struct TaskOptions {
     pub observe_mode: ObserveMode,
     /// How long finished-task results stay cached in the observer.
     pub retain_finished: Duration,
+    /// A running task's log is read for progress at most this often
+    /// (progress costs a request per task; the batched list costs none).
+    pub progress_every: Duration,
 }
 
 impl Default for TaskOptions {
@@ -174,6 +177,7 @@ impl Default for TaskOptions {
             log_tail_lines: 20,
             observe_mode: ObserveMode::Batched,
             retain_finished: Duration::from_secs(15 * 60),
+            progress_every: Duration::from_secs(15),
         }
     }
 }

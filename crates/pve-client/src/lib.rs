@@ -40,7 +40,7 @@ mod wait;
 
 pub use agent::{AgentInterface, AgentIpAddress, AgentNetwork, AgentNotReady};
 pub use client::Client;
-pub use cluster::{Resource, ResourceType, Version};
+pub use cluster::{ClusterOptions, NextIdRange, Resource, ResourceType, Version};
 pub use config::{
     AuthOptions, ClientConfig, Credentials, Limits, ObserveMode, RetryPolicy, TaskOptions,
 };

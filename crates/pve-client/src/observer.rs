@@ -128,6 +128,8 @@ struct TaskBook {
     outcome: Option<TaskOutcome>,
     log_cursor: u64,
     progress: Option<crate::task::Progress>,
+    /// When the log was last read for progress.
+    progress_read: Option<Instant>,
 }
 
 impl TaskBook {
@@ -138,7 +140,14 @@ impl TaskBook {
             outcome: None,
             log_cursor: 0,
             progress: None,
+            progress_read: None,
         }
+    }
+
+    /// Whether the progress is worth a log read now.
+    fn progress_due(&self, now: Instant, every: std::time::Duration) -> bool {
+        self.progress_read
+            .is_none_or(|at| now.saturating_duration_since(at) >= every)
     }
 }
 
@@ -292,7 +301,8 @@ impl Client {
         book: &TaskBook,
         progress: bool,
     ) -> Result<TaskObservation> {
-        if !progress {
+        let every = self.task_options().progress_every;
+        if !progress || !book.progress_due(Instant::now(), every) {
             return Ok(TaskObservation::Running {
                 progress: book.progress,
             });
@@ -316,6 +326,7 @@ impl Client {
         self.observer_state().update(upid, |b| {
             b.log_cursor = b.log_cursor.max(cursor);
             b.progress = progress;
+            b.progress_read = Some(Instant::now());
         });
         Ok(TaskObservation::Running { progress })
     }

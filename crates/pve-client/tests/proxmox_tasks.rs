@@ -191,10 +191,28 @@ async fn a_task_unknown_past_the_grace_is_an_error() {
 }
 
 #[tokio::test]
+async fn progress_costs_a_log_read_at_most_every_progress_interval() {
+    let h = Harness::start_scaled(0.1).await;
+    let client = h.client();
+    let upid = start_import(&client, 508).await;
+    for _ in 0..5 {
+        client.observe_task_progress(&upid).await.unwrap();
+    }
+    let reads = h
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| r["route"] == "/nodes/{node}/tasks/{upid}/log")
+        .count();
+    assert_eq!(reads, 1, "five observations within 15 s read the log once");
+}
+
+#[tokio::test]
 async fn import_progress_is_seen_while_a_create_runs() {
     // 3.5 GiB at 120 MiB/s × 0.1 ≈ 3 s of import with ~100 progress lines.
     let h = Harness::start_scaled(0.1).await;
-    let client = h.client();
+    // Read the log on every observation (the default reads it every 15 s).
+    let client = h.client_with(|c| c.tasks.progress_every = Duration::ZERO);
     let upid = start_import(&client, 507).await;
     let mut seen = Vec::new();
     loop {

@@ -157,6 +157,25 @@ pub struct ProviderSettings {
     /// Limits that keep Proxmox (and its storage locks) from being swamped.
     #[serde(default)]
     pub limits: Limits,
+
+    /// VMIDs the provider gives to ProxmoxVMs without `vmid`. Left out: the
+    /// cluster's own `next-id` range (Datacenter → Options), else 100 to
+    /// 999999999. VMIDs in use on the cluster or recorded in a ProxmoxVM
+    /// are skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vmid_range: Option<VmidRange>,
+}
+
+/// A range of VMIDs, both ends included.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[x_kube(validation = Rule::new("self.min <= self.max").message("vmidRange.min must not be above vmidRange.max"))]
+pub struct VmidRange {
+    /// The first VMID.
+    #[schemars(range(min = 100, max = 999_999_999))]
+    pub min: u32,
+    /// The last VMID.
+    #[schemars(range(min = 100, max = 999_999_999))]
+    pub max: u32,
 }
 
 /// Where the API credentials are.

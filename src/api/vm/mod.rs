@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize};
 pub use cloud_init::{CloudInit, IpConfig};
 pub use disk::{ChecksumAlgorithm, Disk, DiskImage};
 pub use network::{NetworkDevice, NetworkModel};
-pub use params::{CloneSource, Cpu, GuestAgent, PowerState, ScsiController, VmParameters};
+pub use params::{
+    CloneSource, Cpu, GuestAgent, Placement, PlacementPolicy, PowerState, ScsiController,
+    VmParameters,
+};
 pub use status::{
     InFlightTask, ObservedState, ProxmoxVMStatus, TaskAction, TaskFailure, VmAtProvider,
 };

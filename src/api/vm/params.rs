@@ -27,10 +27,12 @@ use crate::api::quantity::Quantity;
         .message("cloudInit.driveSlot is already used by a disk; pick another slot (default ide2)")
 )]
 pub struct VmParameters {
-    /// Proxmox node to create the VM on. When left out, the provider picks the
-    /// online node with the most free memory among `allowedNodes` (all nodes
-    /// if that list is empty). Cannot change once set. Disks imported from
-    /// node-local storage (`importFrom: local:import/...`) need `node`.
+    /// Proxmox node to create the VM on. When left out, the provider picks an
+    /// online node among `allowedNodes` (all nodes if that list is empty) as
+    /// `placement` says (default: the most free memory, counting VMs it is
+    /// placing but Proxmox does not show yet). Cannot change once set. Disks
+    /// imported from node-local storage (`importFrom: local:import/...`)
+    /// need `node`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63))]
     #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$')")
@@ -43,6 +45,12 @@ pub struct VmParameters {
     #[schemars(length(max = 64), inner(length(max = 63)))]
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub allowed_nodes: Vec<String>,
+
+    /// How the provider picks a node when `node` is left out. A clone goes
+    /// to its template's node when that node is allowed (a clone to another
+    /// node needs shared storage).
+    #[serde(default)]
+    pub placement: Placement,
 
     /// VMID (100 to 999999999). When left out, the provider takes the next
     /// free VMID from Proxmox and records it in the
@@ -216,6 +224,39 @@ pub struct GuestAgent {
     /// Enable the agent device (the guest must run qemu-guest-agent).
     #[serde(default = "yes")]
     pub enabled: bool,
+}
+
+/// How a node is chosen for a VM without `node`.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("self.policy == 'SpreadByLabel' ? has(self.labelKey) : !has(self.labelKey)")
+        .message("labelKey is required with policy SpreadByLabel and only allowed with it")
+)]
+pub struct Placement {
+    /// `MostFreeMemory` (default): the online node with the most memory left
+    /// after the VMs it runs and those being placed on it. `FewestVms`: the
+    /// node with the fewest VMs. `SpreadByLabel`: the node with the fewest
+    /// ProxmoxVMs that share this resource's value of `labelKey` (ties go to
+    /// the most free memory).
+    #[serde(default)]
+    pub policy: PlacementPolicy,
+    /// The label whose ProxmoxVMs `SpreadByLabel` spreads (e.g. `app`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 317))]
+    pub label_key: Option<String>,
+}
+
+/// Placement policies.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub enum PlacementPolicy {
+    /// Most free memory.
+    #[default]
+    MostFreeMemory,
+    /// Fewest VMs.
+    FewestVms,
+    /// Fewest ProxmoxVMs sharing the value of `labelKey`.
+    SpreadByLabel,
 }
 
 /// Requested power state.

@@ -63,13 +63,13 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value 
     json!({ "metadata": metadata })
 }
 
-/// Sends the write.
+/// Sends the write; returns the resourceVersion it produced.
 pub(super) async fn apply(
     kube: &kube::Client,
     vm: &ProxmoxVM,
     write: &KubeWrite,
     now: Timestamp,
-) -> Result<(), kube::Error> {
+) -> Result<Option<String>, kube::Error> {
     let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
     let body = patch(vm, write, now);
     tracing::debug!(vm = %vm.name_any(), write = write.name(), "writing metadata");
@@ -79,7 +79,7 @@ pub(super) async fn apply(
         &Patch::Merge(&body),
     )
     .await
-    .map(drop)
+    .map(|written| written.resource_version())
 }
 
 #[cfg(test)]

@@ -16,8 +16,8 @@ use crate::api::ProxmoxVM;
 pub enum Done {
     /// Nothing to do beyond writing the status.
     Nothing,
-    /// The resource's metadata was written.
-    Written,
+    /// The resource's metadata was written, giving this resourceVersion.
+    Written(Option<String>),
     /// A Proxmox task was started.
     Started(String),
 }
@@ -32,14 +32,11 @@ pub async fn act(
     now: Timestamp,
 ) -> Result<Done, ActFailure> {
     match step {
-        Step::Kube(KubeWrite::AllocateVmid) => {
-            let vmid = pve.next_vmid().await.map_err(proxmox_failure)?;
-            let write = KubeWrite::RecordExternalName {
-                vmid,
-                create_pending: true,
-            };
-            write_metadata(kube, vm, &write, now).await
-        }
+        // The caller resolves an allocation into the record of a VMID the
+        // scheduler gave (see `assign::resolve`).
+        Step::Kube(KubeWrite::AllocateVmid) => Err(ActFailure::Failed(
+            "a VMID allocation must be resolved before it is carried out".into(),
+        )),
         Step::Kube(write) => write_metadata(kube, vm, write, now).await,
         Step::Pve(call) => pve::start(pve, call)
             .await
@@ -70,7 +67,7 @@ async fn write_metadata(
 ) -> Result<Done, ActFailure> {
     kube_write::apply(kube, vm, write, now)
         .await
-        .map(|()| Done::Written)
+        .map(Done::Written)
         .map_err(kube_failure)
 }
 

@@ -139,6 +139,8 @@ pub async fn run(
         receivers.cluster,
         &ctx,
     );
+    // VM passes read configs from these caches, not from the API server.
+    ctx.providers.watch(pcs.clone(), cpcs.clone());
     let secrets = watch_secrets(kube, scope.as_deref(), pcs, cpcs, triggers);
     tracing::info!("provider config controllers started");
     futures::join!(

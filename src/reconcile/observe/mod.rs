@@ -9,24 +9,25 @@ mod tasks;
 mod vm;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, ResourceExt};
 
 use super::error::{Error, is_not_found};
+use super::inventory::{ClusterView, Inventory};
 use super::plan::{
-    ImageRef, Needs, NodeCandidate, Observation, PasswordState, Sensitive, TemplateLookup,
-    TemplateRef,
+    ImageRef, Needs, Observation, PasswordState, Sensitive, TaskState, TemplateLookup, TemplateRef,
 };
-use super::providers::secret_value;
+use super::providers::{ConfigKey, secret_value};
 use crate::api::ProxmoxVM;
-use pve_client::{self, Client, Resource, ResourceType};
+use pve_client::{self, Client};
 
 /// Why an observation could not be completed.
 #[derive(Debug)]
 pub enum Failure {
-    /// Proxmox did not answer as needed: the provider config is unusable
-    /// for this pass (the plan reports it).
+    /// Proxmox did not answer as needed.
     Proxmox(pve_client::Error),
     /// Kubernetes could not be asked: the pass fails and is retried.
     Kube(Error),
@@ -38,50 +39,126 @@ impl From<pve_client::Error> for Failure {
     }
 }
 
-/// `/cluster/resources?type=vm`, read at most once per pass.
-#[derive(Default)]
-pub(super) struct ClusterVms(Option<Vec<Resource>>);
+/// Where an observation reads from: the config's client and its shared
+/// cluster view.
+#[derive(Clone, Copy)]
+pub struct Sources<'a> {
+    /// Kubernetes (the password Secret).
+    pub kube: &'a kube::Client,
+    /// The config's Proxmox client.
+    pub client: &'a Client,
+    /// The shared cluster views.
+    pub inventory: &'a Inventory,
+    /// Which config.
+    pub key: &'a ConfigKey,
+    /// How old a cluster view may be (the poll interval).
+    pub max_age: Duration,
+}
 
-impl ClusterVms {
-    pub(super) async fn get(&mut self, client: &Client) -> Result<&[Resource], pve_client::Error> {
-        if self.0.is_none() {
-            let all = client.cluster_resources(Some(ResourceType::Vm)).await?;
-            self.0 = Some(all.into_iter().filter(|r| r.kind == "qemu").collect());
-        }
-        Ok(self.0.as_deref().unwrap_or_default())
+impl Sources<'_> {
+    /// The cluster, read at most one poll interval ago.
+    pub async fn view(&self) -> Result<Arc<ClusterView>, pve_client::Error> {
+        self.inventory
+            .view(self.key, self.client, self.max_age)
+            .await
     }
+}
+
+/// When each resource's VM was last observed in full: an idle VM is still
+/// observed in full every so often (a paused VM, for one, shows as
+/// `running` in the cluster view).
+#[derive(Debug, Default)]
+pub struct FullLooks {
+    last: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+}
+
+impl FullLooks {
+    /// The longest an idle VM goes without a full observation.
+    const EVERY: Duration = Duration::from_secs(600);
+
+    /// The depth to observe resource `uid` at, given that it looks idle.
+    pub fn depth(&self, uid: &str, idle: bool) -> Depth {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let recent = last.get(uid).is_some_and(|at| at.elapsed() < Self::EVERY);
+        if idle && recent {
+            Depth::Idle
+        } else {
+            Depth::Full
+        }
+    }
+
+    /// Resource `uid` was just observed in full.
+    pub fn done(&self, uid: &str) {
+        self.last
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uid.to_owned(), std::time::Instant::now());
+    }
+
+    /// Forgets a resource that is gone.
+    pub fn forget(&self, uid: &str) {
+        self.last
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uid);
+    }
+}
+
+/// How an observation reads the VM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Power state and lock from the VM's own `status/current`.
+    Full,
+    /// An idle VM: power state and lock from the shared cluster view; falls
+    /// back to [`Depth::Full`] when the view does not show it as expected.
+    /// A plan from such an observation may only conclude "up to date"
+    /// (see `pass`).
+    Idle,
 }
 
 /// Observes what `needs` lists. `node_hint` is where the VM is expected
 /// (saves a cluster-wide lookup when it is there).
 pub async fn observe(
-    kube: &kube::Client,
-    client: &Client,
+    from: Sources<'_>,
     vm: &ProxmoxVM,
     needs: &Needs,
     node_hint: Option<&str>,
+    depth: Depth,
 ) -> Result<Observation, Failure> {
+    let client = from.client;
     let mut obs = Observation::default();
-    let mut cluster = ClusterVms::default();
     if let Some(task) = &needs.task {
-        obs.task = Some(tasks::task_state(client, task).await);
+        let state = tasks::task_state(client, task).await;
+        // While its task runs, nothing about the VM can change what the
+        // pass does (it waits for the task): looking costs requests per VM
+        // per poll and tells nothing. The VM is looked at once the task
+        // has ended, in the same pass that sees the end.
+        let running = matches!(state, TaskState::Running { .. });
+        obs.task = Some(state);
+        if running {
+            return Ok(obs);
+        }
     }
     if let Some(vmid) = needs.vmid {
-        obs.vm = vm::vm_state(client, vmid, node_hint, &mut cluster).await?;
+        let idle = match (depth, node_hint) {
+            (Depth::Idle, Some(node)) => vm::idle_vm_state(from, vmid, node).await?,
+            _ => None,
+        };
+        obs.vm = match idle {
+            Some(state) => state,
+            None => vm::vm_state(from, vmid, node_hint).await?,
+        };
     }
     if let Some(node) = &needs.active_tasks_on {
         obs.active_tasks = tasks::active_tasks(client, node).await?;
     }
     obs.images = images(client, &needs.images).await?;
-    if needs.nodes {
-        obs.nodes = nodes(client).await?;
-    }
     if let Some(template) = &needs.template {
-        obs.template = Some(template_lookup(cluster.get(client).await?, template));
+        obs.template = Some(template_lookup(from.view().await?.as_ref(), template));
     }
     if let Some((name, key)) = &needs.password {
         let namespace = vm.namespace().unwrap_or_default();
-        obs.password = Some(password(kube, &namespace, name, key).await?);
+        obs.password = Some(password(from.kube, &namespace, name, key).await?);
     }
     Ok(obs)
 }
@@ -107,50 +184,31 @@ async fn images(
     Ok(found)
 }
 
-async fn nodes(client: &Client) -> Result<Vec<NodeCandidate>, pve_client::Error> {
-    Ok(client
-        .nodes()
-        .await?
-        .into_iter()
-        .map(|n| NodeCandidate {
-            online: n.status.as_deref() == Some("online"),
-            free_memory: n
-                .maxmem
-                .unwrap_or_default()
-                .saturating_sub(n.mem.unwrap_or_default()),
-            name: n.node,
-        })
-        .collect())
-}
-
 /// The clone template by VMID or by (unique) name.
-fn template_lookup(vms: &[Resource], wanted: &TemplateRef) -> TemplateLookup {
-    let found = |r: &Resource| TemplateLookup::Found {
-        vmid: r
-            .vmid
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or_default(),
-        node: r.node.clone().unwrap_or_default(),
-        template: r.template,
+fn template_lookup(view: &ClusterView, wanted: &TemplateRef) -> TemplateLookup {
+    let found = |vmid: u32| {
+        view.vms
+            .get(&vmid)
+            .map_or(TemplateLookup::NotFound, |vm| TemplateLookup::Found {
+                vmid,
+                node: vm.node.clone(),
+                template: vm.template,
+            })
     };
     match wanted {
-        TemplateRef::Vmid(vmid) => vms
-            .iter()
-            .find(|r| r.vmid == Some(u64::from(*vmid)))
-            .map_or(TemplateLookup::NotFound, found),
+        TemplateRef::Vmid(vmid) => found(*vmid),
         TemplateRef::Name(name) => {
-            let matching: Vec<&Resource> = vms
+            let mut matching: Vec<u32> = view
+                .vms
                 .iter()
-                .filter(|r| r.name.as_deref() == Some(name.as_str()))
+                .filter(|(_, vm)| vm.name.as_deref() == Some(name.as_str()))
+                .map(|(vmid, _)| *vmid)
                 .collect();
+            matching.sort_unstable();
             match matching.as_slice() {
                 [] => TemplateLookup::NotFound,
-                [one] => found(one),
-                many => TemplateLookup::Ambiguous(
-                    many.iter()
-                        .filter_map(|r| r.vmid.and_then(|v| u32::try_from(v).ok()))
-                        .collect(),
-                ),
+                [one] => found(*one),
+                _ => TemplateLookup::Ambiguous(matching),
             }
         }
     }
@@ -190,37 +248,37 @@ async fn password(
 mod tests {
     use super::*;
 
-    fn vm(vmid: u64, name: &str, template: bool) -> Resource {
-        serde_json::from_value(serde_json::json!({
-            "id": format!("qemu/{vmid}"), "type": "qemu", "node": "pve",
-            "vmid": vmid, "name": name, "template": u8::from(template),
-        }))
-        .unwrap()
+    fn view() -> ClusterView {
+        ClusterView::from_resources(
+            serde_json::from_value(serde_json::json!([
+                {"id": "qemu/9000", "type": "qemu", "node": "pve", "vmid": 9000,
+                 "name": "jammy", "template": 1},
+                {"id": "qemu/101", "type": "qemu", "node": "pve", "vmid": 101, "name": "web"},
+                {"id": "qemu/102", "type": "qemu", "node": "pve", "vmid": 102, "name": "web"},
+            ]))
+            .unwrap(),
+        )
     }
 
     #[test]
     fn templates_are_found_by_vmid_or_unique_name() {
-        let vms = [
-            vm(9000, "jammy", true),
-            vm(101, "web", false),
-            vm(102, "web", false),
-        ];
+        let view = view();
         let want = TemplateLookup::Found {
             vmid: 9000,
             node: "pve".into(),
             template: true,
         };
-        assert_eq!(template_lookup(&vms, &TemplateRef::Vmid(9000)), want);
+        assert_eq!(template_lookup(&view, &TemplateRef::Vmid(9000)), want);
         assert_eq!(
-            template_lookup(&vms, &TemplateRef::Name("jammy".into())),
+            template_lookup(&view, &TemplateRef::Name("jammy".into())),
             want
         );
         assert_eq!(
-            template_lookup(&vms, &TemplateRef::Name("web".into())),
+            template_lookup(&view, &TemplateRef::Name("web".into())),
             TemplateLookup::Ambiguous(vec![101, 102])
         );
         assert_eq!(
-            template_lookup(&vms, &TemplateRef::Vmid(1)),
+            template_lookup(&view, &TemplateRef::Vmid(1)),
             TemplateLookup::NotFound
         );
     }

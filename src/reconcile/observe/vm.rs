@@ -2,17 +2,17 @@
 //! (current and pending) and the guest agent's interfaces.
 
 use super::super::plan::{AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState};
-use super::ClusterVms;
+use super::Sources;
 use pve_client::{self, AgentNetwork, Client, vm::AgentConfig, vm::VmStatus};
 
 /// Finds and reads the VM. Looks on `node_hint` first; only when it is not
-/// there is the cluster-wide resource list asked (VMs move: HA, migration).
+/// there is the shared cluster view asked (VMs move: HA, migration).
 pub(super) async fn vm_state(
-    client: &Client,
+    from: Sources<'_>,
     vmid: u32,
     node_hint: Option<&str>,
-    cluster: &mut ClusterVms,
 ) -> Result<VmState, pve_client::Error> {
+    let client = from.client;
     let hinted = match node_hint {
         Some(node) => match client.vm_status(node, vmid).await {
             Ok(status) => Some((node.to_owned(), status)),
@@ -25,15 +25,20 @@ pub(super) async fn vm_state(
     let (node, status) = match hinted {
         Some(found) => found,
         None => {
-            let listed = cluster
-                .get(client)
-                .await?
-                .iter()
-                .find(|r| r.vmid == Some(u64::from(vmid)))
-                .and_then(|r| r.node.clone());
+            let listed = from.view().await?.vms.get(&vmid).map(|vm| vm.node.clone());
             let Some(node) = listed else {
                 return Ok(VmState::Absent);
             };
+            if node_hint == Some(node.as_str()) {
+                // The view is older than the lookup that just missed it:
+                // the VM was destroyed or moved meanwhile. Look again later
+                // rather than take it for gone.
+                return Err(pve_client::Error::Transient {
+                    status: None,
+                    message: format!("VM {vmid} left node {node} while it was being looked up"),
+                    may_have_run: false,
+                });
+            }
             match client.vm_status(&node, vmid).await {
                 Ok(status) => (node, status),
                 // Destroyed between the two reads.
@@ -42,10 +47,58 @@ pub(super) async fn vm_state(
             }
         }
     };
-    match read_vm(client, vmid, node, &status).await {
+    let lock = status.lock.clone().filter(|l| !l.is_empty());
+    let seen = Seen {
+        node,
+        power: power(&status),
+        lock,
+        template: status.template,
+    };
+    match read_vm(client, vmid, seen).await {
         Err(pve_client::Error::NotFound { .. }) => Ok(VmState::Absent),
         other => other.map(VmState::Present),
     }
+}
+
+/// An idle VM, checked cheaply: where it is, its power state and lock from
+/// the shared cluster view (no request of its own), then its config and
+/// agent. `None` when the view does not show it as expected (on `node`,
+/// unlocked, running or stopped): then the VM is observed in full.
+pub(super) async fn idle_vm_state(
+    from: Sources<'_>,
+    vmid: u32,
+    node: &str,
+) -> Result<Option<VmState>, pve_client::Error> {
+    let view = from.view().await?;
+    let Some(listed) = view.vms.get(&vmid) else {
+        return Ok(None);
+    };
+    let power = match listed.status.as_str() {
+        "running" => Power::Running,
+        "stopped" => Power::Stopped,
+        _ => return Ok(None),
+    };
+    if listed.node != node || listed.lock.is_some() {
+        return Ok(None);
+    }
+    let seen = Seen {
+        node: node.to_owned(),
+        power,
+        lock: None,
+        template: listed.template,
+    };
+    match read_vm(from.client, vmid, seen).await {
+        Err(pve_client::Error::NotFound { .. }) => Ok(None),
+        other => other.map(|vm| Some(VmState::Present(vm))),
+    }
+}
+
+/// What was seen of a VM before its config was read.
+struct Seen {
+    node: String,
+    power: Power,
+    lock: Option<String>,
+    template: bool,
 }
 
 fn power(status: &VmStatus) -> Power {
@@ -57,14 +110,13 @@ fn power(status: &VmStatus) -> Power {
     }
 }
 
-async fn read_vm(
-    client: &Client,
-    vmid: u32,
-    node: String,
-    status: &VmStatus,
-) -> Result<ObservedVm, pve_client::Error> {
-    let lock = status.lock.clone().filter(|l| !l.is_empty());
-    let power = power(status);
+async fn read_vm(client: &Client, vmid: u32, seen: Seen) -> Result<ObservedVm, pve_client::Error> {
+    let Seen {
+        node,
+        power,
+        lock,
+        template,
+    } = seen;
     // While locked create/clone Proxmox shows only the lock.
     let config = if matches!(lock.as_deref(), Some("create" | "clone")) {
         None
@@ -84,26 +136,32 @@ async fn read_vm(
         node,
         power,
         lock,
-        template: status.template,
+        template,
         config,
         agent,
     })
 }
 
-/// The current config (with its digest) and what waits for a reboot.
+/// The current config (with its digest) and what waits for a reboot, in
+/// one request: `GET .../pending` lists every key with its current value
+/// (`digest` among them), its pending value and pending deletions.
 async fn config(client: &Client, node: &str, vmid: u32) -> Result<VmConfig, pve_client::Error> {
-    let current = client.vm_config_current(node, vmid).await?.raw;
-    let pending = client
-        .vm_pending(node, vmid)
-        .await?
-        .into_iter()
-        .filter_map(|e| match (e.pending, e.delete) {
-            (Some(value), _) => Some((e.key, Some(value))),
-            (None, Some(_)) => Some((e.key, None)),
-            (None, None) => None,
-        })
-        .collect();
-    Ok(VmConfig { current, pending })
+    let mut config = VmConfig::default();
+    for entry in client.vm_pending(node, vmid).await? {
+        if let Some(value) = entry.value {
+            config.current.insert(entry.key.clone(), value);
+        }
+        match (entry.pending, entry.delete) {
+            (Some(value), _) => {
+                config.pending.insert(entry.key, Some(value));
+            }
+            (None, Some(_)) => {
+                config.pending.insert(entry.key, None);
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(config)
 }
 
 async fn agent(client: &Client, node: &str, vmid: u32) -> AgentState {

@@ -4,11 +4,15 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use super::input::{ImageRef, Needs, Observation, PlanInput, ProviderState, TaskRef, TemplateRef};
+use super::decision::Decision;
+use super::input::{
+    Heavy, ImageRef, Needs, Observation, PlacementRequest, PlanInput, ProviderState, SlotRequest,
+    TaskRef, TemplateRef,
+};
 use crate::api::{
-    ProxmoxVM, ProxmoxVMStatus,
+    ConditionType, ProxmoxVM, ProxmoxVMStatus, Reason,
     meta::{self, Capabilities, PolicyMode, policy_mode},
-    provider_config::{Limits, Timing, go_duration},
+    provider_config::{Timing, go_duration},
     vm::{InFlightTask, PowerState, VmParameters},
 };
 
@@ -22,8 +26,9 @@ pub(super) struct Ctx<'a> {
     pub status: ProxmoxVMStatus,
     pub caps: Capabilities,
     pub timing: Timing,
-    pub limits: Limits,
     pub obs: &'a Observation,
+    /// Why Proxmox could not be observed, if it could not.
+    pub observe_error: Option<&'a super::input::ObserveError>,
     pub now: Timestamp,
 }
 
@@ -37,9 +42,9 @@ impl<'a> Ctx<'a> {
                 delete: false,
             },
         };
-        let (timing, limits) = match &input.provider {
-            Some(ProviderState::Ready { timing, limits }) => (*timing, limits.clone()),
-            _ => (Timing::default(), Limits::default()),
+        let timing = match &input.provider {
+            Some(ProviderState::Ready { timing, .. }) => *timing,
+            _ => Timing::default(),
         };
         Self {
             vm: input.vm,
@@ -48,8 +53,8 @@ impl<'a> Ctx<'a> {
             status: input.vm.status.clone().unwrap_or_default(),
             caps,
             timing,
-            limits,
             obs: &input.observed,
+            observe_error: input.observe_error.as_ref(),
             now: input.now,
         }
     }
@@ -146,13 +151,56 @@ impl<'a> Ctx<'a> {
         self.status.at_provider.task.as_ref()
     }
 
-    /// The node the VM is to be created on, once known.
-    pub fn chosen_node(&self) -> Option<String> {
-        self.status
-            .at_provider
-            .node
-            .clone()
-            .or_else(|| self.spec.node.clone())
+    /// Whether the spec lets the VM be on `node`: it is `node`, or one of
+    /// `allowedNodes` (any node when neither is set).
+    pub fn allowed(&self, node: &str) -> bool {
+        match &self.spec.node {
+            Some(wanted) => wanted == node,
+            None => {
+                self.spec.allowed_nodes.is_empty()
+                    || self.spec.allowed_nodes.iter().any(|n| n == node)
+            }
+        }
+    }
+
+    /// The node the VM is to be created on, once known: `spec.node`, else
+    /// the placement recorded in the status when the spec allows it (a
+    /// node recorded before `allowedNodes` changed is placed again).
+    pub fn placed_node(&self) -> Option<String> {
+        self.spec.node.clone().or_else(|| {
+            self.status
+                .at_provider
+                .node
+                .clone()
+                .filter(|n| self.allowed(n))
+        })
+    }
+
+    /// The Synced reason the resource had before this pass.
+    pub fn previous_synced_reason(&self) -> Option<&str> {
+        crate::api::condition::find(&self.status.conditions, ConditionType::Synced)
+            .map(|c| c.reason.as_str())
+    }
+
+    /// Adds a Warning event to `d` when the Synced reason changes to
+    /// `reason` (once per change, not once per pass).
+    pub fn event_on_change(
+        &self,
+        d: Decision,
+        reason: Reason,
+        event: &'static str,
+        note: String,
+    ) -> Decision {
+        if self.previous_synced_reason() == Some(reason.as_str()) {
+            d
+        } else {
+            d.event(true, event, note)
+        }
+    }
+
+    /// The VM's memory in bytes (for placement).
+    fn memory_bytes(&self) -> u64 {
+        self.spec.memory.bytes().unwrap_or_default()
     }
 
     /// Whether the create imports disks (and so counts against the node's
@@ -186,7 +234,7 @@ impl<'a> Ctx<'a> {
     /// What to observe for [`super::plan`].
     pub fn needs(&self) -> Needs {
         let creating = self.on_create_path();
-        let node = self.chosen_node();
+        let node = self.placed_node();
         let images = match (&node, creating && self.spec.clone.is_none()) {
             (Some(node), true) => self
                 .spec
@@ -208,8 +256,44 @@ impl<'a> Ctx<'a> {
                 (None, None) => None,
             }
         });
-        let heavy = self.imports() || self.spec.clone.is_some();
+        let heavy = if self.spec.clone.is_some() {
+            Some(Heavy::Clone)
+        } else if self.imports() {
+            Some(Heavy::Import)
+        } else {
+            None
+        };
+        let placement = (creating && node.is_none()).then(|| PlacementRequest {
+            allowed: self.spec.allowed_nodes.clone(),
+            memory: self.memory_bytes(),
+            policy: self.spec.placement.policy,
+            spread_by: self.spec.placement.label_key.as_ref().map(|key| {
+                let value = self.vm.metadata.labels.as_ref().and_then(|l| l.get(key));
+                (key.clone(), value.cloned().unwrap_or_default())
+            }),
+            prefer_template_node: self.spec.clone.is_some(),
+        });
+        let slot = heavy.filter(|_| creating).map(|kind| SlotRequest {
+            // A clone's task runs on the template's node.
+            node: match kind {
+                Heavy::Clone => None,
+                Heavy::Import => node.clone(),
+            },
+            kind,
+        });
+        let holds = |type_: ConditionType| {
+            crate::api::condition::find(&self.status.conditions, type_)
+                .is_some_and(|c| c.status == crate::api::ConditionStatus::True)
+        };
+        let idle = !creating
+            && !self.deleting()
+            && self.task().is_none()
+            && self.status.observed_generation == self.vm.metadata.generation
+            && self.status.at_provider.pending_changes.is_empty()
+            && holds(ConditionType::Ready)
+            && holds(ConditionType::Synced);
         Needs {
+            idle,
             vmid: self.vmid(),
             task: self.task().map(|t| TaskRef {
                 upid: t.upid.clone(),
@@ -217,7 +301,7 @@ impl<'a> Ctx<'a> {
             }),
             active_tasks_on: node.clone(),
             images,
-            nodes: creating && node.is_none() && self.spec.clone.is_none(),
+            placement,
             template,
             password: self
                 .spec
@@ -226,7 +310,8 @@ impl<'a> Ctx<'a> {
                 .and_then(|ci| ci.password_secret_ref.as_ref())
                 .filter(|_| !self.deleting())
                 .map(|r| (r.name.clone(), r.key.clone())),
-            load_on: node.filter(|_| creating && heavy),
+            // An import waits for its node to be placed first.
+            slot: slot.filter(|s| s.kind == Heavy::Clone || s.node.is_some()),
         }
     }
 }

@@ -75,13 +75,15 @@ fn being_created(ctx: &Ctx, vm: &ObservedVm) -> Decision {
         );
         return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     }
-    let say = Say::no(
-        Reason::NotOwned,
-        format!(
-            "VM {vmid} is being created by someone else (lock: {lock}); waiting to see whose it is"
-        ),
+    let message = format!(
+        "VM {vmid} is being created by someone else (lock: {lock}); waiting to see whose it is"
     );
-    Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say)
+    let d = Decision::new(
+        Idle::Wait,
+        Some(ctx.timing.poll_interval),
+        Say::no(Reason::NotOwned, message.clone()),
+    );
+    ctx.event_on_change(d, Reason::NotOwned, "NotOwned", message)
 }
 
 fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
@@ -125,12 +127,15 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
         Reason::Unavailable,
         format!("VM {vmid} is not managed by this resource"),
     );
-    Decision::new(
+    let d = Decision::new(
         Idle::Wait,
         Some(ctx.resync_interval()),
-        Say::no(Reason::NotOwned, message),
+        Say::no(Reason::NotOwned, message.clone()),
     )
-    .ready(ready)
+    .ready(ready);
+    // Once per change, not per pass: `kubectl describe` and alerts on
+    // Warning events see it without a new event every resync.
+    ctx.event_on_change(d, Reason::NotOwned, "NotOwned", message)
 }
 
 /// One step towards the spec: configure, then grow disks, then power.
@@ -215,17 +220,17 @@ fn shutdown_failed(out: &Out) -> bool {
         .is_some_and(|f| f.action == TaskAction::Shutdown)
 }
 
+/// `spec.node` or `allowedNodes`, in words.
+fn placement_words(ctx: &Ctx) -> String {
+    match &ctx.spec.node {
+        Some(node) => format!("spec.node {node}"),
+        None => format!("allowedNodes {:?}", ctx.spec.allowed_nodes),
+    }
+}
+
 /// Nothing to do: report what is not as asked but cannot be changed.
 fn up_to_date(ctx: &Ctx, vm: &ObservedVm, diff: &Diff) -> Decision {
-    let mut problems = diff.problems.clone();
-    if let Some(node) = &ctx.spec.node
-        && *node != vm.node
-    {
-        problems.push(format!(
-            "the VM runs on node {}, the spec says {node}; migration is not supported",
-            vm.node
-        ));
-    }
+    let problems = &diff.problems;
     let mut requeue = ctx.resync_interval();
     let agent_expected = vm.power == Power::Running
         && ctx.spec.agent.as_ref().is_some_and(|a| a.enabled)
@@ -244,6 +249,21 @@ fn up_to_date(ctx: &Ctx, vm: &ObservedVm, diff: &Diff) -> Decision {
         )
     } else if !problems.is_empty() {
         Say::no(Reason::InvalidSpec, problems.join("; "))
+    } else if !ctx.allowed(&vm.node) {
+        // HA, its load balancer, a migration or a person moved our VM. It
+        // is followed where it is: not moved back, not created again.
+        let message = format!(
+            "VM {} runs on node {}, outside {}; the provider follows it there and does not move it back",
+            ctx.vmid_text(),
+            vm.node,
+            placement_words(ctx)
+        );
+        let d = Decision::new(
+            Idle::UpToDate,
+            Some(requeue),
+            Say::yes(Reason::OutsidePlacement, message.clone()),
+        );
+        return ctx.event_on_change(d, Reason::OutsidePlacement, "OutsidePlacement", message);
     } else if !diff.pending.is_empty() {
         Say::yes(
             Reason::ReconcileSuccess,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
-use super::input::{PasswordState, TemplateLookup, VmState};
+use super::input::{PasswordState, Placement, SlotGrant, TemplateLookup, VmState};
 use super::output::{Idle, KubeWrite, PveCall, Sensitive};
 use super::render;
 use super::task;
@@ -20,6 +20,9 @@ use crate::api::{
     Reason,
     vm::{CloneSource, TaskAction},
 };
+
+/// How long a resource may wait for a slot before it says it is stalled.
+const CAPACITY_STALLED_AFTER: Duration = Duration::from_secs(600);
 
 /// Decides for a VM that is absent (or whose VMID is not known yet).
 pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
@@ -91,19 +94,15 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
     if let Some(d) = download_images(ctx, out, &node) {
         return d;
     }
-    if ctx.imports() && ctx.obs.load.imports >= ctx.limits.max_concurrent_imports_per_node {
-        return no_capacity(
-            ctx,
-            &node,
-            "import",
-            ctx.obs.load.imports,
-            ctx.limits.max_concurrent_imports_per_node,
-        );
-    }
     if let Some(d) = task::gate(ctx, out, TaskAction::Create) {
         return d;
     }
     if let Some(d) = finalizer(ctx, vmid) {
+        return d;
+    }
+    if ctx.imports()
+        && let Some(d) = slot(ctx, "import")
+    {
         return d;
     }
     let params = match render::create_params(ctx, password.as_ref().map(|(p, _)| p)) {
@@ -137,21 +136,27 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
             return Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say);
         }
     };
-    let node = ctx.chosen_node().unwrap_or_else(|| template_node.clone());
+    // The clone lands on `node`, a recorded placement, or the template's
+    // node when the spec allows it (no `target`: a linked clone or a clone
+    // of local disks cannot go elsewhere); otherwise on a node placement
+    // chose among the allowed ones, as `target` (Proxmox refuses that
+    // without shared storage, and the refusal is reported).
+    let node = match ctx.placed_node() {
+        Some(node) => node,
+        None if ctx.allowed(&template_node) => template_node.clone(),
+        None => match placement(ctx, out) {
+            Ok(node) => node,
+            Err(d) => return *d,
+        },
+    };
     out.status.at_provider.node = Some(node.clone());
-    if ctx.obs.load.clones >= ctx.limits.max_concurrent_clones_per_node {
-        return no_capacity(
-            ctx,
-            &node,
-            "clone",
-            ctx.obs.load.clones,
-            ctx.limits.max_concurrent_clones_per_node,
-        );
-    }
     if let Some(d) = task::gate(ctx, out, TaskAction::Clone) {
         return d;
     }
     if let Some(d) = finalizer(ctx, vmid) {
+        return d;
+    }
+    if let Some(d) = slot(ctx, "clone") {
         return d;
     }
     let say = Say::yes(
@@ -172,50 +177,36 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
     Decision::new(step, Some(ctx.timing.poll_interval), say)
 }
 
-/// The node to create on: the one recorded, the spec's, or the online node
-/// with the most free memory among `allowedNodes` (recorded first, so a
-/// download and the create land on the same node).
+/// The node to create on: `node`, the placement recorded in the status
+/// (so a download and the create land on the same node), or the one the
+/// provider's placement chose among `allowedNodes` this pass (recorded
+/// first, then acted on).
 fn placement(ctx: &Ctx, out: &mut Out) -> Result<String, Box<Decision>> {
-    if let Some(node) = ctx.chosen_node() {
+    if let Some(node) = ctx.placed_node() {
         return Ok(node);
     }
-    let allowed = &ctx.spec.allowed_nodes;
-    let best = ctx
-        .obs
-        .nodes
-        .iter()
-        .filter(|n| n.online && (allowed.is_empty() || allowed.contains(&n.name)))
-        .max_by(|a, b| a.free_memory.cmp(&b.free_memory).then(b.name.cmp(&a.name)));
-    match best {
-        Some(node) => {
-            out.status.at_provider.node = Some(node.name.clone());
+    let decision = match &ctx.obs.placement {
+        Some(Placement::Chosen { node, why }) => {
+            out.status.at_provider.node = Some(node.clone());
             let say = Say::yes(
                 Reason::ReconcileSuccess,
-                format!("placing the VM on node {} (most free memory)", node.name),
+                format!("placing the VM on node {node} ({why})"),
             );
-            Err(Box::new(Decision::new(
-                Idle::SaveStatus,
-                Some(Duration::ZERO),
-                say,
-            )))
+            Decision::new(Idle::SaveStatus, Some(Duration::ZERO), say)
         }
-        None => {
-            let among = if allowed.is_empty() {
-                String::new()
-            } else {
-                format!(" among allowedNodes {allowed:?}")
-            };
+        Some(Placement::NoNode { why }) => {
             let say = Say::no(
                 Reason::ReconcileError,
-                format!("no online node to place the VM on{among}"),
+                format!("no node to place the VM on: {why}"),
             );
-            Err(Box::new(Decision::new(
-                Idle::Wait,
-                Some(Duration::from_secs(30)),
-                say,
-            )))
+            Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say)
         }
-    }
+        None => {
+            let say = Say::no(Reason::ReconcileError, "the VM was not placed on a node");
+            Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say)
+        }
+    };
+    Err(Box::new(decision))
 }
 
 /// The cloud-init password and its Secret's version, if the spec has one.
@@ -289,16 +280,45 @@ fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
     None
 }
 
-fn no_capacity(ctx: &Ctx, node: &str, what: &str, busy: u32, limit: u32) -> Decision {
-    let say = Say::yes(
-        Reason::WaitingForCapacity,
-        format!("waiting for a free {what} slot on node {node} ({busy} of {limit} in use)"),
-    );
-    Decision::new(
+/// The per-node slot for an import or clone: taken (go on), or every slot
+/// is in use by work actually in flight (wait; the message says since when).
+fn slot(ctx: &Ctx, what: &str) -> Option<Decision> {
+    let (node, in_use, limit, waiting) = match &ctx.obs.slot {
+        Some(SlotGrant::Granted { .. }) => return None,
+        Some(SlotGrant::Busy {
+            node,
+            in_use,
+            limit,
+            waiting,
+        }) => (node.as_str(), *in_use, *limit, *waiting),
+        None => {
+            let say = Say::no(
+                Reason::ReconcileError,
+                format!("no {what} slot was taken for this pass"),
+            );
+            return Some(Decision::new(
+                Idle::Wait,
+                Some(ctx.timing.poll_interval),
+                say,
+            ));
+        }
+    };
+    let mut message =
+        format!("waiting for a free {what} slot on node {node} ({in_use} of {limit} in use)");
+    let say = if waiting >= CAPACITY_STALLED_AFTER {
+        message.push_str(&format!(
+            " for {}; the work in flight there is not finishing (see the node's tasks in Proxmox)",
+            super::secs(waiting)
+        ));
+        Say::no(Reason::CapacityStalled, message)
+    } else {
+        Say::yes(Reason::WaitingForCapacity, message)
+    };
+    Some(Decision::new(
         Idle::Wait,
         Some(ctx.timing.poll_interval.max(Duration::from_secs(5))),
         say,
-    )
+    ))
 }
 
 /// The finalizer goes on just before the first create is sent: only then can

@@ -213,13 +213,15 @@ impl Out {
     }
 }
 
-/// Ready from what was observed, when the phase did not say.
+/// Ready from what was observed, when the phase did not say. A VM the
+/// provider creates is `Creating` from the create until it first runs as
+/// requested (Crossplane's convention); only after that does a VM not in
+/// the requested state make the resource `Unavailable`.
 fn observed_readiness(ctx: &Ctx, synced: Option<&Say>) -> Say {
     let doing = synced.map(|s| s.message.clone()).unwrap_or_default();
     if ctx.deleting() {
         return Say::no(Reason::Deleting, doing);
     }
-    let creating = ctx.caps.create && !ctx.create_succeeded();
     match &ctx.obs.vm {
         super::VmState::Present(vm) => {
             if vm.creation_locked() {
@@ -228,7 +230,7 @@ fn observed_readiness(ctx: &Ctx, synced: Option<&Say>) -> Say {
             let running = vm.power == super::Power::Running;
             if running == ctx.wants_running() && vm.power != super::Power::Unknown {
                 Say::yes(Reason::Available, "")
-            } else if creating {
+            } else if still_creating(ctx) {
                 Say::no(Reason::Creating, doing)
             } else {
                 let state = report::power_word(vm.power);
@@ -249,6 +251,20 @@ fn observed_readiness(ctx: &Ctx, synced: Option<&Say>) -> Say {
             format!("VM {} does not exist", ctx.vmid_text()),
         ),
     }
+}
+
+/// Whether the VM has not yet run as requested since the provider set out
+/// to create it: its creation is not recorded, or Ready still says
+/// `Creating` (it has not been `Available` since).
+fn still_creating(ctx: &Ctx) -> bool {
+    if !ctx.caps.create {
+        return false;
+    }
+    if !ctx.create_succeeded() {
+        return true;
+    }
+    crate::api::condition::find(&ctx.status.conditions, ConditionType::Ready)
+        .is_some_and(|ready| ready.reason == Reason::Creating.as_str())
 }
 
 /// The in-flight record for the task a dispatching step starts; the glue

@@ -15,6 +15,7 @@ use super::output::Sensitive;
 use crate::api::{
     ProxmoxVM,
     provider_config::{Limits, Timing},
+    vm::PlacementPolicy,
 };
 
 /// Everything [`super::plan`] decides from.
@@ -29,6 +30,9 @@ pub struct PlanInput<'a> {
     pub observed: Observation,
     /// The time of this pass.
     pub now: Timestamp,
+    /// Why Proxmox could not be observed this pass, when it could not (a
+    /// transient error: the config itself is usable).
+    pub observe_error: Option<ObserveError>,
 }
 
 impl<'a> PlanInput<'a> {
@@ -39,8 +43,20 @@ impl<'a> PlanInput<'a> {
             provider: None,
             observed: Observation::default(),
             now,
+            observe_error: None,
         }
     }
+}
+
+/// An observation that failed for a reason that may pass (HTTP 5xx, 595,
+/// 596, a reset, a timeout): reported as what it is and retried with
+/// backoff, never as an unusable provider config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObserveError {
+    /// What failed, for people.
+    pub message: String,
+    /// When to try again (the glue's per-resource backoff).
+    pub retry_in: std::time::Duration,
 }
 
 /// The provider config named by `spec.providerConfigRef`, resolved.
@@ -81,14 +97,54 @@ pub struct Needs {
     pub active_tasks_on: Option<String>,
     /// Whether these image volumes exist on the node (storage content).
     pub images: Vec<ImageRef>,
-    /// List nodes (online state, free memory) for placement.
-    pub nodes: bool,
+    /// Choose a node for the VM (none is recorded yet).
+    pub placement: Option<PlacementRequest>,
     /// Resolve the clone template (by VMID or by name) cluster-wide.
     pub template: Option<TemplateRef>,
     /// Read the cloud-init password Secret (name, key) in the VM's namespace.
     pub password: Option<(String, String)>,
-    /// Count the in-flight imports and clones of other ProxmoxVMs on this node.
-    pub load_on: Option<String>,
+    /// Take a per-node import or clone slot for the dispatch this pass may
+    /// make.
+    pub slot: Option<SlotRequest>,
+    /// The resource looks idle (Ready, Synced, nothing in flight, its
+    /// generation acted on): the VM may be checked cheaply, provided a plan
+    /// from that check only ever concludes "up to date".
+    pub idle: bool,
+}
+
+/// What placement needs to know about the VM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacementRequest {
+    /// Nodes the VM may go to (`allowedNodes`); empty: any online node.
+    pub allowed: Vec<String>,
+    /// The VM's memory in bytes.
+    pub memory: u64,
+    /// How to choose among them.
+    pub policy: PlacementPolicy,
+    /// For `SpreadByLabel`: the label key and this resource's value of it
+    /// (empty when it has none).
+    pub spread_by: Option<(String, String)>,
+    /// Prefer the clone template's node when it is allowed (a clone to
+    /// another node needs shared storage).
+    pub prefer_template_node: bool,
+}
+
+/// Heavy work that counts against a per-node limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Heavy {
+    /// A create that imports disks.
+    Import,
+    /// A clone (counted on the template's node, where its task runs).
+    Clone,
+}
+
+/// A slot to take before dispatching heavy work.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlotRequest {
+    /// The node; `None`: the clone template's node, once looked up.
+    pub node: Option<String>,
+    /// What kind of work.
+    pub kind: Heavy,
 }
 
 /// A task to look at.
@@ -132,14 +188,52 @@ pub struct Observation {
     pub active_tasks: Vec<ActiveTask>,
     /// Image volumes asked for: `true` when present.
     pub images: BTreeMap<String, bool>,
-    /// Placement candidates.
-    pub nodes: Vec<NodeCandidate>,
+    /// The node chosen for the VM, when [`Needs::placement`] asked.
+    pub placement: Option<Placement>,
     /// The clone template.
     pub template: Option<TemplateLookup>,
     /// The cloud-init password Secret.
     pub password: Option<PasswordState>,
-    /// Imports and clones other ProxmoxVMs have in flight on the node.
-    pub load: NodeLoad,
+    /// The per-node slot, when [`Needs::slot`] asked.
+    pub slot: Option<SlotGrant>,
+}
+
+/// Where placement put the VM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// On this node, for this reason (e.g. `most free memory`).
+    Chosen {
+        /// The node.
+        node: String,
+        /// Why, for the condition message.
+        why: String,
+    },
+    /// No node qualifies.
+    NoNode {
+        /// Why, for the condition message.
+        why: String,
+    },
+}
+
+/// Whether a per-node slot is this pass's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlotGrant {
+    /// Taken: the dispatch may go ahead (given back if it does not).
+    Granted {
+        /// The node.
+        node: String,
+    },
+    /// Every slot is in use by work actually in flight.
+    Busy {
+        /// The node.
+        node: String,
+        /// Work in flight there.
+        in_use: u32,
+        /// The limit.
+        limit: u32,
+        /// How long this resource has been waiting for a slot.
+        waiting: std::time::Duration,
+    },
 }
 
 /// Whether and how the VM exists.
@@ -257,17 +351,6 @@ pub struct ActiveTask {
     pub started_at: Timestamp,
 }
 
-/// A node the VM could be placed on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeCandidate {
-    /// Node name.
-    pub name: String,
-    /// Whether it is online.
-    pub online: bool,
-    /// Free memory in bytes.
-    pub free_memory: u64,
-}
-
 /// The clone template, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TemplateLookup {
@@ -298,14 +381,4 @@ pub enum PasswordState {
         /// The Secret's resourceVersion, to notice changes.
         version: String,
     },
-}
-
-/// Work other ProxmoxVMs have in flight on one node (from the glue's cache
-/// of ProxmoxVM statuses), for the per-node limits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NodeLoad {
-    /// Creates with disk imports in flight.
-    pub imports: u32,
-    /// Clones in flight.
-    pub clones: u32,
 }

@@ -9,6 +9,7 @@ use pve_client::vm::{AgentConfig, Nic, net_index};
 use super::context::Ctx;
 use super::decision::{Out, Say};
 use super::input::{AgentState, GuestInterface, ObservedVm, Power, VmState};
+use super::owner::{Ownership, ownership};
 use crate::api::{ProxmoxVMStatus, Reason, vm::ObservedState};
 
 /// Words for a power state.
@@ -44,6 +45,18 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             at.mac_addresses.clear();
             at.pending_changes.clear();
         }
+        // A VM we may not manage (another resource's, a hand-made one, or
+        // one still locked by a create whose owner cannot be read yet) is
+        // described by nothing in our status: its node in particular would
+        // be taken for our placement.
+        VmState::Present(vm) if !describes_ours(ctx, vm) => {
+            at.state = None;
+            at.lock = None;
+            at.ip_address = None;
+            at.ip_addresses.clear();
+            at.mac_addresses.clear();
+            at.pending_changes.clear();
+        }
         VmState::Present(vm) => {
             at.node = Some(vm.node.clone());
             at.state = Some(observed_state(vm.power));
@@ -63,6 +76,17 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             out.set_agent(ctx, say);
         }
     }
+}
+
+/// Whether the observed VM is one the status may describe: ours (our owner
+/// marker), or any VM when the resource only observes.
+fn describes_ours(ctx: &Ctx, vm: &ObservedVm) -> bool {
+    let observing_only = !ctx.caps.create && !ctx.caps.update;
+    observing_only
+        || vm
+            .config
+            .as_ref()
+            .is_some_and(|c| ownership(c, ctx.uid()) == Ownership::Ours)
 }
 
 /// MAC addresses of the `net<n>` devices in the config.

@@ -140,6 +140,9 @@ fn running(ctx: &Ctx, out: &mut Out, task: &InFlightTask, progress: Option<u8>) 
     }
     let done = progress.map(|p| format!(", {p}% done")).unwrap_or_default();
     let what = task.action.describe();
+    // The VM is not looked at while its task runs: Ready stays as it was
+    // (a resource being deleted says so whatever the VM is doing).
+    let keep_ready = ctx.obs.vm == VmState::Unknown && !ctx.deleting();
     let say = if ctx.now > task.deadline.0 {
         Say::no(
             Reason::TaskTimeout,
@@ -154,7 +157,8 @@ fn running(ctx: &Ctx, out: &mut Out, task: &InFlightTask, progress: Option<u8>) 
             format!("waiting for the {what} (task {}{done})", task.upid),
         )
     };
-    Decision::new(Idle::ObserveTask, Some(ctx.timing.poll_interval), say)
+    let d = Decision::new(Idle::ObserveTask, Some(ctx.timing.poll_interval), say);
+    if keep_ready { d.keep_ready() } else { d }
 }
 
 fn finished(
@@ -235,21 +239,29 @@ const VM_TASKS: [TaskAction; 7] = [
 
 /// With no task recorded, a task already running for this VM (or for one of
 /// its images) means a status write was lost after a dispatch, or someone
-/// else is working on the VM: adopt ours, wait for theirs, start nothing.
+/// else is working on the VM. A VM task is adopted only when the VM is
+/// provably ours (its config, readable, carries our owner marker); any other
+/// task on the VMID is waited out, never adopted: while a create holds the
+/// config locked its owner cannot be read, and it may be another resource's.
+/// An image download is shared by every VM that imports the image, so it is
+/// adopted by file name.
 pub(super) fn adopt(ctx: &Ctx, out: &mut Out) -> Option<Decision> {
     if out.status.at_provider.task.is_some() {
         return None;
     }
     let vmid = ctx.vmid()?.to_string();
-    if let VmState::Present(vm) = &ctx.obs.vm
-        && vm
-            .config
-            .as_ref()
-            .is_some_and(|c| ownership(c, ctx.uid()) != Ownership::Ours)
-    {
-        // Not ours: the later phases say so; its tasks are not our business.
-        return None;
-    }
+    let ours = match &ctx.obs.vm {
+        VmState::Present(vm) => match &vm.config {
+            Some(config) => match ownership(config, ctx.uid()) {
+                Ownership::Ours => true,
+                // Not ours: the later phases say so; its tasks are not our
+                // business.
+                Ownership::Foreign(_) | Ownership::Unmarked => return None,
+            },
+            None => false,
+        },
+        VmState::Absent | VmState::Unknown => false,
+    };
     let images: Vec<(String, String)> = ctx
         .spec
         .disks
@@ -261,8 +273,8 @@ pub(super) fn adopt(ctx: &Ctx, out: &mut Out) -> Option<Decision> {
         if t.id == vmid {
             let action = VM_TASKS.into_iter().find(|a| a.pve_type() == t.type_);
             return Some(match action {
-                Some(action) => take_over(ctx, out, t, action, None),
-                None => foreign_task(ctx, t),
+                Some(action) if ours => take_over(ctx, out, t, action, None),
+                _ => foreign_task(ctx, t),
             });
         }
         if t.type_ == TaskAction::DownloadImage.pve_type()
@@ -316,7 +328,7 @@ fn foreign_task(ctx: &Ctx, t: &ActiveTask) -> Decision {
     let say = Say::yes(
         Reason::WaitingForTask,
         format!(
-            "Proxmox task {} ({}) is running on VM {}; waiting for it to finish",
+            "Proxmox task {} ({}) is running on VM {}; waiting for it to finish before looking again",
             t.type_,
             t.upid,
             ctx.vmid_text()

@@ -7,6 +7,7 @@ mod create;
 mod delete;
 mod flow;
 mod gate;
+mod races;
 mod status;
 mod tasks;
 
@@ -120,6 +121,7 @@ pub(super) struct World {
     pub provider: ProviderState,
     pub obs: Observation,
     pub now: Timestamp,
+    pub observe_error: Option<ObserveError>,
 }
 
 impl World {
@@ -147,6 +149,7 @@ impl World {
             },
             obs: Observation::default(),
             now: at(100),
+            observe_error: None,
         }
     }
 
@@ -290,6 +293,42 @@ impl World {
         })
     }
 
+    /// Placement chose `node` this pass.
+    pub fn placed(self, node: &str) -> Self {
+        self.observe(|o| {
+            o.placement = Some(Placement::Chosen {
+                node: node.into(),
+                why: "most free memory".into(),
+            })
+        })
+    }
+
+    /// The import or clone slot on `node` was taken for this pass.
+    pub fn slot_granted(self, node: &str) -> Self {
+        self.observe(|o| o.slot = Some(SlotGrant::Granted { node: node.into() }))
+    }
+
+    /// Every slot on `node` is in use; this resource has waited `secs`.
+    pub fn slot_busy(self, node: &str, secs: u64) -> Self {
+        self.observe(|o| {
+            o.slot = Some(SlotGrant::Busy {
+                node: node.into(),
+                in_use: 2,
+                limit: 2,
+                waiting: std::time::Duration::from_secs(secs),
+            })
+        })
+    }
+
+    /// Proxmox could not be observed this pass.
+    pub fn observe_failed(mut self, message: &str) -> Self {
+        self.observe_error = Some(ObserveError {
+            message: message.into(),
+            retry_in: std::time::Duration::from_secs(4),
+        });
+        self
+    }
+
     pub fn with_provider(mut self, provider: ProviderState) -> Self {
         self.provider = provider;
         self
@@ -306,6 +345,7 @@ impl World {
             provider: Some(self.provider.clone()),
             observed: self.obs.clone(),
             now: self.now,
+            observe_error: self.observe_error.clone(),
         })
     }
 }

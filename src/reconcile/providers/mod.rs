@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::ObjectMeta;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
 use super::configs::in_use::{self, Guard};
@@ -41,6 +42,8 @@ pub struct Connection {
     pub timing: Timing,
     /// Its limits.
     pub limits: Limits,
+    /// Its `vmidRange`, when set.
+    pub vmid_range: Option<(u32, u32)>,
 }
 
 impl Connection {
@@ -85,8 +88,16 @@ pub struct Resolved {
 #[derive(Debug)]
 struct Cached {
     inputs: String,
-    connection: Connection,
+    connection: Result<Connection, Problem>,
+    /// Resolved by the provider config controller, which resolves again on
+    /// every change; otherwise by a VM pass, and trusted only briefly.
+    watched: bool,
+    at: std::time::Instant,
 }
+
+/// How long a config resolved by a VM pass (not kept current by the config
+/// controller, e.g. outside a test controller's namespace) is reused.
+const UNWATCHED_FOR: Duration = Duration::from_secs(30);
 
 /// A config's version: uid and generation (its status changes do not make
 /// a new client).
@@ -98,8 +109,15 @@ fn config_version(meta: &ObjectMeta) -> String {
     )
 }
 
+/// The provider config controllers' watch caches.
+struct ConfigStores {
+    provider: Store<ProviderConfig>,
+    cluster: Store<ClusterProviderConfig>,
+}
+
 /// One client per provider config, rebuilt when the config changes.
 pub struct Providers {
+    stores: std::sync::OnceLock<ConfigStores>,
     kube: kube::Client,
     hook: RequestHook,
     default_resync: Duration,
@@ -114,6 +132,7 @@ impl Providers {
     /// An empty cache; `hook` counts every client's requests.
     pub fn new(kube: kube::Client, hook: RequestHook, default_resync: Duration) -> Self {
         Self {
+            stores: std::sync::OnceLock::new(),
             kube,
             hook,
             default_resync,
@@ -129,16 +148,25 @@ impl Providers {
 
     /// Resolves the config `vm` refers to: `Ok(Ok(connection))` when usable,
     /// `Ok(Err(state))` when missing or unusable (the plan says so on the
-    /// resource), `Err` when Kubernetes could not be asked. The config is
-    /// read afresh, and a VM that would start to depend on it goes through
-    /// the in-use guard first ([`in_use`]).
+    /// resource), `Err` when Kubernetes could not be asked.
+    ///
+    /// Served from memory once the provider config controller has seen the
+    /// config: its metadata (deletion, finalizers) from that controller's
+    /// watch cache, its client from the resolution that controller repeats
+    /// whenever the config or one of its Secrets changes. So a VM pass reads
+    /// neither; only a config not seen yet is read here. A VM that would start
+    /// to depend on the config goes through the in-use guard ([`in_use`]).
     pub async fn connect(
         &self,
         vm: &ProxmoxVM,
     ) -> Result<Result<Connection, ProviderState>, Error> {
         let key = ConfigKey::of(vm);
-        let Some((settings, meta)) = self.read_config(&key).await? else {
-            return Ok(Err(not_found(&key)));
+        let (settings, meta) = match self.watched(&key) {
+            Some(config) => config,
+            None => match self.read_config(&key).await? {
+                Some(config) => config,
+                None => return Ok(Err(not_found(&key))),
+            },
         };
         match in_use::guard(vm, &key, &meta) {
             Guard::Use => {}
@@ -155,10 +183,39 @@ impl Providers {
                 Err(e) => return Err(e.into()),
             },
         }
-        let resolved = self.resolve_config(&key, &settings, &meta).await?;
-        Ok(resolved.connection.map_err(|p| ProviderState::Unusable {
+        let connection = match self.known(&key) {
+            Some(known) => known,
+            None => {
+                self.resolve_with(&key, &settings, &meta, false)
+                    .await?
+                    .connection
+            }
+        };
+        Ok(connection.map_err(|p| ProviderState::Unusable {
             message: format!("{key}: {}", p.message),
         }))
+    }
+
+    /// The config as the provider config controller's watch cache holds it,
+    /// once that controller runs and has listed it.
+    fn watched(&self, key: &ConfigKey) -> Option<(ProviderSettings, ObjectMeta)> {
+        let stores = self.stores.get()?;
+        match key.kind {
+            ProviderConfigKind::ProviderConfig => stores
+                .provider
+                .get(&ObjectRef::new(&key.name).within(&key.namespace))
+                .map(|c| (c.spec.settings.clone(), c.metadata.clone())),
+            ProviderConfigKind::ClusterProviderConfig => stores
+                .cluster
+                .get(&ObjectRef::new(&key.name))
+                .map(|c| (c.spec.settings.clone(), c.metadata.clone())),
+        }
+    }
+
+    /// Serves configs from the provider config controllers' watch caches
+    /// from now on.
+    pub fn watch(&self, provider: Store<ProviderConfig>, cluster: Store<ClusterProviderConfig>) {
+        let _ = self.stores.set(ConfigStores { provider, cluster });
     }
 
     /// Reads the Secrets of the config `key` (already read: its `settings`
@@ -171,17 +228,27 @@ impl Providers {
         settings: &ProviderSettings,
         meta: &ObjectMeta,
     ) -> Result<Resolved, Error> {
+        self.resolve_with(key, settings, meta, true).await
+    }
+
+    async fn resolve_with(
+        &self,
+        key: &ConfigKey,
+        settings: &ProviderSettings,
+        meta: &ObjectMeta,
+        watched: bool,
+    ) -> Result<Resolved, Error> {
         let mut inputs = config_version(meta);
         let connection = self.connection(key, settings, &mut inputs).await?;
-        if let Ok(connection) = &connection {
-            self.cache.lock().expect("provider cache poisoned").insert(
-                key.clone(),
-                Cached {
-                    inputs: inputs.clone(),
-                    connection: connection.clone(),
-                },
-            );
-        }
+        self.cache.lock().expect("provider cache poisoned").insert(
+            key.clone(),
+            Cached {
+                inputs: inputs.clone(),
+                connection: connection.clone(),
+                watched,
+                at: std::time::Instant::now(),
+            },
+        );
         Ok(Resolved { inputs, connection })
     }
 
@@ -253,6 +320,7 @@ impl Providers {
             client,
             timing,
             limits: settings.limits.clone(),
+            vmid_range: settings.vmid_range.map(|r| (r.min, r.max)),
         }))
     }
 
@@ -261,6 +329,15 @@ impl Providers {
         cache
             .get(key)
             .filter(|c| c.inputs == inputs)
+            .and_then(|c| c.connection.clone().ok())
+    }
+
+    /// What the config last resolved to, if it has been.
+    fn known(&self, key: &ConfigKey) -> Option<Result<Connection, Problem>> {
+        let cache = self.cache.lock().expect("provider cache poisoned");
+        cache
+            .get(key)
+            .filter(|c| c.watched || c.at.elapsed() < UNWATCHED_FOR)
             .map(|c| c.connection.clone())
     }
 

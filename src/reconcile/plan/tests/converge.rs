@@ -183,12 +183,20 @@ fn converge_table() {
             expect("UpToDate", (F, Reason::ReconcileError), unavailable),
         ),
         (
-            "VM on another node than the spec says",
+            "our VM moved (HA, by hand) off spec.node: followed, not blamed on the spec",
             World::new()
                 .created()
                 .spec(|s| s.node = Some("pve2".into()))
                 .present(our_vm(Power::Running)),
-            expect("UpToDate", (F, Reason::InvalidSpec), available),
+            expect("UpToDate", (T, Reason::OutsidePlacement), available),
+        ),
+        (
+            "our VM moved outside allowedNodes: followed",
+            World::new()
+                .created()
+                .spec(|s| s.allowed_nodes = vec!["pve2".into(), "pve3".into()])
+                .present(our_vm(Power::Running)),
+            expect("UpToDate", (T, Reason::OutsidePlacement), available),
         ),
     ]);
 }

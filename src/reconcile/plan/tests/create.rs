@@ -3,21 +3,9 @@
 use super::*;
 use crate::api::ManagementPolicy::*;
 
-fn candidates() -> Vec<NodeCandidate> {
-    let node = |name: &str, online, gib: u64| NodeCandidate {
-        name: name.into(),
-        online,
-        free_memory: gib << 30,
-    };
-    vec![
-        node("pve1", true, 8),
-        node("pve2", true, 32),
-        node("pve3", false, 64),
-    ]
-}
-
 /// VMID recorded, create pending, VM looked up and absent, node chosen,
-/// image present, finalizer on: the next step is the create itself.
+/// image present, finalizer on, import slot taken: the next step is the
+/// create itself.
 fn ready_to_create() -> World {
     World::new()
         .pending()
@@ -25,6 +13,7 @@ fn ready_to_create() -> World {
         .node("pve1")
         .image(true)
         .finalizer()
+        .slot_granted("pve1")
 }
 
 fn template(vmid: u32, node: &str) -> Option<TemplateLookup> {
@@ -66,11 +55,8 @@ fn create_table() {
             expect("Wait", (F, Reason::ReconcileError), creating),
         ),
         (
-            "placement picks the online node with most free memory",
-            World::new()
-                .pending()
-                .absent()
-                .observe(|o| o.nodes = candidates()),
+            "placement chose a node: record it first",
+            World::new().pending().absent().placed("pve2"),
             expect("SaveStatus", (T, Reason::ReconcileSuccess), creating),
         ),
         (
@@ -79,7 +65,11 @@ fn create_table() {
                 .pending()
                 .absent()
                 .spec(|s| s.allowed_nodes = vec!["pve3".into()])
-                .observe(|o| o.nodes = candidates()),
+                .observe(|o| {
+                    o.placement = Some(Placement::NoNode {
+                        why: "none of allowedNodes [\"pve3\"] is online".into(),
+                    })
+                }),
             expect("Wait", (F, Reason::ReconcileError), creating),
         ),
         (
@@ -108,8 +98,18 @@ fn create_table() {
         ),
         (
             "import slots on the node are full",
-            ready_to_create().observe(|o| o.load.imports = 2),
+            ready_to_create().slot_busy("pve1", 60),
             expect("Wait", (T, Reason::WaitingForCapacity), creating),
+        ),
+        (
+            "waiting for a slot for over 10 minutes says it is stalled",
+            ready_to_create().slot_busy("pve1", 601),
+            expect("Wait", (F, Reason::CapacityStalled), creating),
+        ),
+        (
+            "no slot taken this pass: never dispatch",
+            ready_to_create().observe(|o| o.slot = None),
+            expect("Wait", (F, Reason::ReconcileError), creating),
         ),
         (
             "create failed 5 s ago: back off",
@@ -161,7 +161,8 @@ fn create_table() {
         (
             "clone from a template found by name",
             cloning(World::new().pending().absent().finalizer())
-                .observe(|o| o.template = template(9000, "pve2")),
+                .observe(|o| o.template = template(9000, "pve2"))
+                .slot_granted("pve2"),
             expect("CloneVm", (T, Reason::WaitingForTask), creating),
         ),
         (
@@ -178,10 +179,9 @@ fn create_table() {
         ),
         (
             "clone slots full",
-            cloning(World::new().pending().absent().finalizer()).observe(|o| {
-                o.template = template(9000, "pve2");
-                o.load.clones = 2;
-            }),
+            cloning(World::new().pending().absent().finalizer())
+                .observe(|o| o.template = template(9000, "pve2"))
+                .slot_busy("pve2", 5),
             expect("Wait", (T, Reason::WaitingForCapacity), creating),
         ),
     ]);
@@ -189,25 +189,72 @@ fn create_table() {
 
 #[test]
 fn placement_is_recorded_before_anything_lands_on_a_node() {
-    let plan = World::new()
-        .pending()
-        .absent()
-        .spec(|s| s.allowed_nodes = vec!["pve1".into(), "pve3".into()])
-        .observe(|o| o.nodes = candidates())
-        .run();
+    let plan = World::new().pending().absent().placed("pve2").run();
     assert_eq!(plan.step, Step::Idle(Idle::SaveStatus));
-    assert_eq!(
-        plan.status.at_provider.node.as_deref(),
-        Some("pve1"),
-        "pve3 is offline, pve2 not allowed"
-    );
+    assert_eq!(plan.status.at_provider.node.as_deref(), Some("pve2"));
+}
 
-    let any = World::new()
+#[test]
+fn the_create_goes_to_spec_node_whatever_the_status_recorded() {
+    // A status written before the fix could hold a node borrowed from a VM
+    // that is not ours: `node` wins.
+    let plan = ready_to_create()
+        .spec(|s| s.node = Some("pve3".into()))
+        .slot_granted("pve3")
+        .run();
+    let Step::Pve(PveCall::CreateVm { node, .. }) = &plan.step else {
+        panic!("{:?}", plan.step);
+    };
+    assert_eq!(node, "pve3");
+    assert_eq!(plan.status.at_provider.node.as_deref(), Some("pve3"));
+}
+
+#[test]
+fn a_recorded_node_outside_allowed_nodes_is_placed_again() {
+    let world = World::new()
         .pending()
         .absent()
-        .observe(|o| o.nodes = candidates())
+        .node("pve1")
+        .spec(|s| s.allowed_nodes = vec!["pve2".into()]);
+    let needs = match preflight(&world.vm, world.now) {
+        Preflight::Observe(needs) => needs,
+        Preflight::Decided(p) => panic!("{:?}", p.step),
+    };
+    let request = needs.placement.expect("a placement is needed");
+    assert_eq!(request.allowed, ["pve2"]);
+    let plan = world.placed("pve2").run();
+    assert_eq!(plan.step, Step::Idle(Idle::SaveStatus));
+    assert_eq!(plan.status.at_provider.node.as_deref(), Some("pve2"));
+}
+
+#[test]
+fn clones_stay_on_the_template_node_unless_the_spec_forbids_it() {
+    let plan = cloning(World::new().pending().absent().finalizer())
+        .observe(|o| o.template = template(9000, "pve2"))
+        .slot_granted("pve2")
         .run();
-    assert_eq!(any.status.at_provider.node.as_deref(), Some("pve2"));
+    let Step::Pve(PveCall::CloneVm {
+        source_node,
+        target_node,
+        ..
+    }) = &plan.step
+    else {
+        panic!("{:?}", plan.step);
+    };
+    assert_eq!((source_node.as_str(), target_node), ("pve2", &None));
+
+    // allowedNodes leaves the template's node out: placement chooses, and
+    // the clone goes there as `target`.
+    let world = cloning(World::new().pending().absent().finalizer())
+        .spec(|s| s.allowed_nodes = vec!["pve3".into()])
+        .observe(|o| o.template = template(9000, "pve2"));
+    let placed = world.clone().placed("pve3").run();
+    assert_eq!(placed.step, Step::Idle(Idle::SaveStatus));
+    let plan = world.node("pve3").slot_granted("pve2").run();
+    let Step::Pve(PveCall::CloneVm { target_node, .. }) = &plan.step else {
+        panic!("{:?}", plan.step);
+    };
+    assert_eq!(target_node.as_deref(), Some("pve3"));
 }
 
 #[test]
@@ -279,6 +326,7 @@ fn a_clone_names_source_target_and_marker() {
     let plan = cloning(World::new().pending().absent().finalizer())
         .spec(|s| s.node = Some("pve1".into()))
         .observe(|o| o.template = template(9000, "pve2"))
+        .slot_granted("pve2")
         .run();
     let Step::Pve(PveCall::CloneVm {
         source_node,
@@ -306,6 +354,7 @@ fn a_clone_names_source_target_and_marker() {
 
     let same_node = cloning(World::new().pending().absent().finalizer())
         .observe(|o| o.template = template(9000, "pve2"))
+        .slot_granted("pve2")
         .run();
     let Step::Pve(PveCall::CloneVm { target_node, .. }) = &same_node.step else {
         panic!("want CloneVm, got {:?}", same_node.step);

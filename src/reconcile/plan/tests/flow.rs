@@ -177,11 +177,14 @@ impl Pve {
                 node: "pve1".into(),
                 template: true,
             }),
-            nodes: vec![NodeCandidate {
-                name: "pve1".into(),
-                online: true,
-                free_memory: 8 << 30,
-            }],
+            placement: Some(Placement::Chosen {
+                node: "pve1".into(),
+                why: "most free memory".into(),
+            }),
+            // The model's node always has a free slot.
+            slot: Some(SlotGrant::Granted {
+                node: "pve1".into(),
+            }),
             ..Observation::default()
         }
     }

@@ -151,13 +151,15 @@ fn act_failures() {
         .absent()
         .node("pve1")
         .image(true)
-        .finalizer();
+        .finalizer()
+        .slot_granted("pve1");
     fn input(w: &World) -> PlanInput<'_> {
         PlanInput {
             vm: &w.vm,
             provider: Some(w.provider.clone()),
             observed: w.obs.clone(),
             now: w.now,
+            observe_error: None,
         }
     }
     let planned = world.run();

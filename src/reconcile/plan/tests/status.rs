@@ -47,6 +47,7 @@ fn a_started_task_is_recorded_with_its_deadline() {
         .node("pve1")
         .image(true)
         .finalizer()
+        .slot_granted("pve1")
         .run();
     assert_eq!(plan.step.name(), "CreateVm");
     assert!(
@@ -76,22 +77,29 @@ fn preflight_asks_for_what_the_plan_needs() {
     assert_eq!(needs.active_tasks_on.as_deref(), Some("pve1"));
     assert_eq!(needs.images.len(), 1);
     assert_eq!(needs.images[0].volume, image_volume());
-    assert!(!needs.nodes, "node already chosen");
+    assert!(needs.placement.is_none(), "node already chosen");
     assert_eq!(needs.password, Some(("web-pw".into(), "password".into())));
-    assert_eq!(needs.load_on.as_deref(), Some("pve1"));
+    assert_eq!(
+        needs.slot,
+        Some(SlotRequest {
+            node: Some("pve1".into()),
+            kind: Heavy::Import
+        })
+    );
 
     let fresh = match preflight(&World::new().vm, at(100)) {
         Preflight::Observe(needs) => needs,
         Preflight::Decided(plan) => panic!("decided {:?}", plan.step),
     };
-    assert!(fresh.nodes && fresh.vmid.is_none() && fresh.images.is_empty());
+    assert!(fresh.placement.is_some() && fresh.vmid.is_none() && fresh.images.is_empty());
+    assert!(fresh.slot.is_none(), "an import waits for its node");
 
     let created = match preflight(&World::new().created().node("pve1").vm, at(100)) {
         Preflight::Observe(needs) => needs,
         Preflight::Decided(plan) => panic!("decided {:?}", plan.step),
     };
     assert!(
-        created.images.is_empty() && created.load_on.is_none(),
+        created.images.is_empty() && created.slot.is_none(),
         "no create ahead"
     );
 
@@ -110,6 +118,7 @@ fn secrets_never_show_in_debug_output() {
         .image(true)
         .finalizer()
         .password("7")
+        .slot_granted("pve1")
         .run();
     let Step::Pve(PveCall::CreateVm { params, .. }) = &plan.step else {
         panic!("want CreateVm, got {:?}", plan.step);

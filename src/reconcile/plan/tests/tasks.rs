@@ -140,7 +140,8 @@ fn task_table() {
                 .at(200)
                 .task_state(TaskState::NotFound)
                 .absent()
-                .image(true),
+                .image(true)
+                .slot_granted("pve1"),
             expect("CreateVm", (T, Reason::ImportingDisk), creating),
         ),
         (
@@ -151,14 +152,14 @@ fn task_table() {
             expect("ObserveTask", (F, Reason::ReconcileError), None),
         ),
         (
-            "lost status write: create running, adopt it from the task list",
+            "lost status write: a create runs on the VMID; its owner cannot be read yet: wait",
             World::new()
                 .pending()
                 .finalizer()
                 .node("pve1")
                 .present(locked_create())
                 .active("qmcreate", "100"),
-            expect("ObserveTask", (T, Reason::ImportingDisk), creating),
+            expect("Wait", (T, Reason::WaitingForTask), creating),
         ),
         (
             "lost status write: VM locked create, task list shows nothing yet",
@@ -189,7 +190,8 @@ fn task_table() {
                 .finalizer()
                 .node("pve1")
                 .absent()
-                .image(true),
+                .image(true)
+                .slot_granted("pve1"),
             expect("CreateVm", (T, Reason::ImportingDisk), creating),
         ),
         (
@@ -309,6 +311,26 @@ fn a_success_clears_the_failure_record() {
 
 #[test]
 fn an_adopted_task_keeps_its_upid_and_start_time() {
+    // A start dispatched before a lost status write, on our own VM.
+    let plan = World::new()
+        .created()
+        .node("pve1")
+        .present(our_vm(Power::Stopped))
+        .active("qmstart", "100")
+        .run();
+    let task = plan.status.at_provider.task.as_ref().expect("adopted");
+    assert!(task.upid.contains(":qmstart:100:"));
+    assert_eq!(task.action, TaskAction::Start);
+    assert_eq!(task.started_at.0, at(90));
+    assert_eq!(task.deadline.0, at(690));
+    assert!(plan.events.iter().any(|e| e.reason == "TaskAdopted"));
+}
+
+#[test]
+fn a_create_whose_owner_cannot_be_read_is_waited_out_not_adopted() {
+    // The config is locked `create`: whose create it is cannot be read, and
+    // another resource may have been handed the same VMID. Wait for it to
+    // end; the owner marker then says whose VM it is.
     let plan = World::new()
         .pending()
         .finalizer()
@@ -316,12 +338,19 @@ fn an_adopted_task_keeps_its_upid_and_start_time() {
         .present(locked_create())
         .active("qmcreate", "100")
         .run();
-    let task = plan.status.at_provider.task.as_ref().expect("adopted");
-    assert!(task.upid.contains(":qmcreate:100:"));
-    assert_eq!(task.action, TaskAction::Create);
-    assert_eq!(task.started_at.0, at(90));
-    assert_eq!(task.deadline.0, at(690));
-    assert!(plan.events.iter().any(|e| e.reason == "TaskAdopted"));
+    assert_eq!(plan.step, Step::Idle(Idle::Wait));
+    assert_eq!(plan.status.at_provider.task, None, "nothing adopted");
+    assert!(!plan.events.iter().any(|e| e.reason == "TaskAdopted"));
+    // Nor does a task on a VM that is not there yet get adopted.
+    let absent = World::new()
+        .pending()
+        .finalizer()
+        .node("pve1")
+        .absent()
+        .active("qmcreate", "100")
+        .run();
+    assert_eq!(absent.step, Step::Idle(Idle::Wait));
+    assert_eq!(absent.status.at_provider.task, None);
 }
 
 #[test]

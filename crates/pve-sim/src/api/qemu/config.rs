@@ -97,6 +97,10 @@ pub async fn pending(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
             }
             item
         })
+        // Like every key of the parsed config, its digest is listed too
+        // (pve-guest-common `config_with_pending_array` walks the whole
+        // hash `load_config` returns, `digest` included).
+        .chain([json!({"key": "digest", "value": vm.digest()})])
         .collect();
     Ok(Reply::data(items))
 }

@@ -210,6 +210,11 @@ async fn running_vm_keeps_changes_pending() {
         json!({"key": "cipassword", "value": "**********"}),
         "cipassword is written directly"
     );
+    // The digest is listed like any other key, equal to the config's.
+    assert_eq!(
+        item_of(&sim, "103", "digest").await["value"],
+        sim.config("103").await["digest"]
+    );
 
     // A delete of a non-hotpluggable option is pending too.
     sim.post_ok("/nodes/pve/qemu/103/config", &[("delete", "cores")])

@@ -1,0 +1,231 @@
+//! The cluster as Proxmox shows it, shared by every pass of a provider
+//! config: one `GET /cluster/resources` per config per poll interval tells
+//! every node's memory and every guest's node, power state and lock, no
+//! matter how many VMs are reconciled meanwhile. Placement, VMID allocation,
+//! template lookups and finding a VM that moved read it; concurrent passes
+//! that find it stale wait for one refresh instead of each asking.
+//!
+//! The view lags: Proxmox's stats behind it are broadcast every 10 s, so a
+//! new VM may show `status: unknown`. It is used for what tolerates that
+//! (where a VM is, which VMIDs exist, node memory) and for checking idle VMs;
+//! a decision to act on a VM is always made from the VM's own
+//! `status/current`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pve_client::{Client, Resource};
+
+use super::providers::ConfigKey;
+
+/// How long the cluster's `next-id` setting is trusted.
+const OPTIONS_FOR: Duration = Duration::from_secs(600);
+
+/// One node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeView {
+    /// Its name.
+    pub name: String,
+    /// Whether it is online.
+    pub online: bool,
+    /// Memory in bytes.
+    pub max_memory: u64,
+    /// Memory in use in bytes.
+    pub memory: u64,
+}
+
+/// One QEMU guest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VmView {
+    /// Its node.
+    pub node: String,
+    /// `status` is `running`.
+    pub running: bool,
+    /// `status` as listed (`running`, `stopped`, `unknown`).
+    pub status: String,
+    /// Its config lock.
+    pub lock: Option<String>,
+    /// Whether it is a template.
+    pub template: bool,
+    /// Its name, once the stats show it.
+    pub name: Option<String>,
+}
+
+/// The cluster at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterView {
+    /// Every node.
+    pub nodes: Vec<NodeView>,
+    /// QEMU guests by VMID.
+    pub vms: HashMap<u32, VmView>,
+    /// Every guest's VMID (QEMU and LXC: they share the VMID space).
+    pub vmids: BTreeSet<u32>,
+}
+
+impl ClusterView {
+    /// From `/cluster/resources` (all types).
+    pub fn from_resources(resources: Vec<Resource>) -> Self {
+        let mut view = Self::default();
+        for r in resources {
+            let vmid = r.vmid.and_then(|v| u32::try_from(v).ok());
+            match (r.kind.as_str(), vmid) {
+                ("node", _) => view.nodes.push(NodeView {
+                    name: r.node.unwrap_or_default(),
+                    online: r.status.as_deref() == Some("online"),
+                    max_memory: r.maxmem.unwrap_or_default(),
+                    memory: r.mem.unwrap_or_default(),
+                }),
+                ("qemu", Some(vmid)) => {
+                    view.vmids.insert(vmid);
+                    let status = r.status.unwrap_or_default();
+                    view.vms.insert(
+                        vmid,
+                        VmView {
+                            node: r.node.unwrap_or_default(),
+                            running: status == "running",
+                            status,
+                            lock: r.lock.filter(|l| !l.is_empty()),
+                            template: r.template,
+                            name: r.name,
+                        },
+                    );
+                }
+                (_, Some(vmid)) => {
+                    view.vmids.insert(vmid);
+                }
+                _ => {}
+            }
+        }
+        view.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        view
+    }
+
+    /// VMs (not templates) on `node`.
+    pub fn vm_count(&self, node: &str) -> u64 {
+        self.vms
+            .values()
+            .filter(|vm| vm.node == node && !vm.template)
+            .count() as u64
+    }
+}
+
+/// The `next-id` range: `(lower, upper)` as the cluster sets them.
+pub type NextId = Option<(Option<u64>, Option<u64>)>;
+
+#[derive(Debug, Default)]
+struct Cached {
+    /// The last view and when it was read; the lock is the single flight.
+    view: tokio::sync::Mutex<Option<(Instant, Arc<ClusterView>)>>,
+    options: tokio::sync::Mutex<Option<(Instant, NextId)>>,
+}
+
+/// The views of every provider config.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    clusters: Mutex<HashMap<ConfigKey, Arc<Cached>>>,
+}
+
+impl Inventory {
+    fn cached(&self, key: &ConfigKey) -> Arc<Cached> {
+        let mut clusters = self.clusters.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(clusters.entry(key.clone()).or_default())
+    }
+
+    /// The cluster, read at most `max_age` ago (read now when older; one
+    /// read serves every caller waiting meanwhile).
+    pub async fn view(
+        &self,
+        key: &ConfigKey,
+        client: &Client,
+        max_age: Duration,
+    ) -> Result<Arc<ClusterView>, pve_client::Error> {
+        let cached = self.cached(key);
+        let mut guard = cached.view.lock().await;
+        if let Some((at, view)) = guard.as_ref()
+            && at.elapsed() < max_age
+        {
+            return Ok(Arc::clone(view));
+        }
+        let view = Arc::new(ClusterView::from_resources(
+            client.cluster_resources(None).await?,
+        ));
+        *guard = Some((Instant::now(), Arc::clone(&view)));
+        Ok(view)
+    }
+
+    /// The cluster's `next-id` setting (`/cluster/options`), re-read every
+    /// ten minutes. A token that may not read the datacenter options
+    /// (`Sys.Audit` on `/`) gets `None`, as if none were set: such setups
+    /// name their range in the provider config's `vmidRange`.
+    pub async fn next_id(
+        &self,
+        key: &ConfigKey,
+        client: &Client,
+    ) -> Result<NextId, pve_client::Error> {
+        let cached = self.cached(key);
+        let mut guard = cached.options.lock().await;
+        if let Some((at, next_id)) = guard.as_ref()
+            && at.elapsed() < OPTIONS_FOR
+        {
+            return Ok(*next_id);
+        }
+        let next_id = match client.cluster_options().await {
+            Ok(options) => options.next_id.map(|r| (r.lower, r.upper)),
+            Err(
+                e
+                @ (pve_client::Error::Forbidden { .. } | pve_client::Error::NotImplemented { .. }),
+            ) => {
+                tracing::warn!(config = %key, error = %e, "cannot read the cluster's next-id range; allocating VMIDs from 100 (set vmidRange to choose)");
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        *guard = Some((Instant::now(), next_id));
+        Ok(next_id)
+    }
+
+    /// Forgets a config that is gone.
+    pub fn forget(&self, key: &ConfigKey) {
+        self.clusters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resources(value: serde_json::Value) -> Vec<Resource> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn the_view_holds_nodes_vms_and_every_guest_vmid() {
+        let view = ClusterView::from_resources(resources(serde_json::json!([
+            {"id": "node/pve2", "type": "node", "node": "pve2", "status": "online",
+             "maxmem": 1000, "mem": 100},
+            {"id": "node/pve1", "type": "node", "node": "pve1", "status": "offline"},
+            {"id": "qemu/100", "type": "qemu", "node": "pve2", "vmid": 100,
+             "status": "running", "name": "web", "lock": ""},
+            {"id": "qemu/9000", "type": "qemu", "node": "pve1", "vmid": 9000,
+             "status": "stopped", "template": 1},
+            {"id": "lxc/101", "type": "lxc", "node": "pve2", "vmid": 101, "status": "running"},
+            {"id": "storage/pve2/local", "type": "storage", "node": "pve2", "storage": "local"},
+        ])));
+        assert_eq!(
+            view.nodes
+                .iter()
+                .map(|n| (n.name.as_str(), n.online))
+                .collect::<Vec<_>>(),
+            [("pve1", false), ("pve2", true)]
+        );
+        assert_eq!(view.vmids, [100, 101, 9000].into());
+        assert!(view.vms[&100].running && view.vms[&100].lock.is_none());
+        assert!(view.vms[&9000].template);
+        assert_eq!(view.vm_count("pve2"), 1);
+        assert_eq!(view.vm_count("pve1"), 0, "templates are not VMs to spread");
+    }
+}

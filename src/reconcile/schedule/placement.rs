@@ -1,0 +1,366 @@
+//! Placement: which node a VM without `node` goes to.
+//!
+//! Every pass sees the same `/cluster/resources` numbers, and a VM placed a
+//! moment ago shows in them only once it runs. Like kube-scheduler's
+//! "assumed" pods, a placement is remembered until the cluster view shows
+//! the VM running on its node: until then its memory is subtracted from the
+//! node's free memory and it counts as one of the node's VMs. So VMs
+//! applied together spread instead of piling onto the node that looked
+//! emptiest when they all looked at once. A VM is never placed outside
+//! `allowedNodes`.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::super::inventory::ClusterView;
+use super::super::plan::{Placement, PlacementRequest};
+use crate::api::vm::PlacementPolicy;
+
+/// How long an assumption waits for its VM to run before it is dropped.
+const ASSUMED_FOR: Duration = Duration::from_secs(1800);
+
+/// A placement the cluster view does not reflect yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Assumed {
+    node: String,
+    memory: u64,
+    vmid: u32,
+    /// The label value `SpreadByLabel` counts, when the VM has one.
+    label: Option<(String, String)>,
+    at: Instant,
+}
+
+/// The placements of one provider config.
+#[derive(Debug, Default)]
+pub struct PlacementBook {
+    /// Resource UID → its placement.
+    assumed: HashMap<String, Assumed>,
+}
+
+/// What `SpreadByLabel` counts besides the assumptions: how many
+/// ProxmoxVMs with the same label value each node has (from the
+/// controller's cache of statuses).
+pub type LabelCounts = HashMap<String, u32>;
+
+/// What a placement is chosen from.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidates<'a> {
+    /// Nodes and VMs of the cluster.
+    pub view: &'a ClusterView,
+    /// Per node, ProxmoxVMs sharing the resource's label value.
+    pub labelled: &'a LabelCounts,
+    /// The clone template's node, for clones.
+    pub template_node: Option<&'a str>,
+}
+
+impl PlacementBook {
+    /// The node for resource `uid` (VMID `vmid`): its earlier placement
+    /// while that node is still allowed and online, else a new choice,
+    /// remembered until the VM runs there.
+    pub fn place(
+        &mut self,
+        uid: &str,
+        vmid: u32,
+        request: &PlacementRequest,
+        from: Candidates<'_>,
+        now: Instant,
+    ) -> Placement {
+        let view = from.view;
+        self.prune(view, now);
+        if let Some(earlier) = self.assumed.get(uid)
+            && candidate(request, view, &earlier.node)
+        {
+            return Placement::Chosen {
+                node: earlier.node.clone(),
+                why: "placed earlier".into(),
+            };
+        }
+        self.assumed.remove(uid);
+        let placement = choose(request, from, &self.assumed);
+        if let Placement::Chosen { node, .. } = &placement {
+            self.assumed.insert(
+                uid.to_owned(),
+                Assumed {
+                    node: node.clone(),
+                    memory: request.memory,
+                    vmid,
+                    label: request.spread_by.clone(),
+                    at: now,
+                },
+            );
+        }
+        placement
+    }
+
+    /// Forgets the placement of a resource that is gone.
+    pub fn forget(&mut self, uid: &str) {
+        self.assumed.remove(uid);
+    }
+
+    /// Drops assumptions whose VM the view shows running (its memory is in
+    /// the node's numbers now) or that waited too long.
+    fn prune(&mut self, view: &ClusterView, now: Instant) {
+        self.assumed.retain(|_, a| {
+            let running = view
+                .vms
+                .get(&a.vmid)
+                .is_some_and(|vm| vm.node == a.node && vm.running);
+            !running && now.saturating_duration_since(a.at) < ASSUMED_FOR
+        });
+    }
+}
+
+/// Whether `node` may take the VM: online and allowed.
+fn candidate(request: &PlacementRequest, view: &ClusterView, node: &str) -> bool {
+    let allowed = request.allowed.is_empty() || request.allowed.iter().any(|n| n == node);
+    allowed && view.nodes.iter().any(|n| n.name == node && n.online)
+}
+
+/// Chooses a node as the request's policy says, counting `assumed`
+/// placements as if their VMs already ran. Ties go to the node that sorts
+/// first, so the choice is deterministic.
+fn choose(
+    request: &PlacementRequest,
+    from: Candidates<'_>,
+    assumed: &HashMap<String, Assumed>,
+) -> Placement {
+    let Candidates {
+        view,
+        labelled,
+        template_node,
+    } = from;
+    if request.prefer_template_node
+        && let Some(node) = template_node
+        && candidate(request, view, node)
+    {
+        return Placement::Chosen {
+            node: node.to_owned(),
+            why: "the template's node".into(),
+        };
+    }
+    let mut best: Option<(String, (u64, u64))> = None;
+    for node in view
+        .nodes
+        .iter()
+        .filter(|n| candidate(request, view, &n.name))
+    {
+        let pending = assumed.values().filter(|a| a.node == node.name);
+        let pending_memory: u64 = pending.clone().map(|a| a.memory).sum();
+        let free = node
+            .max_memory
+            .saturating_sub(node.memory)
+            .saturating_sub(pending_memory);
+        let not_listed = pending.clone().filter(|a| !view.vms.contains_key(&a.vmid));
+        let vms = view.vm_count(&node.name) + not_listed.count() as u64;
+        // Lower is better: (primary, secondary).
+        let score = match request.policy {
+            PlacementPolicy::MostFreeMemory => (u64::MAX - free, vms),
+            PlacementPolicy::FewestVms => (vms, u64::MAX - free),
+            PlacementPolicy::SpreadByLabel => {
+                let value = request.spread_by.as_ref();
+                let same = u64::from(labelled.get(&node.name).copied().unwrap_or_default())
+                    + pending.filter(|a| a.label.as_ref() == value).count() as u64;
+                (same, u64::MAX - free)
+            }
+        };
+        if best.as_ref().is_none_or(|(_, b)| score < *b) {
+            best = Some((node.name.clone(), score));
+        }
+    }
+    match best {
+        Some((node, _)) => Placement::Chosen {
+            node,
+            why: match request.policy {
+                PlacementPolicy::MostFreeMemory => "most free memory",
+                PlacementPolicy::FewestVms => "fewest VMs",
+                PlacementPolicy::SpreadByLabel => "fewest VMs with the same label",
+            }
+            .into(),
+        },
+        None => Placement::NoNode {
+            why: if request.allowed.is_empty() {
+                "no node is online".into()
+            } else {
+                format!("none of allowedNodes {:?} is online", request.allowed)
+            },
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::inventory::{NodeView, VmView};
+    use super::*;
+
+    fn from<'a>(view: &'a ClusterView, labelled: &'a LabelCounts) -> Candidates<'a> {
+        Candidates {
+            view,
+            labelled,
+            template_node: None,
+        }
+    }
+
+    const GIB: u64 = 1 << 30;
+
+    fn view(nodes: &[(&str, bool, u64, u64)]) -> ClusterView {
+        ClusterView {
+            nodes: nodes
+                .iter()
+                .map(|(name, online, max, used)| NodeView {
+                    name: (*name).into(),
+                    online: *online,
+                    max_memory: max * GIB,
+                    memory: used * GIB,
+                })
+                .collect(),
+            ..ClusterView::default()
+        }
+    }
+
+    fn request(allowed: &[&str], policy: PlacementPolicy) -> PlacementRequest {
+        PlacementRequest {
+            allowed: allowed.iter().map(|s| (*s).to_owned()).collect(),
+            memory: 2 * GIB,
+            policy,
+            spread_by: None,
+            prefer_template_node: false,
+        }
+    }
+
+    fn node_of(p: &Placement) -> &str {
+        match p {
+            Placement::Chosen { node, .. } => node,
+            Placement::NoNode { why } => panic!("no node: {why}"),
+        }
+    }
+
+    #[test]
+    fn vms_placed_together_spread_over_equal_nodes() {
+        let v = view(&[
+            ("pve1", true, 64, 0),
+            ("pve2", true, 64, 0),
+            ("pve3", true, 64, 0),
+        ]);
+        let mut book = PlacementBook::default();
+        let now = Instant::now();
+        let req = request(&[], PlacementPolicy::MostFreeMemory);
+        let mut per_node: HashMap<String, u32> = HashMap::new();
+        for i in 0..30u32 {
+            let p = book.place(
+                &format!("uid-{i}"),
+                100 + i,
+                &req,
+                from(&v, &LabelCounts::new()),
+                now,
+            );
+            *per_node.entry(node_of(&p).to_owned()).or_default() += 1;
+        }
+        assert_eq!(per_node.values().copied().collect::<Vec<_>>(), [10, 10, 10]);
+    }
+
+    #[test]
+    fn placement_is_stable_for_a_resource_and_stays_inside_allowed_nodes() {
+        let v = view(&[
+            ("pve1", true, 64, 0),
+            ("pve2", true, 8, 0),
+            ("pve3", false, 128, 0),
+        ]);
+        let mut book = PlacementBook::default();
+        let now = Instant::now();
+        let req = request(&["pve2", "pve3"], PlacementPolicy::MostFreeMemory);
+        let first = book.place("a", 100, &req, from(&v, &LabelCounts::new()), now);
+        assert_eq!(
+            node_of(&first),
+            "pve2",
+            "pve1 is not allowed, pve3 is offline"
+        );
+        let again = book.place("a", 100, &req, from(&v, &LabelCounts::new()), now);
+        assert_eq!(node_of(&again), "pve2");
+        let none = book.place(
+            "b",
+            101,
+            &request(&["pve3"], PlacementPolicy::MostFreeMemory),
+            from(&v, &LabelCounts::new()),
+            now,
+        );
+        assert!(matches!(none, Placement::NoNode { .. }), "{none:?}");
+    }
+
+    #[test]
+    fn an_assumption_ends_when_the_vm_runs_on_its_node() {
+        let mut v = view(&[("pve1", true, 64, 0), ("pve2", true, 64, 0)]);
+        let mut book = PlacementBook::default();
+        let now = Instant::now();
+        let req = request(&[], PlacementPolicy::MostFreeMemory);
+        assert_eq!(
+            node_of(&book.place("a", 100, &req, from(&v, &LabelCounts::new()), now)),
+            "pve1"
+        );
+        // VM 100 runs on pve1 now; its memory is in pve1's numbers.
+        v.nodes[0].memory = 2 * GIB;
+        v.vms.insert(
+            100,
+            VmView {
+                node: "pve1".into(),
+                running: true,
+                ..VmView::default()
+            },
+        );
+        assert_eq!(
+            node_of(&book.place("b", 101, &req, from(&v, &LabelCounts::new()), now)),
+            "pve2"
+        );
+        assert_eq!(book.assumed.len(), 1, "only b is assumed");
+    }
+
+    #[test]
+    fn policies() {
+        let mut v = view(&[("pve1", true, 64, 60), ("pve2", true, 64, 0)]);
+        for id in 0..3u32 {
+            v.vms.insert(
+                200 + id,
+                VmView {
+                    node: "pve2".into(),
+                    running: false,
+                    ..VmView::default()
+                },
+            );
+        }
+        let mut book = PlacementBook::default();
+        let now = Instant::now();
+        let fewest = request(&[], PlacementPolicy::FewestVms);
+        assert_eq!(
+            node_of(&book.place("a", 100, &fewest, from(&v, &LabelCounts::new()), now)),
+            "pve1"
+        );
+        let most = request(&[], PlacementPolicy::MostFreeMemory);
+        assert_eq!(
+            node_of(&book.place("b", 101, &most, from(&v, &LabelCounts::new()), now)),
+            "pve2"
+        );
+        let mut spread = request(&[], PlacementPolicy::SpreadByLabel);
+        spread.spread_by = Some(("app".into(), "web".into()));
+        let labelled: LabelCounts = [("pve2".to_owned(), 2)].into();
+        assert_eq!(
+            node_of(&book.place("c", 102, &spread, from(&v, &labelled), now)),
+            "pve1"
+        );
+    }
+
+    #[test]
+    fn clones_prefer_the_template_node_when_allowed() {
+        let v = view(&[("pve1", true, 64, 60), ("pve2", true, 64, 0)]);
+        let none = LabelCounts::new();
+        let clone = Candidates {
+            template_node: Some("pve1"),
+            ..from(&v, &none)
+        };
+        let mut book = PlacementBook::default();
+        let now = Instant::now();
+        let mut req = request(&[], PlacementPolicy::MostFreeMemory);
+        req.prefer_template_node = true;
+        assert_eq!(node_of(&book.place("a", 100, &req, clone, now)), "pve1");
+        req.allowed = vec!["pve2".into()];
+        assert_eq!(node_of(&book.place("b", 101, &req, clone, now)), "pve2");
+    }
+}

@@ -1,0 +1,358 @@
+//! Per-node limits on imports and clones that hold exactly.
+//!
+//! A slot is in use while work is actually in flight on the node: a task
+//! the node lists as running (the batched active-task list every client
+//! shares, one request per node per poll interval), or a dispatch this
+//! process granted whose task the list may not show yet. The two are
+//! joined by UPID, so one task is never counted twice, and nothing is
+//! counted from resources' statuses (a resource that merely waits on
+//! another's task is not an import). Granting is one atomic
+//! check-and-take under the book's lock, so two passes cannot both take the
+//! last slot; no lock is held across a Proxmox request.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::super::plan::{Heavy, SlotGrant};
+
+/// A dispatched task the active list has not shown for this long is taken
+/// as ended (a new task is listed within a second or two; the grace covers
+/// the cluster file system's sync).
+const NOT_LISTED_GRACE: Duration = Duration::from_secs(15);
+/// A grant whose pass never said what became of it (it should, at its end)
+/// is given back after this long.
+const GRANT_EXPIRES: Duration = Duration::from_secs(600);
+
+/// A task on the node's active list that counts against a limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningTask {
+    /// Its UPID.
+    pub upid: String,
+    /// What it counts as.
+    pub kind: Heavy,
+}
+
+/// A slot taken by a resource of this process.
+#[derive(Clone, Debug)]
+struct Taken {
+    kind: Heavy,
+    /// The task once dispatched.
+    upid: Option<String>,
+    /// Whether the active list has shown the task.
+    listed: bool,
+    /// When granted or dispatched.
+    at: Instant,
+}
+
+/// The slots of one node.
+#[derive(Debug, Default)]
+pub struct NodeSlots {
+    /// Resource UID → its slot.
+    taken: HashMap<String, Taken>,
+    /// Resource UID → since when it waits for a slot.
+    waiting: HashMap<String, Instant>,
+    /// UPIDs of this process's tasks that do not count (creates without
+    /// imports), so the active list does not make them imports.
+    light: HashMap<String, Instant>,
+}
+
+impl NodeSlots {
+    /// Takes a `kind` slot for `uid` if fewer than `limit` are in use;
+    /// `running` is the node's active list (heavy tasks only), `None` when
+    /// it could not be read (then only this process's work is counted and
+    /// nothing is taken as ended).
+    pub fn acquire(
+        &mut self,
+        node: &str,
+        uid: &str,
+        kind: Heavy,
+        limit: u32,
+        running: Option<&[RunningTask]>,
+        now: Instant,
+    ) -> SlotGrant {
+        if let Some(list) = running {
+            self.refresh(list, now);
+        }
+        let running = running.unwrap_or_default();
+        if self.taken.get(uid).is_some_and(|t| t.kind == kind) {
+            self.waiting.remove(uid);
+            return SlotGrant::Granted {
+                node: node.to_owned(),
+            };
+        }
+        let in_use = self.in_use(kind, running);
+        if in_use < limit {
+            self.waiting.remove(uid);
+            self.taken.insert(
+                uid.to_owned(),
+                Taken {
+                    kind,
+                    upid: None,
+                    listed: false,
+                    at: now,
+                },
+            );
+            return SlotGrant::Granted {
+                node: node.to_owned(),
+            };
+        }
+        let since = *self.waiting.entry(uid.to_owned()).or_insert(now);
+        SlotGrant::Busy {
+            node: node.to_owned(),
+            in_use,
+            limit,
+            waiting: now.saturating_duration_since(since),
+        }
+    }
+
+    /// The granted work was dispatched as task `upid`.
+    pub fn dispatched(&mut self, uid: &str, upid: &str, now: Instant) {
+        if let Some(t) = self.taken.get_mut(uid) {
+            t.upid = Some(upid.to_owned());
+            t.at = now;
+        }
+    }
+
+    /// A task of this process that never counts (a create without imports).
+    pub fn light_task(&mut self, upid: &str, now: Instant) {
+        self.light.insert(upid.to_owned(), now);
+    }
+
+    /// Gives the slot back: the grant was not used, or its task ended.
+    pub fn release(&mut self, uid: &str) {
+        self.taken.remove(uid);
+    }
+
+    /// The resource stops waiting (it is gone, or no longer needs a slot).
+    pub fn forget(&mut self, uid: &str) {
+        self.taken.remove(uid);
+        self.waiting.remove(uid);
+    }
+
+    /// How long the longest waiter has waited.
+    pub fn oldest_wait(&self, now: Instant) -> Duration {
+        self.waiting
+            .values()
+            .map(|since| now.saturating_duration_since(*since))
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Slots of `kind` in use: this process's grants and dispatches, and the
+    /// listed tasks that are not among them.
+    fn in_use(&self, kind: Heavy, running: &[RunningTask]) -> u32 {
+        let ours = self.taken.values().filter(|t| t.kind == kind);
+        let known: Vec<&str> = self
+            .taken
+            .values()
+            .filter_map(|t| t.upid.as_deref())
+            .collect();
+        let others = running.iter().filter(|r| {
+            r.kind == kind && !known.contains(&r.upid.as_str()) && !self.light.contains_key(&r.upid)
+        });
+        u32::try_from(ours.count() + others.count()).unwrap_or(u32::MAX)
+    }
+
+    /// Keeps dispatched tasks that the list shows (or may not show yet);
+    /// drops those that ended: listed before and not any more, or never
+    /// listed within the grace.
+    fn refresh(&mut self, running: &[RunningTask], now: Instant) {
+        self.taken.retain(|_, t| {
+            let age = now.saturating_duration_since(t.at);
+            let Some(upid) = &t.upid else {
+                return age < GRANT_EXPIRES;
+            };
+            if running.iter().any(|r| &r.upid == upid) {
+                t.listed = true;
+                return true;
+            }
+            !t.listed && age < NOT_LISTED_GRACE
+        });
+        self.light
+            .retain(|_, at| now.saturating_duration_since(*at) < GRANT_EXPIRES);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running(upids: &[&str]) -> Vec<RunningTask> {
+        upids
+            .iter()
+            .map(|u| RunningTask {
+                upid: (*u).into(),
+                kind: Heavy::Import,
+            })
+            .collect()
+    }
+
+    fn granted(g: &SlotGrant) -> bool {
+        matches!(g, SlotGrant::Granted { .. })
+    }
+
+    #[test]
+    fn never_more_than_the_limit_in_flight() {
+        let mut slots = NodeSlots::default();
+        let now = Instant::now();
+        let grants: Vec<bool> = (0..5)
+            .map(|i| {
+                granted(&slots.acquire("pve", &format!("u{i}"), Heavy::Import, 2, Some(&[]), now))
+            })
+            .collect();
+        assert_eq!(grants, [true, true, false, false, false]);
+        // Asking again keeps the slot (a retried pass).
+        assert!(granted(&slots.acquire(
+            "pve",
+            "u0",
+            Heavy::Import,
+            2,
+            Some(&[]),
+            now
+        )));
+        // Clones have their own limit.
+        assert!(granted(&slots.acquire(
+            "pve",
+            "c0",
+            Heavy::Clone,
+            2,
+            Some(&[]),
+            now
+        )));
+    }
+
+    #[test]
+    fn a_task_is_counted_once_whether_listed_or_granted() {
+        let mut slots = NodeSlots::default();
+        let now = Instant::now();
+        assert!(granted(&slots.acquire(
+            "pve",
+            "a",
+            Heavy::Import,
+            2,
+            Some(&[]),
+            now
+        )));
+        slots.dispatched("a", "UPID:a", now);
+        // The list shows a's task and someone else's import: 2 in use.
+        let list = running(&["UPID:a", "UPID:hand-made"]);
+        let busy = slots.acquire("pve", "b", Heavy::Import, 2, Some(&list), now);
+        assert_eq!(
+            busy,
+            SlotGrant::Busy {
+                node: "pve".into(),
+                in_use: 2,
+                limit: 2,
+                waiting: Duration::ZERO
+            }
+        );
+        // a's task ended: the list no longer shows it, so its slot is free
+        // even before a's own pass gives it back.
+        let later = now + Duration::from_secs(3);
+        let list = running(&["UPID:hand-made"]);
+        assert!(granted(&slots.acquire(
+            "pve",
+            "b",
+            Heavy::Import,
+            2,
+            Some(&list),
+            later
+        )));
+        // A list that could not be read ends nothing.
+        let mut slots = NodeSlots::default();
+        assert!(granted(&slots.acquire(
+            "pve",
+            "a",
+            Heavy::Import,
+            1,
+            Some(&[]),
+            now
+        )));
+        slots.dispatched("a", "UPID:a", now);
+        let busy = slots.acquire("pve", "b", Heavy::Import, 1, None, later + NOT_LISTED_GRACE);
+        assert!(!granted(&busy), "{busy:?}");
+    }
+
+    #[test]
+    fn unused_grants_come_back_and_waiters_are_timed() {
+        let mut slots = NodeSlots::default();
+        let now = Instant::now();
+        assert!(granted(&slots.acquire(
+            "pve",
+            "a",
+            Heavy::Import,
+            1,
+            Some(&[]),
+            now
+        )));
+        let later = now + Duration::from_secs(30);
+        match slots.acquire("pve", "b", Heavy::Import, 1, Some(&[]), now) {
+            SlotGrant::Busy { .. } => {}
+            other => panic!("{other:?}"),
+        }
+        match slots.acquire("pve", "b", Heavy::Import, 1, Some(&[]), later) {
+            SlotGrant::Busy { waiting, .. } => assert_eq!(waiting, Duration::from_secs(30)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(slots.oldest_wait(later), Duration::from_secs(30));
+        slots.release("a");
+        assert!(granted(&slots.acquire(
+            "pve",
+            "b",
+            Heavy::Import,
+            1,
+            Some(&[]),
+            later
+        )));
+        assert_eq!(slots.oldest_wait(later), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_dispatch_that_never_shows_expires_after_the_grace() {
+        let mut slots = NodeSlots::default();
+        let now = Instant::now();
+        assert!(granted(&slots.acquire(
+            "pve",
+            "a",
+            Heavy::Import,
+            1,
+            Some(&[]),
+            now
+        )));
+        slots.dispatched("a", "UPID:a", now);
+        let soon = now + Duration::from_secs(2);
+        assert!(!granted(&slots.acquire(
+            "pve",
+            "b",
+            Heavy::Import,
+            1,
+            Some(&[]),
+            soon
+        )));
+        let later = now + NOT_LISTED_GRACE;
+        assert!(granted(&slots.acquire(
+            "pve",
+            "b",
+            Heavy::Import,
+            1,
+            Some(&[]),
+            later
+        )));
+    }
+
+    #[test]
+    fn light_tasks_of_ours_do_not_count() {
+        let mut slots = NodeSlots::default();
+        let now = Instant::now();
+        slots.light_task("UPID:plain-create", now);
+        let list = running(&["UPID:plain-create"]);
+        assert!(granted(&slots.acquire(
+            "pve",
+            "a",
+            Heavy::Import,
+            1,
+            Some(&list),
+            now
+        )));
+    }
+}
