@@ -13,6 +13,8 @@ mod auth;
 mod binary;
 #[path = "sim/conformance/clone.rs"]
 mod clone;
+#[path = "sim/cluster.rs"]
+mod cluster;
 #[path = "sim/conformance/config.rs"]
 mod config;
 #[path = "sim/conformance/control.rs"]
@@ -23,10 +25,16 @@ mod create;
 mod download;
 #[path = "sim/conformance/errors.rs"]
 mod errors;
+#[path = "sim/generic.rs"]
+mod generic;
 #[path = "sim/conformance/lifecycle.rs"]
 mod lifecycle;
 #[path = "sim/conformance/locks.rs"]
 mod locks;
+#[path = "sim/schema_source.rs"]
+mod schema_source;
+#[path = "sim/schema_walk.rs"]
+mod schema_walk;
 #[path = "sim/conformance/tasks.rs"]
 mod tasks;
 #[path = "sim/conformance/tls.rs"]

@@ -4,8 +4,11 @@
 pub mod access;
 pub mod cluster;
 pub mod download;
+pub mod generic;
 pub mod nodes;
+pub mod pools;
 pub mod qemu;
+pub mod resources;
 pub mod storage;
 pub mod tasks;
 
@@ -50,8 +53,58 @@ pub fn routes() -> Vec<Route> {
         route(
             "GET",
             "/cluster/resources",
-            &[cluster::RESOURCES],
-            sim_handler!(cluster::resources),
+            &[resources::PARAMS],
+            sim_handler!(resources::resources),
+        ),
+        route("GET", "/cluster/status", &[], sim_handler!(cluster::status)),
+        route(
+            "GET",
+            "/cluster/options",
+            &[],
+            sim_handler!(cluster::options),
+        ),
+        route(
+            "PUT",
+            "/cluster/options",
+            &[cluster::OPTIONS],
+            sim_handler!(cluster::set_options),
+        ),
+        route("GET", "/pools", &[pools::INDEX], sim_handler!(pools::index)),
+        route(
+            "POST",
+            "/pools",
+            &[pools::CREATE],
+            sim_handler!(pools::create),
+        ),
+        route(
+            "PUT",
+            "/pools",
+            &[pools::UPDATE],
+            sim_handler!(pools::update),
+        ),
+        route(
+            "DELETE",
+            "/pools",
+            &[pools::DELETE],
+            sim_handler!(pools::delete),
+        ),
+        route(
+            "GET",
+            "/pools/{poolid}",
+            &[pools::ONE],
+            sim_handler!(pools::get),
+        ),
+        route(
+            "PUT",
+            "/pools/{poolid}",
+            &[pools::UPDATE],
+            sim_handler!(pools::update),
+        ),
+        route(
+            "DELETE",
+            "/pools/{poolid}",
+            &[pools::DELETE],
+            sim_handler!(pools::delete),
         ),
         route("GET", "/nodes", &[], sim_handler!(nodes::list)),
         route(

@@ -12,7 +12,7 @@ use hyper::{Request, Response};
 
 use super::decode::{self, RawParams};
 use super::respond::{self, Body};
-use super::router::{self, Access};
+use super::router::{Access, Endpoint};
 use super::{ApiError, Call};
 use crate::auth::Identity;
 use crate::clock::Clock;
@@ -70,7 +70,7 @@ pub async fn serve(
         time: Clock::epoch_f64(),
         method: method.clone(),
         path: rel.to_owned(),
-        route: router::template_of(&inst.routes, rel).map(str::to_owned),
+        route: None,
         params: BTreeMap::new(),
         status: 0,
         user: None,
@@ -97,6 +97,8 @@ async fn process(
     body: &[u8],
     entry: &mut traffic::Entry,
 ) -> Result<super::Reply, ApiError> {
+    let found = inst.router.find(method, rel);
+    entry.route = found.as_ref().map(|m| m.template.to_owned());
     let template = entry.route.clone().unwrap_or_else(|| rel.to_owned());
     let faults = inst.faults().on_request(method, &template);
     if let Some(latency) = faults.latency {
@@ -130,36 +132,59 @@ async fn process(
     raw.remove("_dc");
     entry.params = traffic::redact(raw.iter().map(|(k, v)| (k.clone(), v.display())));
 
-    let found = router::find(&inst.routes, method, rel);
-    let identity = match found.as_ref().map(|(r, _)| r.access) {
-        Some(Access::World) => Identity::anonymous(),
-        _ => match inst.auth.authenticate(headers, method) {
+    let endpoint = found.as_ref().and_then(|m| m.endpoint);
+    let world = matches!(endpoint, Some(Endpoint::Modelled(i)) if inst.router.route(i).access == Access::World);
+    let identity = if world {
+        Identity::anonymous()
+    } else {
+        match inst.auth.authenticate(headers, method) {
             Ok(id) => id,
             Err(e) => {
                 inst.clock.sleep(inst.durations.auth_failure_delay).await;
                 return Err(e);
             }
-        },
+        }
     };
     if !identity.user.is_empty() {
         entry.user = Some(identity.full());
     }
-    let Some((route, vars)) = found else {
+    let (Some(found), Some(endpoint)) = (found, endpoint) else {
         return Err(ApiError::NotImplemented(format!(
             "Method '{method} {rel}' not implemented"
         )));
     };
-    for (k, v) in vars {
-        raw.insert(k, decode::RawValue::Text(v));
+    for (k, v) in &found.vars {
+        raw.insert((*k).to_owned(), decode::RawValue::Text(v.clone()));
     }
     entry.params = traffic::redact(raw.iter().map(|(k, v)| (k.clone(), v.display())));
+    let path_node = found
+        .vars
+        .iter()
+        .find(|(k, _)| *k == "node")
+        .map(|(_, v)| v.as_str());
+    let route = match endpoint {
+        Endpoint::Modelled(i) => inst.router.route(i),
+        Endpoint::Generic(answer) => {
+            if let Some(node) = path_node {
+                check_node(inst, node)?;
+            }
+            return crate::api::generic::answer(
+                inst,
+                method,
+                found.template,
+                &found.vars,
+                &found.children,
+                answer,
+            );
+        }
+    };
     let params = schema::validate(route.params(), &raw).map_err(ApiError::Param)?;
-    if let Some(node) = params.get("node")
-        && !inst.cluster().has_node(node)
-    {
-        return Err(ApiError::internal(format!(
-            "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
-        )));
+    if let Some(node) = path_node {
+        check_node(inst, node)?;
+    }
+    if method != "GET" && route.access != Access::World && !inst.cluster().quorate {
+        // pmxcfs is read-only without quorum: writes die in `check_cfs_quorum`.
+        return Err(ApiError::internal("cluster not ready - no quorum?"));
     }
     let call = Call {
         params,
@@ -176,4 +201,21 @@ async fn process(
         return result.map(|_| super::Reply::null());
     }
     result
+}
+
+/// The node of a `/nodes/{node}/...` path must exist (pveproxy resolves it)
+/// and be online (pveproxy proxies the call there and cannot connect).
+fn check_node(inst: &Instance, node: &str) -> Result<(), ApiError> {
+    let cluster = inst.cluster();
+    match cluster.node(node) {
+        None => Err(ApiError::internal(format!(
+            "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
+        ))),
+        Some(n) if !n.online => Err(ApiError::Status {
+            code: 595,
+            reason: "Errors during connection establishment, proxy handshake: No route to host"
+                .into(),
+        }),
+        Some(_) => Ok(()),
+    }
 }

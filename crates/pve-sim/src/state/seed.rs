@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Cluster, Storage, StorageKind, Vm, Volume};
+use super::{Cluster, NodeState, Storage, StorageKind, Vm, Volume};
 use crate::clock::Clock;
+use crate::config::SimConfig;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -14,7 +15,8 @@ pub const UBUNTU_IMAGE: &str = "import/ubuntu-24.04-server-cloudimg-amd64.qcow2"
 pub const CORRUPT_IMAGE: &str = "import/corrupt.qcow2";
 pub const TEMPLATE_VMID: u32 = 9000;
 
-pub fn cluster(nodes: &[String]) -> Cluster {
+pub fn cluster(config: &SimConfig) -> Cluster {
+    let nodes = &config.nodes;
     let now = Clock::epoch_secs();
     let mut storages = BTreeMap::new();
     for node in nodes {
@@ -25,6 +27,7 @@ pub fn cluster(nodes: &[String]) -> Cluster {
             },
             content: vec!["iso", "vztmpl", "import", "snippets"],
             total: 100 * GIB,
+            shared: false,
             volumes: BTreeMap::new(),
         };
         for (volname, size, virtual_size, corrupt) in [
@@ -51,14 +54,33 @@ pub fn cluster(nodes: &[String]) -> Cluster {
             kind: StorageKind::LvmThin { vg: "pve".into() },
             content: vec!["images", "rootdir"],
             total: 400 * GIB,
+            shared: false,
             volumes: BTreeMap::new(),
         };
         storages.insert(node.clone(), vec![local, lvm]);
     }
+    let nodes_state = nodes
+        .iter()
+        .zip(1..)
+        .map(|(name, id)| {
+            let mut n = NodeState::new(name, id);
+            if let Some(m) = config.node_memory.get(name).or(config.node_memory.get("*")) {
+                n.memory = *m;
+            }
+            if let Some(c) = config.node_cpus.get(name).or(config.node_cpus.get("*")) {
+                n.cpus = *c;
+            }
+            n
+        })
+        .collect();
     let mut cluster = Cluster {
-        nodes: nodes.to_vec(),
+        nodes: nodes_state,
         storages,
         vms: BTreeMap::new(),
+        options: BTreeMap::new(),
+        quorate: true,
+        pools: BTreeMap::new(),
+        ha: Default::default(),
     };
     if let Some(first) = nodes.first() {
         add_template(&mut cluster, first, now);

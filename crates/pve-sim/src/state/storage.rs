@@ -37,6 +37,8 @@ pub struct Storage {
     pub kind: StorageKind,
     pub content: Vec<&'static str>,
     pub total: u64,
+    /// Shared storages (NFS, Ceph) hold the same volumes on every node.
+    pub shared: bool,
     pub volumes: BTreeMap<String, Volume>,
 }
 
@@ -102,7 +104,7 @@ impl Storage {
             "content": self.content.join(","),
             "active": 1,
             "enabled": 1,
-            "shared": 0,
+            "shared": u8::from(self.shared),
             "total": self.total,
             "used": used,
             "avail": self.total.saturating_sub(used),

@@ -236,3 +236,11 @@ pub static SMBIOS1: PropFormat = PropFormat {
         Param::string("version").opt(),
     ],
 };
+
+/// datacenter.cfg `next-id`: the range `nextid` hands out from.
+pub static NEXT_ID: PropFormat = PropFormat {
+    keys: &[
+        Param::integer("lower").min(100).max(999_999_999).opt(),
+        Param::integer("upper").min(100).max(1_000_000_000).opt(),
+    ],
+};
