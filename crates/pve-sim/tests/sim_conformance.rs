@@ -31,6 +31,8 @@ mod generic;
 mod lifecycle;
 #[path = "sim/conformance/locks.rs"]
 mod locks;
+#[path = "sim/node_faults.rs"]
+mod node_faults;
 #[path = "sim/schema_source.rs"]
 mod schema_source;
 #[path = "sim/schema_walk.rs"]

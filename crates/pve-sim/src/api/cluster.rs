@@ -73,7 +73,7 @@ pub async fn status(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
             "name": crate::state::CLUSTER_NAME,
             "nodes": cluster.nodes.len(),
             "version": cluster.nodes.len() + 1,
-            "quorate": u8::from(cluster.quorate),
+            "quorate": u8::from(cluster.quorate()),
         }));
     }
     for n in &cluster.nodes {

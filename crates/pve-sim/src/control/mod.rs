@@ -67,6 +67,17 @@ pub fn handle(
             inst.urls().clear();
             respond::control(200, &json!({"cleared": true}))
         }
+        ("POST", ["nodes", node]) => set_node(inst, node, body),
+        ("POST", ["quorum"]) => match serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v["quorate"].as_bool())
+        {
+            Some(q) => {
+                inst.cluster().quorum_lost = !q;
+                respond::control(200, &json!({"quorate": inst.cluster().quorate()}))
+            }
+            None => bad_request("want {\"quorate\": true|false}"),
+        },
         ("GET", ["ca.pem"]) => {
             let mut resp = respond::control(200, &Value::Null);
             *resp.body_mut() = Body::from(inst.ca_pem.clone());
@@ -94,4 +105,23 @@ fn query_param(query: &str, key: &str) -> Option<String> {
     url::form_urlencoded::parse(query.as_bytes())
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.into_owned())
+}
+
+/// `POST /_sim/nodes/NODE {"online": false}`: the node goes offline (its
+/// API answers 595 through the proxy, its guests lose their stats) or
+/// comes back.
+fn set_node(inst: &Instance, node: &str, body: &[u8]) -> Response<Body> {
+    let Some(online) = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v["online"].as_bool())
+    else {
+        return bad_request("want {\"online\": true|false}");
+    };
+    let mut cluster = inst.cluster();
+    let Some(n) = cluster.node_mut(node) else {
+        return respond::control(404, &json!({"error": format!("no node '{node}'")}));
+    };
+    n.online = online;
+    let quorate = cluster.quorate();
+    respond::control(200, &json!({"node": node, "online": online, "quorate": quorate}))
 }

@@ -182,7 +182,7 @@ async fn process(
     if let Some(node) = path_node {
         check_node(inst, node)?;
     }
-    if method != "GET" && route.access != Access::World && !inst.cluster().quorate {
+    if method != "GET" && route.access != Access::World && !inst.cluster().quorate() {
         // pmxcfs is read-only without quorum: writes die in `check_cfs_quorum`.
         return Err(ApiError::internal("cluster not ready - no quorum?"));
     }

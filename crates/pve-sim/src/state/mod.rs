@@ -29,8 +29,8 @@ pub struct Cluster {
     pub vms: BTreeMap<u32, Vm>,
     /// datacenter.cfg options as written (`next-id: lower=200,upper=300`).
     pub options: BTreeMap<String, String>,
-    /// Whether the cluster has quorum (a fault can take it away).
-    pub quorate: bool,
+    /// Quorum taken away by the control API (corosync lost its peers).
+    pub quorum_lost: bool,
     /// Resource pools (user.cfg): name → comment and storage members;
     /// guests name their pool in [`Vm::pool`].
     pub pools: BTreeMap<String, Pool>,
@@ -51,6 +51,13 @@ impl Cluster {
 
     pub fn node_mut(&mut self, name: &str) -> Option<&mut NodeState> {
         self.nodes.iter_mut().find(|n| n.name == name)
+    }
+
+    /// Corosync quorum: more than half of the nodes online, unless the
+    /// control API took it away.
+    pub fn quorate(&self) -> bool {
+        let online = self.nodes.iter().filter(|n| n.online).count();
+        !self.quorum_lost && online * 2 > self.nodes.len()
     }
 
     pub fn has_node(&self, node: &str) -> bool {

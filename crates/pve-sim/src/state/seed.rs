@@ -78,7 +78,7 @@ pub fn cluster(config: &SimConfig) -> Cluster {
         storages,
         vms: BTreeMap::new(),
         options: BTreeMap::new(),
-        quorate: true,
+        quorum_lost: false,
         pools: BTreeMap::new(),
         ha: Default::default(),
     };
