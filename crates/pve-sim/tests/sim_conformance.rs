@@ -41,3 +41,5 @@ mod schema_walk;
 mod tasks;
 #[path = "sim/conformance/tls.rs"]
 mod tls;
+#[path = "sim/vm_options.rs"]
+mod vm_options;

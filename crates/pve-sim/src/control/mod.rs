@@ -123,5 +123,8 @@ fn set_node(inst: &Instance, node: &str, body: &[u8]) -> Response<Body> {
     };
     n.online = online;
     let quorate = cluster.quorate();
-    respond::control(200, &json!({"node": node, "online": online, "quorate": quorate}))
+    respond::control(
+        200,
+        &json!({"node": node, "online": online, "quorate": quorate}),
+    )
 }

@@ -68,6 +68,9 @@ impl Storage {
             StorageKind::Dir { path } => match volname.split_once('/') {
                 Some(("iso", f)) => format!("{path}/template/iso/{f}"),
                 Some(("vztmpl", f)) => format!("{path}/template/cache/{f}"),
+                Some((dir, f)) if dir.bytes().all(|b| b.is_ascii_digit()) => {
+                    format!("{path}/images/{dir}/{f}")
+                }
                 Some((dir, f)) => format!("{path}/{dir}/{f}"),
                 None => format!("{path}/images/{volname}"),
             },

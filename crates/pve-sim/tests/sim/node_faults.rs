@@ -19,8 +19,16 @@ async fn offline_nodes_answer_595_and_quorum_follows_the_majority() {
         down.reason,
         "Errors during connection establishment, proxy handshake: No route to host"
     );
-    let nodes = sim.get_q("/cluster/resources", &[("type", "node")]).await.data();
-    let pve3 = nodes.as_array().unwrap().iter().find(|n| n["node"] == "pve3").unwrap();
+    let nodes = sim
+        .get_q("/cluster/resources", &[("type", "node")])
+        .await
+        .data();
+    let pve3 = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"] == "pve3")
+        .unwrap();
     assert_eq!(pve3["status"], "offline");
     assert!(pve3.get("mem").is_none(), "{pve3}");
     let status = sim.get("/cluster/status").await.data();

@@ -244,3 +244,61 @@ pub static NEXT_ID: PropFormat = PropFormat {
         Param::integer("upper").min(100).max(1_000_000_000).opt(),
     ],
 };
+
+/// `hostpciN`: a host PCI device by ID or a cluster mapping.
+pub static HOSTPCI: PropFormat = PropFormat {
+    keys: &[
+        Param::string("host")
+            .pattern(r"(?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?(?:;(?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?)*")
+            .default_key()
+            .opt(),
+        Param::string("mapping").format(Named::PveConfigid).opt(),
+        Param::boolean("pcie").opt(),
+        Param::boolean("rombar").opt(),
+        Param::string("romfile").opt(),
+        Param::boolean("x-vga").opt(),
+        Param::boolean("legacy-igd").opt(),
+        Param::string("mdev").opt(),
+        Param::string("device-id").opt(),
+        Param::string("vendor-id").opt(),
+        Param::string("sub-device-id").opt(),
+        Param::string("sub-vendor-id").opt(),
+    ],
+};
+
+/// `usbN`: a host USB device, `spice`, or a cluster mapping.
+pub static USB: PropFormat = PropFormat {
+    keys: &[
+        Param::string("host")
+            .pattern(r"(?:(?:(?:0x)?[0-9A-Fa-f]{4}:(?:0x)?[0-9A-Fa-f]{4})|(?:\d+-\d+(?:\.\d+)*)|[Ss][Pp][Ii][Cc][Ee])")
+            .default_key()
+            .opt(),
+        Param::string("mapping").format(Named::PveConfigid).opt(),
+        Param::boolean("usb3").opt(),
+    ],
+};
+
+/// `rng0`: the VirtIO RNG source.
+pub static RNG: PropFormat = PropFormat {
+    keys: &[
+        Param::string("source")
+            .enums(&["/dev/urandom", "/dev/random", "/dev/hwrng"])
+            .default_key(),
+        Param::integer("max_bytes").opt(),
+        Param::integer("period").opt(),
+    ],
+};
+
+/// `machine`: the QEMU machine type and its options.
+pub static MACHINE: PropFormat = PropFormat {
+    keys: &[
+        Param::string("type")
+            .pattern(r"(pc|pc(-i440fx)?-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?|q35|pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?|virt(?:-\d+(\.\d+)+)?(\+pve\d+)?)")
+            .max_len(40)
+            .default_key()
+            .opt(),
+        Param::string("viommu").enums(&["intel", "virtio"]).opt(),
+        Param::boolean("enable-s3").opt(),
+        Param::boolean("enable-s4").opt(),
+    ],
+};
