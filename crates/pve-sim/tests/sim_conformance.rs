@@ -7,6 +7,8 @@
 #[path = "sim/common.rs"]
 mod common;
 
+#[path = "sim/agent.rs"]
+mod agent;
 #[path = "sim/conformance/auth.rs"]
 mod auth;
 #[path = "sim/conformance/binary.rs"]

@@ -33,7 +33,7 @@ const fn route(
 }
 
 pub fn routes() -> Vec<Route> {
-    vec![
+    let mut routes = vec![
         route("GET", "/version", &[], sim_handler!(access::version)),
         Route {
             access: Access::World,
@@ -263,11 +263,7 @@ pub fn routes() -> Vec<Route> {
             power::PARAMS_REBOOT,
             sim_handler!(power::reboot_handler),
         ),
-        route(
-            "GET",
-            "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
-            agent::PARAMS,
-            sim_handler!(agent::network_get_interfaces),
-        ),
-    ]
+    ];
+    routes.extend(agent::routes());
+    routes
 }

@@ -34,6 +34,13 @@ impl Params {
         self.get(key).map(|v| v == "1")
     }
 
+    /// An `array` parameter's items.
+    pub fn list(&self, key: &str) -> Vec<String> {
+        self.get(key)
+            .map(|v| v.split('\0').map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
     pub fn int(&self, key: &str) -> Option<i64> {
         self.get(key)
             .and_then(|v| v.trim_start_matches('+').parse().ok())

@@ -1,5 +1,6 @@
 //! The simulated cluster: nodes, their storages and the VMs.
 
+pub mod guest;
 pub mod ha;
 pub mod node;
 pub mod seed;

@@ -61,6 +61,8 @@ pub struct Vm {
     pub pending: BTreeMap<String, String>,
     pub pending_delete: BTreeSet<String>,
     pub running: Option<Running>,
+    /// Files and processes inside the guest (reached through the agent).
+    pub guest: super::guest::GuestState,
     /// The resource pool the guest belongs to.
     pub pool: Option<String>,
     /// When the VM appeared (for the `/cluster/resources` lag); `None` for
@@ -79,6 +81,7 @@ impl Vm {
             pending_delete: BTreeSet::new(),
             running: None,
             pool: None,
+            guest: Default::default(),
             created: Some(Instant::now()),
         }
     }
