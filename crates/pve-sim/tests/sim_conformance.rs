@@ -39,6 +39,8 @@ mod node_faults;
 mod schema_source;
 #[path = "sim/schema_walk.rs"]
 mod schema_walk;
+#[path = "sim/snapshots.rs"]
+mod snapshots;
 #[path = "sim/conformance/tasks.rs"]
 mod tasks;
 #[path = "sim/conformance/tls.rs"]

@@ -15,7 +15,7 @@ pub mod tasks;
 use crate::http::router::{Access, Route};
 use crate::schema::qemu as qp;
 use crate::sim_handler;
-use qemu::{NODE_VMID, agent, clone, config, create, lifecycle, power, status};
+use qemu::{NODE_VMID, agent, clone, config, create, lifecycle, power, snapshot, status};
 
 const fn route(
     method: &'static str,
@@ -265,5 +265,49 @@ pub fn routes() -> Vec<Route> {
         ),
     ];
     routes.extend(agent::routes());
+    routes.extend(snapshot_routes());
     routes
+}
+
+fn snapshot_routes() -> Vec<Route> {
+    const BASE: &str = "/nodes/{node}/qemu/{vmid}/snapshot";
+    vec![
+        route("GET", BASE, &[NODE_VMID], sim_handler!(snapshot::list)),
+        route(
+            "POST",
+            BASE,
+            snapshot::CREATE,
+            sim_handler!(snapshot::create),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
+            snapshot::ONE,
+            sim_handler!(snapshot::index),
+        ),
+        route(
+            "DELETE",
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
+            snapshot::DELETE,
+            sim_handler!(snapshot::delete),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback",
+            snapshot::ROLLBACK,
+            sim_handler!(snapshot::rollback),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
+            snapshot::ONE,
+            sim_handler!(snapshot::config_get),
+        ),
+        route(
+            "PUT",
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
+            snapshot::UPDATE,
+            sim_handler!(snapshot::config_put),
+        ),
+    ]
 }

@@ -52,6 +52,16 @@ impl GuestKind {
     }
 }
 
+/// A snapshot: the config at the time and its place in the tree.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    pub config: BTreeMap<String, String>,
+    pub snaptime: u64,
+    pub description: String,
+    pub parent: Option<String>,
+    pub vmstate: bool,
+}
+
 #[derive(Clone, Debug)]
 pub struct Vm {
     pub vmid: u32,
@@ -61,6 +71,7 @@ pub struct Vm {
     pub pending: BTreeMap<String, String>,
     pub pending_delete: BTreeSet<String>,
     pub running: Option<Running>,
+    pub snapshots: BTreeMap<String, Snapshot>,
     /// Files and processes inside the guest (reached through the agent).
     pub guest: super::guest::GuestState,
     /// The resource pool the guest belongs to.
@@ -82,6 +93,7 @@ impl Vm {
             running: None,
             pool: None,
             guest: Default::default(),
+            snapshots: BTreeMap::new(),
             created: Some(Instant::now()),
         }
     }

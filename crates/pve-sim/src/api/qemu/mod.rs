@@ -8,6 +8,7 @@ pub mod devices;
 pub mod disks;
 pub mod lifecycle;
 pub mod power;
+pub mod snapshot;
 pub mod status;
 mod update;
 

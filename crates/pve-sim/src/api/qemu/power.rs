@@ -66,6 +66,11 @@ pub async fn start(ctx: &TaskCtx, vmid: u32) -> Result<(), String> {
     start_locked(ctx, vmid, false).await
 }
 
+/// A start inside another task that already holds the flock (rollback).
+pub async fn start_unlocked(ctx: &TaskCtx, vmid: u32) -> Result<(), String> {
+    start_locked(ctx, vmid, false).await
+}
+
 async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
     let has_cloudinit = {
         let cluster = ctx.inst.cluster();
