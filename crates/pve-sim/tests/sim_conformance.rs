@@ -45,5 +45,7 @@ mod snapshots;
 mod tasks;
 #[path = "sim/conformance/tls.rs"]
 mod tls;
+#[path = "sim/upload.rs"]
+mod upload;
 #[path = "sim/vm_options.rs"]
 mod vm_options;

@@ -11,6 +11,7 @@ pub mod qemu;
 pub mod resources;
 pub mod storage;
 pub mod tasks;
+pub mod upload;
 
 use crate::http::router::{Access, Route};
 use crate::schema::qemu as qp;
@@ -136,6 +137,12 @@ pub fn routes() -> Vec<Route> {
             "/nodes/{node}/storage/{storage}/download-url",
             &[download::PARAMS],
             sim_handler!(download::download_url),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/storage/{storage}/upload",
+            &[upload::PARAMS],
+            sim_handler!(upload::upload),
         ),
         route(
             "GET",

@@ -3,6 +3,7 @@
 
 pub mod decode;
 pub mod error;
+pub mod multipart;
 pub mod pipeline;
 pub mod respond;
 pub mod router;
@@ -71,6 +72,8 @@ pub struct Call {
     pub lock_timeout: bool,
     /// `METHOD /path/{template}` of the matched route, for task fault rules.
     pub route_key: String,
+    /// The file part of a multipart upload.
+    pub upload: Option<std::sync::Arc<multipart::FilePart>>,
 }
 
 /// A successful result: `{"data": ...}` plus `total` for task logs.

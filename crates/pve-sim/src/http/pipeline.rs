@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 
 use super::decode::{self, RawParams};
+use super::multipart;
 use super::respond::{self, Body};
 use super::router::{Access, Endpoint};
 use super::{ApiError, Call};
@@ -19,6 +20,15 @@ use crate::clock::Clock;
 use crate::control::{self, traffic};
 use crate::instance::Instance;
 use crate::schema;
+
+/// A request body: bytes, or a streamed multipart upload's text fields
+/// and file part.
+#[derive(Default)]
+struct Upload {
+    bytes: Bytes,
+    fields: Option<RawParams>,
+    file: Option<Arc<super::multipart::FilePart>>,
+}
 
 /// The request body limit of pve-http-server.
 const MAX_BODY: usize = 512 * 1024;
@@ -43,14 +53,39 @@ pub async fn serve(
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or_default().to_owned();
     let headers = req.headers().clone();
-    let body: Bytes = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return Ok(respond::text(
-                413,
-                "Request Entity Too Large",
-                "request too large",
-            ));
+    let upload_boundary = (method == "POST" && path.ends_with("/upload"))
+        .then(|| {
+            headers
+                .get(hyper::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(multipart::boundary)
+        })
+        .flatten();
+    let mut upload = Upload::default();
+    let body: Bytes = if let Some(boundary) = upload_boundary {
+        // Uploads stream (pve-http-server writes them to /var/tmp).
+        let mut fields = RawParams::new();
+        match multipart::read(req.into_body(), &boundary, &mut fields).await {
+            Ok(file) => {
+                upload = Upload {
+                    fields: Some(fields),
+                    file: file.map(Arc::new),
+                    ..Upload::default()
+                }
+            }
+            Err(e) => return Ok(respond::text(400, &e, &e)),
+        }
+        Bytes::new()
+    } else {
+        match Limited::new(req.into_body(), MAX_BODY).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => {
+                return Ok(respond::text(
+                    413,
+                    "Request Entity Too Large",
+                    "request too large",
+                ));
+            }
         }
     };
 
@@ -75,7 +110,8 @@ pub async fn serve(
         status: 0,
         user: None,
     };
-    let result = process(&inst, &method, rel, &query, &headers, &body, &mut entry).await;
+    upload.bytes = body;
+    let result = process(&inst, &method, rel, &query, &headers, upload, &mut entry).await;
     entry.status = match &result {
         Ok(_) => 200,
         Err(e) => e.status_code(),
@@ -94,7 +130,7 @@ async fn process(
     rel: &str,
     query: &str,
     headers: &hyper::HeaderMap,
-    body: &[u8],
+    upload: Upload,
     entry: &mut traffic::Entry,
 ) -> Result<super::Reply, ApiError> {
     let found = inst.router.find(method, rel);
@@ -110,7 +146,11 @@ async fn process(
 
     let mut raw = RawParams::new();
     decode::urlencoded(query, &mut raw);
-    if !body.is_empty() {
+    if let Some(mut fields) = upload.fields {
+        fields.append(&mut raw);
+        raw = fields;
+    } else if !upload.bytes.is_empty() {
+        let body = &upload.bytes;
         if method == "GET" || method == "DELETE" {
             return Err(ApiError::NotImplemented(format!(
                 "Unexpected content for method '{method}'"
@@ -191,6 +231,7 @@ async fn process(
         identity,
         lock_timeout: faults.lock_timeout,
         route_key: format!("{method} {}", route.path),
+        upload: upload.file,
     };
     let result = (route.handler)(inst.clone(), call).await;
     if matches!(result, Err(ApiError::LoginFailed)) {
