@@ -33,6 +33,8 @@ mod generic;
 mod lifecycle;
 #[path = "sim/conformance/locks.rs"]
 mod locks;
+#[path = "sim/lxc.rs"]
+mod lxc;
 #[path = "sim/node_faults.rs"]
 mod node_faults;
 #[path = "sim/schema_source.rs"]

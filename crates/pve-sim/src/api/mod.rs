@@ -5,6 +5,7 @@ pub mod access;
 pub mod cluster;
 pub mod download;
 pub mod generic;
+pub mod lxc;
 pub mod nodes;
 pub mod pools;
 pub mod qemu;
@@ -272,6 +273,7 @@ pub fn routes() -> Vec<Route> {
         ),
     ];
     routes.extend(agent::routes());
+    routes.extend(lxc::routes());
     routes.extend(snapshot_routes());
     routes
 }

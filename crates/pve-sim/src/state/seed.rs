@@ -14,6 +14,8 @@ const GIB: u64 = 1 << 30;
 pub const UBUNTU_IMAGE: &str = "import/ubuntu-24.04-server-cloudimg-amd64.qcow2";
 pub const CORRUPT_IMAGE: &str = "import/corrupt.qcow2";
 pub const TEMPLATE_VMID: u32 = 9000;
+/// A container template (`pveam download local debian-12-standard...`).
+pub const DEBIAN_TEMPLATE: &str = "vztmpl/debian-12-standard_12.7-1_amd64.tar.zst";
 
 pub fn cluster(config: &SimConfig) -> Cluster {
     let nodes = &config.nodes;
@@ -49,6 +51,20 @@ pub fn cluster(config: &SimConfig) -> Cluster {
                 },
             );
         }
+        local.volumes.insert(
+            DEBIAN_TEMPLATE.into(),
+            Volume {
+                volname: DEBIAN_TEMPLATE.into(),
+                content: "vztmpl",
+                format: "tzst".into(),
+                size: 123 * MIB,
+                virtual_size: 123 * MIB,
+                vmid: None,
+                ctime: now,
+                corrupt: false,
+                checksums: BTreeMap::new(),
+            },
+        );
         let lvm = Storage {
             id: "local-lvm".into(),
             kind: StorageKind::LvmThin { vg: "pve".into() },

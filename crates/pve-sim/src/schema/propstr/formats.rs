@@ -302,3 +302,49 @@ pub static MACHINE: PropFormat = PropFormat {
         Param::boolean("enable-s4").opt(),
     ],
 };
+
+/// A container's `rootfs`: `STORAGE:SIZE_GB` for a new volume, or a volume.
+pub static LXC_ROOTFS: PropFormat = PropFormat {
+    keys: &[
+        Param::string("volume").default_key(),
+        Param::string("size").format(Named::DiskSize).opt(),
+        Param::boolean("acl").opt(),
+        Param::boolean("quota").opt(),
+        Param::boolean("replicate").opt(),
+        Param::boolean("ro").opt(),
+        Param::boolean("shared").opt(),
+        Param::string("mountoptions").opt(),
+    ],
+};
+
+/// A container NIC: `name=eth0,bridge=vmbr0,ip=dhcp`.
+pub static LXC_NET: PropFormat = PropFormat {
+    keys: &[
+        Param::string("name").pattern(r"[-_.\w\d]+"),
+        Param::string("bridge").pattern(r"[-_.\w\d]+").opt(),
+        Param::string("hwaddr").format(Named::MacAddr).opt(),
+        Param::string("ip").opt(),
+        Param::string("gw").format(Named::Ipv4).opt(),
+        Param::string("ip6").opt(),
+        Param::string("gw6").format(Named::Ipv6).opt(),
+        Param::boolean("firewall").opt(),
+        Param::boolean("link_down").opt(),
+        Param::integer("mtu").min(64).max(65535).opt(),
+        Param::number("rate").min(0).opt(),
+        Param::integer("tag").min(1).max(4094).opt(),
+        Param::string("trunks").opt(),
+        Param::string("type").enums(&["veth"]).opt(),
+    ],
+};
+
+/// Container features: `nesting=1,keyctl=1`.
+pub static LXC_FEATURES: PropFormat = PropFormat {
+    keys: &[
+        Param::boolean("nesting").opt(),
+        Param::boolean("keyctl").opt(),
+        Param::boolean("fuse").opt(),
+        Param::string("mount").opt(),
+        Param::boolean("mknod").opt(),
+        Param::boolean("force_rw_sys").opt(),
+    ],
+};
