@@ -49,7 +49,10 @@ impl Instance {
             clock: Clock::new(config.time_scale),
             durations: config.durations.clone(),
             auth,
-            router: Router::new(crate::api::routes(), crate::api::generic::catalog()),
+            router: Router::new(
+                crate::api::routes_for(config.pve_version),
+                crate::api::generic::catalog_for(config.pve_version),
+            ),
             tasks: TaskTable::new(config.seed),
             flocks: Flocks::default(),
             ca_pem,

@@ -29,12 +29,16 @@ mod download;
 mod errors;
 #[path = "sim/generic.rs"]
 mod generic;
+#[path = "sim/ha.rs"]
+mod ha;
 #[path = "sim/conformance/lifecycle.rs"]
 mod lifecycle;
 #[path = "sim/conformance/locks.rs"]
 mod locks;
 #[path = "sim/lxc.rs"]
 mod lxc;
+#[path = "sim/migrate.rs"]
+mod migrate;
 #[path = "sim/node_faults.rs"]
 mod node_faults;
 #[path = "sim/schema_source.rs"]

@@ -101,6 +101,41 @@ fn compare(where_: &str, ours: &Param, theirs: &Value, problems: &mut Vec<String
     }
 }
 
+/// The properties of a parameter schema. Section-config APIs (HA rules)
+/// spread them over `allOf` parts and `oneOf` variants told apart by
+/// `type` (their `instance-type`); a variant's property is optional
+/// overall, since other variants do not have it.
+fn properties(params: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    let mut types = Vec::new();
+    let mut stack = vec![(params, false)];
+    while let Some((p, variant)) = stack.pop() {
+        if let Some(props) = p["properties"].as_object() {
+            for (k, v) in props {
+                let mut v = v.clone();
+                if variant {
+                    v["optional"] = Value::from(1);
+                }
+                out.entry(k.clone()).or_insert(v);
+            }
+        }
+        if let Some(t) = p["instance-type"].as_str() {
+            types.push(Value::from(t));
+        }
+        if let Some(parts) = p["allOf"].as_array() {
+            stack.extend(parts.iter().map(|x| (x, variant)));
+        }
+        if let Some(parts) = p["oneOf"].as_array() {
+            stack.extend(parts.iter().map(|x| (x, true)));
+        }
+    }
+    if !types.is_empty() {
+        out.entry("type")
+            .or_insert_with(|| serde_json::json!({"type": "string", "enum": types}));
+    }
+    Value::Object(out)
+}
+
 #[test]
 fn every_served_endpoint_and_parameter_is_in_the_pve_schema() {
     let schema = index();
@@ -118,7 +153,8 @@ fn every_served_endpoint_and_parameter_is_in_the_pve_schema() {
             problems.push(format!("{} {}: not in the PVE schema", ep.method, ep.path));
             continue;
         };
-        let props = &info["parameters"]["properties"];
+        let props = properties(&info["parameters"]);
+        let props = &props;
         for p in &ep.params {
             checked_params += 1;
             match props.get(p.name) {

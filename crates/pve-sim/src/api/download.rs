@@ -233,6 +233,7 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
             ctime: Clock::epoch_secs(),
             corrupt: resolved.corrupt,
             checksums: resolved.checksums,
+            base: None,
         },
     );
     drop(cluster);
@@ -240,7 +241,7 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
     Ok(())
 }
 
-fn wget_time() -> String {
+pub fn wget_time() -> String {
     let secs = Clock::epoch_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);

@@ -5,6 +5,7 @@ pub mod access;
 pub mod cluster;
 pub mod download;
 pub mod generic;
+pub mod ha;
 pub mod lxc;
 pub mod nodes;
 pub mod pools;
@@ -34,7 +35,13 @@ const fn route(
     }
 }
 
+/// The routes of PVE 9 (the schema tests' reference).
 pub fn routes() -> Vec<Route> {
+    routes_for(9)
+}
+
+/// The routes of a PVE major version.
+pub fn routes_for(pve_version: u8) -> Vec<Route> {
     let mut routes = vec![
         route("GET", "/version", &[], sim_handler!(access::version)),
         Route {
@@ -274,6 +281,8 @@ pub fn routes() -> Vec<Route> {
     ];
     routes.extend(agent::routes());
     routes.extend(lxc::routes());
+    routes.extend(ha::routes(pve_version));
+    routes.extend(migrate_routes());
     routes.extend(snapshot_routes());
     routes
 }
@@ -317,6 +326,30 @@ fn snapshot_routes() -> Vec<Route> {
             "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
             snapshot::UPDATE,
             sim_handler!(snapshot::config_put),
+        ),
+    ]
+}
+
+fn migrate_routes() -> Vec<Route> {
+    use qemu::migrate;
+    vec![
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/migrate",
+            migrate::PRECONDITION,
+            sim_handler!(migrate::precondition),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/migrate",
+            migrate::MIGRATE,
+            sim_handler!(migrate::migrate),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/move_disk",
+            migrate::MOVE_DISK,
+            sim_handler!(migrate::move_disk),
         ),
     ]
 }

@@ -130,6 +130,7 @@ pub async fn upload(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
                 ctime: Clock::epoch_secs(),
                 corrupt: false,
                 checksums,
+                base: None,
             },
         );
         ctx.log("finished file import successfully");

@@ -68,6 +68,7 @@ pub fn handle(
             respond::control(200, &json!({"cleared": true}))
         }
         ("POST", ["nodes", node]) => set_node(inst, node, body),
+        ("POST", ["migrate"]) => migrate(inst, body),
         ("POST", ["quorum"]) => match serde_json::from_slice::<Value>(body)
             .ok()
             .and_then(|v| v["quorate"].as_bool())
@@ -127,4 +128,32 @@ fn set_node(inst: &Instance, node: &str, body: &[u8]) -> Response<Body> {
         200,
         &json!({"node": node, "online": online, "quorate": quorate}),
     )
+}
+
+/// `POST /_sim/migrate {"vmid": 100, "node": "pve2"}`: the guest moves as
+/// the HA stack or a load balancer moves it (a `root@pam` migration task
+/// on its node, online if it runs). Returns the task's UPID.
+fn migrate(inst: &Arc<Instance>, body: &[u8]) -> Response<Body> {
+    let req: Value = serde_json::from_slice(body).unwrap_or_default();
+    let (Some(vmid), Some(target)) = (
+        req["vmid"].as_u64().and_then(|v| u32::try_from(v).ok()),
+        req["node"].as_str(),
+    ) else {
+        return bad_request("want {\"vmid\": N, \"node\": \"NODE\"}");
+    };
+    let source = {
+        let cluster = inst.cluster();
+        if !cluster.has_node(target) {
+            return bad_request(&format!("no node '{target}'"));
+        }
+        match cluster.vms.get(&vmid) {
+            Some(g) if g.node == target => {
+                return bad_request(&format!("guest {vmid} is on '{target}' already"));
+            }
+            Some(g) => g.node.clone(),
+            None => return bad_request(&format!("no guest {vmid}")),
+        }
+    };
+    let upid = crate::api::ha::crm_migrate(inst, &source, vmid, target);
+    respond::control(200, &json!({"upid": upid}))
 }

@@ -113,13 +113,13 @@ pub struct Router {
 impl Router {
     pub fn new(
         routes: Vec<Route>,
-        generic: &'static [(&'static str, &'static str, Answer)],
+        generic: impl IntoIterator<Item = &'static (&'static str, &'static str, Answer)>,
     ) -> Self {
         let mut root = Node::default();
         for (i, r) in routes.iter().enumerate() {
             root.insert(r.path, r.method, Endpoint::Modelled(i));
         }
-        for (path, method, answer) in generic {
+        for (path, method, answer) in generic.into_iter() {
             root.insert(path, method, Endpoint::Generic(answer));
         }
         Self { routes, root }

@@ -48,6 +48,7 @@ pub fn cluster(config: &SimConfig) -> Cluster {
                     ctime: now,
                     corrupt,
                     checksums: BTreeMap::new(),
+                    base: None,
                 },
             );
         }
@@ -63,6 +64,7 @@ pub fn cluster(config: &SimConfig) -> Cluster {
                 ctime: now,
                 corrupt: false,
                 checksums: BTreeMap::new(),
+                base: None,
             },
         );
         let lvm = Storage {
@@ -122,6 +124,7 @@ fn add_template(cluster: &mut Cluster, node: &str, now: u64) {
                     ctime: now,
                     corrupt: false,
                     checksums: BTreeMap::new(),
+                    base: None,
                 },
             );
         }

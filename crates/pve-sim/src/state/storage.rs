@@ -29,6 +29,8 @@ pub struct Volume {
     pub corrupt: bool,
     /// Known checksums of a downloaded file (algorithm → lower-case hex).
     pub checksums: BTreeMap<String, String>,
+    /// The base volume (`base-9000-disk-0`) a linked clone was made from.
+    pub base: Option<String>,
 }
 
 #[derive(Clone, Debug)]

@@ -44,6 +44,13 @@ pub fn catalog() -> &'static [Entry] {
     PARSED.get_or_init(|| parse(CATALOG).unwrap_or_default())
 }
 
+/// The catalog of a PVE major version: PVE 8 has no HA rules.
+pub fn catalog_for(pve_version: u8) -> impl Iterator<Item = &'static Entry> {
+    catalog()
+        .iter()
+        .filter(move |(path, _, _)| pve_version >= 9 || !path.starts_with("/cluster/ha/rules"))
+}
+
 fn parse(text: &'static str) -> Result<Vec<Entry>, String> {
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {

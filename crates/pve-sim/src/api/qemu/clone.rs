@@ -208,6 +208,7 @@ async fn run(
                 opts.insert("size".into(), format_size(size));
             } else {
                 ctx.sleep(ctx.inst.durations.linked_clone).await;
+                mark_linked(ctx, &volid, &copy.source);
             }
             volid
         };
@@ -261,4 +262,18 @@ async fn run(
         config.insert("vmgenid".into(), ctx.inst.random_uuid());
     }
     Ok(config)
+}
+
+/// Records that `volid` is a linked clone of the base volume `source`
+/// (destroying the base then fails, migrating the clone too).
+fn mark_linked(ctx: &TaskCtx, volid: &str, source: &str) {
+    let base = source.split_once(':').map(|(_, n)| n.to_owned());
+    let mut cluster = ctx.inst.cluster();
+    if let Some((sid, name)) = volid.split_once(':')
+        && let Some(vol) = cluster
+            .storage_mut(&ctx.node, sid)
+            .and_then(|s| s.volumes.get_mut(name))
+    {
+        vol.base = base;
+    }
 }

@@ -7,6 +7,7 @@ pub mod create;
 pub mod devices;
 pub mod disks;
 pub mod lifecycle;
+pub mod migrate;
 pub mod power;
 pub mod snapshot;
 pub mod status;

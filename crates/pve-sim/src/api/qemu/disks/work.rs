@@ -208,6 +208,7 @@ pub fn allocate(
             ctime: crate::clock::Clock::epoch_secs(),
             corrupt: false,
             checksums: BTreeMap::new(),
+            base: None,
         },
     );
     let volid = s.volid(&volname);
