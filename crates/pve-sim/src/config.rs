@@ -323,6 +323,8 @@ pub struct SimConfig {
     pub node_cpus: BTreeMap<String, u32>,
     /// The PVE major version to behave as (8 or 9): HA groups (8) or rules (9).
     pub pve_version: u8,
+    /// A state to start from instead of the seeded one (`--state FILE`).
+    pub state: Option<crate::state::file::StateFile>,
     /// Multiplies every simulated duration (1.0 realistic, 0.01 for tests).
     pub time_scale: f64,
     pub durations: Durations,
@@ -350,6 +352,7 @@ impl Default for SimConfig {
             node_memory: BTreeMap::new(),
             node_cpus: BTreeMap::new(),
             pve_version: 9,
+            state: None,
             time_scale: 1.0,
             durations: Durations::default(),
             api_tokens: vec![

@@ -30,6 +30,8 @@ pub struct Instance {
     /// The PVE major version simulated (8 or 9).
     pub pve_version: u8,
     cluster: Mutex<Cluster>,
+    /// The configuration it started with (accounts for the state export).
+    pub config: SimConfig,
     faults: Mutex<Faults>,
     traffic: Mutex<Traffic>,
     urls: Mutex<UrlRegistry>,
@@ -58,7 +60,11 @@ impl Instance {
             ca_pem,
             fingerprint,
             pve_version: config.pve_version,
-            cluster: Mutex::new(seed::cluster(config)),
+            cluster: Mutex::new(match &config.state {
+                Some(state) => crate::state::build::cluster(state, config)?,
+                None => seed::cluster(config),
+            }),
+            config: config.clone(),
             faults: Mutex::new(Faults::new(config.seed, &config.faults)),
             traffic: Mutex::new(Traffic::default()),
             urls: Mutex::new(UrlRegistry::default()),

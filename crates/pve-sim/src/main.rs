@@ -47,6 +47,9 @@ struct Args {
     /// The PVE major version to simulate: 9 (HA rules) or 8 (HA groups).
     #[arg(long, default_value_t = 9)]
     pve_version: u8,
+    /// Start from this state (YAML or JSON; see `GET /_sim/state`) instead of the seeded one.
+    #[arg(long)]
+    state: Option<PathBuf>,
     /// Multiplies every simulated duration (1.0 realistic, 0.01 for tests).
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
@@ -112,8 +115,17 @@ fn config(args: &Args) -> Result<SimConfig, pve_sim::Error> {
     for s in &args.node_cpus {
         node_cpus.insert(s.node.clone(), s.count()?);
     }
+    let state = args
+        .state
+        .as_deref()
+        .map(pve_sim::state::file::StateFile::load)
+        .transpose()?;
+    let state_accounts = state
+        .as_ref()
+        .is_some_and(|s| !s.users.is_empty() || !s.tokens.is_empty());
     let mut config = SimConfig {
         listen: args.listen,
+        state,
         node_memory,
         node_cpus,
         pve_version: args.pve_version,
@@ -134,7 +146,7 @@ fn config(args: &Args) -> Result<SimConfig, pve_sim::Error> {
         seed: args.seed,
         ..SimConfig::default()
     };
-    if args.explicit_credentials() {
+    if args.explicit_credentials() || state_accounts {
         config.api_tokens = args.api_tokens.clone();
         config.users = args.users.clone();
     }

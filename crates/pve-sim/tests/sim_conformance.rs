@@ -47,6 +47,8 @@ mod schema_source;
 mod schema_walk;
 #[path = "sim/snapshots.rs"]
 mod snapshots;
+#[path = "sim/state.rs"]
+mod state;
 #[path = "sim/conformance/tasks.rs"]
 mod tasks;
 #[path = "sim/conformance/tls.rs"]

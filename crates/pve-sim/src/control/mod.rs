@@ -69,6 +69,7 @@ pub fn handle(
         }
         ("POST", ["nodes", node]) => set_node(inst, node, body),
         ("POST", ["migrate"]) => migrate(inst, body),
+        ("GET", ["state"]) => export_state(inst, query),
         ("POST", ["quorum"]) => match serde_json::from_slice::<Value>(body)
             .ok()
             .and_then(|v| v["quorate"].as_bool())
@@ -156,4 +157,26 @@ fn migrate(inst: &Arc<Instance>, body: &[u8]) -> Response<Body> {
     };
     let upid = crate::api::ha::crm_migrate(inst, &source, vmid, target);
     respond::control(200, &json!({"upid": upid}))
+}
+
+/// `GET /_sim/state[?format=yaml][&secrets=1]`: the current state in the
+/// `--state` file format; passwords and token secrets only with `secrets=1`.
+fn export_state(inst: &Instance, query: &str) -> Response<Body> {
+    let secrets = query_param(query, "secrets").is_some_and(|v| v == "1");
+    let state = crate::state::build::export(&inst.cluster(), &inst.config, secrets);
+    if query_param(query, "format").as_deref() == Some("yaml") {
+        return match state.to_yaml() {
+            Ok(text) => {
+                let mut resp = respond::control(200, &Value::Null);
+                *resp.body_mut() = Body::from(text);
+                resp.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static("application/yaml"),
+                );
+                resp
+            }
+            Err(e) => respond::control(500, &json!({"error": e.to_string()})),
+        };
+    }
+    respond::control(200, &json!(state))
 }

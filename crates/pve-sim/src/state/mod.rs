@@ -1,5 +1,7 @@
 //! The simulated cluster: nodes, their storages and the VMs.
 
+pub mod build;
+pub mod file;
 pub mod guest;
 pub mod ha;
 pub mod node;
