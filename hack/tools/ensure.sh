@@ -12,6 +12,7 @@
 #   hack/tools/ensure.sh shellcheck          # shellcheck (Debian package)
 #   hack/tools/ensure.sh openssl             # openssl (Debian package), for scripts/pve-sim-tls.sh
 #   hack/tools/ensure.sh pve-api-schema      # the real PVE API schema (JSON), from the pinned fakepve wheel
+#   hack/tools/ensure.sh go-proxmox-lifecycle  # go-proxmox (pinned in hack/tools/go-proxmox) driving a CAPMOX-style lifecycle
 #
 # Go tools are built with the local Go toolchain from the go.mod/go.sum next
 # to this script (nothing vendored, nothing prebuilt downloaded) and cached
@@ -30,7 +31,7 @@ log_tag=tools
 source "$here/../lib.sh"
 
 usage() {
-  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -158,6 +159,9 @@ case "$1" in
     ;;
   argocd-lua)
     go_tool argocd-lua "$here/argocd-lua" .
+    ;;
+  go-proxmox-lifecycle)
+    go_tool go-proxmox-lifecycle "$here/go-proxmox" .
     ;;
   servicemonitor-crd)
     module_file "$here/prometheus-operator" github.com/prometheus-operator/prometheus-operator \

@@ -13,6 +13,8 @@ mod agent;
 mod auth;
 #[path = "sim/conformance/binary.rs"]
 mod binary;
+#[path = "sim/clients.rs"]
+mod clients;
 #[path = "sim/conformance/clone.rs"]
 mod clone;
 #[path = "sim/cluster.rs"]

@@ -141,6 +141,18 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
             sim_handler!(storage::content),
         ),
         route(
+            "GET",
+            "/nodes/{node}/storage/{storage}/content/{volume}",
+            &[storage::VOLUME],
+            sim_handler!(storage::volume_info),
+        ),
+        route(
+            "DELETE",
+            "/nodes/{node}/storage/{storage}/content/{volume}",
+            &[storage::VOLUME_DELETE],
+            sim_handler!(storage::volume_delete),
+        ),
+        route(
             "POST",
             "/nodes/{node}/storage/{storage}/download-url",
             &[download::PARAMS],

@@ -129,15 +129,27 @@ impl Router {
     pub fn find(&self, method: &str, path: &str) -> Option<Match> {
         let mut node = &self.root;
         let mut vars = Vec::new();
-        for seg in path.split('/').filter(|s| !s.is_empty()) {
+        let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let mut i = 0;
+        while let Some(seg) = segs.get(i) {
             node = match node.literal.get(seg) {
                 Some(n) => n,
                 None => {
                     let (name, n) = node.var.as_ref()?;
-                    vars.push((*name, super::decode::uri_unescape(seg)));
+                    // A volume ID may come with unencoded slashes
+                    // (`content/local:iso/x.iso`): it takes the rest.
+                    let value = if *name == "volume" && n.literal.is_empty() && n.var.is_none() {
+                        let rest = segs[i..].join("/");
+                        i = segs.len();
+                        rest
+                    } else {
+                        seg.to_string()
+                    };
+                    vars.push((*name, super::decode::uri_unescape(&value)));
                     n
                 }
             };
+            i += 1;
         }
         if node.methods.is_empty() {
             return None;

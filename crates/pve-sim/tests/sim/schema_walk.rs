@@ -31,13 +31,19 @@ fn documented_prefixes() -> Vec<String> {
         .collect()
 }
 
-/// A concrete path for a template: the seeded node, template VM and storage.
+/// A concrete path for a template: the seeded node, template VM (or the
+/// walk's container) and storage.
 fn concrete(template: &str) -> String {
+    let vmid = if template.contains("/lxc/") {
+        "9001"
+    } else {
+        "9000"
+    };
     template
         .split('/')
         .map(|seg| match seg {
             "{node}" => "pve",
-            "{vmid}" => "9000",
+            "{vmid}" => vmid,
             "{storage}" => "local",
             s if s.starts_with('{') => "x",
             s => s,
@@ -56,8 +62,24 @@ async fn every_schema_path_is_modelled_generic_or_documented() {
         .collect();
     let prefixes = documented_prefixes();
     let (mut n_modelled, mut n_generic, mut n_refused) = (0, 0, 0);
+    let mut refused_list = Vec::new();
     let mut problems = Vec::new();
-    for (path, method) in schema.keys() {
+    sim.post_ok(
+        "/nodes/pve/lxc",
+        &[
+            ("vmid", "9001"),
+            (
+                "ostemplate",
+                "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
+            ),
+            ("storage", "local-lvm"),
+        ],
+    )
+    .await;
+    // Deletes last, so that the guests in the paths exist for the rest.
+    let mut calls: Vec<&(String, String)> = schema.keys().collect();
+    calls.sort_by_key(|(path, method)| (method == "DELETE", path.clone()));
+    for (path, method) in calls {
         let method_ = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let resp = sim.send(sim.req(method_, &concrete(path))).await;
         let refused = resp.status == 501 && resp.reason.starts_with("pve-sim: not simulated");
@@ -65,6 +87,7 @@ async fn every_schema_path_is_modelled_generic_or_documented() {
             n_modelled += 1;
         } else if refused {
             n_refused += 1;
+            refused_list.push(format!("{method} {path}"));
             if method == "GET" {
                 problems.push(format!("{method} {path}: a read is refused"));
             }
@@ -86,6 +109,7 @@ async fn every_schema_path_is_modelled_generic_or_documented() {
         schema.len()
     );
     assert!(schema.len() > 600, "schema has {} methods", schema.len());
-    assert!(n_modelled >= 42, "modelled {n_modelled}");
+    println!("not simulated:\n  {}", refused_list.join("\n  "));
+    assert!(n_modelled > 100, "modelled {n_modelled}");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
