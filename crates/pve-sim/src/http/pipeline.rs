@@ -213,7 +213,7 @@ async fn process(
                 method,
                 found.template,
                 &found.vars,
-                &found.children,
+                found.children,
                 answer,
             );
         }

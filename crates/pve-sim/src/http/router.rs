@@ -73,6 +73,8 @@ struct Node {
     var: Option<(&'static str, Box<Node>)>,
     template: &'static str,
     methods: Vec<(&'static str, Endpoint)>,
+    /// The literal children, sorted (a directory index), filled in by `seal`.
+    children: Vec<&'static str>,
 }
 
 impl Node {
@@ -95,14 +97,28 @@ fn segments(path: &str) -> impl Iterator<Item = &str> {
     path.split('/').filter(|s| !s.is_empty())
 }
 
+impl Node {
+    /// Precomputes every node's sorted children, so requests never sort.
+    fn seal(&mut self) {
+        self.children = self.literal.keys().copied().collect();
+        self.children.sort_unstable();
+        for child in self.literal.values_mut() {
+            child.seal();
+        }
+        if let Some((_, child)) = self.var.as_mut() {
+            child.seal();
+        }
+    }
+}
+
 /// A matched path: its template, endpoint (if the method exists) and the
 /// decoded path variables.
-pub struct Match {
+pub struct Match<'a> {
     pub template: &'static str,
     pub endpoint: Option<Endpoint>,
     pub vars: Vec<(&'static str, String)>,
-    /// Methods the path has (for directory indexes and 501 texts).
-    pub children: Vec<&'static str>,
+    /// The path's subdirectories (for directory indexes).
+    pub children: &'a [&'static str],
 }
 
 pub struct Router {
@@ -122,17 +138,18 @@ impl Router {
         for (path, method, answer) in generic.into_iter() {
             root.insert(path, method, Endpoint::Generic(answer));
         }
+        root.seal();
         Self { routes, root }
     }
 
     /// Finds the endpoint for a method and concrete path.
-    pub fn find(&self, method: &str, path: &str) -> Option<Match> {
+    pub fn find<'a>(&'a self, method: &str, path: &str) -> Option<Match<'a>> {
         let mut node = &self.root;
         let mut vars = Vec::new();
         let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         let mut i = 0;
         while let Some(seg) = segs.get(i) {
-            node = match node.literal.get(seg) {
+            node = match node.literal.get::<str>(seg) {
                 Some(n) => n,
                 None => {
                     let (name, n) = node.var.as_ref()?;
@@ -154,8 +171,6 @@ impl Router {
         if node.methods.is_empty() {
             return None;
         }
-        let mut children: Vec<&'static str> = node.literal.keys().copied().collect();
-        children.sort_unstable();
         Some(Match {
             template: node.template,
             endpoint: node
@@ -164,7 +179,7 @@ impl Router {
                 .find(|(m, _)| *m == method)
                 .map(|(_, e)| *e),
             vars,
-            children,
+            children: &node.children,
         })
     }
 
