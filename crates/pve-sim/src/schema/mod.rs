@@ -265,18 +265,14 @@ pub fn validate<'a>(
 /// Returns the normalized string.
 pub fn check_value(path: &str, spec: &Param, value: &RawValue) -> Result<String, String> {
     let ty = spec.kind.name();
-    let last;
-    let value = match (spec.kind, value) {
+    let text = match (spec.kind, value) {
         (Kind::Array, RawValue::List(items)) => return Ok(items.join("\0")),
         (Kind::Array, RawValue::Text(t)) => return Ok(t.clone()),
         (_, RawValue::List(items)) => {
-            // A repeated scalar: the last value wins, as before.
-            last = RawValue::Text(items.last().cloned().unwrap_or_default());
-            &last
+            // A repeated scalar parameter: the last value wins.
+            let last = RawValue::Text(items.last().cloned().unwrap_or_default());
+            return check_value(path, spec, &last);
         }
-        _ => value,
-    };
-    let text = match (spec.kind, value) {
         (Kind::Boolean, RawValue::Bool(b)) => return Ok(if *b { "1" } else { "0" }.to_owned()),
         (Kind::Boolean, RawValue::Text(t)) if t == "1" || t == "0" => return Ok(t.clone()),
         (_, RawValue::Bool(_)) => {
@@ -297,7 +293,6 @@ pub fn check_value(path: &str, spec: &Param, value: &RawValue) -> Result<String,
             return Err(format!("type check ('{ty}') failed - got '{t}'"));
         }
         (_, RawValue::Text(t)) => t.clone(),
-        (_, RawValue::List(_)) => unreachable_list(),
     };
     check_text(path, spec, &text)?;
     Ok(text)
@@ -341,11 +336,6 @@ pub fn check_text(path: &str, spec: &Param, text: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Lists were turned into their last item above.
-fn unreachable_list() -> String {
-    String::new()
 }
 
 pub fn is_integer(v: &str) -> bool {

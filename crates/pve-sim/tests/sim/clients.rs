@@ -1,7 +1,8 @@
 //! Third-party clients against the simulator: go-proxmox (the client
 //! CAPMOX uses, pinned in hack/tools/go-proxmox) runs a CAPMOX-style
-//! machine lifecycle: cluster status, placement by free memory, a clone
-//! without a VMID, a cloud-init ISO upload, start, the guest agent, delete.
+//! machine lifecycle (cluster status, placement by free memory, a clone
+//! without a VMID, a cloud-init ISO upload, start, the guest agent,
+//! delete), and proxmoxer (pinned in hack/tools/proxmoxer) a VM lifecycle.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -77,4 +78,37 @@ async fn go_proxmox_runs_a_capmox_style_lifecycle() {
         "/nodes/{node}/storage/{storage}/content/{volume}"
     ));
     assert!(called("GET", "/nodes/{node}/qemu/{vmid}/agent/get-osinfo"));
+}
+
+/// proxmoxer (pinned in hack/tools/proxmoxer, installed into a cached venv)
+/// takes a VM through create with an import, clone, cloud-init, resize,
+/// start, the agent, a snapshot, a live migration, stop and delete.
+#[tokio::test]
+async fn proxmoxer_runs_a_vm_lifecycle() {
+    let python = ensure("proxmoxer");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/tools/proxmoxer/lifecycle.py");
+    let sim = start_with(|c| c.nodes = vec!["pve".into(), "pve2".into()]).await;
+    let dir = std::env::temp_dir().join(format!("pve-sim-px-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, sim.handle.ca_pem()).unwrap();
+    let addr = sim.handle.addr();
+    let out = tokio::process::Command::new(&python)
+        .arg(&script)
+        .arg(addr.ip().to_string())
+        .arg(addr.port().to_string())
+        .arg(&ca)
+        .env("PVE_TOKEN_SECRET", "pve-sim-secret")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("runs the proxmoxer lifecycle");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("lifecycle OK"),
+        "proxmoxer lifecycle failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
