@@ -12,6 +12,8 @@
 #   hack/tools/ensure.sh shellcheck          # shellcheck (Debian package)
 #   hack/tools/ensure.sh openssl             # openssl (Debian package), for scripts/pve-sim-tls.sh
 #   hack/tools/ensure.sh pve-api-schema      # the real PVE API schema (JSON), from the pinned fakepve wheel
+#   hack/tools/ensure.sh go-proxmox-lifecycle  # go-proxmox (pinned in hack/tools/go-proxmox) driving a CAPMOX-style lifecycle
+#   hack/tools/ensure.sh proxmoxer           # python with proxmoxer (pinned in hack/tools/proxmoxer) in a cached venv
 #
 # Go tools are built with the local Go toolchain from the go.mod/go.sum next
 # to this script (nothing vendored, nothing prebuilt downloaded) and cached
@@ -30,7 +32,7 @@ log_tag=tools
 source "$here/../lib.sh"
 
 usage() {
-  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -146,6 +148,31 @@ PY
   echo "$out"
 }
 
+# pypi_venv NAME DIR: a venv in the cache with the packages pinned (with
+# hashes) in DIR/requirements.txt; prints its python.
+pypi_venv() {
+  local name="$1" dir="$2" key out
+  key="$(content_key "$dir/requirements.txt" "${BASH_SOURCE[0]}" "$here/../lib.sh")"
+  out="$cache_root/$name-$key"
+  if [[ -x "$out/bin/python" ]]; then
+    echo "$out/bin/python"
+    return
+  fi
+  command -v python3 >/dev/null || die "python3 is not on PATH; it is needed for $name"
+  lock "$name"
+  if [[ -x "$out/bin/python" ]]; then
+    echo "$out/bin/python"
+    return
+  fi
+  log "installing $name (first run only; pip checks the pinned hashes)"
+  rm -rf "$out"
+  python3 -m venv "$out" >&2 || die "creating the $name venv failed"
+  "$out/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+      --only-binary=:all: --require-hashes -r "$dir/requirements.txt" >&2 \
+    || { rm -rf "$out"; die "installing the packages pinned in $dir/requirements.txt failed"; }
+  echo "$out/bin/python"
+}
+
 [[ $# -eq 1 ]] || usage
 case "$1" in
   helm)
@@ -159,6 +186,10 @@ case "$1" in
   argocd-lua)
     go_tool argocd-lua "$here/argocd-lua" .
     ;;
+  go-proxmox-lifecycle)
+    go_tool go-proxmox-lifecycle "$here/go-proxmox" .
+    ;;
+  proxmoxer) pypi_venv proxmoxer "$here/proxmoxer" ;;
   servicemonitor-crd)
     module_file "$here/prometheus-operator" github.com/prometheus-operator/prometheus-operator \
       example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml

@@ -1,6 +1,7 @@
 //! Configuration of a simulator instance: nodes, credentials, permissions,
 //! time scale, simulated durations and fault rates.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -172,6 +173,49 @@ fn redact_after(s: &str, sep: char) -> String {
     }
 }
 
+/// A per-node setting from the command line: `NODE=VALUE`, or `VALUE` for
+/// every node (stored under `*`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeSetting {
+    pub node: String,
+    pub value: String,
+}
+
+impl std::str::FromStr for NodeSetting {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let (node, value) = s.split_once('=').unwrap_or(("*", s));
+        if value.is_empty() || (node != "*" && !is_node_name(node)) {
+            return Err(Error::Config(format!(
+                "invalid node setting (want [NODE=]VALUE): {s}"
+            )));
+        }
+        Ok(Self {
+            node: node.to_owned(),
+            value: value.to_owned(),
+        })
+    }
+}
+
+impl NodeSetting {
+    /// The value as a size (`64G`, `512M`, bytes).
+    pub fn size(&self) -> Result<u64, Error> {
+        crate::schema::format::parse_size(&self.value)
+            .filter(|s| *s > 0)
+            .ok_or_else(|| Error::Config(format!("invalid size '{}'", self.value)))
+    }
+
+    /// The value as a positive count.
+    pub fn count(&self) -> Result<u32, Error> {
+        self.value
+            .parse()
+            .ok()
+            .filter(|c| *c > 0)
+            .ok_or_else(|| Error::Config(format!("invalid count '{}'", self.value)))
+    }
+}
+
 /// Where the server certificate comes from.
 #[derive(Clone, Debug, Default)]
 pub enum TlsSource {
@@ -273,6 +317,14 @@ pub struct SimConfig {
     pub tls: TlsSource,
     /// Node names; the first one holds the seeded template VM.
     pub nodes: Vec<String>,
+    /// Memory in bytes per node name (`*`: every node); default 64 GiB.
+    pub node_memory: BTreeMap<String, u64>,
+    /// Logical CPUs per node name (`*`: every node); default 16.
+    pub node_cpus: BTreeMap<String, u32>,
+    /// The PVE major version to behave as (8 or 9): HA groups (8) or rules (9).
+    pub pve_version: u8,
+    /// A state to start from instead of the seeded one (`--state FILE`).
+    pub state: Option<crate::state::file::StateFile>,
     /// Multiplies every simulated duration (1.0 realistic, 0.01 for tests).
     pub time_scale: f64,
     pub durations: Durations,
@@ -297,6 +349,10 @@ impl Default for SimConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             tls: TlsSource::Generate,
             nodes: vec!["pve".to_owned()],
+            node_memory: BTreeMap::new(),
+            node_cpus: BTreeMap::new(),
+            pve_version: 9,
+            state: None,
             time_scale: 1.0,
             durations: Durations::default(),
             api_tokens: vec![
@@ -326,6 +382,12 @@ impl SimConfig {
             if !is_node_name(node) {
                 return Err(Error::Config(format!("invalid node name '{node}'")));
             }
+        }
+        if ![8, 9].contains(&self.pve_version) {
+            return Err(Error::Config(format!(
+                "PVE version must be 8 or 9, got {}",
+                self.pve_version
+            )));
         }
         if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
             return Err(Error::Config(format!(

@@ -13,7 +13,7 @@ use crate::control::faults::Faults;
 use crate::control::traffic::Traffic;
 use crate::control::urls::UrlRegistry;
 use crate::error::Error;
-use crate::http::router::Route;
+use crate::http::router::Router;
 use crate::state::{Cluster, seed};
 use crate::tasks::TaskTable;
 use crate::tasks::flock::Flocks;
@@ -22,12 +22,16 @@ pub struct Instance {
     pub clock: Clock,
     pub durations: Durations,
     pub auth: Auth,
-    pub routes: Vec<Route>,
+    pub router: Router,
     pub tasks: TaskTable,
     pub flocks: Flocks,
     pub ca_pem: String,
     pub fingerprint: String,
+    /// The PVE major version simulated (8 or 9).
+    pub pve_version: u8,
     cluster: Mutex<Cluster>,
+    /// The configuration it started with (accounts for the state export).
+    pub config: SimConfig,
     faults: Mutex<Faults>,
     traffic: Mutex<Traffic>,
     urls: Mutex<UrlRegistry>,
@@ -47,12 +51,20 @@ impl Instance {
             clock: Clock::new(config.time_scale),
             durations: config.durations.clone(),
             auth,
-            routes: crate::api::routes(),
+            router: Router::new(
+                crate::api::routes_for(config.pve_version),
+                crate::api::generic::catalog_for(config.pve_version),
+            ),
             tasks: TaskTable::new(config.seed),
             flocks: Flocks::default(),
             ca_pem,
             fingerprint,
-            cluster: Mutex::new(seed::cluster(&config.nodes)),
+            pve_version: config.pve_version,
+            cluster: Mutex::new(match &config.state {
+                Some(state) => crate::state::build::cluster(state, config)?,
+                None => seed::cluster(config),
+            }),
+            config: config.clone(),
             faults: Mutex::new(Faults::new(config.seed, &config.faults)),
             traffic: Mutex::new(Traffic::default()),
             urls: Mutex::new(UrlRegistry::default()),
@@ -75,6 +87,15 @@ impl Instance {
 
     pub fn urls(&self) -> MutexGuard<'_, UrlRegistry> {
         guard(&self.urls)
+    }
+
+    /// `(version, release, repoid)` of the simulated pve-manager.
+    pub fn version(&self) -> (&'static str, &'static str, &'static str) {
+        if self.pve_version == 8 {
+            ("8.4.14", "8.4", "b502d23c55afcba1")
+        } else {
+            ("9.1.1", "9.1", "42db4a6cf")
+        }
     }
 
     /// A MAC in Proxmox's OUI `BC:24:11`, as PVE generates for new NICs.

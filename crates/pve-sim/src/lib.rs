@@ -31,8 +31,8 @@ pub mod tls;
 pub mod upid;
 
 pub use config::{
-    ApiTokenSpec, DEFAULT_API_TOKEN, DEFAULT_USER, Durations, FaultRates, Grant, Secret, SimConfig,
-    TlsSource, UserSpec,
+    ApiTokenSpec, DEFAULT_API_TOKEN, DEFAULT_USER, Durations, FaultRates, Grant, NodeSetting,
+    Secret, SimConfig, TlsSource, UserSpec,
 };
 pub use control::faults::{FaultAction, FaultRule};
 pub use control::traffic::Entry as RequestLogEntry;

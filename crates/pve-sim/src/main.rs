@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use pve_sim::{ApiTokenSpec, FaultRates, Grant, SimConfig, Simulator, TlsSource, UserSpec};
+use pve_sim::{
+    ApiTokenSpec, FaultRates, Grant, NodeSetting, SimConfig, Simulator, TlsSource, UserSpec,
+};
 
 /// Simulates the Proxmox VE REST API (HTTPS, /api2/json) in memory.
 #[derive(Parser, Debug)]
@@ -36,6 +38,18 @@ struct Args {
     /// Comma-separated node names; the first holds template VM 9000.
     #[arg(long, default_value = "pve", value_delimiter = ',')]
     nodes: Vec<String>,
+    /// Node memory, `[NODE=]SIZE` (e.g. `pve2=32G`; without NODE: every node). Default 64G.
+    #[arg(long = "node-memory")]
+    node_memory: Vec<NodeSetting>,
+    /// Node CPUs, `[NODE=]COUNT` (e.g. `pve2=8`). Default 16.
+    #[arg(long = "node-cpus")]
+    node_cpus: Vec<NodeSetting>,
+    /// The PVE major version to simulate: 9 (HA rules) or 8 (HA groups).
+    #[arg(long, default_value_t = 9)]
+    pve_version: u8,
+    /// Start from this state (YAML or JSON; see `GET /_sim/state`) instead of the seeded one.
+    #[arg(long)]
+    state: Option<PathBuf>,
     /// Multiplies every simulated duration (1.0 realistic, 0.01 for tests).
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
@@ -79,7 +93,7 @@ impl Args {
     }
 }
 
-fn config(args: &Args) -> SimConfig {
+fn config(args: &Args) -> Result<SimConfig, pve_sim::Error> {
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => TlsSource::Files {
             cert: cert.clone(),
@@ -93,8 +107,28 @@ fn config(args: &Args) -> SimConfig {
             args.fault_latency_rate,
         )
     });
+    let mut node_memory = std::collections::BTreeMap::new();
+    for s in &args.node_memory {
+        node_memory.insert(s.node.clone(), s.size()?);
+    }
+    let mut node_cpus = std::collections::BTreeMap::new();
+    for s in &args.node_cpus {
+        node_cpus.insert(s.node.clone(), s.count()?);
+    }
+    let state = args
+        .state
+        .as_deref()
+        .map(pve_sim::state::file::StateFile::load)
+        .transpose()?;
+    let state_accounts = state
+        .as_ref()
+        .is_some_and(|s| !s.users.is_empty() || !s.tokens.is_empty());
     let mut config = SimConfig {
         listen: args.listen,
+        state,
+        node_memory,
+        node_cpus,
+        pve_version: args.pve_version,
         tls,
         nodes: args.nodes.clone(),
         time_scale: args.time_scale,
@@ -112,18 +146,18 @@ fn config(args: &Args) -> SimConfig {
         seed: args.seed,
         ..SimConfig::default()
     };
-    if args.explicit_credentials() {
+    if args.explicit_credentials() || state_accounts {
         config.api_tokens = args.api_tokens.clone();
         config.users = args.users.clone();
     }
-    config
+    Ok(config)
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     pve_sim::install_crypto_provider();
     let args = Args::parse();
-    let sim = match Simulator::start(config(&args)).await {
+    let sim = match async { Simulator::start(config(&args)?).await }.await {
         Ok(sim) => sim,
         Err(e) => {
             eprintln!("pve-sim: {e}");

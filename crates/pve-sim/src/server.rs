@@ -27,7 +27,10 @@ pub struct Simulator;
 impl Simulator {
     /// Binds `config.listen`, generates or loads the certificate, seeds the
     /// cluster and serves until the handle is shut down or dropped.
-    pub async fn start(config: SimConfig) -> Result<SimHandle, Error> {
+    pub async fn start(mut config: SimConfig) -> Result<SimHandle, Error> {
+        if let Some(state) = config.state.clone() {
+            crate::state::build::configure(&state, &mut config)?;
+        }
         config.validate()?;
         let tls = TlsMaterial::load(&config.tls, &config.nodes[0])?;
         let inst = Arc::new(Instance::new(

@@ -5,69 +5,12 @@
 //! wheel (checksum verified, cached). It is reference data and is never
 //! copied into the repository.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
 use pve_sim::schema::{Format, Kind, Param};
 use serde_json::Value;
 
-/// `$PVE_API_SCHEMA`, else the path `hack/tools/ensure.sh` prints.
-fn schema_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("PVE_API_SCHEMA") {
-        return PathBuf::from(p);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/tools/ensure.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg("pve-api-schema")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let path = stdout.lines().last().unwrap_or_default().trim();
-    assert!(
-        out.status.success() && !path.is_empty(),
-        "`hack/tools/ensure.sh pve-api-schema` failed; run it by hand to see why:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(path)
-}
-
-/// (path, method) → method info, from either form of the schema: PVE's
-/// `apidata.json` (a tree of `{path, info, children}`) or fakepve's
-/// `{"paths": {path: {method: info}}}`.
-fn index() -> BTreeMap<(String, String), Value> {
-    let path = schema_path();
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading the PVE API schema {}: {e}", path.display()));
-    let schema: Value = serde_json::from_str(&text).expect("the schema is JSON");
-    let mut out = BTreeMap::new();
-    if let Some(paths) = schema["paths"].as_object() {
-        for (path, methods) in paths {
-            for (method, info) in methods.as_object().expect("methods by name") {
-                out.insert((path.clone(), method.clone()), info.clone());
-            }
-        }
-        return out;
-    }
-    let mut stack: Vec<&Value> = schema
-        .as_array()
-        .expect("apidata.json is an array")
-        .iter()
-        .collect();
-    while let Some(node) = stack.pop() {
-        if let (Some(path), Some(info)) = (node["path"].as_str(), node["info"].as_object()) {
-            for (method, m) in info {
-                out.insert((path.to_owned(), method.clone()), m.clone());
-            }
-        }
-        if let Some(children) = node["children"].as_array() {
-            stack.extend(children);
-        }
-    }
-    out
-}
+#[path = "sim/schema_source.rs"]
+mod schema_source;
+use schema_source::index;
 
 fn kind_name(k: Kind) -> &'static str {
     k.name()
@@ -158,6 +101,41 @@ fn compare(where_: &str, ours: &Param, theirs: &Value, problems: &mut Vec<String
     }
 }
 
+/// The properties of a parameter schema. Section-config APIs (HA rules)
+/// spread them over `allOf` parts and `oneOf` variants told apart by
+/// `type` (their `instance-type`); a variant's property is optional
+/// overall, since other variants do not have it.
+fn properties(params: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    let mut types = Vec::new();
+    let mut stack = vec![(params, false)];
+    while let Some((p, variant)) = stack.pop() {
+        if let Some(props) = p["properties"].as_object() {
+            for (k, v) in props {
+                let mut v = v.clone();
+                if variant {
+                    v["optional"] = Value::from(1);
+                }
+                out.entry(k.clone()).or_insert(v);
+            }
+        }
+        if let Some(t) = p["instance-type"].as_str() {
+            types.push(Value::from(t));
+        }
+        if let Some(parts) = p["allOf"].as_array() {
+            stack.extend(parts.iter().map(|x| (x, variant)));
+        }
+        if let Some(parts) = p["oneOf"].as_array() {
+            stack.extend(parts.iter().map(|x| (x, true)));
+        }
+    }
+    if !types.is_empty() {
+        out.entry("type")
+            .or_insert_with(|| serde_json::json!({"type": "string", "enum": types}));
+    }
+    Value::Object(out)
+}
+
 #[test]
 fn every_served_endpoint_and_parameter_is_in_the_pve_schema() {
     let schema = index();
@@ -175,7 +153,8 @@ fn every_served_endpoint_and_parameter_is_in_the_pve_schema() {
             problems.push(format!("{} {}: not in the PVE schema", ep.method, ep.path));
             continue;
         };
-        let props = &info["parameters"]["properties"];
+        let props = properties(&info["parameters"]);
+        let props = &props;
         for p in &ep.params {
             checked_params += 1;
             match props.get(p.name) {

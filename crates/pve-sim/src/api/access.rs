@@ -17,9 +17,10 @@ pub const TICKET: &[Param] = &[
     Param::boolean("new-format").opt(),
 ];
 
-pub async fn version(_inst: Arc<Instance>, _call: Call) -> Result<Reply, ApiError> {
+pub async fn version(inst: Arc<Instance>, _call: Call) -> Result<Reply, ApiError> {
+    let (version, release, repoid) = inst.version();
     Ok(Reply::data(
-        json!({"version": "9.1.1", "release": "9.1", "repoid": "42db4a6cf"}),
+        json!({"version": version, "release": release, "repoid": repoid}),
     ))
 }
 

@@ -1,11 +1,14 @@
-//! `/cluster/nextid` and `/cluster/resources`.
+//! `/cluster/nextid`, `/cluster/status` and `/cluster/options`
+//! (pve-manager `PVE::API2::Cluster`).
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
+use crate::schema::format::split_list;
+use crate::schema::propstr::NEXT_ID;
 use crate::schema::{Named, Param};
 
 pub const NEXTID: &[Param] = &[Param::integer("vmid")
@@ -13,11 +16,31 @@ pub const NEXTID: &[Param] = &[Param::integer("vmid")
     .min(100)
     .max(999_999_999)
     .opt()];
-pub const RESOURCES: &[Param] = &[Param::string("type")
-    .enums(&["vm", "storage", "node", "sdn"])
-    .opt()];
 
-/// The first free VMID, as a JSON *string* like real PVE. Reserves nothing.
+/// The datacenter.cfg options `PUT /cluster/options` accepts here.
+pub const OPTIONS: &[Param] = &[
+    Param::string("next-id").prop(&NEXT_ID).opt(),
+    Param::string("description").max_len(65536).opt(),
+    Param::string("keyboard").opt(),
+    Param::string("language").opt(),
+    Param::string("console")
+        .enums(&["applet", "vv", "html5", "xtermjs"])
+        .opt(),
+    Param::string("email_from").opt(),
+    Param::string("http_proxy").pattern(r"http://.*").opt(),
+    Param::string("mac_prefix").opt(),
+    Param::integer("max_workers").min(1).opt(),
+    Param::string("migration").opt(),
+    Param::string("ha").opt(),
+    Param::string("crs").opt(),
+    Param::string("tag-style").opt(),
+    Param::string("registered-tags").opt(),
+    Param::string("user-tag-access").opt(),
+    Param::string("delete").opt(),
+];
+
+/// The first free VMID in datacenter.cfg's `next-id` range, as a JSON
+/// *string* like real PVE. Reserves nothing.
 pub async fn nextid(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let cluster = inst.cluster();
     if let Some(vmid) = call.params.get("vmid") {
@@ -27,111 +50,85 @@ pub async fn nextid(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         }
         return Ok(Reply::data(vmid.trim_start_matches('+')));
     }
-    let id = cluster
-        .next_free_vmid()
-        .ok_or_else(|| ApiError::internal("unable to get any free VMID in range [100, 1000000)"))?;
+    let (lower, upper) = cluster.nextid_range();
+    let id = cluster.next_free_vmid().ok_or_else(|| {
+        ApiError::internal(format!(
+            "unable to get any free VMID in range [{lower}, {upper}]"
+        ))
+    })?;
     Ok(Reply::data(id.to_string()))
 }
 
-pub async fn resources(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let filter = call.params.get("type");
-    let want = |t: &str| filter.is_none_or(|f| f == t);
+/// `GET /cluster/status`: a `cluster` entry (when there is more than one
+/// node) and one entry per node, as pmxcfs reports them.
+pub async fn status(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    inst.auth.check(&call.identity, "/", &["Sys.Audit"])?;
     let cluster = inst.cluster();
-    let id = &call.identity;
-    let mut out: Vec<Value> = Vec::new();
-    if want("node") {
-        for node in &cluster.nodes {
-            if inst.auth.has(id, &format!("/nodes/{node}"), "Sys.Audit") {
-                out.push(node_resource(node));
-            }
-        }
+    let local = cluster.nodes.first().map(|n| n.name.clone());
+    let mut out = Vec::new();
+    if cluster.nodes.len() > 1 {
+        out.push(json!({
+            "type": "cluster",
+            "id": "cluster",
+            "name": crate::state::CLUSTER_NAME,
+            "nodes": cluster.nodes.len(),
+            "version": cluster.nodes.len() + 1,
+            "quorate": u8::from(cluster.quorate()),
+        }));
     }
-    if want("storage") {
-        for (node, storages) in &cluster.storages {
-            for s in storages {
-                if !inst
-                    .auth
-                    .has(id, &format!("/storage/{}", s.id), "Datastore.Audit")
-                {
-                    continue;
-                }
-                out.push(json!({
-                    "id": format!("storage/{node}/{}", s.id),
-                    "type": "storage",
-                    "storage": s.id,
-                    "node": node,
-                    "status": "available",
-                    "content": s.content.join(","),
-                    "plugintype": s.type_name(),
-                    "shared": 0,
-                    "maxdisk": s.total,
-                    "disk": s.used(),
-                }));
-            }
-        }
-    }
-    if want("vm") {
-        for vm in cluster.vms.values() {
-            if !inst.auth.has(id, &format!("/vms/{}", vm.vmid), "VM.Audit") {
-                continue;
-            }
-            // pvestatd broadcasts every 10 s: until then a new VM has no stats.
-            let lag = inst.clock.scaled(inst.durations.resources_lag);
-            let fresh = vm.created.is_some_and(|c| c.elapsed() < lag);
-            let mut v = json!({"id": format!("qemu/{}", vm.vmid), "type": "qemu", "vmid": vm.vmid, "node": vm.node});
-            if fresh {
-                v["status"] = json!("unknown");
-            } else {
-                let running = vm.is_running();
-                let extra = json!({
-                    "status": if running { "running" } else { "stopped" },
-                    "name": vm.name(),
-                    "template": u8::from(vm.is_template()),
-                    "maxcpu": vm.cpus(),
-                    "cpu": if running { json!(0.02) } else { json!(0) },
-                    "maxmem": vm.memory_mib() << 20,
-                    "mem": if running { (vm.memory_mib() << 20) / 3 } else { 0 },
-                    "maxdisk": vm.maxdisk(),
-                    "disk": 0,
-                    "netin": 0,
-                    "netout": 0,
-                    "diskread": 0,
-                    "diskwrite": 0,
-                    "uptime": vm.uptime(inst.clock.scale()),
-                });
-                merge(&mut v, extra);
-            }
-            if let Some(lock) = vm.lock() {
-                v["lock"] = json!(lock);
-            }
-            if let Some(tags) = vm.config.get("tags") {
-                v["tags"] = json!(tags);
-            }
-            out.push(v);
-        }
+    for n in &cluster.nodes {
+        let single = cluster.nodes.len() == 1;
+        out.push(json!({
+            "type": "node",
+            "id": format!("node/{}", n.name),
+            "name": n.name,
+            "nodeid": if single { 0 } else { n.nodeid },
+            "ip": n.ip(),
+            "local": u8::from(local.as_deref() == Some(n.name.as_str())),
+            "online": u8::from(n.online),
+            "level": "",
+        }));
     }
     Ok(Reply::data(out))
 }
 
-pub fn node_resource(node: &str) -> Value {
-    json!({
-        "id": format!("node/{node}"),
-        "type": "node",
-        "node": node,
-        "status": "online",
-        "level": "",
-        "maxcpu": 16,
-        "cpu": 0.031,
-        "maxmem": 67_430_158_336_u64,
-        "mem": 9_864_232_960_u64,
-        "maxdisk": 100_861_726_720_u64,
-        "disk": 12_884_901_888_u64,
-        "uptime": 356_102,
-    })
+/// `GET /cluster/options`: datacenter.cfg parsed (property strings become
+/// objects), or only `console`/`tag-style` without `Sys.Audit` on `/`.
+pub async fn options(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let audit = inst.auth.has(&call.identity, "/", "Sys.Audit");
+    let cluster = inst.cluster();
+    let mut out = Map::new();
+    for (k, v) in &cluster.options {
+        if !audit && k != "console" && k != "tag-style" {
+            continue;
+        }
+        let value = match k.as_str() {
+            "next-id" => NEXT_ID
+                .parse(k, v)
+                .map(|m| json!(m))
+                .unwrap_or_else(|_| json!(v)),
+            "max_workers" => v.parse::<i64>().map_or_else(|_| json!(v), Value::from),
+            _ => json!(v),
+        };
+        out.insert(k.clone(), value);
+    }
+    out.insert("allowed-tags".into(), json!([]));
+    Ok(Reply::data(Value::Object(out)))
 }
 
-fn merge(into: &mut Value, from: Value) {
-    if let (Value::Object(a), Value::Object(b)) = (into, from) {
-        a.extend(b);
+/// `PUT /cluster/options`: sets and deletes datacenter.cfg options.
+pub async fn set_options(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    inst.auth.check(&call.identity, "/", &["Sys.Modify"])?;
+    let mut cluster = inst.cluster();
+    for (k, v) in call.params.iter() {
+        if k != "delete" {
+            cluster.options.insert(k.clone(), v.clone());
+        }
     }
+    if let Some(delete) = call.params.get("delete") {
+        for key in split_list(delete) {
+            cluster.options.remove(key);
+        }
+    }
+    Ok(Reply::null())
 }

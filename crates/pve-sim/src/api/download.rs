@@ -76,46 +76,13 @@ pub async fn download_url(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
     }
     let content = p.get("content").unwrap_or_default().to_owned();
     let url = p.get("url").unwrap_or_default().to_owned();
-    let (path, format) = {
-        let cluster = inst.cluster();
-        let s = cluster
-            .storage(&node, &storage_id)
-            .ok_or_else(|| ApiError::internal(format!("storage '{storage_id}' does not exist")))?;
-        if !s.is_file_based() {
-            return Err(ApiError::internal(format!(
-                "can't upload to storage type '{}', not a file based storage!",
-                s.type_name()
-            )));
-        }
-        if !s.supports(&content) {
-            return Err(ApiError::internal(format!(
-                "storage '{storage_id}' is not configured for content-type '{content}'"
-            )));
-        }
-        let filename = normalize(p.get("filename").unwrap_or_default());
-        let format = match content.as_str() {
-            "iso" if regex_matches(r"(?i)[^/]+\.(?:iso|img)", &filename) => "iso".to_owned(),
-            "vztmpl" if regex_matches(r"[^/]+\.tar\.(gz|xz|zst|bz2)", &filename) => {
-                "tgz".to_owned()
-            }
-            "import" => match filename.rsplit_once('.') {
-                Some((stem, ext))
-                    if ["ova", "qcow2", "raw", "vmdk"].contains(&ext)
-                        && regex_matches(r"[a-zA-Z0-9\-.+=_]+", stem) =>
-                {
-                    ext.to_owned()
-                }
-                _ => {
-                    return Err(ApiError::param(
-                        "filename",
-                        "invalid filename or wrong extension",
-                    ));
-                }
-            },
-            _ => return Err(ApiError::param("filename", "wrong file extension")),
-        };
-        (Storage::download_volname(&content, &filename), format)
-    };
+    let (path, format) = file_target(
+        &inst,
+        &node,
+        &storage_id,
+        &content,
+        p.get("filename").unwrap_or_default(),
+    )?;
     let checksum = p.get("checksum").map(|c| {
         (
             p.get("checksum-algorithm").unwrap_or_default().to_owned(),
@@ -266,6 +233,7 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
             ctime: Clock::epoch_secs(),
             corrupt: resolved.corrupt,
             checksums: resolved.checksums,
+            base: None,
         },
     );
     drop(cluster);
@@ -273,7 +241,7 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
     Ok(())
 }
 
-fn wget_time() -> String {
+pub fn wget_time() -> String {
     let secs = Clock::epoch_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
@@ -296,6 +264,54 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// The checks download-url and upload share: a file-based storage that
+/// holds `content`, and a file name with the right extension. Returns the
+/// volume name and format.
+pub fn file_target(
+    inst: &Instance,
+    node: &str,
+    storage_id: &str,
+    content: &str,
+    filename: &str,
+) -> Result<(String, String), ApiError> {
+    let cluster = inst.cluster();
+    let s = cluster
+        .storage(node, storage_id)
+        .ok_or_else(|| ApiError::internal(format!("storage '{storage_id}' does not exist")))?;
+    if !s.is_file_based() {
+        return Err(ApiError::internal(format!(
+            "can't upload to storage type '{}', not a file based storage!",
+            s.type_name()
+        )));
+    }
+    if !s.supports(content) {
+        return Err(ApiError::internal(format!(
+            "storage '{storage_id}' is not configured for content-type '{content}'"
+        )));
+    }
+    let filename = normalize(filename);
+    let format = match content {
+        "iso" if regex_matches(r"(?i)[^/]+\.(?:iso|img)", &filename) => "iso".to_owned(),
+        "vztmpl" if regex_matches(r"[^/]+\.tar\.(gz|xz|zst|bz2)", &filename) => "tgz".to_owned(),
+        "import" => match filename.rsplit_once('.') {
+            Some((stem, ext))
+                if ["ova", "qcow2", "raw", "vmdk"].contains(&ext)
+                    && regex_matches(r"[a-zA-Z0-9\-.+=_]+", stem) =>
+            {
+                ext.to_owned()
+            }
+            _ => {
+                return Err(ApiError::param(
+                    "filename",
+                    "invalid filename or wrong extension",
+                ));
+            }
+        },
+        _ => return Err(ApiError::param("filename", "wrong file extension")),
+    };
+    Ok((Storage::download_volname(content, &filename), format))
 }
 
 #[cfg(test)]

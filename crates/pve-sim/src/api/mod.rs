@@ -4,15 +4,21 @@
 pub mod access;
 pub mod cluster;
 pub mod download;
+pub mod generic;
+pub mod ha;
+pub mod lxc;
 pub mod nodes;
+pub mod pools;
 pub mod qemu;
+pub mod resources;
 pub mod storage;
 pub mod tasks;
+pub mod upload;
 
 use crate::http::router::{Access, Route};
 use crate::schema::qemu as qp;
 use crate::sim_handler;
-use qemu::{NODE_VMID, agent, clone, config, create, lifecycle, power, status};
+use qemu::{NODE_VMID, agent, clone, config, create, lifecycle, power, snapshot, status};
 
 const fn route(
     method: &'static str,
@@ -29,8 +35,14 @@ const fn route(
     }
 }
 
+/// The routes of PVE 9 (the schema tests' reference).
 pub fn routes() -> Vec<Route> {
-    vec![
+    routes_for(9)
+}
+
+/// The routes of a PVE major version.
+pub fn routes_for(pve_version: u8) -> Vec<Route> {
+    let mut routes = vec![
         route("GET", "/version", &[], sim_handler!(access::version)),
         Route {
             access: Access::World,
@@ -50,8 +62,58 @@ pub fn routes() -> Vec<Route> {
         route(
             "GET",
             "/cluster/resources",
-            &[cluster::RESOURCES],
-            sim_handler!(cluster::resources),
+            &[resources::PARAMS],
+            sim_handler!(resources::resources),
+        ),
+        route("GET", "/cluster/status", &[], sim_handler!(cluster::status)),
+        route(
+            "GET",
+            "/cluster/options",
+            &[],
+            sim_handler!(cluster::options),
+        ),
+        route(
+            "PUT",
+            "/cluster/options",
+            &[cluster::OPTIONS],
+            sim_handler!(cluster::set_options),
+        ),
+        route("GET", "/pools", &[pools::INDEX], sim_handler!(pools::index)),
+        route(
+            "POST",
+            "/pools",
+            &[pools::CREATE],
+            sim_handler!(pools::create),
+        ),
+        route(
+            "PUT",
+            "/pools",
+            &[pools::UPDATE],
+            sim_handler!(pools::update),
+        ),
+        route(
+            "DELETE",
+            "/pools",
+            &[pools::DELETE],
+            sim_handler!(pools::delete),
+        ),
+        route(
+            "GET",
+            "/pools/{poolid}",
+            &[pools::ONE],
+            sim_handler!(pools::get),
+        ),
+        route(
+            "PUT",
+            "/pools/{poolid}",
+            &[pools::UPDATE],
+            sim_handler!(pools::update),
+        ),
+        route(
+            "DELETE",
+            "/pools/{poolid}",
+            &[pools::DELETE],
+            sim_handler!(pools::delete),
         ),
         route("GET", "/nodes", &[], sim_handler!(nodes::list)),
         route(
@@ -79,10 +141,28 @@ pub fn routes() -> Vec<Route> {
             sim_handler!(storage::content),
         ),
         route(
+            "GET",
+            "/nodes/{node}/storage/{storage}/content/{volume}",
+            &[storage::VOLUME],
+            sim_handler!(storage::volume_info),
+        ),
+        route(
+            "DELETE",
+            "/nodes/{node}/storage/{storage}/content/{volume}",
+            &[storage::VOLUME_DELETE],
+            sim_handler!(storage::volume_delete),
+        ),
+        route(
             "POST",
             "/nodes/{node}/storage/{storage}/download-url",
             &[download::PARAMS],
             sim_handler!(download::download_url),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/storage/{storage}/upload",
+            &[upload::PARAMS],
+            sim_handler!(upload::upload),
         ),
         route(
             "GET",
@@ -210,11 +290,78 @@ pub fn routes() -> Vec<Route> {
             power::PARAMS_REBOOT,
             sim_handler!(power::reboot_handler),
         ),
+    ];
+    routes.extend(agent::routes());
+    routes.extend(lxc::routes());
+    routes.extend(ha::routes(pve_version));
+    routes.extend(migrate_routes());
+    routes.extend(snapshot_routes());
+    routes
+}
+
+fn snapshot_routes() -> Vec<Route> {
+    const BASE: &str = "/nodes/{node}/qemu/{vmid}/snapshot";
+    vec![
+        route("GET", BASE, &[NODE_VMID], sim_handler!(snapshot::list)),
+        route(
+            "POST",
+            BASE,
+            snapshot::CREATE,
+            sim_handler!(snapshot::create),
+        ),
         route(
             "GET",
-            "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
-            agent::PARAMS,
-            sim_handler!(agent::network_get_interfaces),
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
+            snapshot::ONE,
+            sim_handler!(snapshot::index),
+        ),
+        route(
+            "DELETE",
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
+            snapshot::DELETE,
+            sim_handler!(snapshot::delete),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback",
+            snapshot::ROLLBACK,
+            sim_handler!(snapshot::rollback),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
+            snapshot::ONE,
+            sim_handler!(snapshot::config_get),
+        ),
+        route(
+            "PUT",
+            "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
+            snapshot::UPDATE,
+            sim_handler!(snapshot::config_put),
+        ),
+    ]
+}
+
+fn migrate_routes() -> Vec<Route> {
+    use qemu::migrate;
+    vec![
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/migrate",
+            migrate::PRECONDITION,
+            sim_handler!(migrate::precondition),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/migrate",
+            migrate::MIGRATE,
+            sim_handler!(migrate::migrate),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/move_disk",
+            migrate::MOVE_DISK,
+            sim_handler!(migrate::move_disk),
         ),
     ]
 }

@@ -101,3 +101,78 @@ pub async fn content(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
         Reply::data(items)
     })
 }
+
+// The schema marks `storage` optional here (the volume ID may name it).
+pub const VOLUME: &[Param] = &[NODE, STORAGE.opt(), Param::string("volume")];
+pub const VOLUME_DELETE: &[Param] = &[
+    NODE,
+    STORAGE.opt(),
+    Param::string("volume"),
+    Param::integer("delay").min(1).max(30).opt(),
+];
+
+/// `storage:volname` for a `{volume}` given with or without its storage.
+fn full_volid(storage: &str, volume: &str) -> String {
+    if volume.contains(':') {
+        volume.to_owned()
+    } else {
+        format!("{storage}:{volume}")
+    }
+}
+
+/// `GET .../content/{volume}`: path, size, used, format.
+pub async fn volume_info(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let sid = call.params.get("storage").unwrap_or_default();
+    let volid = full_volid(sid, call.params.get("volume").unwrap_or_default());
+    with_storage(&inst, &call, |_| ())?;
+    let cluster = inst.cluster();
+    let (s, v) = cluster.volume(call.params.node(), &volid).ok_or_else(|| {
+        ApiError::internal(format!("volume_size_info on '{volid}' failed - no format"))
+    })?;
+    Ok(Reply::data(serde_json::json!({
+        "path": s.path(&v.volname),
+        "size": if v.content == "images" { v.virtual_size } else { v.size },
+        "used": v.size,
+        "format": v.format,
+    })))
+}
+
+/// `DELETE .../content/{volume}`: an `imgdel` task removes the volume.
+pub async fn volume_delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let node = call.params.node().to_owned();
+    let sid = call.params.get("storage").unwrap_or_default().to_owned();
+    let volid = full_volid(&sid, call.params.get("volume").unwrap_or_default());
+    inst.auth.check(
+        &call.identity,
+        &format!("/storage/{sid}"),
+        &["Datastore.Allocate"],
+    )?;
+    let owner = match inst.cluster().volume(&node, &volid) {
+        Some((_, v)) => v.vmid,
+        None => {
+            return Err(ApiError::internal(format!(
+                "volume_size_info on '{volid}' failed - no format"
+            )));
+        }
+    };
+    // pve-storage names the task after the owner and storage, not the volume.
+    let id = match owner {
+        Some(vmid) => format!("{vmid}@{sid}"),
+        None => sid,
+    };
+    Ok(Reply::data(crate::tasks::spawn(
+        &inst,
+        &call,
+        &node,
+        "imgdel",
+        &id,
+        move |ctx| async move {
+            ctx.checkpoint()?;
+            if !ctx.inst.cluster().free_volume(&ctx.node, &volid) {
+                return Err(format!("volume '{volid}' does not exist"));
+            }
+            ctx.log(format!("Removed volume '{volid}'"));
+            Ok(())
+        },
+    )))
+}

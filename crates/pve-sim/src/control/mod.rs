@@ -67,6 +67,19 @@ pub fn handle(
             inst.urls().clear();
             respond::control(200, &json!({"cleared": true}))
         }
+        ("POST", ["nodes", node]) => set_node(inst, node, body),
+        ("POST", ["migrate"]) => migrate(inst, body),
+        ("GET", ["state"]) => export_state(inst, query),
+        ("POST", ["quorum"]) => match serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v["quorate"].as_bool())
+        {
+            Some(q) => {
+                inst.cluster().quorum_lost = !q;
+                respond::control(200, &json!({"quorate": inst.cluster().quorate()}))
+            }
+            None => bad_request("want {\"quorate\": true|false}"),
+        },
         ("GET", ["ca.pem"]) => {
             let mut resp = respond::control(200, &Value::Null);
             *resp.body_mut() = Body::from(inst.ca_pem.clone());
@@ -94,4 +107,76 @@ fn query_param(query: &str, key: &str) -> Option<String> {
     url::form_urlencoded::parse(query.as_bytes())
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.into_owned())
+}
+
+/// `POST /_sim/nodes/NODE {"online": false}`: the node goes offline (its
+/// API answers 595 through the proxy, its guests lose their stats) or
+/// comes back.
+fn set_node(inst: &Instance, node: &str, body: &[u8]) -> Response<Body> {
+    let Some(online) = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v["online"].as_bool())
+    else {
+        return bad_request("want {\"online\": true|false}");
+    };
+    let mut cluster = inst.cluster();
+    let Some(n) = cluster.node_mut(node) else {
+        return respond::control(404, &json!({"error": format!("no node '{node}'")}));
+    };
+    n.online = online;
+    let quorate = cluster.quorate();
+    respond::control(
+        200,
+        &json!({"node": node, "online": online, "quorate": quorate}),
+    )
+}
+
+/// `POST /_sim/migrate {"vmid": 100, "node": "pve2"}`: the guest moves as
+/// the HA stack or a load balancer moves it (a `root@pam` migration task
+/// on its node, online if it runs). Returns the task's UPID.
+fn migrate(inst: &Arc<Instance>, body: &[u8]) -> Response<Body> {
+    let req: Value = serde_json::from_slice(body).unwrap_or_default();
+    let (Some(vmid), Some(target)) = (
+        req["vmid"].as_u64().and_then(|v| u32::try_from(v).ok()),
+        req["node"].as_str(),
+    ) else {
+        return bad_request("want {\"vmid\": N, \"node\": \"NODE\"}");
+    };
+    let source = {
+        let cluster = inst.cluster();
+        if !cluster.has_node(target) {
+            return bad_request(&format!("no node '{target}'"));
+        }
+        match cluster.vms.get(&vmid) {
+            Some(g) if g.node == target => {
+                return bad_request(&format!("guest {vmid} is on '{target}' already"));
+            }
+            Some(g) => g.node.clone(),
+            None => return bad_request(&format!("no guest {vmid}")),
+        }
+    };
+    let upid = crate::api::ha::crm_migrate(inst, &source, vmid, target);
+    respond::control(200, &json!({"upid": upid}))
+}
+
+/// `GET /_sim/state[?format=yaml][&secrets=1]`: the current state in the
+/// `--state` file format; passwords and token secrets only with `secrets=1`.
+fn export_state(inst: &Instance, query: &str) -> Response<Body> {
+    let secrets = query_param(query, "secrets").is_some_and(|v| v == "1");
+    let state = crate::state::build::export(&inst.cluster(), &inst.config, secrets);
+    if query_param(query, "format").as_deref() == Some("yaml") {
+        return match state.to_yaml() {
+            Ok(text) => {
+                let mut resp = respond::control(200, &Value::Null);
+                *resp.body_mut() = Body::from(text);
+                resp.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static("application/yaml"),
+                );
+                resp
+            }
+            Err(e) => respond::control(500, &json!({"error": e.to_string()})),
+        };
+    }
+    respond::control(200, &json!(state))
 }

@@ -11,7 +11,10 @@ use serde_json::Value;
 pub enum RawValue {
     Text(String),
     Bool(bool),
-    /// A JSON array or object: never valid for a scalar parameter.
+    /// A JSON array of scalars, or a key repeated in a form: the value of
+    /// an `array` parameter (a scalar parameter takes the last item).
+    List(Vec<String>),
+    /// A JSON object or nested array: never valid for a scalar parameter.
     Structured(&'static str),
 }
 
@@ -21,6 +24,7 @@ impl RawValue {
         match self {
             Self::Text(t) => t.clone(),
             Self::Bool(b) => b.to_string(),
+            Self::List(items) => items.join(" "),
             Self::Structured(kind) => format!("<{kind}>"),
         }
     }
@@ -44,8 +48,19 @@ pub fn uri_unescape(s: &str) -> String {
 pub fn urlencoded(data: &str, into: &mut RawParams) {
     for pair in data.split(['&', ';']) {
         for (k, v) in url::form_urlencoded::parse(pair.as_bytes()) {
-            if pair.contains('=') {
-                into.insert(k.into_owned(), RawValue::Text(v.into_owned()));
+            if !pair.contains('=') {
+                continue;
+            }
+            let v = v.into_owned();
+            match into.get_mut(k.as_ref()) {
+                Some(RawValue::List(items)) => items.push(v),
+                Some(RawValue::Text(first)) => {
+                    let first = std::mem::take(first);
+                    into.insert(k.into_owned(), RawValue::List(vec![first, v]));
+                }
+                _ => {
+                    into.insert(k.into_owned(), RawValue::Text(v));
+                }
             }
         }
     }
@@ -80,7 +95,18 @@ pub fn body(
                     Value::Bool(b) => RawValue::Bool(b),
                     Value::Number(n) => RawValue::Text(n.to_string()),
                     Value::String(s) => RawValue::Text(s),
-                    Value::Array(_) => RawValue::Structured("ARRAY"),
+                    Value::Array(items) => match items
+                        .iter()
+                        .map(|i| match i {
+                            Value::String(s) => Some(s.clone()),
+                            Value::Number(n) => Some(n.to_string()),
+                            _ => None,
+                        })
+                        .collect::<Option<Vec<_>>>()
+                    {
+                        Some(list) => RawValue::List(list),
+                        None => RawValue::Structured("ARRAY"),
+                    },
                     Value::Object(_) => RawValue::Structured("HASH"),
                 };
                 into.insert(k, raw);

@@ -56,13 +56,20 @@ impl ApiError {
 pub struct NoSuchVm {
     node: String,
     vmid: u32,
+    dir: &'static str,
 }
 
 impl NoSuchVm {
     pub fn new(node: &str, vmid: u32) -> Self {
+        Self::of(crate::state::GuestKind::Qemu, node, vmid)
+    }
+
+    /// The error for a VM (`qemu-server`) or a container (`lxc`).
+    pub fn of(kind: crate::state::GuestKind, node: &str, vmid: u32) -> Self {
         Self {
             node: node.to_owned(),
             vmid,
+            dir: kind.config_dir(),
         }
     }
 }
@@ -71,8 +78,8 @@ impl std::fmt::Display for NoSuchVm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "Configuration file 'nodes/{}/qemu-server/{}.conf' does not exist",
-            self.node, self.vmid
+            "Configuration file 'nodes/{}/{}/{}.conf' does not exist",
+            self.node, self.dir, self.vmid
         )
     }
 }

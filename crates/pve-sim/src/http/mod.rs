@@ -3,6 +3,7 @@
 
 pub mod decode;
 pub mod error;
+pub mod multipart;
 pub mod pipeline;
 pub mod respond;
 pub mod router;
@@ -32,6 +33,13 @@ impl Params {
     /// A boolean parameter; validation already made it `1` or `0`.
     pub fn flag(&self, key: &str) -> Option<bool> {
         self.get(key).map(|v| v == "1")
+    }
+
+    /// An `array` parameter's items.
+    pub fn list(&self, key: &str) -> Vec<String> {
+        self.get(key)
+            .map(|v| v.split('\0').map(str::to_owned).collect())
+            .unwrap_or_default()
     }
 
     pub fn int(&self, key: &str) -> Option<i64> {
@@ -64,6 +72,8 @@ pub struct Call {
     pub lock_timeout: bool,
     /// `METHOD /path/{template}` of the matched route, for task fault rules.
     pub route_key: String,
+    /// The file part of a multipart upload.
+    pub upload: Option<std::sync::Arc<multipart::FilePart>>,
 }
 
 /// A successful result: `{"data": ...}` plus `total` for task logs.

@@ -11,14 +11,24 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 
 use super::decode::{self, RawParams};
+use super::multipart;
 use super::respond::{self, Body};
-use super::router::{self, Access};
+use super::router::{Access, Endpoint};
 use super::{ApiError, Call};
 use crate::auth::Identity;
 use crate::clock::Clock;
 use crate::control::{self, traffic};
 use crate::instance::Instance;
 use crate::schema;
+
+/// A request body: bytes, or a streamed multipart upload's text fields
+/// and file part.
+#[derive(Default)]
+struct Upload {
+    bytes: Bytes,
+    fields: Option<RawParams>,
+    file: Option<Arc<super::multipart::FilePart>>,
+}
 
 /// The request body limit of pve-http-server.
 const MAX_BODY: usize = 512 * 1024;
@@ -43,14 +53,39 @@ pub async fn serve(
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or_default().to_owned();
     let headers = req.headers().clone();
-    let body: Bytes = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return Ok(respond::text(
-                413,
-                "Request Entity Too Large",
-                "request too large",
-            ));
+    let upload_boundary = (method == "POST" && path.ends_with("/upload"))
+        .then(|| {
+            headers
+                .get(hyper::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(multipart::boundary)
+        })
+        .flatten();
+    let mut upload = Upload::default();
+    let body: Bytes = if let Some(boundary) = upload_boundary {
+        // Uploads stream (pve-http-server writes them to /var/tmp).
+        let mut fields = RawParams::new();
+        match multipart::read(req.into_body(), &boundary, &mut fields).await {
+            Ok(file) => {
+                upload = Upload {
+                    fields: Some(fields),
+                    file: file.map(Arc::new),
+                    ..Upload::default()
+                }
+            }
+            Err(e) => return Ok(respond::text(400, &e, &e)),
+        }
+        Bytes::new()
+    } else {
+        match Limited::new(req.into_body(), MAX_BODY).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => {
+                return Ok(respond::text(
+                    413,
+                    "Request Entity Too Large",
+                    "request too large",
+                ));
+            }
         }
     };
 
@@ -70,12 +105,13 @@ pub async fn serve(
         time: Clock::epoch_f64(),
         method: method.clone(),
         path: rel.to_owned(),
-        route: router::template_of(&inst.routes, rel).map(str::to_owned),
+        route: None,
         params: BTreeMap::new(),
         status: 0,
         user: None,
     };
-    let result = process(&inst, &method, rel, &query, &headers, &body, &mut entry).await;
+    upload.bytes = body;
+    let result = process(&inst, &method, rel, &query, &headers, upload, &mut entry).await;
     entry.status = match &result {
         Ok(_) => 200,
         Err(e) => e.status_code(),
@@ -94,9 +130,11 @@ async fn process(
     rel: &str,
     query: &str,
     headers: &hyper::HeaderMap,
-    body: &[u8],
+    upload: Upload,
     entry: &mut traffic::Entry,
 ) -> Result<super::Reply, ApiError> {
+    let found = inst.router.find(method, rel);
+    entry.route = found.as_ref().map(|m| m.template.to_owned());
     let template = entry.route.clone().unwrap_or_else(|| rel.to_owned());
     let faults = inst.faults().on_request(method, &template);
     if let Some(latency) = faults.latency {
@@ -108,7 +146,11 @@ async fn process(
 
     let mut raw = RawParams::new();
     decode::urlencoded(query, &mut raw);
-    if !body.is_empty() {
+    if let Some(mut fields) = upload.fields {
+        fields.append(&mut raw);
+        raw = fields;
+    } else if !upload.bytes.is_empty() {
+        let body = &upload.bytes;
         if method == "GET" || method == "DELETE" {
             return Err(ApiError::NotImplemented(format!(
                 "Unexpected content for method '{method}'"
@@ -130,42 +172,66 @@ async fn process(
     raw.remove("_dc");
     entry.params = traffic::redact(raw.iter().map(|(k, v)| (k.clone(), v.display())));
 
-    let found = router::find(&inst.routes, method, rel);
-    let identity = match found.as_ref().map(|(r, _)| r.access) {
-        Some(Access::World) => Identity::anonymous(),
-        _ => match inst.auth.authenticate(headers, method) {
+    let endpoint = found.as_ref().and_then(|m| m.endpoint);
+    let world = matches!(endpoint, Some(Endpoint::Modelled(i)) if inst.router.route(i).access == Access::World);
+    let identity = if world {
+        Identity::anonymous()
+    } else {
+        match inst.auth.authenticate(headers, method) {
             Ok(id) => id,
             Err(e) => {
                 inst.clock.sleep(inst.durations.auth_failure_delay).await;
                 return Err(e);
             }
-        },
+        }
     };
     if !identity.user.is_empty() {
         entry.user = Some(identity.full());
     }
-    let Some((route, vars)) = found else {
+    let (Some(found), Some(endpoint)) = (found, endpoint) else {
         return Err(ApiError::NotImplemented(format!(
             "Method '{method} {rel}' not implemented"
         )));
     };
-    for (k, v) in vars {
-        raw.insert(k, decode::RawValue::Text(v));
+    for (k, v) in &found.vars {
+        raw.insert((*k).to_owned(), decode::RawValue::Text(v.clone()));
     }
     entry.params = traffic::redact(raw.iter().map(|(k, v)| (k.clone(), v.display())));
+    let path_node = found
+        .vars
+        .iter()
+        .find(|(k, _)| *k == "node")
+        .map(|(_, v)| v.as_str());
+    let route = match endpoint {
+        Endpoint::Modelled(i) => inst.router.route(i),
+        Endpoint::Generic(answer) => {
+            if let Some(node) = path_node {
+                check_node(inst, node)?;
+            }
+            return crate::api::generic::answer(
+                inst,
+                method,
+                found.template,
+                &found.vars,
+                found.children,
+                answer,
+            );
+        }
+    };
     let params = schema::validate(route.params(), &raw).map_err(ApiError::Param)?;
-    if let Some(node) = params.get("node")
-        && !inst.cluster().has_node(node)
-    {
-        return Err(ApiError::internal(format!(
-            "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
-        )));
+    if let Some(node) = path_node {
+        check_node(inst, node)?;
+    }
+    if method != "GET" && route.access != Access::World && !inst.cluster().quorate() {
+        // pmxcfs is read-only without quorum: writes die in `check_cfs_quorum`.
+        return Err(ApiError::internal("cluster not ready - no quorum?"));
     }
     let call = Call {
         params,
         identity,
         lock_timeout: faults.lock_timeout,
         route_key: format!("{method} {}", route.path),
+        upload: upload.file,
     };
     let result = (route.handler)(inst.clone(), call).await;
     if matches!(result, Err(ApiError::LoginFailed)) {
@@ -176,4 +242,21 @@ async fn process(
         return result.map(|_| super::Reply::null());
     }
     result
+}
+
+/// The node of a `/nodes/{node}/...` path must exist (pveproxy resolves it)
+/// and be online (pveproxy proxies the call there and cannot connect).
+fn check_node(inst: &Instance, node: &str) -> Result<(), ApiError> {
+    let cluster = inst.cluster();
+    match cluster.node(node) {
+        None => Err(ApiError::internal(format!(
+            "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
+        ))),
+        Some(n) if !n.online => Err(ApiError::Status {
+            code: 595,
+            reason: "Errors during connection establishment, proxy handshake: No route to host"
+                .into(),
+        }),
+        Some(_) => Ok(()),
+    }
 }

@@ -36,6 +36,8 @@ pub enum Named {
     PveQmCicustom,
     PveVmCpuConf,
     PveQmSmbios1,
+    PveQmHostpci,
+    PveQmRng,
     Ipv4,
     Ipv6,
     Ipv4Config,
@@ -79,6 +81,8 @@ impl Named {
             Self::PveQmCicustom => "pve-qm-cicustom",
             Self::PveVmCpuConf => "pve-vm-cpu-conf",
             Self::PveQmSmbios1 => "pve-qm-smbios1",
+            Self::PveQmHostpci => "pve-qm-hostpci",
+            Self::PveQmRng => "pve-qm-rng",
             Self::Ipv4 => "ipv4",
             Self::Ipv6 => "ipv6",
             Self::Ipv4Config => "pve-ipv4-config",
@@ -194,6 +198,8 @@ impl Named {
                 .parse(path, v)
                 .and_then(|c| check_ipconfig(&c)),
             Self::PveQmBoot => propstr::BOOT.parse(path, v).map(drop),
+            Self::PveQmHostpci => propstr::HOSTPCI.parse(path, v).map(drop),
+            Self::PveQmRng => propstr::RNG.parse(path, v).map(drop),
             Self::PveQmBootOrder => list_sep(v, ';', |d| {
                 ok(
                     regex_matches(

@@ -27,6 +27,8 @@ pub enum Kind {
     Integer,
     Number,
     String,
+    /// A list of strings (`command` of agent exec); stored `\0`-joined.
+    Array,
 }
 
 impl Kind {
@@ -36,6 +38,7 @@ impl Kind {
             Self::Integer => "integer",
             Self::Number => "number",
             Self::String => "string",
+            Self::Array => "array",
         }
     }
 }
@@ -101,6 +104,9 @@ impl Param {
     }
     pub const fn integer(name: &'static str) -> Self {
         Self::new(name, Kind::Integer)
+    }
+    pub const fn array(name: &'static str) -> Self {
+        Self::new(name, Kind::Array)
     }
     pub const fn number(name: &'static str) -> Self {
         Self::new(name, Kind::Number)
@@ -260,6 +266,13 @@ pub fn validate<'a>(
 pub fn check_value(path: &str, spec: &Param, value: &RawValue) -> Result<String, String> {
     let ty = spec.kind.name();
     let text = match (spec.kind, value) {
+        (Kind::Array, RawValue::List(items)) => return Ok(items.join("\0")),
+        (Kind::Array, RawValue::Text(t)) => return Ok(t.clone()),
+        (_, RawValue::List(items)) => {
+            // A repeated scalar parameter: the last value wins.
+            let last = RawValue::Text(items.last().cloned().unwrap_or_default());
+            return check_value(path, spec, &last);
+        }
         (Kind::Boolean, RawValue::Bool(b)) => return Ok(if *b { "1" } else { "0" }.to_owned()),
         (Kind::Boolean, RawValue::Text(t)) if t == "1" || t == "0" => return Ok(t.clone()),
         (_, RawValue::Bool(_)) => {

@@ -38,6 +38,10 @@ pub const CONFIG: &[Param] = &[
     Param::integer("cpuunits").min(1).max(262_144).opt(),
     Param::string("description").max_len(8192).opt(),
     Param::string("efidisk0").prop(&propstr::EFIDISK).opt(),
+    Param::string("hostpci[n]")
+        .format(Named::PveQmHostpci)
+        .indexed(16)
+        .opt(),
     Param::string("hotplug")
         .format(Named::PveHotplugFeatures)
         .opt(),
@@ -48,6 +52,7 @@ pub const CONFIG: &[Param] = &[
         .opt(),
     Param::boolean("kvm").opt(),
     Param::boolean("localtime").opt(),
+    Param::string("machine").prop(&propstr::MACHINE).opt(),
     Param::string("memory").prop(&propstr::MEMORY).opt(),
     Param::string("name").format(Named::DnsName).opt(),
     Param::string("nameserver").format(Named::AddressList).opt(),
@@ -59,6 +64,7 @@ pub const CONFIG: &[Param] = &[
     Param::boolean("onboot").opt(),
     Param::string("ostype").enums(OSTYPES).opt(),
     Param::boolean("protection").opt(),
+    Param::string("rng0").format(Named::PveQmRng).opt(),
     Param::string("sata[n]")
         .prop(&propstr::SATA)
         .indexed(6)
@@ -98,6 +104,10 @@ pub const CONFIG: &[Param] = &[
     Param::string("unused[n]")
         .prop(&propstr::UNUSED)
         .indexed(256)
+        .opt(),
+    Param::string("usb[n]")
+        .prop(&propstr::USB)
+        .indexed(14)
         .opt(),
     Param::integer("vcpus").min(1).opt(),
     Param::string("vga").prop(&propstr::VGA).opt(),
@@ -159,9 +169,8 @@ pub fn option_privileges(key: &str) -> Option<&'static [&'static str]> {
             &["VM.Config.CPU"]
         }
         "memory" | "balloon" => &["VM.Config.Memory"],
-        "acpi" | "hotplug" | "kvm" | "scsihw" | "smbios1" | "tablet" | "vga" | "serial[n]" => {
-            &["VM.Config.HWType"]
-        }
+        "acpi" | "hotplug" | "kvm" | "scsihw" | "smbios1" | "tablet" | "vga" | "serial[n]"
+        | "machine" | "rng0" | "usb[n]" | "hostpci[n]" => &["VM.Config.HWType"],
         "agent" | "bios" | "description" | "localtime" | "name" | "onboot" | "ostype"
         | "protection" | "startup" | "tags" | "template" | "vmgenid" => &["VM.Config.Options"],
         "cicustom" | "cipassword" | "citype" | "ciupgrade" | "ciuser" | "nameserver"

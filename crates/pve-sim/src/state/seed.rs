@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Cluster, Storage, StorageKind, Vm, Volume};
+use super::{Cluster, NodeState, Storage, StorageKind, Vm, Volume};
 use crate::clock::Clock;
+use crate::config::SimConfig;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -13,8 +14,11 @@ const GIB: u64 = 1 << 30;
 pub const UBUNTU_IMAGE: &str = "import/ubuntu-24.04-server-cloudimg-amd64.qcow2";
 pub const CORRUPT_IMAGE: &str = "import/corrupt.qcow2";
 pub const TEMPLATE_VMID: u32 = 9000;
+/// A container template (`pveam download local debian-12-standard...`).
+pub const DEBIAN_TEMPLATE: &str = "vztmpl/debian-12-standard_12.7-1_amd64.tar.zst";
 
-pub fn cluster(nodes: &[String]) -> Cluster {
+pub fn cluster(config: &SimConfig) -> Cluster {
+    let nodes = &config.nodes;
     let now = Clock::epoch_secs();
     let mut storages = BTreeMap::new();
     for node in nodes {
@@ -25,6 +29,7 @@ pub fn cluster(nodes: &[String]) -> Cluster {
             },
             content: vec!["iso", "vztmpl", "import", "snippets"],
             total: 100 * GIB,
+            shared: false,
             volumes: BTreeMap::new(),
         };
         for (volname, size, virtual_size, corrupt) in [
@@ -43,22 +48,57 @@ pub fn cluster(nodes: &[String]) -> Cluster {
                     ctime: now,
                     corrupt,
                     checksums: BTreeMap::new(),
+                    base: None,
                 },
             );
         }
+        local.volumes.insert(
+            DEBIAN_TEMPLATE.into(),
+            Volume {
+                volname: DEBIAN_TEMPLATE.into(),
+                content: "vztmpl",
+                format: "tzst".into(),
+                size: 123 * MIB,
+                virtual_size: 123 * MIB,
+                vmid: None,
+                ctime: now,
+                corrupt: false,
+                checksums: BTreeMap::new(),
+                base: None,
+            },
+        );
         let lvm = Storage {
             id: "local-lvm".into(),
             kind: StorageKind::LvmThin { vg: "pve".into() },
             content: vec!["images", "rootdir"],
             total: 400 * GIB,
+            shared: false,
             volumes: BTreeMap::new(),
         };
         storages.insert(node.clone(), vec![local, lvm]);
     }
+    let nodes_state = nodes
+        .iter()
+        .zip(1..)
+        .map(|(name, id)| {
+            let mut n = NodeState::new(name, id);
+            if let Some(m) = config.node_memory.get(name).or(config.node_memory.get("*")) {
+                n.memory = *m;
+            }
+            if let Some(c) = config.node_cpus.get(name).or(config.node_cpus.get("*")) {
+                n.cpus = *c;
+            }
+            n
+        })
+        .collect();
     let mut cluster = Cluster {
-        nodes: nodes.to_vec(),
+        nodes: nodes_state,
         storages,
         vms: BTreeMap::new(),
+        options: BTreeMap::new(),
+        quorum_lost: false,
+        pools: BTreeMap::new(),
+        ha: Default::default(),
     };
     if let Some(first) = nodes.first() {
         add_template(&mut cluster, first, now);
@@ -84,6 +124,7 @@ fn add_template(cluster: &mut Cluster, node: &str, now: u64) {
                     ctime: now,
                     corrupt: false,
                     checksums: BTreeMap::new(),
+                    base: None,
                 },
             );
         }

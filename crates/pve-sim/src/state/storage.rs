@@ -29,6 +29,8 @@ pub struct Volume {
     pub corrupt: bool,
     /// Known checksums of a downloaded file (algorithm → lower-case hex).
     pub checksums: BTreeMap<String, String>,
+    /// The base volume (`base-9000-disk-0`) a linked clone was made from.
+    pub base: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -37,6 +39,8 @@ pub struct Storage {
     pub kind: StorageKind,
     pub content: Vec<&'static str>,
     pub total: u64,
+    /// Shared storages (NFS, Ceph) hold the same volumes on every node.
+    pub shared: bool,
     pub volumes: BTreeMap<String, Volume>,
 }
 
@@ -66,6 +70,9 @@ impl Storage {
             StorageKind::Dir { path } => match volname.split_once('/') {
                 Some(("iso", f)) => format!("{path}/template/iso/{f}"),
                 Some(("vztmpl", f)) => format!("{path}/template/cache/{f}"),
+                Some((dir, f)) if dir.bytes().all(|b| b.is_ascii_digit()) => {
+                    format!("{path}/images/{dir}/{f}")
+                }
                 Some((dir, f)) => format!("{path}/{dir}/{f}"),
                 None => format!("{path}/images/{volname}"),
             },
@@ -102,7 +109,7 @@ impl Storage {
             "content": self.content.join(","),
             "active": 1,
             "enabled": 1,
-            "shared": 0,
+            "shared": u8::from(self.shared),
             "total": self.total,
             "used": used,
             "avail": self.total.saturating_sub(used),

@@ -18,14 +18,64 @@ pub struct Running {
     pub agent_ready: Instant,
 }
 
+/// A QEMU VM or an LXC container: both share the VMID space, locks, tasks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GuestKind {
+    #[default]
+    Qemu,
+    Lxc,
+}
+
+impl GuestKind {
+    /// The `type` of `/cluster/resources` and the first part of its `id`.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Self::Qemu => "qemu",
+            Self::Lxc => "lxc",
+        }
+    }
+
+    /// The directory of the config file under `/etc/pve/nodes/NODE/`.
+    pub fn config_dir(self) -> &'static str {
+        match self {
+            Self::Qemu => "qemu-server",
+            Self::Lxc => "lxc",
+        }
+    }
+
+    /// The HA service type (`vm:100`, `ct:100`).
+    pub fn ha_type(self) -> &'static str {
+        match self {
+            Self::Qemu => "vm",
+            Self::Lxc => "ct",
+        }
+    }
+}
+
+/// A snapshot: the config at the time and its place in the tree.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    pub config: BTreeMap<String, String>,
+    pub snaptime: u64,
+    pub description: String,
+    pub parent: Option<String>,
+    pub vmstate: bool,
+}
+
 #[derive(Clone, Debug)]
 pub struct Vm {
     pub vmid: u32,
+    pub kind: GuestKind,
     pub node: String,
     pub config: BTreeMap<String, String>,
     pub pending: BTreeMap<String, String>,
     pub pending_delete: BTreeSet<String>,
     pub running: Option<Running>,
+    pub snapshots: BTreeMap<String, Snapshot>,
+    /// Files and processes inside the guest (reached through the agent).
+    pub guest: super::guest::GuestState,
+    /// The resource pool the guest belongs to.
+    pub pool: Option<String>,
     /// When the VM appeared (for the `/cluster/resources` lag); `None` for
     /// VMs that existed before the simulator started.
     pub created: Option<Instant>,
@@ -35,11 +85,15 @@ impl Vm {
     pub fn new(vmid: u32, node: &str, config: BTreeMap<String, String>) -> Self {
         Self {
             vmid,
+            kind: GuestKind::Qemu,
             node: node.to_owned(),
             config,
             pending: BTreeMap::new(),
             pending_delete: BTreeSet::new(),
             running: None,
+            pool: None,
+            guest: Default::default(),
+            snapshots: BTreeMap::new(),
             created: Some(Instant::now()),
         }
     }

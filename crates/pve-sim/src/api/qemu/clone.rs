@@ -28,6 +28,12 @@ pub const CLONE: &[Param] = &[
     Param::string("format")
         .enums(&["raw", "qcow2", "vmdk"])
         .opt(),
+    Param::string("target").format(Named::PveNode).opt(),
+    Param::string("snapname")
+        .format(Named::PveConfigid)
+        .max_len(40)
+        .opt(),
+    Param::integer("bwlimit").min(0).opt(),
 ];
 pub const PARAMS: &[&[Param]] = &[NODE_VMID, CLONE];
 
@@ -70,6 +76,26 @@ pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     assert_config_exists(&inst, &node, vmid)?;
     let storage = p.get("storage").map(str::to_owned);
     let (config, copies) = check(&inst, &call, &node, vmid, storage.as_deref())?;
+    // `target`: only for VMs whose disks all live on shared storage.
+    let target = p.get("target").filter(|t| *t != node).map(str::to_owned);
+    if let Some(t) = &target {
+        let cluster = inst.cluster();
+        if !cluster.has_node(t) {
+            return Err(ApiError::internal(format!("no such cluster node '{t}'")));
+        }
+        let local = copies.iter().any(|c| {
+            let sid = storage
+                .as_deref()
+                .unwrap_or_else(|| c.source.split_once(':').map_or("", |(s, _)| s));
+            cluster.storage(&node, sid).is_none_or(|s| !s.shared)
+        });
+        if local {
+            return Err(ApiError::internal(format!(
+                "can't clone VM to node '{t}' (VM uses local storage)"
+            )));
+        }
+    }
+    let pool = p.get("pool").map(str::to_owned);
     if inst.cluster().vms.contains_key(&newid) {
         return Err(ApiError::internal(format!(
             "unable to create VM {newid}: config file already exists"
@@ -105,7 +131,28 @@ pub async fn clone(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
             }
             let mut created = Vec::new();
             let result = run(&ctx, plan, &mut created).await;
-            settle_new_vm(&ctx, newid, result, created).map_err(|e| format!("clone failed: {e}"))
+            settle_new_vm(&ctx, newid, result, created.clone())
+                .map_err(|e| format!("clone failed: {e}"))?;
+            let mut cluster = ctx.inst.cluster();
+            if let Some(vm) = cluster.vms.get_mut(&newid) {
+                vm.pool = pool;
+                if let Some(t) = &target {
+                    vm.node = t.clone();
+                }
+            }
+            if let Some(t) = &target {
+                // Shared storage: the same volumes, seen from the target node.
+                for volid in &created {
+                    let (sid, name) = volid.split_once(':').unwrap_or_default();
+                    let vol = cluster
+                        .storage_mut(&ctx.node, sid)
+                        .and_then(|s| s.volumes.remove(name));
+                    if let (Some(vol), Some(dest)) = (vol, cluster.storage_mut(t, sid)) {
+                        dest.volumes.insert(name.to_owned(), vol);
+                    }
+                }
+            }
+            Ok(())
         },
     );
     Ok(Reply::data(upid))
@@ -208,6 +255,7 @@ async fn run(
                 opts.insert("size".into(), format_size(size));
             } else {
                 ctx.sleep(ctx.inst.durations.linked_clone).await;
+                mark_linked(ctx, &volid, &copy.source);
             }
             volid
         };
@@ -261,4 +309,18 @@ async fn run(
         config.insert("vmgenid".into(), ctx.inst.random_uuid());
     }
     Ok(config)
+}
+
+/// Records that `volid` is a linked clone of the base volume `source`
+/// (destroying the base then fails, migrating the clone too).
+fn mark_linked(ctx: &TaskCtx, volid: &str, source: &str) {
+    let base = source.split_once(':').map(|(_, n)| n.to_owned());
+    let mut cluster = ctx.inst.cluster();
+    if let Some((sid, name)) = volid.split_once(':')
+        && let Some(vol) = cluster
+            .storage_mut(&ctx.node, sid)
+            .and_then(|s| s.volumes.get_mut(name))
+    {
+        vol.base = base;
+    }
 }

@@ -41,13 +41,20 @@ pub async fn get(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let vmid = call.params.vmid("vmid");
     inst.auth
         .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Audit"])?;
-    if let Some(snap) = call.params.get("snapshot") {
-        return Err(ApiError::internal(format!(
-            "snapshot '{snap}' does not exist"
-        )));
-    }
     let cluster = inst.cluster();
     let vm = cluster.vm(call.params.node(), vmid)?;
+    if let Some(snap) = call.params.get("snapshot") {
+        let s = vm
+            .snapshots
+            .get(snap)
+            .ok_or_else(|| ApiError::internal(format!("snapshot '{snap}' does not exist")))?;
+        let out: Map<String, Value> = s
+            .config
+            .iter()
+            .map(|(k, v)| (k.clone(), masked(k, v)))
+            .collect();
+        return Ok(Reply::data(Value::Object(out)));
+    }
     let mut config = vm.config.clone();
     if call.params.flag("current") != Some(true) {
         config.extend(vm.pending.clone());

@@ -61,7 +61,9 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
                 existing.node
             )));
         }
-        cluster.vms.insert(vmid, Vm::locked(vmid, &node, "create"));
+        let mut placeholder = Vm::locked(vmid, &node, "create");
+        placeholder.pool = call.params.get("pool").map(str::to_owned);
+        cluster.vms.insert(vmid, placeholder);
     }
 
     let plain: BTreeMap<String, String> = opts

@@ -129,6 +129,22 @@ pub async fn destroy(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
                 }
                 ctx.checkpoint()?;
                 let mut volumes = vm.volumes();
+                if vm.is_template() {
+                    let storages = cluster.storages.get(&ctx.node).into_iter().flatten();
+                    for s in storages {
+                        if let Some(base) = volumes.iter().find(|volid| {
+                            volid.split_once(':').is_some_and(|(sid, name)| {
+                                sid == s.id
+                                    && s.volumes.values().any(|v| v.base.as_deref() == Some(name))
+                            })
+                        }) {
+                            return Err(format!(
+                                "base volume '{base}' is still in use by linked cloned"
+                            ));
+                        }
+                    }
+                }
+                let vm = cluster.vm_mut(&ctx.node, vmid)?;
                 vm.config = [("lock".to_owned(), "destroyed".to_owned())].into();
                 vm.pending.clear();
                 vm.pending_delete.clear();

@@ -4,9 +4,12 @@ pub mod agent;
 pub mod clone;
 pub mod config;
 pub mod create;
+pub mod devices;
 pub mod disks;
 pub mod lifecycle;
+pub mod migrate;
 pub mod power;
+pub mod snapshot;
 pub mod status;
 mod update;
 
@@ -66,6 +69,9 @@ pub fn check_option_privileges(
         }
         if key == "startup" {
             inst.auth.check(&call.identity, "/", &["Sys.Modify"])?;
+        }
+        if !value.is_empty() && devices::check(inst, &call.identity, &path, key, value)? {
+            continue;
         }
         match drive_privileges(key, value).or_else(|| qemu::option_privileges(key)) {
             Some(privs) => inst.auth.check(&call.identity, &path, privs)?,

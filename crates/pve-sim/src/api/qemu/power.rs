@@ -50,7 +50,10 @@ fn precheck(inst: &Instance, call: &Call) -> Result<(String, u32, bool), ApiErro
 }
 
 pub async fn start_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let (_, vmid, skiplock) = precheck(&inst, &call)?;
+    let (node, vmid, skiplock) = precheck(&inst, &call)?;
+    if let Some(upid) = crate::api::ha::request_state(&inst, &call, &node, vmid, "started") {
+        return Ok(Reply::data(upid));
+    }
     Ok(spawn_locked(
         &inst,
         &call,
@@ -63,6 +66,11 @@ pub async fn start_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, Api
 /// A start task's work (also used by create's `start=1`).
 pub async fn start(ctx: &TaskCtx, vmid: u32) -> Result<(), String> {
     let _flock = ctx.flock(vmid, ctx.inst.durations.flock_timeout).await?;
+    start_locked(ctx, vmid, false).await
+}
+
+/// A start inside another task that already holds the flock (rollback).
+pub async fn start_unlocked(ctx: &TaskCtx, vmid: u32) -> Result<(), String> {
     start_locked(ctx, vmid, false).await
 }
 
@@ -117,7 +125,10 @@ pub fn apply_pending(vm: &mut crate::state::Vm) {
 }
 
 pub async fn stop_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let (_, vmid, skiplock) = precheck(&inst, &call)?;
+    let (node, vmid, skiplock) = precheck(&inst, &call)?;
+    if let Some(upid) = crate::api::ha::request_state(&inst, &call, &node, vmid, "stopped") {
+        return Ok(Reply::data(upid));
+    }
     Ok(spawn_locked(
         &inst,
         &call,
@@ -136,7 +147,10 @@ pub async fn stop_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
 }
 
 pub async fn shutdown_handler(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let (_, vmid, skiplock) = precheck(&inst, &call)?;
+    let (node, vmid, skiplock) = precheck(&inst, &call)?;
+    if let Some(upid) = crate::api::ha::request_state(&inst, &call, &node, vmid, "stopped") {
+        return Ok(Reply::data(upid));
+    }
     let force = call.params.flag("forceStop") == Some(true);
     let timeout = call
         .params

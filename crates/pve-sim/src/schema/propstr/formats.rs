@@ -236,3 +236,115 @@ pub static SMBIOS1: PropFormat = PropFormat {
         Param::string("version").opt(),
     ],
 };
+
+/// datacenter.cfg `next-id`: the range `nextid` hands out from.
+pub static NEXT_ID: PropFormat = PropFormat {
+    keys: &[
+        Param::integer("lower").min(100).max(999_999_999).opt(),
+        Param::integer("upper").min(100).max(1_000_000_000).opt(),
+    ],
+};
+
+/// `hostpciN`: a host PCI device by ID or a cluster mapping.
+pub static HOSTPCI: PropFormat = PropFormat {
+    keys: &[
+        Param::string("host")
+            .pattern(r"(?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?(?:;(?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?)*")
+            .default_key()
+            .opt(),
+        Param::string("mapping").format(Named::PveConfigid).opt(),
+        Param::boolean("pcie").opt(),
+        Param::boolean("rombar").opt(),
+        Param::string("romfile").opt(),
+        Param::boolean("x-vga").opt(),
+        Param::boolean("legacy-igd").opt(),
+        Param::string("mdev").opt(),
+        Param::string("device-id").opt(),
+        Param::string("vendor-id").opt(),
+        Param::string("sub-device-id").opt(),
+        Param::string("sub-vendor-id").opt(),
+    ],
+};
+
+/// `usbN`: a host USB device, `spice`, or a cluster mapping.
+pub static USB: PropFormat = PropFormat {
+    keys: &[
+        Param::string("host")
+            .pattern(r"(?:(?:(?:0x)?[0-9A-Fa-f]{4}:(?:0x)?[0-9A-Fa-f]{4})|(?:\d+-\d+(?:\.\d+)*)|[Ss][Pp][Ii][Cc][Ee])")
+            .default_key()
+            .opt(),
+        Param::string("mapping").format(Named::PveConfigid).opt(),
+        Param::boolean("usb3").opt(),
+    ],
+};
+
+/// `rng0`: the VirtIO RNG source.
+pub static RNG: PropFormat = PropFormat {
+    keys: &[
+        Param::string("source")
+            .enums(&["/dev/urandom", "/dev/random", "/dev/hwrng"])
+            .default_key(),
+        Param::integer("max_bytes").opt(),
+        Param::integer("period").opt(),
+    ],
+};
+
+/// `machine`: the QEMU machine type and its options.
+pub static MACHINE: PropFormat = PropFormat {
+    keys: &[
+        Param::string("type")
+            .pattern(r"(pc|pc(-i440fx)?-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?|q35|pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?|virt(?:-\d+(\.\d+)+)?(\+pve\d+)?)")
+            .max_len(40)
+            .default_key()
+            .opt(),
+        Param::string("viommu").enums(&["intel", "virtio"]).opt(),
+        Param::boolean("enable-s3").opt(),
+        Param::boolean("enable-s4").opt(),
+    ],
+};
+
+/// A container's `rootfs`: `STORAGE:SIZE_GB` for a new volume, or a volume.
+pub static LXC_ROOTFS: PropFormat = PropFormat {
+    keys: &[
+        Param::string("volume").default_key(),
+        Param::string("size").format(Named::DiskSize).opt(),
+        Param::boolean("acl").opt(),
+        Param::boolean("quota").opt(),
+        Param::boolean("replicate").opt(),
+        Param::boolean("ro").opt(),
+        Param::boolean("shared").opt(),
+        Param::string("mountoptions").opt(),
+    ],
+};
+
+/// A container NIC: `name=eth0,bridge=vmbr0,ip=dhcp`.
+pub static LXC_NET: PropFormat = PropFormat {
+    keys: &[
+        Param::string("name").pattern(r"[-_.\w\d]+"),
+        Param::string("bridge").pattern(r"[-_.\w\d]+").opt(),
+        Param::string("hwaddr").format(Named::MacAddr).opt(),
+        Param::string("ip").opt(),
+        Param::string("gw").format(Named::Ipv4).opt(),
+        Param::string("ip6").opt(),
+        Param::string("gw6").format(Named::Ipv6).opt(),
+        Param::boolean("firewall").opt(),
+        Param::boolean("link_down").opt(),
+        Param::integer("mtu").min(64).max(65535).opt(),
+        Param::number("rate").min(0).opt(),
+        Param::integer("tag").min(1).max(4094).opt(),
+        Param::string("trunks").opt(),
+        Param::string("type").enums(&["veth"]).opt(),
+    ],
+};
+
+/// Container features: `nesting=1,keyctl=1`.
+pub static LXC_FEATURES: PropFormat = PropFormat {
+    keys: &[
+        Param::boolean("nesting").opt(),
+        Param::boolean("keyctl").opt(),
+        Param::boolean("fuse").opt(),
+        Param::string("mount").opt(),
+        Param::boolean("mknod").opt(),
+        Param::boolean("force_rw_sys").opt(),
+    ],
+};

@@ -38,7 +38,7 @@ async fn put_is_sync_post_is_a_task() {
     let quick = sim
         .post(
             "/nodes/pve/qemu/100/config",
-            &[("cores", "3"), ("background_delay", "5")],
+            &[("cores", "3"), ("background_delay", "30")],
         )
         .await;
     assert_eq!(

@@ -61,10 +61,17 @@ pub fn plan(
         } else if let Some((storage, size)) = new_disk {
             check_target(inst, id, node, storage)?;
             let gib: f64 = size.parse().unwrap_or_default();
+            // EFI vars and TPM state have fixed sizes; the given one is ignored.
+            let bytes = match key.as_str() {
+                "efidisk0" if rest.get("efitype").is_some_and(|t| t == "4m") => 540_672,
+                "efidisk0" => 131_072,
+                "tpmstate0" => 4 << 20,
+                _ => (gib * (1u64 << 30) as f64) as u64,
+            };
             ops.push(DiskOp::Alloc {
                 key: key.clone(),
                 storage: storage.to_owned(),
-                bytes: (gib * (1u64 << 30) as f64) as u64,
+                bytes,
                 opts: rest,
             });
         } else if let Some((storage, "cloudinit")) = file.split_once(':') {

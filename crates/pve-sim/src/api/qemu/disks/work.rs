@@ -30,7 +30,12 @@ pub async fn execute(
             }
             let volid = allocate(ctx, &storage, vmid, None, bytes, created)?;
             ctx.sleep(ctx.inst.durations.disk_alloc).await;
-            opts.insert("size".into(), format_size(bytes));
+            let size = ctx
+                .inst
+                .cluster()
+                .volume(&ctx.node, &volid)
+                .map_or(bytes, |(_, v)| v.size);
+            opts.insert("size".into(), format_size(size));
             let value = print_drive(&volid, &opts);
             ctx.log(format!("{key}: successfully created disk '{value}'"));
             Ok((key, value))
@@ -171,6 +176,22 @@ pub fn allocate(
             "lvcreate '{volname}' error:   Logical Volume \"{volname}\" already exists in volume group \"pve\""
         ));
     }
+    // LVM allocates whole 4 MiB extents.
+    let bytes = match s.kind {
+        StorageKind::LvmThin { .. } => bytes.div_ceil(4 << 20) * (4 << 20),
+        StorageKind::Dir { .. } => bytes,
+    };
+    if s.used() + bytes > s.total {
+        return Err(match &s.kind {
+            StorageKind::LvmThin { vg } => format!(
+                "lvcreate '{vg}/{volname}' error:   Cannot create new thin volume, free space in thin pool {vg}/data reached threshold."
+            ),
+            StorageKind::Dir { .. } => format!(
+                "unable to create image: qemu-img: {}: Could not create image: No space left on device",
+                s.path(&format!("{vmid}/{volname}.qcow2"))
+            ),
+        });
+    }
     let (volname, format) = match &s.kind {
         StorageKind::LvmThin { .. } => (volname, "raw"),
         StorageKind::Dir { .. } => (format!("{vmid}/{volname}.qcow2"), "qcow2"),
@@ -187,6 +208,7 @@ pub fn allocate(
             ctime: crate::clock::Clock::epoch_secs(),
             corrupt: false,
             checksums: BTreeMap::new(),
+            base: None,
         },
     );
     let volid = s.volid(&volname);

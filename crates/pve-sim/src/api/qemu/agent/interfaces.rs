@@ -1,43 +1,14 @@
-//! `GET .../agent/network-get-interfaces`: errors until the guest agent
-//! answers, then the interfaces with their MACs and addresses (the static
-//! `ipconfig0` address, or a DHCP-like one from 192.0.2.0/24, TEST-NET-1).
-
-use std::sync::Arc;
+//! `network-get-interfaces`: the guest's interfaces with their MACs and
+//! addresses (the static `ipconfig0` address, or a DHCP-like one from
+//! 192.0.2.0/24, TEST-NET-1).
 
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
-use super::NODE_VMID;
-use crate::http::{ApiError, Call, Reply};
-use crate::instance::Instance;
 use crate::schema::format::{parse_cidr4, parse_cidr6};
 use crate::schema::propstr;
 use crate::state::Vm;
 
-pub const PARAMS: &[&[crate::schema::Param]] = &[NODE_VMID];
-
-pub async fn network_get_interfaces(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    let vmid = call.params.vmid("vmid");
-    inst.auth.check(
-        &call.identity,
-        &format!("/vms/{vmid}"),
-        &["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"],
-    )?;
-    let cluster = inst.cluster();
-    let vm = cluster.vm(call.params.node(), vmid)?;
-    if !vm.agent_enabled() {
-        return Err(ApiError::internal("No QEMU guest agent configured"));
-    }
-    let Some(run) = &vm.running else {
-        return Err(ApiError::internal(format!("VM {vmid} is not running")));
-    };
-    if Instant::now() < run.agent_ready {
-        return Err(ApiError::internal("QEMU guest agent is not running"));
-    }
-    Ok(Reply::data(json!({"result": interfaces(vm)})))
-}
-
-fn interfaces(vm: &Vm) -> Vec<Value> {
+pub fn interfaces(vm: &Vm) -> Vec<Value> {
     let mut out = vec![json!({
         "name": "lo",
         "hardware-address": "00:00:00:00:00:00",

@@ -1,0 +1,123 @@
+//! Migration between nodes (`qmigrate`, `lock: migrate`, local disks),
+//! `move_disk` (`qmmove`) and linked clones pinning their base.
+
+use std::time::Duration;
+
+use crate::common::start_with;
+
+#[tokio::test]
+async fn migrate_offline_and_online_with_local_disks() {
+    let sim = start_with(|c| {
+        c.nodes = vec!["pve".into(), "pve2".into()];
+        c.durations.import_bytes_per_sec = 20 << 20;
+    })
+    .await;
+    sim.post_ok(
+        "/nodes/pve/qemu",
+        &[("vmid", "100"), ("memory", "512"), ("scsi0", "local-lvm:2")],
+    )
+    .await;
+    let pre = sim.get("/nodes/pve/qemu/100/migrate").await.data();
+    assert_eq!(pre["running"], 0);
+    assert_eq!(pre["allowed_nodes"], serde_json::json!(["pve2"]));
+    assert_eq!(pre["local_disks"][0]["volid"], "local-lvm:vm-100-disk-0");
+    let local = sim
+        .post("/nodes/pve/qemu/100/migrate", &[("target", "pve")])
+        .await;
+    assert_eq!(local.errors()["target"], "target is local node.");
+
+    let upid = sim
+        .post("/nodes/pve/qemu/100/migrate", &[("target", "pve2")])
+        .await
+        .upid();
+    assert!(upid.contains(":qmigrate:100:"));
+    sim.eventually("lock: migrate", || async {
+        let r = sim.get("/nodes/pve/qemu/100/config").await;
+        (r.status == 200 && r.data()["lock"] == "migrate").then_some(())
+    })
+    .await;
+    sim.task_ok(&upid).await;
+    let log = sim.task_log(&upid).await;
+    assert!(
+        log.iter().any(|l| l.ends_with("copying local disk images")),
+        "{log:?}"
+    );
+    assert!(log.iter().any(|l| l.contains("transferred")), "{log:?}");
+    assert_eq!(sim.get("/nodes/pve/qemu/100/config").await.status, 500);
+    let moved = sim.get("/nodes/pve2/qemu/100/config").await.data();
+    assert!(moved.get("lock").is_none());
+    let vols = sim
+        .get_q("/nodes/pve2/storage/local-lvm/content", &[("vmid", "100")])
+        .await
+        .data();
+    assert_eq!(vols[0]["volid"], "local-lvm:vm-100-disk-0");
+
+    // Running: needs online=1, and with-local-disks for its local disk.
+    sim.post_ok("/nodes/pve2/qemu/100/status/start", &[]).await;
+    let refused = sim
+        .post("/nodes/pve2/qemu/100/migrate", &[("target", "pve")])
+        .await;
+    assert_eq!(refused.reason, "can't migrate running VM without --online");
+    let upid = sim
+        .post(
+            "/nodes/pve2/qemu/100/migrate",
+            &[("target", "pve"), ("online", "1")],
+        )
+        .await
+        .upid();
+    assert_eq!(
+        sim.wait_task(&upid).await["exitstatus"],
+        "can't live migrate attached local disks without with-local-disks option"
+    );
+    sim.post_ok(
+        "/nodes/pve2/qemu/100/migrate",
+        &[
+            ("target", "pve"),
+            ("online", "1"),
+            ("with-local-disks", "1"),
+        ],
+    )
+    .await;
+    let status = sim.get("/nodes/pve/qemu/100/status/current").await.data();
+    assert_eq!(status["status"], "running");
+}
+
+#[tokio::test]
+async fn move_disk_and_linked_clone_base() {
+    let sim = start_with(|c| c.durations.config = Duration::from_secs(1)).await;
+    sim.post_ok(
+        "/nodes/pve/qemu/9000/clone",
+        &[("newid", "101"), ("name", "linked")],
+    )
+    .await;
+    // The template's base volume is in use: its destroy fails.
+    let upid = sim.delete("/nodes/pve/qemu/9000", &[]).await.upid();
+    assert_eq!(
+        sim.wait_task(&upid).await["exitstatus"],
+        "base volume 'local-lvm:base-9000-disk-0' is still in use by linked cloned"
+    );
+    assert_eq!(sim.get("/nodes/pve/qemu/9000/config").await.status, 200);
+
+    let no_images = sim
+        .post(
+            "/nodes/pve/qemu/101/move_disk",
+            &[("disk", "scsi0"), ("storage", "local")],
+        )
+        .await;
+    assert_eq!(
+        no_images.errors()["storage"],
+        "storage 'local' does not support vm images"
+    );
+    let cdrom = sim
+        .post(
+            "/nodes/pve/qemu/101/move_disk",
+            &[("disk", "ide2"), ("storage", "local-lvm")],
+        )
+        .await;
+    assert_eq!(cdrom.reason, "you can't move a cdrom");
+    // Once the clone is gone, the base is free again.
+    let upid = sim.delete("/nodes/pve/qemu/101", &[]).await.upid();
+    sim.task_ok(&upid).await;
+    let upid = sim.delete("/nodes/pve/qemu/9000", &[]).await.upid();
+    sim.task_ok(&upid).await;
+}

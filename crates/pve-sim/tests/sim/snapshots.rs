@@ -1,0 +1,106 @@
+//! Snapshots: list with `current`, create under `lock: snapshot`, rollback
+//! restoring the config, delete re-parenting the tree.
+
+use std::time::Duration;
+
+use crate::common::start_with;
+
+#[tokio::test]
+async fn snapshot_create_rollback_delete() {
+    let sim = start_with(|c| c.durations.config = Duration::from_secs(50)).await;
+    sim.post_ok(
+        "/nodes/pve/qemu",
+        &[
+            ("vmid", "100"),
+            ("memory", "1024"),
+            ("scsi0", "local-lvm:4"),
+        ],
+    )
+    .await;
+    let base = "/nodes/pve/qemu/100/snapshot";
+    let upid = sim
+        .post(base, &[("snapname", "s1"), ("description", "before")])
+        .await
+        .upid();
+    let locked = sim
+        .eventually("lock: snapshot", || async {
+            let c = sim.config("100").await;
+            (c["lock"] == "snapshot").then_some(c)
+        })
+        .await;
+    assert_eq!(locked["lock"], "snapshot");
+    sim.task_ok(&upid).await;
+    let log = sim.task_log(&upid).await;
+    assert!(
+        log.contains(&"snapshotting 'drive-scsi0' (local-lvm:vm-100-disk-0)".to_owned()),
+        "{log:?}"
+    );
+    let dup = sim.post(base, &[("snapname", "s1")]).await.upid();
+    assert_eq!(
+        sim.wait_task(&dup).await["exitstatus"],
+        "snapshot name 's1' already used"
+    );
+    let reserved = sim.post(base, &[("snapname", "current")]).await;
+    assert_eq!(
+        reserved.reason,
+        "unable to use snapshot name 'current' (reserved name)"
+    );
+
+    sim.put("/nodes/pve/qemu/100/config", &[("memory", "4096")])
+        .await
+        .data();
+    sim.post_ok(base, &[("snapname", "s2")]).await;
+    let list = sim.get(base).await.data();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"s1") && names.contains(&"s2") && names.contains(&"current"));
+    let current = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "current")
+        .unwrap();
+    assert_eq!(current["parent"], "s2");
+    let s2 = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "s2")
+        .unwrap();
+    assert_eq!(s2["parent"], "s1");
+
+    sim.post_ok(&format!("{base}/s1/rollback"), &[]).await;
+    let c = sim.config("100").await;
+    assert_eq!(c["memory"], "1024");
+    assert_eq!(c["parent"], "s1");
+    let snapcfg = sim.get(&format!("{base}/s2/config")).await.data();
+    assert_eq!(snapcfg["memory"], "4096");
+
+    let upid = sim.delete(&format!("{base}/s1"), &[]).await.upid();
+    let deleting = sim
+        .eventually("lock: snapshot-delete", || async {
+            let c = sim.config("100").await;
+            (c["lock"] == "snapshot-delete").then_some(c)
+        })
+        .await;
+    assert_eq!(deleting["lock"], "snapshot-delete");
+    sim.task_ok(&upid).await;
+    let list = sim.get(base).await.data();
+    let s2 = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "s2")
+        .unwrap();
+    assert!(s2.get("parent").is_none(), "{s2}");
+    assert!(sim.config("100").await.get("parent").is_none());
+    let gone = sim.delete(&format!("{base}/nope"), &[]).await.upid();
+    assert_eq!(
+        sim.wait_task(&gone).await["exitstatus"],
+        "snapshot 'nope' does not exist"
+    );
+}
