@@ -28,6 +28,7 @@ mod launch;
 mod pki;
 mod process;
 mod readiness;
+mod restart;
 mod run_dir;
 mod state;
 mod sys;
