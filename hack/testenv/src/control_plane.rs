@@ -141,7 +141,7 @@ impl ControlPlane {
     }
 
     /// Restarts kube-apiserver in place (attached control planes only):
-    /// stops it (SIGTERM, then SIGKILL after 15 s) and starts it again on
+    /// stops it (SIGTERM, then SIGKILL after 5 s) and starts it again on
     /// the same port with the same flags and certificates; etcd keeps
     /// running, so every object survives. Returns once the new apiserver is
     /// ready. Meanwhile clients see refused connections, like during a

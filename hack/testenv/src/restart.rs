@@ -18,8 +18,10 @@ use crate::{attached, readiness};
 /// The process name under which the apiserver is supervised.
 pub const APISERVER: &str = "kube-apiserver";
 
-/// How long a stopping apiserver may take before it is killed.
-const STOP_GRACE: Duration = Duration::from_secs(15);
+/// How long a stopping apiserver may take before it is killed. Without
+/// clients it stops in about a second; with watches open it can take far
+/// longer, which tests need not wait for.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// The apiserver's command line, kept to start it again identically
 /// (`std::process::Command` cannot be cloned).
