@@ -1,0 +1,300 @@
+//! The figures of a run: printed at the end, and with `CHAOS_REPORT`
+//! written into the figures section of a Markdown file (docs/reliability.md).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use super::driver::{KillRecord, RestartRecord};
+use super::size::Size;
+use super::verdict::{Kind, Violation, count};
+
+/// Where the generated section starts and ends in the report file.
+const BEGIN: &str = "<!-- chaos figures: begin (written by `make chaos`) -->";
+const END: &str = "<!-- chaos figures: end -->";
+
+/// Everything a report shows.
+pub struct Figures {
+    pub size: Size,
+    pub phases: Vec<(&'static str, Duration)>,
+    pub mix: Vec<(String, usize)>,
+    pub requests: usize,
+    /// Requests answered 500, 595, 596 or reset (injected or not).
+    pub failed_requests: usize,
+    pub faults: BTreeMap<String, u64>,
+    pub kills: Vec<KillRecord>,
+    pub restarts: Vec<RestartRecord>,
+    pub events: BTreeMap<String, i64>,
+    /// Adoptions of creates and clones traced to their dispatcher.
+    pub adoptions_traced: usize,
+    /// Time each resource was seen in WaitingForCapacity, longest first.
+    pub capacity_waits: Vec<(String, Duration)>,
+    pub violations: Vec<Violation>,
+    pub logs: String,
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+impl Figures {
+    fn wall(&self) -> Duration {
+        self.phases.iter().map(|(_, d)| *d).sum()
+    }
+
+    fn failovers(&self) -> String {
+        let mut times: Vec<Duration> = self.kills.iter().filter_map(|k| k.failover).collect();
+        if times.is_empty() {
+            return "none measured".into();
+        }
+        times.sort();
+        let listed: Vec<String> = times
+            .iter()
+            .map(|t| format!("{:.1}", t.as_secs_f64()))
+            .collect();
+        format!(
+            "{} leader losses: min {}, median {}, max {} (each: {} s)",
+            times.len(),
+            secs(times[0]),
+            secs(times[times.len() / 2]),
+            secs(times[times.len() - 1]),
+            listed.join(", ")
+        )
+    }
+
+    fn capacity(&self) -> String {
+        match self.capacity_waits.first() {
+            None => "never".into(),
+            Some((resource, longest)) => format!(
+                "{} resources, longest {} ({resource})",
+                self.capacity_waits.len(),
+                secs(*longest)
+            ),
+        }
+    }
+
+    fn kill_summary(&self) -> String {
+        let leader = self.kills.iter().filter(|k| k.was_leader).count();
+        let dispatch: Vec<&KillRecord> =
+            self.kills.iter().filter(|k| k.dispatch.is_some()).collect();
+        let in_window = dispatch
+            .iter()
+            .filter(|k| k.before_status_write == Some(true))
+            .count();
+        let deleting = self.kills.iter().filter(|k| k.phase == "delete").count();
+        let lost = count(&self.violations, Kind::NoFailover);
+        format!(
+            "{} SIGKILLs, {} survived ({leader} of the leader, {} of the standby; {} right after a \
+             create/clone started a task, {in_window} of them before the resource's status \
+             recorded it; {deleting} while deleting)",
+            self.kills.len(),
+            self.kills.len() - lost,
+            self.kills.len() - leader,
+            dispatch.len(),
+        )
+    }
+
+    fn rows(&self) -> Vec<(String, String)> {
+        let v = |kind| count(&self.violations, kind).to_string();
+        let phases: Vec<String> = self
+            .phases
+            .iter()
+            .map(|(name, d)| format!("{name} {}", secs(*d)))
+            .collect();
+        let mix: Vec<String> = self.mix.iter().map(|(k, n)| format!("{n}× {k}")).collect();
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .map(|(k, n)| format!("{k}: {n}"))
+            .collect();
+        let events: Vec<String> = self
+            .events
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let restarts: Vec<String> = self
+            .restarts
+            .iter()
+            .map(|r| format!("at {}, ready again after {}", secs(r.at), secs(r.took)))
+            .collect();
+        vec![
+            ("seed".into(), self.size.seed.to_string()),
+            (
+                "wall time".into(),
+                format!("{} ({})", secs(self.wall()), phases.join(", ")),
+            ),
+            (
+                "ProxmoxVMs".into(),
+                format!("{}: {}", self.size.vms, mix.join("; ")),
+            ),
+            (
+                "Proxmox requests".into(),
+                format!(
+                    "{}, of which {} answered 500/595/596 or reset ({:.1}%)",
+                    self.requests,
+                    self.failed_requests,
+                    100.0 * self.failed_requests as f64 / self.requests.max(1) as f64
+                ),
+            ),
+            ("faults injected".into(), faults.join("; ")),
+            ("kills".into(), self.kill_summary()),
+            ("failover".into(), self.failovers()),
+            ("apiserver restarts".into(), restarts.join("; ")),
+            ("provider crashes".into(), v(Kind::Crashed)),
+            (
+                "VMs lost / duplicated / orphaned / misplaced".into(),
+                format!(
+                    "{} / {} / {} / {}",
+                    v(Kind::Lost),
+                    v(Kind::Duplicated),
+                    v(Kind::Orphaned),
+                    v(Kind::Misplaced)
+                ),
+            ),
+            ("ProxmoxVMs not Ready".into(), v(Kind::NotReady)),
+            (
+                "status disagreeing with Proxmox".into(),
+                v(Kind::StatusDisagrees),
+            ),
+            (
+                "VMs created by more than one dispatch".into(),
+                v(Kind::DispatchCount),
+            ),
+            (
+                "locks left / stray VMs".into(),
+                format!("{} / {}", v(Kind::LockLeft), v(Kind::Stray)),
+            ),
+            (
+                "finalizers left / configs not deletable".into(),
+                format!(
+                    "{} / {}",
+                    v(Kind::FinalizerLeft),
+                    v(Kind::ConfigNotDeletable)
+                ),
+            ),
+            (
+                "tasks of other resources adopted".into(),
+                format!(
+                    "{} (of {} adoptions of a create or clone traced to the request that started it)",
+                    v(Kind::ForeignTaskAdopted),
+                    self.adoptions_traced
+                ),
+            ),
+            (
+                "resources told their valid config is unusable".into(),
+                v(Kind::ConfigBlamed),
+            ),
+            ("WaitingForCapacity (not judged)".into(), self.capacity()),
+            ("secrets found".into(), v(Kind::SecretLeaked)),
+            ("provider events by reason".into(), events.join(", ")),
+        ]
+    }
+
+    /// One line per kill.
+    fn kill_lines(&self) -> Vec<String> {
+        self.kills
+            .iter()
+            .enumerate()
+            .map(|(n, k)| {
+                let window = match k.before_status_write {
+                    Some(true) => ", before the status write",
+                    Some(false) => ", after the status write",
+                    None => "",
+                };
+                format!(
+                    "#{} at {} ({}): {} — {}{}{}{}",
+                    n + 1,
+                    secs(k.at),
+                    k.phase,
+                    k.kind.label(),
+                    k.victim,
+                    if k.was_leader { " (leader)" } else { "" },
+                    k.dispatch
+                        .as_ref()
+                        .map(|d| format!(", after {d}{window}"))
+                        .unwrap_or_default(),
+                    k.failover
+                        .map(|f| format!(", new leader after {}", secs(f)))
+                        .unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    /// The failures, one block each.
+    pub fn failures(&self) -> String {
+        let mut text = String::new();
+        for kind in Kind::ALL {
+            let of_kind: Vec<&Violation> =
+                self.violations.iter().filter(|v| v.kind == kind).collect();
+            if of_kind.is_empty() {
+                continue;
+            }
+            let _ = writeln!(text, "{} ({}):", kind.label(), of_kind.len());
+            for violation in of_kind {
+                let _ = writeln!(text, "  - {}", violation.account);
+            }
+        }
+        text
+    }
+
+    /// Plain text for the test's output.
+    pub fn text(&self) -> String {
+        let mut text = format!(
+            "chaos run ({}), repeat with: {}\n",
+            self.size.name,
+            self.size.command()
+        );
+        for (name, value) in self.rows() {
+            let _ = writeln!(text, "  {name:<42} {value}");
+        }
+        let _ = writeln!(text, "  {:<42} {}", "logs", self.logs);
+        for line in self.kill_lines() {
+            let _ = writeln!(text, "  kill {line}");
+        }
+        if !self.violations.is_empty() {
+            let _ = write!(text, "\nFAILURES\n{}", self.failures());
+        }
+        text
+    }
+
+    /// The Markdown section for the report file.
+    pub fn markdown(&self) -> String {
+        let mut md = format!(
+            "Run with `make chaos` (`{}`).\n\n| figure | value |\n|---|---|\n",
+            self.size.command()
+        );
+        for (name, value) in self.rows() {
+            let _ = writeln!(md, "| {name} | {} |", value.replace('|', "\\|"));
+        }
+        md.push_str("\nThe kills:\n\n");
+        for line in self.kill_lines() {
+            let _ = writeln!(md, "- {line}");
+        }
+        if self.violations.is_empty() {
+            md.push_str("\nNo failure.\n");
+        } else {
+            let _ = write!(
+                md,
+                "\nFailures, as the suite printed them:\n\n```text\n{}```\n",
+                self.failures()
+            );
+        }
+        md
+    }
+
+    /// Replaces the figures section of `path` (between the markers).
+    pub fn write_into(&self, path: &Path) {
+        let doc = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let (head, rest) = doc
+            .split_once(BEGIN)
+            .unwrap_or_else(|| panic!("{} has no line {BEGIN}", path.display()));
+        let (_, tail) = rest
+            .split_once(END)
+            .unwrap_or_else(|| panic!("{} has no line {END}", path.display()));
+        let updated = format!("{head}{BEGIN}\n{}{END}{tail}", self.markdown());
+        std::fs::write(path, updated).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+}
