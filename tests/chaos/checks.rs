@@ -312,6 +312,8 @@ mod tests {
             kind: "qmcreate".into(),
             vmid: Some(vmid),
             exit: Some(exit.into()),
+            start: 0.0,
+            end: None,
         }
     }
 

@@ -25,7 +25,7 @@ const DISPATCH_WAIT: Duration = Duration::from_secs(30);
 const HOLD: Duration = Duration::from_millis(1500);
 
 /// Now, in seconds since the epoch (the request log's clock).
-fn epoch_secs() -> f64 {
+pub fn epoch_secs() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())

@@ -7,6 +7,7 @@
 //! request is searched for secrets. Figures: `report.rs`; sizes: `size.rs`.
 
 pub mod blame;
+pub mod capacity;
 pub mod checks;
 pub mod driver;
 pub mod faults;
@@ -84,6 +85,8 @@ pub async fn run() {
 struct Run {
     size: Size,
     started: Instant,
+    /// The same moment in seconds since the epoch (pve-sim's clock).
+    started_epoch: f64,
     phases: Vec<(&'static str, Duration)>,
     ns: support::TestNamespace,
     creds: Credentials,
@@ -130,6 +133,7 @@ impl Run {
         Self {
             size,
             started,
+            started_epoch: driver::epoch_secs() - started.elapsed().as_secs_f64(),
             phases: Vec::new(),
             ns,
             creds,
@@ -259,6 +263,8 @@ impl Run {
         self.violations.extend(adoptions);
         self.violations.extend(blame::blamed_configs(&seen));
         let capacity_waits = observer::time_in(&seen, "WaitingForCapacity", self.started.elapsed());
+        let waits = capacity::waits(&seen, self.started_epoch, self.started.elapsed());
+        let free_slot_wait = capacity::longest_with_a_free_slot(&waits, &self.tasks);
         let mut by_reason = BTreeMap::new();
         for event in &events {
             *by_reason
@@ -278,6 +284,7 @@ impl Run {
             events: by_reason,
             adoptions_traced: traced,
             capacity_waits,
+            free_slot_wait,
             violations: std::mem::take(&mut self.violations),
             logs: self.dir.display().to_string(),
         }

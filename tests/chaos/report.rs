@@ -30,6 +30,8 @@ pub struct Figures {
     pub adoptions_traced: usize,
     /// Time each resource was seen in WaitingForCapacity, longest first.
     pub capacity_waits: Vec<(String, Duration)>,
+    /// The longest stretch a resource waited while pve-sim had a slot free.
+    pub free_slot_wait: Option<(super::capacity::Wait, Duration)>,
     pub violations: Vec<Violation>,
     pub logs: String,
 }
@@ -38,7 +40,19 @@ fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
 
+fn percent(part: usize, whole: usize) -> f64 {
+    100.0 * part as f64 / whole.max(1) as f64
+}
+
 impl Figures {
+    /// Requests the fault rules failed (500, 595, 596, reset).
+    fn injected_failures(&self) -> usize {
+        ["HTTP 500", "HTTP 595", "HTTP 596", "connection reset"]
+            .iter()
+            .filter_map(|k| self.faults.get(*k))
+            .sum::<u64>() as usize
+    }
+
     fn wall(&self) -> Duration {
         self.phases.iter().map(|(_, d)| *d).sum()
     }
@@ -64,14 +78,25 @@ impl Figures {
     }
 
     fn capacity(&self) -> String {
-        match self.capacity_waits.first() {
-            None => "never".into(),
-            Some((resource, longest)) => format!(
-                "{} resources, longest {} ({resource})",
-                self.capacity_waits.len(),
-                secs(*longest)
+        let Some((resource, longest)) = self.capacity_waits.first() else {
+            return "never".into();
+        };
+        let free = match &self.free_slot_wait {
+            Some((wait, free)) if !free.is_zero() => format!(
+                "; longest while pve-sim ran fewer {}s on {} than the limit of {}: {} ({})",
+                wait.kind,
+                wait.node,
+                wait.limit,
+                secs(*free),
+                wait.resource
             ),
-        }
+            _ => "; never while a slot was free on pve-sim".into(),
+        };
+        format!(
+            "{} resources, longest {} ({resource}){free}",
+            self.capacity_waits.len(),
+            secs(*longest)
+        )
     }
 
     fn kill_summary(&self) -> String {
@@ -131,10 +156,13 @@ impl Figures {
             (
                 "Proxmox requests".into(),
                 format!(
-                    "{}, of which {} answered 500/595/596 or reset ({:.1}%)",
+                    "{}, of which {} failed by injection ({:.1}%); {} answered 500/595/596 or \
+                     reset in all ({:.1}%)",
                     self.requests,
+                    self.injected_failures(),
+                    percent(self.injected_failures(), self.requests),
                     self.failed_requests,
-                    100.0 * self.failed_requests as f64 / self.requests.max(1) as f64
+                    percent(self.failed_requests, self.requests)
                 ),
             ),
             ("faults injected".into(), faults.join("; ")),
@@ -222,8 +250,8 @@ impl Figures {
             .collect()
     }
 
-    /// The failures, one block each.
-    pub fn failures(&self) -> String {
+    /// The failures, one block per kind, at most `each` accounts a kind.
+    fn failures_upto(&self, each: usize) -> String {
         let mut text = String::new();
         for kind in Kind::ALL {
             let of_kind: Vec<&Violation> =
@@ -232,11 +260,19 @@ impl Figures {
                 continue;
             }
             let _ = writeln!(text, "{} ({}):", kind.label(), of_kind.len());
-            for violation in of_kind {
+            for violation in of_kind.iter().take(each) {
                 let _ = writeln!(text, "  - {}", violation.account);
+            }
+            if of_kind.len() > each {
+                let _ = writeln!(text, "  ... and {} more", of_kind.len() - each);
             }
         }
         text
+    }
+
+    /// Every failure, one block per kind.
+    pub fn failures(&self) -> String {
+        self.failures_upto(usize::MAX)
     }
 
     /// Plain text for the test's output.
@@ -277,8 +313,9 @@ impl Figures {
         } else {
             let _ = write!(
                 md,
-                "\nFailures, as the suite printed them:\n\n```text\n{}```\n",
-                self.failures()
+                "\nFailures, as the suite printed them (at most five of a kind here):\n\n\
+                 ```text\n{}```\n",
+                self.failures_upto(5)
             );
         }
         md
@@ -296,5 +333,57 @@ impl Figures {
             .unwrap_or_else(|| panic!("{} has no line {END}", path.display()));
         let updated = format!("{head}{BEGIN}\n{}{END}{tail}", self.markdown());
         std::fs::write(path, updated).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(violations: Vec<Violation>) -> Figures {
+        Figures {
+            size: Size::reduced(),
+            phases: vec![("create", Duration::from_secs(3))],
+            mix: vec![],
+            requests: 10,
+            failed_requests: 2,
+            faults: BTreeMap::from([("HTTP 500".to_owned(), 1)]),
+            kills: vec![],
+            restarts: vec![],
+            events: BTreeMap::new(),
+            adoptions_traced: 0,
+            capacity_waits: vec![],
+            free_slot_wait: None,
+            violations,
+            logs: "target/tmp/chaos".into(),
+        }
+    }
+
+    #[test]
+    fn only_the_figures_section_of_the_report_file_is_rewritten() {
+        let path = std::env::temp_dir().join(format!("chaos-report-{}.md", std::process::id()));
+        std::fs::write(
+            &path,
+            format!("# Title\n\n{BEGIN}\nold figures\n{END}\n\nafter\n"),
+        )
+        .unwrap();
+        let lost = (0..7)
+            .map(|n| Violation::new(Kind::Lost, format!("resource {n}")))
+            .collect();
+        figures(lost).write_into(&path);
+        let doc = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(
+            doc.starts_with(&format!("# Title\n\n{BEGIN}\nRun with `make chaos`")),
+            "{doc}"
+        );
+        assert!(doc.ends_with(&format!("{END}\n\nafter\n")), "{doc}");
+        assert!(!doc.contains("old figures"));
+        assert!(
+            doc.contains("| VMs lost / duplicated / orphaned / misplaced | 7 / 0 / 0 / 0 |"),
+            "{doc}"
+        );
+        assert!(doc.contains("  - resource 4\n  ... and 2 more"), "{doc}");
+        assert!(doc.contains("1 failed by injection (10.0%)"), "{doc}");
     }
 }

@@ -85,6 +85,9 @@ pub struct CreateTask {
     pub vmid: Option<u32>,
     /// The exit status; `None` while it runs.
     pub exit: Option<String>,
+    /// When it started and (once archived) ended, in seconds since the epoch.
+    pub start: f64,
+    pub end: Option<f64>,
 }
 
 impl CreateTask {
@@ -148,12 +151,19 @@ async fn task(sim: &Sim, node: &str, kind: &str, entry: &Value, upid: String) ->
             .unwrap_or_default();
         clone_target(&lines, exit.as_deref())
     };
+    let start = upid
+        .split(':')
+        .nth(4)
+        .and_then(|t| i64::from_str_radix(t, 16).ok())
+        .map_or(0.0, |t| t as f64);
     CreateTask {
-        upid,
         node: node.to_owned(),
         kind: kind.to_owned(),
         vmid,
         exit,
+        start,
+        end: entry["endtime"].as_f64(),
+        upid,
     }
 }
 
@@ -212,6 +222,8 @@ mod tests {
             kind: "qmclone".into(),
             vmid: Some(100),
             exit: Some(exit.into()),
+            start: 0.0,
+            end: None,
         };
         assert!(task("pve-sim: injected task failure").failed_on_its_own());
         assert!(!task("OK").failed_on_its_own());
