@@ -42,6 +42,8 @@ pub struct KillRecord {
     pub was_leader: bool,
     /// The request it followed, for dispatch kills.
     pub dispatch: Option<String>,
+    /// Whether that request started a task (200; faults may refuse it).
+    pub started_task: bool,
     /// Whether the resource's status did not show the dispatched task yet
     /// when the process died (create and clone dispatches only).
     pub before_status_write: Option<bool>,
@@ -168,6 +170,7 @@ impl Driver {
             victim,
             was_leader,
             dispatch: dispatch.as_ref().map(traffic::describe),
+            started_task: dispatch.as_ref().is_some_and(|e| e["status"] == 200),
             before_status_write,
             failover: None,
         };

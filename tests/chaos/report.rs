@@ -40,6 +40,27 @@ fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
 
+/// The commit under test (`+ changes` when the tree is dirty).
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    match (
+        git(&["rev-parse", "--short", "HEAD"]),
+        git(&["status", "--porcelain"]),
+    ) {
+        (Some(head), Some(changes)) if !changes.is_empty() => format!("`{head}` + changes"),
+        (Some(head), _) => format!("`{head}`"),
+        _ => "(unknown)".into(),
+    }
+}
+
 fn percent(part: usize, whole: usize) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
 }
@@ -101,22 +122,22 @@ impl Figures {
 
     fn kill_summary(&self) -> String {
         let leader = self.kills.iter().filter(|k| k.was_leader).count();
-        let dispatch: Vec<&KillRecord> =
-            self.kills.iter().filter(|k| k.dispatch.is_some()).collect();
-        let in_window = dispatch
+        let held = self.kills.iter().filter(|k| k.dispatch.is_some()).count();
+        let started = self.kills.iter().filter(|k| k.started_task).count();
+        let in_window = self
+            .kills
             .iter()
             .filter(|k| k.before_status_write == Some(true))
             .count();
         let deleting = self.kills.iter().filter(|k| k.phase == "delete").count();
         let lost = count(&self.violations, Kind::NoFailover);
         format!(
-            "{} SIGKILLs, {} survived ({leader} of the leader, {} of the standby; {} right after a \
-             create/clone started a task, {in_window} of them before the resource's status \
-             recorded it; {deleting} while deleting)",
+            "{} SIGKILLs, {} survived ({leader} of the leader, {} of the standby; {held} with a \
+             create or clone held in flight, of which {started} started a task and {in_window} \
+             were killed before the resource's status recorded it; {deleting} while deleting)",
             self.kills.len(),
             self.kills.len() - lost,
             self.kills.len() - leader,
-            dispatch.len(),
         )
     }
 
@@ -298,8 +319,9 @@ impl Figures {
     /// The Markdown section for the report file.
     pub fn markdown(&self) -> String {
         let mut md = format!(
-            "Run with `make chaos` (`{}`).\n\n| figure | value |\n|---|---|\n",
-            self.size.command()
+            "Run with `make chaos` (`{}`) on commit {}.\n\n| figure | value |\n|---|---|\n",
+            self.size.command(),
+            commit()
         );
         for (name, value) in self.rows() {
             let _ = writeln!(md, "| {name} | {} |", value.replace('|', "\\|"));
