@@ -48,6 +48,10 @@ cluster-status: ## Tell whether the local control plane runs
 demo: ## Run the provider against pve-sim on a local control plane and create examples/vm-100.yaml (Ctrl-C ends it)
 	@bash hack/demo.sh
 
+.PHONY: chaos
+chaos: ## Full-size chaos suite (50 VMs, kills, failovers, apiserver restart, Proxmox faults; ~10 min); figures into docs/reliability.md
+	CHAOS_SIZE=full CHAOS_REPORT="$(CURDIR)/docs/reliability.md" $(CARGO) test --test chaos -- --nocapture
+
 .PHONY: fmt
 fmt: ## Format all Rust code
 	@$(CARGO) fmt --all

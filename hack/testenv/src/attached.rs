@@ -114,6 +114,30 @@ pub fn stop(dir: &Path) {
     }
 }
 
+/// Takes the process `name` of the control plane of `dir` out of the
+/// registry (to stop and replace it); `None` if there is none.
+pub fn take(dir: &Path, name: &str) -> Option<Supervised> {
+    let mut running = RUNNING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (_, processes) = running.iter_mut().find(|(d, _)| d == dir)?;
+    let index = processes.iter().position(|p| p.name == name)?;
+    Some(processes.remove(index))
+}
+
+/// Registers `process` with the control plane of `dir` again (after
+/// [`take`]); if that control plane was stopped meanwhile, the process is
+/// killed instead.
+pub fn put_back(dir: &Path, process: Supervised) {
+    let mut running = RUNNING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    match running.iter_mut().find(|(d, _)| d == dir) {
+        Some((_, processes)) => processes.push(process),
+        None => process.kill(),
+    }
+}
+
 fn kill_and_remove(dir: &Path, processes: Vec<Supervised>) {
     for process in processes {
         // Kills and collects the exit status: no zombie is left behind.

@@ -1,12 +1,16 @@
 //! Starting a control plane and the handle to a running one.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use crate::binaries::Binaries;
 use crate::error::Error;
 use crate::launch::{Plan, Running};
 use crate::pki::Pki;
 use crate::process::Lifetime;
+use crate::restart::{self, ApiserverLaunch};
 use crate::state::State;
 use crate::{
     Options, attached, default_dir, detached, install_crypto_provider, kubeconfig, readiness, sys,
@@ -22,7 +26,11 @@ pub struct ControlPlane {
     ca_cert_pem: String,
     binaries: Binaries,
     lifetime: Lifetime,
-    pids: Vec<u32>,
+    /// kube-apiserver's and etcd's; the first changes with a restart.
+    pids: Mutex<Vec<u32>>,
+    apiserver_launch: ApiserverLaunch,
+    start_timeout: Duration,
+    restarts: AtomicU32,
 }
 
 impl ControlPlane {
@@ -55,6 +63,7 @@ impl ControlPlane {
             mut etcd,
             mut apiserver,
             server,
+            apiserver_launch,
         } = Plan {
             binaries: &binaries,
             dir: &dir,
@@ -124,8 +133,39 @@ impl ControlPlane {
             ca_cert_pem: pki.ca_cert,
             binaries,
             lifetime: options.lifetime,
-            pids,
+            pids: Mutex::new(pids),
+            apiserver_launch,
+            start_timeout: options.start_timeout,
+            restarts: AtomicU32::new(0),
         })
+    }
+
+    /// Restarts kube-apiserver in place (attached control planes only):
+    /// stops it (SIGTERM, then SIGKILL after 5 s) and starts it again on
+    /// the same port with the same flags and certificates; etcd keeps
+    /// running, so every object survives. Returns once the new apiserver is
+    /// ready. Meanwhile clients see refused connections, like during a
+    /// control plane upgrade. Restarts must not overlap.
+    pub async fn restart_apiserver(&self) -> Result<(), Error> {
+        if self.lifetime != Lifetime::Attached {
+            return Err(Error::Restart {
+                message: "only an attached control plane (tests) can restart its apiserver".into(),
+            });
+        }
+        let pid = restart::restart_apiserver(restart::Target {
+            dir: &self.dir,
+            server: &self.server,
+            ca_cert_pem: &self.ca_cert_pem,
+            launch: &self.apiserver_launch,
+            timeout: self.start_timeout,
+            number: self.restarts.fetch_add(1, Ordering::Relaxed) + 1,
+        })
+        .await?;
+        let mut pids = self.pids.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(apiserver) = pids.first_mut() {
+            *apiserver = pid;
+        }
+        Ok(())
     }
 
     /// The run directory (certificates, etcd data, logs, kubeconfig).
@@ -154,8 +194,8 @@ impl ControlPlane {
     }
 
     /// The PIDs of kube-apiserver and etcd.
-    pub fn pids(&self) -> &[u32] {
-        &self.pids
+    pub fn pids(&self) -> Vec<u32> {
+        self.pids.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// A client configuration for the admin.

@@ -58,6 +58,9 @@ pub enum Error {
 
     #[error("state file {}: {message}", path.display())]
     State { path: PathBuf, message: String },
+
+    #[error("restarting kube-apiserver: {message}")]
+    Restart { message: String },
 }
 
 impl Error {

@@ -13,6 +13,7 @@ use crate::error::{Error, IoContext};
 use crate::pki::PkiFiles;
 use crate::process::{Lifetime, Supervised};
 use crate::readiness;
+use crate::restart::ApiserverLaunch;
 
 /// envtest retries five times too.
 const ATTEMPTS: u32 = 5;
@@ -21,6 +22,8 @@ pub struct Running {
     pub etcd: Supervised,
     pub apiserver: Supervised,
     pub server: String,
+    /// How the apiserver was started, to start it again the same way.
+    pub apiserver_launch: ApiserverLaunch,
 }
 
 pub struct Plan<'a> {
@@ -78,9 +81,11 @@ impl Plan<'_> {
         .await?;
 
         let server = format!("https://127.0.0.1:{apiserver_port}");
+        let apiserver_launch =
+            ApiserverLaunch::of(&self.apiserver_command(&etcd_url, apiserver_port));
         let mut apiserver = Supervised::spawn(
             "kube-apiserver",
-            self.apiserver_command(&etcd_url, apiserver_port),
+            apiserver_launch.command(),
             self.dir.join("kube-apiserver.log"),
             self.lifetime,
         )?;
@@ -98,6 +103,7 @@ impl Plan<'_> {
             etcd,
             apiserver,
             server,
+            apiserver_launch,
         })
     }
 

@@ -28,6 +28,7 @@ mod launch;
 mod pki;
 mod process;
 mod readiness;
+mod restart;
 mod run_dir;
 mod state;
 mod sys;
@@ -35,7 +36,7 @@ mod sys;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use attached::sweep_stale_runs;
+pub use attached::{spawn as spawn_attached, sweep_stale_runs};
 pub use binaries::{BIN_DIR_ENV, Binaries, repo_root};
 pub use control_plane::ControlPlane;
 pub use detached::{Status, status, stop as stop_detached};

@@ -88,6 +88,17 @@ impl Supervised {
         drop(self);
     }
 
+    /// Asks the process to stop (SIGTERM) and kills it if it has not after
+    /// `grace`; collects it either way.
+    pub async fn stop(mut self, grace: Duration) {
+        // An error means it is gone already; dropping collects it.
+        let _ = self.id.signal(Signal::Term);
+        let deadline = tokio::time::Instant::now() + grace;
+        while matches!(self.child.try_wait(), Ok(None)) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Lets the process run on after this handle is gone (detached mode).
     pub fn release(mut self) {
         self.released = true;

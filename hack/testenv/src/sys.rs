@@ -72,6 +72,9 @@ impl ProcessId {
 pub enum Signal {
     Term,
     Kill,
+    /// Freezes the process until SIGCONT (or SIGKILL): tests use it to
+    /// stop a process at an exact moment, e.g. with a request in flight.
+    Stop,
 }
 
 impl Signal {
@@ -79,6 +82,7 @@ impl Signal {
         match self {
             Signal::Term => libc::SIGTERM,
             Signal::Kill => libc::SIGKILL,
+            Signal::Stop => libc::SIGSTOP,
         }
     }
 }
@@ -176,6 +180,21 @@ mod tests {
         let stat = ProcStat::parse(&text).expect("well-formed stat line");
         assert_eq!(stat.state, 'S');
         assert_eq!(stat.start_time, 987_654);
+    }
+
+    #[test]
+    fn a_stopped_process_is_frozen_until_killed() {
+        let mut child = Command::new("sleep").arg("30").spawn().expect("sleep runs");
+        let id = ProcessId::of(child.id()).expect("it runs");
+        id.signal(Signal::Stop).expect("SIGSTOP is delivered");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while ProcStat::read(id.pid).map(|s| s.state) != Some('T') {
+            assert!(std::time::Instant::now() < deadline, "not stopped");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        id.signal(Signal::Kill).expect("SIGKILL is delivered");
+        child.wait().expect("collected");
+        assert!(!id.is_alive());
     }
 
     #[test]

@@ -101,7 +101,7 @@ fn owner_exiting_normally_stops_its_processes_and_removes_its_dir() {
 #[tokio::test]
 async fn dropping_an_attached_control_plane_stops_it() {
     let plane = ControlPlane::start(Options::attached()).await.unwrap();
-    let processes = identify(plane.pids());
+    let processes = identify(&plane.pids());
     let dir = plane.dir().to_owned();
     drop(plane);
     assert_all_gone(&processes, "after drop");
@@ -114,7 +114,7 @@ async fn a_detached_control_plane_runs_until_stopped() {
     let plane = ControlPlane::start(Options::detached(dir.clone()))
         .await
         .unwrap();
-    let processes = identify(plane.pids());
+    let processes = identify(&plane.pids());
     let _cleanup = KillOnDrop(processes.clone(), dir.clone());
     let kubeconfig = plane.kubeconfig_path().to_owned();
     drop(plane);

@@ -1,0 +1,17 @@
+//! The chaos suite: see tests/chaos/mod.rs and docs/reliability.md.
+//!
+//! `cargo test --test chaos` runs the reduced size (part of `make test`);
+//! `make chaos` runs the full size and writes its figures into
+//! docs/reliability.md. Sizes and the seed come from `CHAOS_*` variables
+//! (tests/chaos/size.rs); the seed is printed so a run can be repeated.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+#[path = "chaos/mod.rs"]
+mod chaos;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn vms_converge_through_kills_failovers_an_apiserver_restart_and_proxmox_faults() {
+    chaos::run().await;
+}
