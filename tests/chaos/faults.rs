@@ -13,12 +13,9 @@ use serde_json::{Value, json};
 
 use super::sim::Sim;
 
-/// Routes whose handler or task takes the VM's config flock. Not the
-/// create (`POST /nodes/{node}/qemu`): when its flock times out, pve-sim
-/// leaves the new VM's `lock: create` config behind for good, where PVE's
-/// worker removes the config file after any error (qemu-server
-/// `create_vm`); that would fail runs for a simulator bug.
-const LOCKING_ROUTES: [(&str, &str); 9] = [
+/// Routes whose handler or task takes the VM's config flock.
+const LOCKING_ROUTES: [(&str, &str); 10] = [
+    ("POST", "/nodes/{node}/qemu"),
     ("POST", "/nodes/{node}/qemu/{vmid}/clone"),
     ("POST", "/nodes/{node}/qemu/{vmid}/config"),
     ("PUT", "/nodes/{node}/qemu/{vmid}/config"),

@@ -202,7 +202,11 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         "vzcreate",
         &vmid.to_string(),
         move |ctx| async move {
-            let _flock = ctx.flock(vmid, Duration::from_secs(1)).await?;
+            // As for VMs: a failed worker removes the placeholder config.
+            let _flock = match ctx.flock(vmid, Duration::from_secs(1)).await {
+                Ok(flock) => flock,
+                Err(e) => return settle_new_vm(&ctx, vmid, Err(e), Vec::new()),
+            };
             let mut created = Vec::new();
             let built = build(&ctx, plan, &mut created).await;
             let result = settle_new_vm(&ctx, vmid, built, created);

@@ -107,8 +107,13 @@ async fn run(
     plain: BTreeMap<String, String>,
     ops: Vec<DiskOp>,
 ) -> Result<(), String> {
-    // Create takes the config flock with a 1 s timeout and holds it throughout.
-    let _flock = ctx.flock(vmid, Duration::from_secs(1)).await?;
+    // Create takes the config flock with a 1 s timeout and holds it
+    // throughout. qemu-server's worker removes the placeholder config after
+    // any error, a flock timeout included.
+    let _flock = match ctx.flock(vmid, Duration::from_secs(1)).await {
+        Ok(flock) => flock,
+        Err(e) => return settle_new_vm(ctx, vmid, Err(e), Vec::new()),
+    };
     let mut created = Vec::new();
     let result = build(ctx, vmid, plain, ops, &mut created).await;
     settle_new_vm(ctx, vmid, result, created)

@@ -147,3 +147,29 @@ async fn lock_timeout_fault_gives_got_timeout() {
         "can't lock file '/var/lock/qemu-server/lock-111.conf' - got timeout"
     );
 }
+
+#[tokio::test]
+async fn a_create_whose_flock_times_out_leaves_no_vm_behind() {
+    // qemu-server's create worker removes the new VM's config after any
+    // error; a VM left `lock: create` would block its VMID for good.
+    let sim = start().await;
+    sim.add_fault(json!({
+        "fault": "lock-timeout", "method": "POST", "path": "/nodes/{node}/qemu", "count": 1,
+    }))
+    .await;
+    let upid = sim
+        .post("/nodes/pve/qemu", &[("vmid", "150"), ("name", "flocked")])
+        .await
+        .upid();
+    let status = sim.wait_task(&upid).await;
+    assert!(
+        status["exitstatus"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("got timeout")),
+        "{status}"
+    );
+    let gone = sim.get("/nodes/pve/qemu/150/status/current").await;
+    assert_eq!(gone.status, 500, "the VM is gone: {:?}", gone.json());
+    // The VMID is free again.
+    sim.create_plain("150", &[]).await;
+}
