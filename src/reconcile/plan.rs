@@ -25,6 +25,7 @@ mod decision;
 mod delete;
 mod drift;
 mod input;
+mod motion;
 mod output;
 mod owner;
 mod render;

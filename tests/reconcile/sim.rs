@@ -23,13 +23,19 @@ impl Sim {
 
     /// A simulator with these nodes.
     pub async fn start_on(time_scale: f64, nodes: Vec<String>) -> Self {
-        let handle = Simulator::start(SimConfig {
+        Self::start_with(SimConfig {
             time_scale,
             nodes,
             ..SimConfig::default()
         })
         .await
-        .expect("pve-sim starts on a loopback port");
+    }
+
+    /// A simulator as `config` says (a state file, a PVE version, ...).
+    pub async fn start_with(config: SimConfig) -> Self {
+        let handle = Simulator::start(config)
+            .await
+            .expect("pve-sim starts on a loopback port");
         let ca = reqwest::Certificate::from_pem(handle.ca_pem().as_bytes()).expect("CA PEM");
         let control = reqwest::Client::builder()
             .tls_certs_only([ca])

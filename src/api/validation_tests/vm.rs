@@ -232,10 +232,22 @@ fn proxmox_vm_update_rules() {
         ),
         ("vmid added later", json!({}), json!({"vmid": 100}), None),
         (
-            "node change",
+            "node change (a migration)",
             json!({"node": "pve1"}),
             json!({"node": "pve2"}),
-            Some("node cannot be changed"),
+            None,
+        ),
+        (
+            "node removal",
+            json!({"node": "pve1"}),
+            json!({}),
+            Some("node cannot be removed"),
+        ),
+        (
+            "node change outside allowedNodes",
+            json!({"node": "pve1", "allowedNodes": ["pve1", "pve2"]}),
+            json!({"node": "pve3", "allowedNodes": ["pve1", "pve2"]}),
+            Some("node must be one of allowedNodes"),
         ),
         (
             "clone source change",

@@ -25,7 +25,9 @@ pub struct Disk {
         .message("slot must be scsi0..scsi30, virtio0..virtio15, sata0..sata5 or ide0..ide3"))]
     pub slot: String,
 
-    /// Proxmox storage that holds the disk, e.g. `local-lvm`.
+    /// Proxmox storage that holds the disk, e.g. `local-lvm`. Changing it
+    /// moves the disk there (online when the VM runs) and deletes the old
+    /// volume.
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]$')")
         .message("must be a Proxmox storage ID such as local-lvm"))]

@@ -15,8 +15,8 @@ use crate::api::quantity::Quantity;
 #[x_kube(
     validation = Rule::new("!has(oldSelf.vmid) || (has(self.vmid) && self.vmid == oldSelf.vmid)")
         .message("vmid cannot be changed or removed once set: it names the VM on Proxmox"),
-    validation = Rule::new("!has(oldSelf.node) || (has(self.node) && self.node == oldSelf.node)")
-        .message("node cannot be changed or removed once set: moving a VM to another node (migration) is not supported"),
+    validation = Rule::new("!has(oldSelf.node) || has(self.node)")
+        .message("node cannot be removed once set; change it to migrate the VM"),
     validation = Rule::new("has(self.clone) == has(oldSelf.clone)")
         .message("clone cannot be added or removed after the resource is created"),
     validation = Rule::new("!has(self.clone) || !has(self.disks) || self.disks.all(d, !has(d.importFrom) && !has(d.image))")
@@ -30,9 +30,12 @@ pub struct VmParameters {
     /// Proxmox node to create the VM on. When left out, the provider picks an
     /// online node among `allowedNodes` (all nodes if that list is empty) as
     /// `placement` says (default: the most free memory, counting VMs it is
-    /// placing but Proxmox does not show yet). Cannot change once set. Disks
-    /// imported from node-local storage (`importFrom: local:import/...`)
-    /// need `node`.
+    /// placing but Proxmox does not show yet). Changing it migrates the VM
+    /// there (online when it runs, its node-local disks copied along); a VM
+    /// that HA, its load balancer or a person moved elsewhere while `node`
+    /// stayed the same is followed, not moved back. Cannot be removed once
+    /// set. Disks imported from node-local storage
+    /// (`importFrom: local:import/...`) need `node`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63))]
     #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$')")

@@ -65,6 +65,12 @@ pub struct VmAtProvider {
     /// Config keys whose new values wait for the VM's next reboot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_changes: Vec<String>,
+    /// The node `spec.forProvider.node` named when the provider last placed
+    /// or migrated the VM there. A VM found elsewhere while `node` still
+    /// names this one was moved by HA, its load balancer or a person, and
+    /// is followed, not moved back; a new `node` is migrated to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_node: Option<String>,
 }
 
 /// Power state as Proxmox reports it.
@@ -104,6 +110,12 @@ pub enum TaskAction {
     Stop,
     /// Destroy with purge.
     Destroy,
+    /// Migration to the node `spec.forProvider.node` names (the status
+    /// `target`); `hamigrate` when HA manages the VM.
+    Migrate,
+    /// A disk moved to the storage its spec names (the status `target` is
+    /// the slot).
+    MoveDisk,
 }
 
 impl TaskAction {
@@ -119,6 +131,8 @@ impl TaskAction {
             Self::Shutdown => "qmshutdown",
             Self::Stop => "qmstop",
             Self::Destroy => "qmdestroy",
+            Self::Migrate => "qmigrate",
+            Self::MoveDisk => "qmmove",
         }
     }
 
@@ -134,6 +148,8 @@ impl TaskAction {
             Self::Shutdown => "shutdown",
             Self::Stop => "stop",
             Self::Destroy => "destruction of the VM",
+            Self::Migrate => "migration of the VM",
+            Self::MoveDisk => "disk move",
         }
     }
 }
@@ -153,7 +169,7 @@ pub struct InFlightTask {
     /// Node the task runs on.
     pub node: String,
     /// What the task works on: the image volume for a download, the disk
-    /// slot for a resize.
+    /// slot for a resize or a disk move, the target node of a migration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// When it was started.

@@ -3,6 +3,7 @@
 //! for a task.
 
 mod kube_write;
+mod motion;
 mod pve;
 
 use k8s_openapi::jiff::Timestamp;

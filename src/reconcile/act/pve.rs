@@ -89,6 +89,19 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_c
             };
             client.delete_vm(node, *vmid, opts).await
         }
+        PveCall::Migrate {
+            node,
+            vmid,
+            target,
+            online,
+        } => super::motion::migrate(client, node, *vmid, target, *online).await,
+        PveCall::MoveDisk {
+            node,
+            vmid,
+            slot,
+            storage,
+            digest,
+        } => super::motion::move_disk(client, node, *vmid, slot, storage, digest.as_deref()).await,
     }
 }
 

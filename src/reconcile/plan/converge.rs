@@ -142,7 +142,9 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
 fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     let vmid = ctx.vmid().unwrap_or_default();
     let node = vm.node.clone();
-    let step = if !diff.changes.is_empty() {
+    let step = if let Some(migration) = super::motion::migration(ctx, out, vm) {
+        Some(migration)
+    } else if !diff.changes.is_empty() {
         Some((
             format!("updating {} of VM {vmid}", keys(&diff)),
             PveCall::Configure {
@@ -151,6 +153,10 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
                 changes: diff.changes.clone(),
             },
         ))
+    } else if let Some(moving) =
+        super::motion::disk_move(ctx, vm, &diff.moves, diff.changes.digest.as_ref())
+    {
+        Some(moving)
     } else if let Some((slot, bytes)) = diff.resizes.first() {
         Some((
             format!("growing disk {slot} of VM {vmid}"),

@@ -111,6 +111,7 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
     };
     out.status.at_provider.password_version = password.map(|(_, version)| version);
     out.status.at_provider.node = Some(node.clone());
+    out.status.at_provider.target_node = ctx.spec.node.clone();
     let reason = if ctx.imports() {
         Reason::ImportingDisk
     } else {
@@ -150,6 +151,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
         },
     };
     out.status.at_provider.node = Some(node.clone());
+    out.status.at_provider.target_node = ctx.spec.node.clone();
     if let Some(d) = task::gate(ctx, out, TaskAction::Clone) {
         return d;
     }

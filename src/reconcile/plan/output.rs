@@ -298,6 +298,30 @@ pub enum PveCall {
         /// VMID.
         vmid: u32,
     },
+    /// `POST .../migrate` to `target` (see [`super::motion`]).
+    Migrate {
+        /// The node the VM is on.
+        node: String,
+        /// VMID.
+        vmid: u32,
+        /// The node `spec.forProvider.node` names.
+        target: String,
+        /// Live (the VM runs).
+        online: bool,
+    },
+    /// `POST .../move_disk` of `slot` to `storage`, the old volume deleted.
+    MoveDisk {
+        /// Node.
+        node: String,
+        /// VMID.
+        vmid: u32,
+        /// Disk slot.
+        slot: String,
+        /// Target storage.
+        storage: String,
+        /// The config digest the move was decided from.
+        digest: Option<String>,
+    },
 }
 
 impl PveCall {
@@ -313,6 +337,8 @@ impl PveCall {
             Self::Shutdown { .. } => TaskAction::Shutdown,
             Self::Stop { .. } => TaskAction::Stop,
             Self::Destroy { .. } => TaskAction::Destroy,
+            Self::Migrate { .. } => TaskAction::Migrate,
+            Self::MoveDisk { .. } => TaskAction::MoveDisk,
         }
     }
 
@@ -328,6 +354,8 @@ impl PveCall {
             Self::Shutdown { .. } => "Shutdown",
             Self::Stop { .. } => "Stop",
             Self::Destroy { .. } => "Destroy",
+            Self::Migrate { .. } => "Migrate",
+            Self::MoveDisk { .. } => "MoveDisk",
         }
     }
 
@@ -341,7 +369,9 @@ impl PveCall {
             | Self::Start { node, .. }
             | Self::Shutdown { node, .. }
             | Self::Stop { node, .. }
-            | Self::Destroy { node, .. } => node,
+            | Self::Destroy { node, .. }
+            | Self::Migrate { node, .. }
+            | Self::MoveDisk { node, .. } => node,
             Self::CloneVm { source_node, .. } => source_node,
         }
     }
@@ -353,7 +383,8 @@ impl PveCall {
             Self::DownloadImage {
                 storage, file_name, ..
             } => Some(format!("{storage}:import/{file_name}")),
-            Self::ResizeDisk { slot, .. } => Some(slot.clone()),
+            Self::ResizeDisk { slot, .. } | Self::MoveDisk { slot, .. } => Some(slot.clone()),
+            Self::Migrate { target, .. } => Some(target.clone()),
             Self::CreateVm { .. }
             | Self::CloneVm { .. }
             | Self::Configure { .. }
