@@ -54,34 +54,6 @@ async fn volumes(sim: &Sim, node: &str, storage: &str) -> Vec<String> {
     content.into_iter().map(|c| c.volid).collect()
 }
 
-/// `POST /_sim/migrate`: the VM moves as HA's load balancer moves it, and
-/// this returns once it is there.
-async fn balance(sim: &Sim, vmid: u32, node: &str) {
-    let ca = reqwest::Certificate::from_pem(sim.handle.ca_pem().as_bytes()).unwrap();
-    let control = reqwest::Client::builder()
-        .tls_certs_only([ca])
-        .build()
-        .unwrap();
-    let answer = control
-        .post(format!("{}/_sim/migrate", sim.handle.base_url()))
-        .json(&json!({"vmid": vmid, "node": node}))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        answer.status().is_success(),
-        "{}",
-        answer.text().await.unwrap()
-    );
-    support::poll("the balancer's migration", DEADLINE, || async {
-        let at = sim.placement().await.remove(&vmid);
-        (at.as_deref() == Some(node))
-            .then_some(())
-            .ok_or(format!("{at:?}"))
-    })
-    .await;
-}
-
 async fn node_of(env: &Env, vmid: u32) -> String {
     env.sim
         .placement()
@@ -133,7 +105,7 @@ async fn a_changed_node_migrates_and_a_balancer_move_is_followed() {
 
     // The cluster's load balancer moves it back to pve behind our back: the
     // provider follows it there and does not migrate it again.
-    balance(&env.sim, vmid, "pve").await;
+    env.sim.balance(vmid, "pve").await;
     let outside = env
         .wait_vm("web", "followed to pve", |vm| {
             let at = &vm.status.as_ref().ok_or("no status")?.at_provider;

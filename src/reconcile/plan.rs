@@ -24,6 +24,7 @@ mod create;
 mod decision;
 mod delete;
 mod drift;
+mod ha;
 mod input;
 mod motion;
 mod output;
@@ -39,11 +40,12 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
+pub use ha::{HaCall, affinity_id};
 pub use input::{
-    ActiveTask, AgentState, GuestInterface, Heavy, ImageRef, Needs, Observation, ObserveError,
-    ObservedVm, PasswordState, Placement, PlacementRequest, PlanInput, Power, ProviderState,
-    SlotGrant, SlotRequest, TaskOutcome, TaskRef, TaskState, TemplateLookup, TemplateRef, VmConfig,
-    VmState,
+    ActiveTask, AffinityView, AgentState, GuestInterface, HaResourceView, HaView, Heavy, ImageRef,
+    Needs, Observation, ObserveError, ObservedVm, PasswordState, Placement, PlacementRequest,
+    PlanInput, Power, ProviderState, SlotGrant, SlotRequest, TaskOutcome, TaskRef, TaskState,
+    TemplateLookup, TemplateRef, VmConfig, VmState,
 };
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,

@@ -173,6 +173,30 @@ impl Sim {
         );
     }
 
+    /// `POST /_sim/migrate`: the VM moves as HA's load balancer moves it,
+    /// and this returns once it is there.
+    pub async fn balance(&self, vmid: u32, node: &str) {
+        let answer = self
+            .control
+            .post(format!("{}/_sim/migrate", self.handle.base_url()))
+            .json(&serde_json::json!({"vmid": vmid, "node": node}))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            answer.status().is_success(),
+            "{}",
+            answer.text().await.unwrap_or_default()
+        );
+        crate::support::poll("the balancer's migration", super::DEADLINE, || async {
+            let at = self.placement().await.remove(&vmid);
+            (at.as_deref() == Some(node))
+                .then_some(())
+                .ok_or(format!("{at:?}"))
+        })
+        .await;
+    }
+
     /// Where each VM is: VMID → node (the seeded template included).
     pub async fn placement(&self) -> std::collections::BTreeMap<u32, String> {
         self.client()

@@ -180,6 +180,32 @@ fn proxmox_vm_create_rules() {
             json!({"cloudInit": {"sshKeys": ["-----BEGIN OPENSSH PRIVATE KEY-----"]}}),
             Some("one OpenSSH public key on one line"),
         ),
+        ("ha started", json!({"ha": {}}), None),
+        (
+            "ha stopped while powerState is Running",
+            json!({"ha": {"state": "stopped"}}),
+            Some("ha.state started needs powerState Running"),
+        ),
+        (
+            "ha stopped with powerState Stopped",
+            json!({"ha": {"state": "stopped"}, "powerState": "Stopped"}),
+            None,
+        ),
+        (
+            "ha ignored whatever the power state",
+            json!({"ha": {"state": "ignored"}, "powerState": "Stopped"}),
+            None,
+        ),
+        (
+            "ha node affinity without nodes",
+            json!({"ha": {"nodeAffinity": {"strict": true}}}),
+            Some("ha.nodeAffinity keeps the VM on allowedNodes"),
+        ),
+        (
+            "ha node affinity on allowedNodes",
+            json!({"ha": {"nodeAffinity": {}}, "allowedNodes": ["pve1", "pve2"]}),
+            None,
+        ),
         (
             "cloud-init drive on a disk slot",
             json!({"disks": [{"slot": "ide2", "storage": "local-lvm", "size": "1Gi"}], "cloudInit": {}}),

@@ -2,6 +2,7 @@
 
 mod cloud_init;
 mod disk;
+mod ha;
 mod network;
 mod params;
 mod status;
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cloud_init::{CloudInit, IpConfig};
 pub use disk::{ChecksumAlgorithm, Disk, DiskImage};
+pub use ha::{HaState, HighAvailability, NodeAffinity};
 pub use network::{NetworkDevice, NetworkModel};
 pub use params::{
     CloneSource, Cpu, GuestAgent, Placement, PlacementPolicy, PowerState, ScsiController,

@@ -24,7 +24,11 @@ use crate::api::quantity::Quantity;
     validation = Rule::new("!has(self.node) || !has(self.allowedNodes) || size(self.allowedNodes) == 0 || self.node in self.allowedNodes")
         .message("node must be one of allowedNodes"),
     validation = Rule::new("!has(self.cloudInit) || !has(self.cloudInit.driveSlot) || !has(self.disks) || !self.disks.exists(d, d.slot == self.cloudInit.driveSlot)")
-        .message("cloudInit.driveSlot is already used by a disk; pick another slot (default ide2)")
+        .message("cloudInit.driveSlot is already used by a disk; pick another slot (default ide2)"),
+    validation = Rule::new("!has(self.ha) || !has(self.ha.state) || self.ha.state == 'ignored' || (self.ha.state == 'stopped') == (has(self.powerState) && self.powerState == 'Stopped')")
+        .message("ha.state started needs powerState Running and stopped needs powerState Stopped (HA keeps the VM in its state)"),
+    validation = Rule::new("!has(self.ha) || !has(self.ha.nodeAffinity) || has(self.node) || (has(self.allowedNodes) && size(self.allowedNodes) > 0)")
+        .message("ha.nodeAffinity keeps the VM on allowedNodes (or node): set one of them")
 )]
 pub struct VmParameters {
     /// Proxmox node to create the VM on. When left out, the provider picks an
@@ -149,6 +153,10 @@ pub struct VmParameters {
     /// not managed afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scsi_controller: Option<ScsiController>,
+
+    /// Register the VM as a Proxmox HA resource (see `ha.state`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ha: Option<super::HighAvailability>,
 }
 
 fn default_memory() -> Quantity {

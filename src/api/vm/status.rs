@@ -116,6 +116,9 @@ pub enum TaskAction {
     /// A disk moved to the storage its spec names (the status `target` is
     /// the slot).
     MoveDisk,
+    /// The VM's HA resource, node-affinity rule or group written (a
+    /// synchronous call that starts no task; recorded only as a failure).
+    ConfigureHa,
 }
 
 impl TaskAction {
@@ -133,6 +136,7 @@ impl TaskAction {
             Self::Destroy => "qmdestroy",
             Self::Migrate => "qmigrate",
             Self::MoveDisk => "qmmove",
+            Self::ConfigureHa => "ha",
         }
     }
 
@@ -150,6 +154,7 @@ impl TaskAction {
             Self::Destroy => "destruction of the VM",
             Self::Migrate => "migration of the VM",
             Self::MoveDisk => "disk move",
+            Self::ConfigureHa => "HA configuration",
         }
     }
 }

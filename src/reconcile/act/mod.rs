@@ -2,6 +2,7 @@
 //! A step that starts a Proxmox task returns its UPID; nothing here waits
 //! for a task.
 
+mod ha;
 mod kube_write;
 mod motion;
 mod pve;
@@ -9,7 +10,7 @@ mod pve;
 use k8s_openapi::jiff::Timestamp;
 
 use super::error::is_conflict;
-use super::plan::{ActFailure, KubeWrite, LocalStep, Step};
+use super::plan::{ActFailure, KubeWrite, LocalStep, PveCall, Step};
 use crate::api::ProxmoxVM;
 
 /// What a step did.
@@ -39,6 +40,10 @@ pub async fn act(
             "a VMID allocation must be resolved before it is carried out".into(),
         )),
         Step::Kube(write) => write_metadata(kube, vm, write, now).await,
+        Step::Pve(PveCall::Ha { call, .. }) => ha::write(pve, call)
+            .await
+            .map(|()| Done::Nothing)
+            .map_err(proxmox_failure),
         Step::Pve(call) => pve::start(pve, call)
             .await
             .map(|upid| Done::Started(upid.as_str().to_owned()))

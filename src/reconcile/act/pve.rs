@@ -102,6 +102,10 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_c
             storage,
             digest,
         } => super::motion::move_disk(client, node, *vmid, slot, storage, digest.as_deref()).await,
+        // Carried out by `act` itself: HA configuration starts no task.
+        PveCall::Ha { .. } => Err(pve_client::Error::Protocol {
+            message: "an HA configuration write starts no task".into(),
+        }),
     }
 }
 

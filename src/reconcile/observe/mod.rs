@@ -5,6 +5,7 @@
 //! The in-flight task is read before the VM, so the VM is at least as fresh
 //! as the task's outcome.
 
+mod ha;
 mod tasks;
 mod vm;
 
@@ -155,6 +156,9 @@ pub async fn observe(
     obs.images = images(client, &needs.images).await?;
     if let Some(template) = &needs.template {
         obs.template = Some(template_lookup(from.view().await?.as_ref(), template));
+    }
+    if let (true, Some(vmid)) = (needs.ha, needs.vmid) {
+        obs.ha = Some(ha::ha_view(client, vmid).await?);
     }
     if let Some((name, key)) = &needs.password {
         let namespace = vm.namespace().unwrap_or_default();

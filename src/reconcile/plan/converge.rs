@@ -142,7 +142,10 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
 fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     let vmid = ctx.vmid().unwrap_or_default();
     let node = vm.node.clone();
-    let step = if let Some(migration) = super::motion::migration(ctx, out, vm) {
+    let step = if let Some(ha) = super::ha::converge(ctx, vm) {
+        // Before a migration: a strict rule must already allow the target.
+        Some(ha)
+    } else if let Some(migration) = super::motion::migration(ctx, out, vm) {
         Some(migration)
     } else if !diff.changes.is_empty() {
         Some((
@@ -185,6 +188,11 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     }
     if call.action() == TaskAction::Configure && diff.password_version.is_some() {
         out.status.at_provider.password_version = diff.password_version.clone();
+    }
+    if !call.starts_task() {
+        // Written synchronously: look again at once.
+        let say = Say::yes(Reason::ReconcileSuccess, doing);
+        return Decision::new(call, Some(Duration::ZERO), say);
     }
     let say = Say::yes(Reason::WaitingForTask, doing);
     Decision::new(call, Some(ctx.timing.poll_interval), say)
@@ -255,7 +263,7 @@ fn up_to_date(ctx: &Ctx, vm: &ObservedVm, diff: &Diff) -> Decision {
         )
     } else if !problems.is_empty() {
         Say::no(Reason::InvalidSpec, problems.join("; "))
-    } else if !ctx.allowed(&vm.node) {
+    } else if !ctx.tolerates(&vm.node) {
         // HA, its load balancer, a migration or a person moved our VM. It
         // is followed where it is: not moved back, not created again.
         let message = format!(

@@ -51,6 +51,13 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         );
         return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     }
+    if let Some((doing, call)) = super::ha::remove(ctx, vm) {
+        if let Some(d) = task::gate(ctx, out, call.action()) {
+            return d;
+        }
+        let say = Say::yes(Reason::ReconcileSuccess, doing);
+        return Decision::new(call, Some(Duration::ZERO), say);
+    }
     let node = vm.node.clone();
     let vmid = ctx.vmid().unwrap_or_default();
     let (doing, call) = match vm.power {

@@ -110,6 +110,8 @@ pub struct Needs {
     /// generation acted on): the VM may be checked cheaply, provided a plan
     /// from that check only ever concludes "up to date".
     pub idle: bool,
+    /// Read the VM's HA resource and its node-affinity rule or group.
+    pub ha: bool,
 }
 
 /// What placement needs to know about the VM.
@@ -196,6 +198,37 @@ pub struct Observation {
     pub password: Option<PasswordState>,
     /// The per-node slot, when [`Needs::slot`] asked.
     pub slot: Option<SlotGrant>,
+    /// The VM's HA configuration, when [`Needs::ha`] asked.
+    pub ha: Option<HaView>,
+}
+
+/// The VM's HA configuration as Proxmox has it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HaView {
+    /// PVE 9 or later: node affinity is a rule (else an HA group).
+    pub rules: bool,
+    /// The VM's HA resource, if it is one.
+    pub resource: Option<HaResourceView>,
+    /// The rule (PVE 9) or group (PVE 8) named for the VM, if it exists.
+    pub affinity: Option<AffinityView>,
+}
+
+/// An HA resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HaResourceView {
+    /// Requested state.
+    pub state: String,
+    /// PVE 8: its group.
+    pub group: Option<String>,
+}
+
+/// A node-affinity rule or HA group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AffinityView {
+    /// Node names, sorted.
+    pub nodes: Vec<String>,
+    /// Strict (rule) or restricted (group).
+    pub strict: bool,
 }
 
 /// Where placement put the VM.

@@ -309,6 +309,13 @@ pub enum PveCall {
         /// Live (the VM runs).
         online: bool,
     },
+    /// A synchronous write of the VM's HA configuration (no task).
+    Ha {
+        /// The VM's node (HA configuration is cluster-wide).
+        node: String,
+        /// What to write.
+        call: super::HaCall,
+    },
     /// `POST .../move_disk` of `slot` to `storage`, the old volume deleted.
     MoveDisk {
         /// Node.
@@ -339,6 +346,7 @@ impl PveCall {
             Self::Destroy { .. } => TaskAction::Destroy,
             Self::Migrate { .. } => TaskAction::Migrate,
             Self::MoveDisk { .. } => TaskAction::MoveDisk,
+            Self::Ha { .. } => TaskAction::ConfigureHa,
         }
     }
 
@@ -356,6 +364,7 @@ impl PveCall {
             Self::Destroy { .. } => "Destroy",
             Self::Migrate { .. } => "Migrate",
             Self::MoveDisk { .. } => "MoveDisk",
+            Self::Ha { .. } => "ConfigureHa",
         }
     }
 
@@ -371,7 +380,8 @@ impl PveCall {
             | Self::Stop { node, .. }
             | Self::Destroy { node, .. }
             | Self::Migrate { node, .. }
-            | Self::MoveDisk { node, .. } => node,
+            | Self::MoveDisk { node, .. }
+            | Self::Ha { node, .. } => node,
             Self::CloneVm { source_node, .. } => source_node,
         }
     }
@@ -391,8 +401,15 @@ impl PveCall {
             | Self::Start { .. }
             | Self::Shutdown { .. }
             | Self::Stop { .. }
-            | Self::Destroy { .. } => None,
+            | Self::Destroy { .. }
+            | Self::Ha { .. } => None,
         }
+    }
+
+    /// Whether the call starts a Proxmox task (HA configuration is written
+    /// synchronously).
+    pub fn starts_task(&self) -> bool {
+        !matches!(self, Self::Ha { .. })
     }
 }
 

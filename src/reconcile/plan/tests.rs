@@ -7,6 +7,7 @@ mod create;
 mod delete;
 mod flow;
 mod gate;
+mod ha;
 mod motion;
 mod races;
 mod status;

@@ -112,7 +112,8 @@ impl Pve {
                 *value = format!("{storage}:{rest}");
             }
             Step::Pve(
-                PveCall::DownloadImage { .. }
+                PveCall::Ha { .. }
+                | PveCall::DownloadImage { .. }
                 | PveCall::Start { .. }
                 | PveCall::Shutdown { .. }
                 | PveCall::Stop { .. }
