@@ -10,6 +10,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod go_duration;
 mod status;
 mod timing;
 

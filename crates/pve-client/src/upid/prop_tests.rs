@@ -32,15 +32,17 @@ fn fields() -> impl Strategy<Value = Fields> {
         r"[^:\s/]{0,12}",
         r"[^:\s/]{1,24}",
     )
-        .prop_map(|(node, pid, pstart, starttime, task_type, id, user)| Fields {
-            node,
-            pid,
-            pstart,
-            starttime,
-            task_type,
-            id,
-            user,
-        })
+        .prop_map(
+            |(node, pid, pstart, starttime, task_type, id, user)| Fields {
+                node,
+                pid,
+                pstart,
+                starttime,
+                task_type,
+                id,
+                user,
+            },
+        )
 }
 
 fn encode(f: &Fields) -> Result<Upid, super::InvalidUpid> {
@@ -60,7 +62,8 @@ fn encode(f: &Fields) -> Result<Upid, super::InvalidUpid> {
 fn near_valid() -> impl Strategy<Value = String> {
     let edit = prop_oneof![
         Just(None),
-        prop::sample::select(vec![':', '/', ' ', '\n', '-', 'g', 'F', '0', '\u{a0}', 'é']).prop_map(Some),
+        prop::sample::select(vec![':', '/', ' ', '\n', '-', 'g', 'F', '0', '\u{a0}', 'é'])
+            .prop_map(Some),
     ];
     (fields(), any::<prop::sample::Index>(), 0..3u8, edit).prop_map(|(f, at, op, ch)| {
         let Ok(upid) = encode(&f) else {

@@ -31,17 +31,31 @@ const ALL: [(&str, &PropFormat); 16] = [
 
 /// Valid values of a named format (those property-string keys use).
 fn named_value(f: Named) -> BoxedStrategy<String> {
-    let one = |v: &[&'static str]| prop::sample::select(v.to_vec()).prop_map(str::to_owned).boxed();
+    let one = |v: &[&'static str]| {
+        prop::sample::select(v.to_vec())
+            .prop_map(str::to_owned)
+            .boxed()
+    };
     match f {
-        Named::VolumeIdOrQmPath => one(&["local-lvm:vm-100-disk-0", "local-lvm:0", "none", "cdrom", "/dev/sdb"]),
+        Named::VolumeIdOrQmPath => one(&[
+            "local-lvm:vm-100-disk-0",
+            "local-lvm:0",
+            "none",
+            "cdrom",
+            "/dev/sdb",
+        ]),
         Named::VolumeIdOrAbsolutePath => one(&["local:import/jammy.qcow2", "/var/lib/vz/x.img"]),
         Named::PveVolumeId => one(&["local:snippets/user.yaml", "local-lvm:vm-100-disk-1"]),
         Named::DiskSize => r"[0-9]{1,4}(\.[0-9]{1,2})?[KMGT]?".boxed(),
         Named::Urlencoded => r"[-%a-zA-Z0-9_.!~*'()]{1,60}".boxed(),
         Named::PveBridgeId => r"vmbr[0-9]{1,3}".boxed(),
         Named::MacAddr => r"[0-9A-F][02468ACE](:[0-9A-F]{2}){5}".boxed(),
-        Named::Ipv4 => any::<std::net::Ipv4Addr>().prop_map(|a| a.to_string()).boxed(),
-        Named::Ipv6 => any::<std::net::Ipv6Addr>().prop_map(|a| a.to_string()).boxed(),
+        Named::Ipv4 => any::<std::net::Ipv4Addr>()
+            .prop_map(|a| a.to_string())
+            .boxed(),
+        Named::Ipv6 => any::<std::net::Ipv6Addr>()
+            .prop_map(|a| a.to_string())
+            .boxed(),
         Named::Ipv4Config => prop_oneof![
             one(&["dhcp", "manual"]),
             (any::<std::net::Ipv4Addr>(), 8..=32u8).prop_map(|(a, p)| format!("{a}/{p}")),
@@ -63,14 +77,24 @@ fn key_value(p: &Param) -> BoxedStrategy<(String, String)> {
     let same = |s: BoxedStrategy<String>| s.prop_map(|v| (v.clone(), v)).boxed();
     if p.kind == Kind::Boolean {
         return prop::sample::select(vec![
-            ("1", "1"), ("on", "1"), ("YES", "1"), ("true", "1"),
-            ("0", "0"), ("off", "0"), ("No", "0"), ("FALSE", "0"),
+            ("1", "1"),
+            ("on", "1"),
+            ("YES", "1"),
+            ("true", "1"),
+            ("0", "0"),
+            ("off", "0"),
+            ("No", "0"),
+            ("FALSE", "0"),
         ])
         .prop_map(|(w, v)| (w.to_owned(), v.to_owned()))
         .boxed();
     }
     if !p.enum_values.is_empty() {
-        return same(prop::sample::select(p.enum_values.to_vec()).prop_map(str::to_owned).boxed());
+        return same(
+            prop::sample::select(p.enum_values.to_vec())
+                .prop_map(str::to_owned)
+                .boxed(),
+        );
     }
     if matches!(p.kind, Kind::Integer | Kind::Number) {
         let lo = p.min.unwrap_or(0);
@@ -82,7 +106,9 @@ fn key_value(p: &Param) -> BoxedStrategy<(String, String)> {
         (_, Some(pattern)) => same(
             proptest::string::string_regex(pattern)
                 .unwrap_or_else(|e| panic!("{pattern}: {e}"))
-                .prop_filter("a value has no comma", |v| !v.is_empty() && !v.contains(','))
+                .prop_filter("a value has no comma", |v| {
+                    !v.is_empty() && !v.contains(',')
+                })
                 .boxed(),
         ),
         _ => same(r"[a-zA-Z0-9 ._-]{1,16}".boxed()),
@@ -91,12 +117,18 @@ fn key_value(p: &Param) -> BoxedStrategy<(String, String)> {
 
 /// A property string from some keys of `format` (all required ones) and
 /// the map it must parse to.
-fn written(format: &'static PropFormat) -> impl Strategy<Value = (String, BTreeMap<String, String>)> {
+fn written(
+    format: &'static PropFormat,
+) -> impl Strategy<Value = (String, BTreeMap<String, String>)> {
     let keys: Vec<&'static Param> = format.keys.iter().filter(|k| k.alias.is_none()).collect();
     let per_key: Vec<_> = keys
         .iter()
         .map(|k| {
-            let include = if k.optional { any::<bool>().boxed() } else { Just(true).boxed() };
+            let include = if k.optional {
+                any::<bool>().boxed()
+            } else {
+                Just(true).boxed()
+            };
             (include, key_value(k), any::<bool>())
         })
         .collect();
@@ -107,7 +139,11 @@ fn written(format: &'static PropFormat) -> impl Strategy<Value = (String, BTreeM
             if !include {
                 continue;
             }
-            parts.push(if key.default_key && bare { written } else { format!("{}={written}", key.name) });
+            parts.push(if key.default_key && bare {
+                written
+            } else {
+                format!("{}={written}", key.name)
+            });
             want.insert(key.name.to_owned(), stored);
         }
         if !parts.is_empty() {
