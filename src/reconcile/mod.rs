@@ -28,6 +28,7 @@ pub mod context;
 pub mod controller;
 pub mod error;
 pub mod events;
+pub mod invalid;
 pub mod metrics;
 pub mod observe;
 pub mod pass;
