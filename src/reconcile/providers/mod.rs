@@ -18,10 +18,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::ObjectMeta;
+use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::{Api, ResourceExt};
 
 use super::error::Error;
+use super::invalid::why_unreadable;
 use super::plan::ProviderState;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
@@ -155,10 +156,55 @@ impl Providers {
     /// `Ok(None)`: the config does not exist; `Err`: Kubernetes could not
     /// be asked.
     pub async fn resolve(&self, key: &ConfigKey) -> Result<Option<Resolved>, Error> {
-        let Some((settings, meta)) = self.read_config(key).await? else {
-            return Ok(None);
+        let (settings, meta) = match self.read_config(key).await {
+            Ok(Some(config)) => config,
+            Ok(None) => return Ok(None),
+            Err(Error::Kube(kube::Error::SerdeError(_))) => {
+                let problem = self.why_unreadable(key).await?;
+                return Ok(Some(Resolved {
+                    inputs: format!("unreadable: {}", problem.message),
+                    connection: Err(problem),
+                }));
+            }
+            Err(e) => return Err(e),
         };
         self.resolve_config(key, &settings, &meta).await.map(Some)
+    }
+
+    /// Why a config that exists cannot be read as the types this provider
+    /// knows (it was written around the API server's validation).
+    async fn why_unreadable(&self, key: &ConfigKey) -> Result<Problem, Error> {
+        let raw = match key.kind {
+            ProviderConfigKind::ProviderConfig => {
+                let resource = ApiResource::erase::<ProviderConfig>(&());
+                Api::<DynamicObject>::namespaced_with(self.kube.clone(), &key.namespace, &resource)
+                    .get(&key.name)
+                    .await?
+            }
+            ProviderConfigKind::ClusterProviderConfig => {
+                let resource = ApiResource::erase::<ClusterProviderConfig>(&());
+                Api::<DynamicObject>::all_with(self.kube.clone(), &resource)
+                    .get(&key.name)
+                    .await?
+            }
+        };
+        let raw = serde_json::to_value(raw).map_err(|source| Error::Serialize {
+            what: "a provider config",
+            source,
+        })?;
+        let why = match key.kind {
+            ProviderConfigKind::ProviderConfig => why_unreadable::<ProviderConfig>(raw),
+            ProviderConfigKind::ClusterProviderConfig => {
+                why_unreadable::<ClusterProviderConfig>(raw)
+            }
+        };
+        Ok(Problem::new(
+            ConfigReason::InvalidConfig,
+            format!(
+                "cannot be read: {}",
+                why.unwrap_or_else(|| "it changed while being read".into())
+            ),
+        ))
     }
 
     /// Reads the Secrets of the config `key` (already read: its `settings`
