@@ -15,6 +15,7 @@ mod refused;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_server_refuses_invalid_objects_with_actionable_messages() {
     support::install_crds(support::repo_root().join("crds")).await;
+    let _strict = crd::strict().await;
     let ns = support::namespace("refused").await;
     let rows = refused::rows();
     let mut wrong = vec![];
@@ -36,4 +37,43 @@ async fn the_api_server_refuses_invalid_objects_with_actionable_messages() {
         wrong.join("\n")
     );
     assert!(rows.len() >= 40, "{} rows", rows.len());
+}
+
+#[path = "bad_input/cases.rs"]
+mod cases;
+#[path = "bad_input/crd.rs"]
+mod crd;
+#[path = "bad_input/reported.rs"]
+mod reported;
+
+use reconcile::{Env, Options, manifests};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_objects_are_reported_while_a_valid_vm_converges() {
+    let mut env = Env::without_controller("badinput", Options::default()).await;
+    let (around, mut expects) = cases::around_the_schema(&env.sim);
+    crd::write_around_the_schema(&around, env.ns.name()).await;
+    let _strict = crd::strict().await;
+    env.start_controller().await;
+
+    let (objects, more) = cases::provider_knows(&env.sim);
+    for object in &objects {
+        env.apply(object).await;
+    }
+    expects.extend(more);
+    // An annotation no schema checks, which once panicked the controller.
+    let mut odd_poll = manifests::vm("odd-poll-interval", manifests::imported(json!({})));
+    odd_poll["metadata"]["annotations"] = json!({"crossplane.io/poll-interval": "1s-1s"});
+    env.apply(&odd_poll).await;
+    // Applied last, behind every bad object in the queue.
+    env.apply(&manifests::vm("good", manifests::imported(json!({}))))
+        .await;
+
+    env.wait_ready("good").await;
+    env.wait_ready("odd-poll-interval").await;
+    reported::wait_all(env.ns.name(), &expects).await;
+    assert!(expects.len() >= 40, "{} rows", expects.len());
+    // Still running, never panicked, stops cleanly.
+    env.stop_controller().await;
 }
