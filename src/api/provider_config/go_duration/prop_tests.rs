@@ -3,7 +3,10 @@
 //! own truncation of fractions aside); the CRDs' pattern admits nothing the
 //! parser cannot read short of Go's ~292-year bound.
 
+use std::sync::LazyLock;
+
 use proptest::prelude::*;
+use regex::Regex;
 
 use super::{MAX_NANOS, go_duration};
 use crate::api::provider_config::GO_DURATION;
@@ -72,12 +75,13 @@ proptest! {
     fn prop_the_crd_pattern_admits_only_readable_durations(
         text in r"([0-9]{1,11}(\.[0-9]{1,4})?(ms|s|m|h)){1,3}",
     ) {
-        let pattern = regex::Regex::new(GO_DURATION).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert!(pattern.is_match(&text));
-        let term = regex::Regex::new(r"([0-9]+)(?:\.([0-9]+))?(ms|s|m|h)").map_err(|e| TestCaseError::fail(e.to_string()))?;
+        static PATTERN: LazyLock<Regex> = LazyLock::new(|| Regex::new(GO_DURATION).unwrap());
+        static TERM: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"([0-9]+)(?:\.([0-9]+))?(ms|s|m|h)").unwrap());
+        prop_assert!(PATTERN.is_match(&text));
         let mut want: u128 = 0;
         let mut terms: u128 = 0;
-        for c in term.captures_iter(&text) {
+        for c in TERM.captures_iter(&text) {
             let unit = UNITS.iter().find(|(u, _)| *u == &c[3]).copied().unwrap_or(("", 0));
             let whole = c[1].parse().map_err(|_| TestCaseError::fail("whole"))?;
             let frac = c.get(2).map_or("", |m| m.as_str()).to_owned();
