@@ -14,8 +14,9 @@ mod refused;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_server_refuses_invalid_objects_with_actionable_messages() {
-    support::install_crds(support::repo_root().join("crds")).await;
+    // Before installing: the CRDs may be swapped for loose copies meanwhile.
     let _strict = crd::strict().await;
+    support::install_crds(support::repo_root().join("crds")).await;
     let ns = support::namespace("refused").await;
     let rows = refused::rows();
     let mut wrong = vec![];
