@@ -33,6 +33,7 @@ pub mod controller;
 pub mod error;
 pub mod events;
 pub mod inventory;
+pub mod invalid;
 pub mod metrics;
 pub mod observe;
 pub mod pass;

@@ -69,8 +69,10 @@ impl Runtime {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
         let stop: Stop = shutdown.boxed().shared();
+        // Metadata only: one ProxmoxVM written around the schema must not
+        // keep the controller from starting (it is reported on itself).
         controller::scoped::<ProxmoxVM>(&self.kube, self.settings.namespace.as_deref())
-            .list(&ListParams::default().limit(1))
+            .list_metadata(&ListParams::default().limit(1))
             .await
             .map_err(Error::CrdMissing)?;
         let server = self.listener.map(|listener| {

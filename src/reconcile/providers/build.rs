@@ -79,7 +79,12 @@ pub(super) fn client_config(
     hook: RequestHook,
 ) -> Result<ClientConfig, Problem> {
     let mut config = ClientConfig::new(&settings.endpoint, credentials(credentials_secret)?)
-        .map_err(|e| Problem::new(ConfigReason::InvalidConfig, e.to_string()))?;
+        .map_err(|e| {
+            Problem::new(
+                ConfigReason::InvalidConfig,
+                format!("endpoint {:?}: {e}", settings.endpoint),
+            )
+        })?;
     let tls_problem = |message: String| Problem::new(ConfigReason::TlsError, message);
     let tls = &settings.tls;
     if let Some(fp) = &tls.fingerprint {
@@ -119,7 +124,12 @@ pub(super) fn client_config(
 /// configuration was made, so what is left to fail is the TLS setup (an
 /// unreadable CA bundle).
 pub(super) fn client(config: ClientConfig) -> Result<Client, Problem> {
-    Client::new(config).map_err(|e| Problem::new(ConfigReason::TlsError, e.to_string()))
+    Client::new(config).map_err(|e| {
+        Problem::new(
+            ConfigReason::TlsError,
+            format!("the CA bundle (tls.caBundle or tls.caBundleSecretRef) cannot be used: {e}"),
+        )
+    })
 }
 
 #[cfg(test)]
