@@ -22,8 +22,8 @@ use crate::api::ProviderConfigKind;
 use crate::reconcile::backoff::FailureCounts;
 use crate::reconcile::error::Error;
 use crate::reconcile::events::Events;
-use crate::reconcile::plan;
 use crate::reconcile::invalid;
+use crate::reconcile::plan;
 use crate::reconcile::providers::{ConfigKey, Providers};
 use crate::reconcile::status;
 
