@@ -341,7 +341,10 @@ pub struct Limits {
     #[serde(default = "default_max_concurrent_requests")]
     #[schemars(range(min = 1, max = 256))]
     pub max_concurrent_requests: u32,
-    /// Requests per second to this endpoint (token bucket).
+    /// Requests per second to this endpoint (token bucket, bursts of twice
+    /// as many). The default keeps 1,000 idle VMs checked every minute (about
+    /// two requests each) with room for creates, well below what pveproxy
+    /// and pvedaemon (3 workers each by default) serve.
     #[serde(default = "default_requests_per_second")]
     #[schemars(range(min = 1, max = 1000))]
     pub requests_per_second: u32,
@@ -360,7 +363,7 @@ fn default_max_concurrent_requests() -> u32 {
     8
 }
 fn default_requests_per_second() -> u32 {
-    20
+    50
 }
 fn default_per_node() -> u32 {
     2

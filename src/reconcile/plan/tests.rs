@@ -234,6 +234,7 @@ impl World {
                 message: "boom".into(),
                 at: Time(at(when)),
                 count,
+                vmid_taken: false,
             })
         })
     }
