@@ -23,7 +23,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
 use super::configs::in_use::{self, Guard};
-use super::error::{Error, is_forbidden, is_not_found};
+use super::error::{Error, is_forbidden, is_invalid, is_not_found};
 use super::invalid::why_unreadable;
 use super::plan::ProviderState;
 use crate::api::{
@@ -185,8 +185,10 @@ impl Providers {
                 // Deleted since it was read.
                 Err(e) if is_not_found(&e) => return Ok(Err(not_found(&key))),
                 // An RBAC without `patch` on provider configs (not the
-                // provider's own): protecting is not possible, using is.
-                Err(e) if is_forbidden(&e) => {
+                // provider's own), or a config written around its schema
+                // (every write to it is refused; the problem is reported
+                // below): protecting is not possible, using is.
+                Err(e) if is_forbidden(&e) || is_invalid(&e) => {
                     tracing::warn!(config = %key, error = %e, "cannot mark the provider config in use");
                 }
                 Err(e) => return Err(e.into()),

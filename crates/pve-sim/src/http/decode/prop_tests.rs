@@ -24,7 +24,13 @@ fn json_value() -> impl Strategy<Value = (Value, Option<RawValue>)> {
         any::<bool>().prop_map(|b| (json!(b), Some(RawValue::Bool(b)))),
         any::<i64>().prop_map(|n| (json!(n), Some(RawValue::Text(n.to_string())))),
         Just((Value::Null, None)),
-        Just((json!([1, "a"]), Some(RawValue::Structured("ARRAY")))),
+        // An array of scalars is a list parameter (repeated form keys);
+        // anything nested stays a structure the schema check refuses.
+        Just((
+            json!([1, "a"]),
+            Some(RawValue::List(vec!["1".into(), "a".into()]))
+        )),
+        Just((json!([[1]]), Some(RawValue::Structured("ARRAY")))),
         Just((json!({"a": 1}), Some(RawValue::Structured("HASH")))),
     ]
 }
