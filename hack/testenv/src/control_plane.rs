@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::audit::AuditFiles;
 use crate::binaries::Binaries;
 use crate::error::Error;
 use crate::launch::{Plan, Running};
@@ -23,6 +24,7 @@ pub struct ControlPlane {
     binaries: Binaries,
     lifetime: Lifetime,
     pids: Vec<u32>,
+    audit_log: Option<PathBuf>,
 }
 
 impl ControlPlane {
@@ -50,6 +52,11 @@ impl ControlPlane {
         })?;
         let pki = Pki::generate()?;
         let pki_files = pki.write(&dir.join("pki"))?;
+        let audit = options
+            .audit
+            .as_ref()
+            .map(|policy| AuditFiles::write(&dir, policy))
+            .transpose()?;
         let deadline = tokio::time::Instant::now() + options.start_timeout;
         let Running {
             mut etcd,
@@ -60,6 +67,7 @@ impl ControlPlane {
             dir: &dir,
             pki: &pki_files,
             ca_cert_pem: &pki.ca_cert,
+            audit: audit.as_ref(),
             lifetime: options.lifetime,
             deadline,
             timeout: options.start_timeout,
@@ -125,6 +133,7 @@ impl ControlPlane {
             binaries,
             lifetime: options.lifetime,
             pids,
+            audit_log: audit.map(|files| files.log),
         })
     }
 
@@ -156,6 +165,11 @@ impl ControlPlane {
     /// The PIDs of kube-apiserver and etcd.
     pub fn pids(&self) -> &[u32] {
         &self.pids
+    }
+
+    /// The audit log (JSON lines), when started with [`crate::Options::audit`].
+    pub fn audit_log(&self) -> Option<&Path> {
+        self.audit_log.as_deref()
     }
 
     /// A client configuration for the admin.
