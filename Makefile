@@ -48,6 +48,24 @@ cluster-status: ## Tell whether the local control plane runs
 demo: ## Run the provider against pve-sim on a local control plane and create examples/vm-100.yaml (Ctrl-C ends it)
 	@bash hack/demo.sh
 
+# The benchmark's binaries: release builds, so CPU and memory are what a
+# deployment would see (the smoke check reuses make test's debug builds).
+BENCH_BINS := --workspace --bin proxmox-provider --bin pve-sim --bin provider-bench
+TARGET_DIR = $${CARGO_TARGET_DIR:-target}
+# Small enough to converge with today's controller in about a minute.
+BENCH_SMOKE_VMS ?= 20
+
+.PHONY: bench
+bench: ## N ProxmoxVMs against pve-sim, measured; writes BENCHMARKS.md (BENCH_VMS=1000, BENCH_QUICK=1: 100; BENCH_LABEL, BENCH_VARIANTS, BENCH_IDLE, BENCH_TIMEOUT)
+	$(CARGO) build --release $(BENCH_BINS)
+	$(TARGET_DIR)/release/provider-bench run --markdown BENCHMARKS.md
+
+.PHONY: bench-smoke
+bench-smoke: ## make test's smoke check: BENCH_SMOKE_VMS VMs Ready and gone, one VM each, import limit held
+	$(CARGO) build $(BENCH_BINS)
+	$(TARGET_DIR)/debug/provider-bench run --smoke --vms $(BENCH_SMOKE_VMS) --variants batched \
+	  --idle 0 --timeout 300 --label smoke --work-dir .work/bench-smoke
+
 .PHONY: fmt
 fmt: ## Format all Rust code
 	@$(CARGO) fmt --all
@@ -65,4 +83,5 @@ test: ## Everything CI checks: lint, control plane and tools build, all unit and
 	$(call phase,tools,$(MAKE) tools)
 	$(call phase,cargo test,$(CARGO) test --workspace --all-targets)
 	$(call phase,doc tests,$(CARGO) test --workspace --doc)
+	$(call phase,bench smoke,$(MAKE) bench-smoke)
 	@echo "==> make test passed; time per phase:"; cat $(TIMINGS)
