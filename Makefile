@@ -52,7 +52,7 @@ demo: ## Run the provider against pve-sim on a local control plane and create ex
 # deployment would see (the smoke check reuses make test's debug builds).
 BENCH_BINS := --workspace --bin proxmox-provider --bin pve-sim --bin provider-bench
 TARGET_DIR = $${CARGO_TARGET_DIR:-target}
-# Small enough to converge with today's controller in about a minute.
+# Small enough to converge with today's controller (about two minutes on 2 cores).
 BENCH_SMOKE_VMS ?= 20
 
 .PHONY: bench
@@ -64,7 +64,7 @@ bench: ## N ProxmoxVMs against pve-sim, measured; writes BENCHMARKS.md (BENCH_VM
 bench-smoke: ## make test's smoke check: BENCH_SMOKE_VMS VMs Ready and gone, one VM each, import limit held
 	$(CARGO) build $(BENCH_BINS)
 	$(TARGET_DIR)/debug/provider-bench run --smoke --vms $(BENCH_SMOKE_VMS) --variants batched \
-	  --idle 0 --timeout 300 --label smoke --work-dir .work/bench-smoke
+	  --idle 0 --timeout 300 --label smoke --work-dir .work/bench-smoke --results .work/bench-smoke
 
 .PHONY: fmt
 fmt: ## Format all Rust code

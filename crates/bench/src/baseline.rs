@@ -12,7 +12,7 @@ use tokio::process::Command;
 use crate::arena::Arena;
 use crate::child::Sampler;
 use crate::cli::{RunArgs, Variant};
-use crate::predecessor::{READY_LINE, Report};
+use crate::predecessor::{PROGRESS, READY_LINE, Report};
 use crate::run::Run;
 use crate::sim;
 
@@ -58,6 +58,9 @@ pub async fn run(args: &RunArgs, bench: &Path, sim_binary: &Path) -> anyhow::Res
     let limit = Duration::from_secs(args.timeout + args.delete_timeout() + args.idle + 120);
     let driven = tokio::time::timeout(limit, async {
         while let Some(line) = lines.next_line().await? {
+            if let Some(progress) = line.strip_prefix(PROGRESS) {
+                eprintln!("    {} VMs: Ready: {progress}", args.vm_count());
+            }
             if line == READY_LINE {
                 eprintln!(
                     "    {} VMs: Ready; idle for {} s",

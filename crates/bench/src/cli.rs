@@ -23,10 +23,22 @@ pub enum Command {
     /// a child process of `run` (so its CPU and memory are its own).
     #[command(hide = true)]
     Predecessor(crate::predecessor::Args),
+    /// Write a result's Markdown section again (from its JSON).
+    Render(RenderArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RenderArgs {
+    /// A result written by `run` (`benchmarks/<label>-<N>.json`).
+    #[arg(long)]
+    pub json: PathBuf,
+    /// The Markdown file whose section for that label and size is replaced.
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    pub markdown: PathBuf,
 }
 
 /// What is compared, one row each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Variant {
     /// `proxmox-provider` observing tasks with one active-task list per node.
@@ -105,9 +117,12 @@ pub struct RunArgs {
     /// later run with the same label and size replaces its section.
     #[arg(long, env = "BENCH_LABEL", default_value = "latest")]
     pub label: String,
-    /// Where logs, raw data and the JSON result go.
+    /// Where logs and raw records go.
     #[arg(long, env = "BENCH_DIR", default_value = ".work/bench")]
     pub work_dir: PathBuf,
+    /// Where the JSON result goes (`<label>-<N>.json`).
+    #[arg(long, env = "BENCH_RESULTS", default_value = "benchmarks")]
+    pub results: PathBuf,
     /// Where `proxmox-provider` and `pve-sim` are [default: next to this binary].
     #[arg(long, env = "BENCH_BIN_DIR")]
     pub bin_dir: Option<PathBuf>,

@@ -2,11 +2,11 @@
 //! the targets of issue 11 are stated in (the JSON result carries them as
 //! they appear in the Markdown table).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::summary::Summary;
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Headline {
     /// Apply → all Ready, when all became Ready.
     pub wall_seconds: Option<f64>,

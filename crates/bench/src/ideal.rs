@@ -21,12 +21,12 @@ use std::time::Duration;
 
 use pve_sim::Durations;
 use pve_sim::state::seed;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::sim::Task;
 
 /// The durations (seconds) of one VM's tasks.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Chain {
     /// `qmcreate` with the import: holds an import slot.
     pub create: f64,
@@ -99,7 +99,7 @@ pub fn critical_path(per_node: &[usize], slots: usize, chain: Chain) -> f64 {
 }
 
 /// The ideal figures of a run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Ideal {
     pub nominal: Chain,
     /// Nominal durations, VMs spread evenly: the target.

@@ -22,6 +22,7 @@ mod phases;
 mod predecessor;
 mod provider;
 mod referee;
+mod report;
 mod run;
 mod sim;
 mod smoke;
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => bench(args).await,
             Command::Predecessor(args) => predecessor::main(args).await.map(|()| true),
+            Command::Render(args) => render(args).map(|()| true),
         }
     });
     match result {
@@ -65,6 +67,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Renders a result's section again.
+fn render(args: cli::RenderArgs) -> anyhow::Result<()> {
+    let report = report::Report::read(&args.json)?;
+    markdown::update_file(&args.markdown, &report.key(), &markdown::section(&report))?;
+    eprintln!("==> updated {}", args.markdown.display());
+    Ok(())
 }
 
 /// Runs every variant; `Ok(false)` when the smoke check failed.
@@ -124,20 +134,19 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
         ));
     }
 
-    let result_path = args.work_dir.join(format!("{}-{n}.json", args.label));
-    let report = serde_json::json!({
-        "label": args.label, "vms": n, "nodes": args.nodes, "time_scale": args.time_scale,
-        "idle_seconds": args.idle, "timeout_seconds": args.timeout,
-        "machine": machine, "variants": summaries,
-    });
+    let report = report::Report::new(&args, machine, summaries);
+    std::fs::create_dir_all(&args.results)
+        .with_context(|| format!("creating {}", args.results.display()))?;
+    let result_path = args.results.join(format!("{}.json", report.key()));
     run::write_json(&result_path, &report)?;
-    let section = markdown::section(&args, &machine, &summaries);
+    let section = markdown::section(&report);
     eprintln!("\n{section}");
     eprintln!("==> results: {}", result_path.display());
     if let Some(path) = &args.markdown {
-        markdown::update_file(path, &format!("{}-{n}", args.label), &section)?;
+        markdown::update_file(path, &report.key(), &section)?;
         eprintln!("==> updated {}", path.display());
     }
+    let summaries = report.variants;
     if args.smoke {
         let failed = smoke::failures(&summaries);
         for f in &failed {

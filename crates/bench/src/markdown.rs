@@ -9,9 +9,9 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::cli::{RunArgs, Variant};
+use crate::cli::Variant;
 use crate::clock::utc_minute;
-use crate::machine::Machine;
+use crate::report::Report;
 use crate::stats::Dist;
 use crate::summary::Summary;
 
@@ -153,14 +153,15 @@ fn join<V: std::fmt::Display>(map: &BTreeMap<String, V>) -> String {
 }
 
 /// The section for this run.
-pub fn section(args: &RunArgs, machine: &Machine, summaries: &[Summary]) -> String {
+pub fn section(report: &Report) -> String {
     let mut md = String::new();
-    let n = args.vm_count();
+    let (machine, summaries) = (&report.machine, &report.variants);
     let _ = writeln!(
         md,
-        "## {}: {n} VMs on {} nodes ({})\n",
-        args.label,
-        args.nodes.len(),
+        "## {}: {} VMs on {} nodes ({})\n",
+        report.label,
+        report.vms,
+        report.nodes.len(),
         utc_minute(machine.started)
     );
     let _ = writeln!(
@@ -179,16 +180,21 @@ pub fn section(args: &RunArgs, machine: &Machine, summaries: &[Summary]) -> Stri
         machine.provider,
         machine.kube_apiserver,
         machine.rustc,
-        args.nodes.join(","),
-        args.time_scale,
+        report.nodes.join(","),
+        report.time_scale,
         summaries.first().map_or(0, |s| s.import_limit),
-        args.idle,
-        args.timeout,
-        args.delete_timeout(),
+        report.idle_seconds,
+        report.timeout_seconds,
+        report
+            .delete_timeout_seconds
+            .unwrap_or(report.timeout_seconds),
         machine.command,
     );
     let base = summaries.iter().position(|s| s.variant == Variant::Batched);
     let others: Vec<usize> = (0..summaries.len()).filter(|&i| Some(i) != base).collect();
+    // A ratio against a run that did not finish creating compares rates
+    // over different work: left out.
+    let comparable = |i: usize, b: usize| summaries[i].created && summaries[b].created;
     let mut header = vec!["".to_owned()];
     header.extend(summaries.iter().map(|s| s.title.clone()));
     if let Some(b) = base {
@@ -212,13 +218,19 @@ pub fn section(args: &RunArgs, machine: &Machine, summaries: &[Summary]) -> Stri
         }));
         if let Some(b) = base {
             line.extend(others.iter().map(|&i| match (&cells[i], &cells[b]) {
-                (Cell::Num(Some(x), _), Cell::Num(Some(y), _)) if *y != 0.0 => {
+                (Cell::Num(Some(x), _), Cell::Num(Some(y), _)) if *y != 0.0 && comparable(i, b) => {
                     format!("{:.2}×", x / y)
                 }
                 _ => String::new(),
             }));
         }
         let _ = writeln!(md, "| {} |", line.join(" | "));
+    }
+    if base.is_some_and(|b| others.iter().any(|&i| !comparable(i, b))) {
+        let _ = writeln!(
+            md,
+            "\nRatios are left out where a variant did not get every VM Ready."
+        );
     }
     for s in summaries {
         details(&mut md, s);
@@ -239,7 +251,10 @@ fn details(md: &mut String, s: &Summary) {
         ("deleting", s.api_deleting.as_ref()),
     ];
     if api.iter().any(|(_, a)| a.is_some()) {
-        let _ = writeln!(md, "API server requests per VM, by verb and resource:\n");
+        let _ = writeln!(
+            md,
+            "API server requests per VM (in all), by verb and resource:\n"
+        );
         table(md, &api.map(|(p, a)| (p, a.map(|a| &a.by_key))), n);
     }
     let proxmox = [
@@ -247,7 +262,7 @@ fn details(md: &mut String, s: &Summary) {
         ("idle", s.proxmox_idle.as_ref().map(|r| &r.by_route)),
         ("deleting", s.proxmox_deleting.as_ref().map(|r| &r.by_route)),
     ];
-    let _ = writeln!(md, "\nProxmox requests per VM, by endpoint:\n");
+    let _ = writeln!(md, "\nProxmox requests per VM (in all), by endpoint:\n");
     table(md, &proxmox, n);
     let _ = writeln!(md, "\nLogs and raw records: `{}`", s.dir);
 }
@@ -274,7 +289,7 @@ fn table(md: &mut String, phases: &[(&str, Option<&BTreeMap<String, u64>>)], n: 
         let cells: Vec<String> = phases
             .iter()
             .map(|(_, m)| match m.and_then(|m| m.get(key)) {
-                Some(c) => format!("{:.2}", *c as f64 / n),
+                Some(c) => format!("{:.2} ({c})", *c as f64 / n),
                 None => "–".into(),
             })
             .collect();

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -77,6 +78,8 @@ pub struct Report {
 /// The line on stdout when every VM is up (the parent then takes the
 /// referee's snapshot of the simulator).
 pub const READY_LINE: &str = "all ready";
+/// The start of a progress line on stdout (the parent shows it).
+pub const PROGRESS: &str = "progress ";
 
 pub async fn main(args: Args) -> anyhow::Result<()> {
     provider_proxmox::install_crypto_provider();
@@ -95,13 +98,19 @@ pub async fn main(args: Args) -> anyhow::Result<()> {
     );
 
     let start = now();
+    let done = Arc::new(AtomicUsize::new(0));
     let workers: Vec<_> = (0..args.vms)
         .map(|i| {
             let node = args.nodes[i % args.nodes.len()].clone();
-            let (client, slots) = (client.clone(), slots.clone());
-            tokio::spawn(async move { create(&client, i, &node, &slots, poll).await })
+            let (client, slots, done) = (client.clone(), slots.clone(), done.clone());
+            tokio::spawn(async move {
+                let vm = create(&client, i, &node, &slots, poll).await;
+                done.fetch_add(1, Ordering::Relaxed);
+                vm
+            })
         })
         .collect();
+    let progress = tokio::spawn(report_progress(done, args.vms));
     let mut per_vm = BTreeMap::new();
     let mut stalls = Vec::new();
     let created = tokio::time::timeout(
@@ -109,6 +118,7 @@ pub async fn main(args: Args) -> anyhow::Result<()> {
         futures::future::join_all(workers),
     )
     .await;
+    progress.abort();
     let mut phases = Phases {
         start,
         ..Phases::default()
@@ -165,6 +175,19 @@ pub async fn main(args: Args) -> anyhow::Result<()> {
         stalls,
     };
     crate::run::write_json(&args.out, &report)
+}
+
+/// A progress line every 15 s while creating.
+async fn report_progress(done: Arc<AtomicUsize>, n: usize) {
+    let start = now();
+    loop {
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        let done = done.load(Ordering::Relaxed);
+        println!(
+            "{PROGRESS}after {:.0} s, {done} of {n} workers done",
+            now() - start
+        );
+    }
 }
 
 /// One worker: nextid + create (again while the VMID turns out taken), then

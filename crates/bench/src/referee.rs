@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::sim::{Request, Task};
 use crate::stats::{Dist, peak_per_second};
@@ -24,7 +24,7 @@ fn vmid_of(path: &str) -> Option<&str> {
 }
 
 /// Proxmox requests in one phase.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RequestStats {
     pub total: u64,
     pub seconds: f64,

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// p50, p90 and the maximum of a sample (nearest rank), and its size.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Dist {
     pub n: usize,
     pub p50: f64,

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::audit;
 use crate::cli::Variant;
@@ -14,7 +14,7 @@ use crate::run::Run;
 use crate::stats::{Dist, at};
 
 /// API server requests of one phase.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ApiStats {
     pub total: u64,
     /// `verb resource` → requests.
@@ -37,7 +37,7 @@ impl ApiStats {
 }
 
 /// The process under test.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ProcessStats {
     pub peak_rss_mib: f64,
     pub cpu_seconds_creating: Option<f64>,
@@ -46,7 +46,7 @@ pub struct ProcessStats {
     pub cpu_seconds_total: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub variant: Variant,
     pub title: String,
