@@ -47,7 +47,13 @@ pub async fn act(
         Step::Pve(call) => pve::start(pve, call)
             .await
             .map(|upid| Done::Started(upid.as_str().to_owned()))
-            .map_err(proxmox_failure),
+            .map_err(|e| match (e, call) {
+                (
+                    e @ pve_client::Error::AlreadyExists { .. },
+                    PveCall::CreateVm { .. } | PveCall::CloneVm { .. },
+                ) => ActFailure::Taken(e.to_string()),
+                (e, _) => proxmox_failure(e),
+            }),
         Step::Idle(_) => Ok(Done::Nothing),
     }
 }
