@@ -31,6 +31,7 @@ mod output;
 mod owner;
 mod render;
 mod report;
+mod seed;
 mod task;
 
 #[cfg(test)]
@@ -44,14 +45,15 @@ pub use ha::{HaCall, affinity_id};
 pub use input::{
     ActiveTask, AffinityView, AgentState, GuestInterface, HaResourceView, HaView, Heavy, ImageRef,
     Needs, Observation, ObserveError, ObservedVm, PasswordState, Placement, PlacementRequest,
-    PlanInput, Power, ProviderState, SlotGrant, SlotRequest, TaskOutcome, TaskRef, TaskState,
-    TemplateLookup, TemplateRef, VmConfig, VmState,
+    PlanInput, Power, ProviderState, SeedView, SlotGrant, SlotRequest, TaskOutcome, TaskRef,
+    TaskState, TemplateLookup, TemplateRef, VmConfig, VmState,
 };
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
     Sensitive, Step,
 };
 pub use owner::{Ownership, marker_line, ownership};
+pub use seed::seed_prefix;
 
 use crate::api::{
     ProxmoxVM, Reason,

@@ -180,6 +180,39 @@ fn proxmox_vm_create_rules() {
             json!({"cloudInit": {"sshKeys": ["-----BEGIN OPENSSH PRIVATE KEY-----"]}}),
             Some("one OpenSSH public key on one line"),
         ),
+        (
+            "custom cloud-init from a Secret",
+            json!({"customCloudInit": {"userData": {"secretKeyRef": {"name": "seed", "key": "user-data"}}}}),
+            None,
+        ),
+        (
+            "custom cloud-init with nothing in it",
+            json!({"customCloudInit": {"storage": "local"}}),
+            Some("customCloudInit needs at least one of userData"),
+        ),
+        (
+            "custom cloud-init source naming both",
+            json!({"customCloudInit": {"userData": {
+                "secretKeyRef": {"name": "a", "key": "k"},
+                "configMapKeyRef": {"name": "b", "key": "k"}}}}),
+            Some("set exactly one of secretKeyRef and configMapKeyRef"),
+        ),
+        (
+            "custom cloud-init beside cloudInit",
+            json!({"cloudInit": {}, "customCloudInit": {"metaData": {"configMapKeyRef": {"name": "m", "key": "k"}}}}),
+            Some("customCloudInit replaces cloudInit"),
+        ),
+        (
+            "custom cloud-init on a SCSI slot",
+            json!({"customCloudInit": {"driveSlot": "scsi1", "metaData": {"configMapKeyRef": {"name": "m", "key": "k"}}}}),
+            Some("driveSlot must be ide0..ide3 or sata0..sata5"),
+        ),
+        (
+            "custom cloud-init on a disk's slot",
+            json!({"disks": [{"slot": "sata0", "storage": "local-lvm", "size": "1Gi"}],
+                   "customCloudInit": {"driveSlot": "sata0", "metaData": {"configMapKeyRef": {"name": "m", "key": "k"}}}}),
+            Some("customCloudInit.driveSlot is already used by a disk"),
+        ),
         ("ha started", json!({"ha": {}}), None),
         (
             "ha stopped while powerState is Running",

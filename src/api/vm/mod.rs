@@ -4,6 +4,7 @@ mod cloud_init;
 mod disk;
 mod ha;
 mod network;
+mod nocloud;
 mod params;
 mod status;
 
@@ -14,6 +15,7 @@ pub use cloud_init::{CloudInit, IpConfig};
 pub use disk::{ChecksumAlgorithm, Disk, DiskImage};
 pub use ha::{HaState, HighAvailability, NodeAffinity};
 pub use network::{NetworkDevice, NetworkModel};
+pub use nocloud::{CloudInitSource, CustomCloudInit, LocalConfigMapKeySelector};
 pub use params::{
     CloneSource, Cpu, GuestAgent, Placement, PlacementPolicy, PowerState, ScsiController,
     VmParameters,

@@ -29,7 +29,11 @@ use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE};
     validation = Rule::new("!has(self.ha) || !has(self.ha.state) || self.ha.state == 'ignored' || (self.ha.state == 'stopped') == (has(self.powerState) && self.powerState == 'Stopped')")
         .message("ha.state started needs powerState Running and stopped needs powerState Stopped (HA keeps the VM in its state)"),
     validation = Rule::new("!has(self.ha) || !has(self.ha.nodeAffinity) || has(self.node) || (has(self.allowedNodes) && size(self.allowedNodes) > 0)")
-        .message("ha.nodeAffinity keeps the VM on allowedNodes (or node): set one of them")
+        .message("ha.nodeAffinity keeps the VM on allowedNodes (or node): set one of them"),
+    validation = Rule::new("!has(self.customCloudInit) || !has(self.cloudInit)")
+        .message("customCloudInit replaces cloudInit: set one of them"),
+    validation = Rule::new("!has(self.customCloudInit) || !has(self.customCloudInit.driveSlot) || !has(self.disks) || !self.disks.exists(d, d.slot == self.customCloudInit.driveSlot)")
+        .message("customCloudInit.driveSlot is already used by a disk; pick another slot (default ide2)")
 )]
 pub struct VmParameters {
     /// Proxmox node to create the VM on. When left out, the provider picks an
@@ -164,6 +168,11 @@ pub struct VmParameters {
     /// Register the VM as a Proxmox HA resource (see `ha.state`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ha: Option<super::HighAvailability>,
+
+    /// Cloud-init data of your own from Secrets or ConfigMaps, on a NoCloud
+    /// seed ISO (see `customCloudInit.userData`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_cloud_init: Option<super::CustomCloudInit>,
 }
 
 fn default_memory() -> Quantity {

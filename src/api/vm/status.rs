@@ -71,6 +71,12 @@ pub struct VmAtProvider {
     /// is followed, not moved back; a new `node` is migrated to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_node: Option<String>,
+    /// The QEMU process that ran when the `customCloudInit` seed ISO last
+    /// changed: until the VM runs another (it was started again), the
+    /// guest has not read the new data, and `pendingChanges` lists
+    /// `customCloudInit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_changed_under_pid: Option<u64>,
 }
 
 /// Power state as Proxmox reports it.
@@ -119,6 +125,11 @@ pub enum TaskAction {
     /// The VM's HA resource, node-affinity rule or group written (a
     /// synchronous call that starts no task; recorded only as a failure).
     ConfigureHa,
+    /// The `customCloudInit` seed ISO uploaded (the status `target` is its
+    /// volume).
+    UploadSeed,
+    /// A seed ISO no longer attached deleted (the `target` is its volume).
+    DeleteVolume,
 }
 
 impl TaskAction {
@@ -137,6 +148,8 @@ impl TaskAction {
             Self::Migrate => "qmigrate",
             Self::MoveDisk => "qmmove",
             Self::ConfigureHa => "ha",
+            Self::UploadSeed => "imgcopy",
+            Self::DeleteVolume => "imgdel",
         }
     }
 
@@ -155,6 +168,8 @@ impl TaskAction {
             Self::Migrate => "migration of the VM",
             Self::MoveDisk => "disk move",
             Self::ConfigureHa => "HA configuration",
+            Self::UploadSeed => "upload of the cloud-init seed ISO",
+            Self::DeleteVolume => "deletion of an old cloud-init seed ISO",
         }
     }
 }

@@ -6,6 +6,7 @@ mod ha;
 mod kube_write;
 mod motion;
 mod pve;
+mod seed;
 
 use k8s_openapi::jiff::Timestamp;
 
@@ -44,6 +45,12 @@ pub async fn act(
             .await
             .map(|()| Done::Nothing)
             .map_err(proxmox_failure),
+        Step::Pve(PveCall::UploadSeed {
+            node,
+            storage,
+            filename,
+            files,
+        }) => seed::upload(pve, node, storage, filename, files).await,
         Step::Pve(call) => pve::start(pve, call)
             .await
             .map(|upid| Done::Started(upid.as_str().to_owned()))

@@ -147,6 +147,9 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
         Some(ha)
     } else if let Some(migration) = super::motion::migration(ctx, out, vm) {
         Some(migration)
+    } else if let Some(upload) = super::seed::upload(ctx, Some(&vm.node)) {
+        // Before the config names it.
+        Some(upload)
     } else if !diff.changes.is_empty() {
         Some((
             format!("updating {} of VM {vmid}", keys(&diff)),
@@ -170,10 +173,20 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
                 bytes: *bytes,
             },
         ))
+    } else if let Some(cleanup) = vm
+        .config
+        .as_ref()
+        .and_then(|config| super::seed::cleanup(ctx, vm, config))
+    {
+        Some(cleanup)
+    } else if super::seed::unreadable(ctx).is_some() {
+        // Not started without its cloud-init data (the problem is reported).
+        None
     } else {
         power_step(ctx, out, vm, vmid)
     };
     let Some((doing, call)) = step else {
+        super::seed::pending(ctx, out, vm, false);
         return up_to_date(ctx, vm, &diff);
     };
     if let Some(lock) = &vm.lock {
@@ -186,6 +199,9 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     if let Some(d) = task::gate(ctx, out, call.action()) {
         return d;
     }
+    let attaching =
+        matches!(&call, PveCall::Configure { changes, .. } if super::seed::attaches(ctx, changes));
+    super::seed::pending(ctx, out, vm, attaching);
     if call.action() == TaskAction::Configure && diff.password_version.is_some() {
         out.status.at_provider.password_version = diff.password_version.clone();
     }

@@ -97,6 +97,15 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
     if let Some(d) = download_images(ctx, out, &node) {
         return d;
     }
+    // The seed ISO first, so the VM is created with it attached (when the
+    // node was known to look; else it is attached before the first start).
+    if let Some((doing, call)) = super::seed::upload(ctx, Some(&node)) {
+        if let Some(d) = task::gate(ctx, out, call.action()) {
+            return d;
+        }
+        let say = Say::yes(Reason::WaitingForTask, doing);
+        return Decision::new(call, Some(ctx.timing.poll_interval), say);
+    }
     if let Some(d) = task::gate(ctx, out, TaskAction::Create) {
         return d;
     }

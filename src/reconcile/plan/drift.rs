@@ -61,6 +61,9 @@ pub(super) fn diff(ctx: &Ctx, config: &VmConfig) -> Result<Diff, String> {
     }
     cloud_init_drive(ctx, config, &mut d)?;
     password(ctx, &mut d);
+    if let Some(why) = super::seed::unreadable(ctx) {
+        d.problems.push(why);
+    }
     disks(ctx, config, &mut d)?;
     Ok(d)
 }

@@ -112,6 +112,8 @@ pub struct Needs {
     pub idle: bool,
     /// Read the VM's HA resource and its node-affinity rule or group.
     pub ha: bool,
+    /// Read the `customCloudInit` data and the VM's seed ISOs.
+    pub seed: bool,
 }
 
 /// What placement needs to know about the VM.
@@ -200,6 +202,21 @@ pub struct Observation {
     pub slot: Option<SlotGrant>,
     /// The VM's HA configuration, when [`Needs::ha`] asked.
     pub ha: Option<HaView>,
+    /// The seed, when [`Needs::seed`] asked.
+    pub seed: Option<SeedView>,
+}
+
+/// The `customCloudInit` seed, when [`Needs::seed`] asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedView {
+    /// The node whose storage was listed.
+    pub node: String,
+    /// The files, or why they could not be read.
+    pub data: Result<crate::reconcile::nocloud::SeedFiles, String>,
+    /// The VM's seed ISOs on the storage (volume IDs).
+    pub volumes: Vec<String>,
+    /// The QEMU process ID of the running VM.
+    pub pid: Option<u64>,
 }
 
 /// The VM's HA configuration as Proxmox has it.

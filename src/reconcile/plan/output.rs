@@ -329,6 +329,28 @@ pub enum PveCall {
         /// The config digest the move was decided from.
         digest: Option<String>,
     },
+    /// `POST .../storage/{storage}/upload` of a NoCloud seed ISO built
+    /// from `files` (see [`super::seed`]).
+    UploadSeed {
+        /// Node.
+        node: String,
+        /// Storage (content `iso`).
+        storage: String,
+        /// The ISO's file name.
+        filename: String,
+        /// Its files (`Debug` shows names and sizes only).
+        files: crate::reconcile::nocloud::SeedFiles,
+    },
+    /// `DELETE .../storage/{storage}/content/{volume}` of a seed ISO no
+    /// longer attached.
+    DeleteVolume {
+        /// Node.
+        node: String,
+        /// Storage.
+        storage: String,
+        /// Volume ID.
+        volume: String,
+    },
 }
 
 impl PveCall {
@@ -347,6 +369,8 @@ impl PveCall {
             Self::Migrate { .. } => TaskAction::Migrate,
             Self::MoveDisk { .. } => TaskAction::MoveDisk,
             Self::Ha { .. } => TaskAction::ConfigureHa,
+            Self::UploadSeed { .. } => TaskAction::UploadSeed,
+            Self::DeleteVolume { .. } => TaskAction::DeleteVolume,
         }
     }
 
@@ -365,6 +389,8 @@ impl PveCall {
             Self::Migrate { .. } => "Migrate",
             Self::MoveDisk { .. } => "MoveDisk",
             Self::Ha { .. } => "ConfigureHa",
+            Self::UploadSeed { .. } => "UploadSeed",
+            Self::DeleteVolume { .. } => "DeleteVolume",
         }
     }
 
@@ -381,7 +407,9 @@ impl PveCall {
             | Self::Destroy { node, .. }
             | Self::Migrate { node, .. }
             | Self::MoveDisk { node, .. }
-            | Self::Ha { node, .. } => node,
+            | Self::Ha { node, .. }
+            | Self::UploadSeed { node, .. }
+            | Self::DeleteVolume { node, .. } => node,
             Self::CloneVm { source_node, .. } => source_node,
         }
     }
@@ -395,6 +423,10 @@ impl PveCall {
             } => Some(format!("{storage}:import/{file_name}")),
             Self::ResizeDisk { slot, .. } | Self::MoveDisk { slot, .. } => Some(slot.clone()),
             Self::Migrate { target, .. } => Some(target.clone()),
+            Self::UploadSeed {
+                storage, filename, ..
+            } => Some(format!("{storage}:iso/{filename}")),
+            Self::DeleteVolume { volume, .. } => Some(volume.clone()),
             Self::CreateVm { .. }
             | Self::CloneVm { .. }
             | Self::Configure { .. }

@@ -10,6 +10,7 @@ mod gate;
 mod ha;
 mod motion;
 mod races;
+mod seed;
 mod status;
 mod tasks;
 

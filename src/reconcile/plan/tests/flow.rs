@@ -113,6 +113,8 @@ impl Pve {
             }
             Step::Pve(
                 PveCall::Ha { .. }
+                | PveCall::UploadSeed { .. }
+                | PveCall::DeleteVolume { .. }
                 | PveCall::DownloadImage { .. }
                 | PveCall::Start { .. }
                 | PveCall::Shutdown { .. }
