@@ -85,6 +85,14 @@ impl Storage {
         format!("{content}/{filename}")
     }
 
+    /// Whether linked clones still use the base volume `volname`
+    /// (PVE's `volume_is_base_and_used`).
+    pub fn base_in_use(&self, volname: &str) -> bool {
+        self.volumes
+            .values()
+            .any(|v| v.base.as_deref() == Some(volname))
+    }
+
     pub fn used(&self) -> u64 {
         self.volumes.values().map(|v| v.size).sum()
     }
