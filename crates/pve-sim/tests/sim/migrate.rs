@@ -20,6 +20,7 @@ async fn migrate_offline_and_online_with_local_disks() {
     let pre = sim.get("/nodes/pve/qemu/100/migrate").await.data();
     assert_eq!(pre["running"], 0);
     assert_eq!(pre["allowed_nodes"], serde_json::json!(["pve2"]));
+    assert_eq!(pre["has-dbus-vmstate"], 1, "{pre}");
     assert_eq!(pre["local_disks"][0]["volid"], "local-lvm:vm-100-disk-0");
     let local = sim
         .post("/nodes/pve/qemu/100/migrate", &[("target", "pve")])

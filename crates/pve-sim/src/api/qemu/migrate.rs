@@ -103,7 +103,7 @@ pub async fn precondition(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
             d
         })
         .collect();
-    Ok(Reply::data(json!({
+    let mut res = json!({
         "running": u8::from(vm.is_running()),
         "allowed_nodes": allowed,
         "not_allowed_nodes": {},
@@ -111,7 +111,12 @@ pub async fn precondition(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
         "local_resources": [],
         "mapped-resources": [],
         "mapped-resource-info": {},
-    })))
+    });
+    if inst.pve_version >= 9 {
+        // qemu-server 9 migrates the D-Bus VM state along.
+        res["has-dbus-vmstate"] = json!(1);
+    }
+    Ok(Reply::data(res))
 }
 
 pub async fn migrate(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
