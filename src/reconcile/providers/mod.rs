@@ -11,6 +11,7 @@ mod build;
 mod key;
 
 pub(crate) use build::secret_value;
+pub use build::set_task_observe_mode;
 pub use key::{ConfigKey, SecretName};
 
 use std::collections::HashMap;
@@ -23,7 +24,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
 use super::configs::in_use::{self, Guard};
-use super::error::{Error, is_forbidden, is_not_found};
+use super::error::{Error, is_forbidden, is_invalid, is_not_found};
 use super::invalid::why_unreadable;
 use super::plan::ProviderState;
 use crate::api::{
@@ -185,8 +186,10 @@ impl Providers {
                 // Deleted since it was read.
                 Err(e) if is_not_found(&e) => return Ok(Err(not_found(&key))),
                 // An RBAC without `patch` on provider configs (not the
-                // provider's own): protecting is not possible, using is.
-                Err(e) if is_forbidden(&e) => {
+                // provider's own), or a config written around its schema
+                // (every write to it is refused; the problem is reported
+                // below): protecting is not possible, using is.
+                Err(e) if is_forbidden(&e) || is_invalid(&e) => {
                     tracing::warn!(config = %key, error = %e, "cannot mark the provider config in use");
                 }
                 Err(e) => return Err(e.into()),
@@ -375,6 +378,16 @@ impl Providers {
             .get(key)
             .filter(|c| c.inputs == inputs)
             .and_then(|c| c.connection.clone().ok())
+    }
+
+    /// The shared client of a config resolved and usable, if it is (for
+    /// work outside a pass, such as the task watcher).
+    pub fn client_of(&self, key: &ConfigKey) -> Option<Client> {
+        let cache = self.cache.lock().expect("provider cache poisoned");
+        cache
+            .get(key)
+            .and_then(|c| c.connection.as_ref().ok())
+            .map(|c| c.client.clone())
     }
 
     /// What the config last resolved to, if it has been.

@@ -167,15 +167,8 @@ fn a_create_refused_because_the_vmid_exists_gives_an_allocated_vmid_up() {
         .slot_granted("pve1");
     let planned = world.run();
     assert_eq!(planned.step.name(), "CreateVm");
-    let input = PlanInput {
-        vm: &world.vm,
-        provider: Some(world.provider.clone()),
-        observed: world.obs.clone(),
-        now: world.now,
-        observe_error: None,
-    };
     let failed = act_failed(
-        &input,
+        &world.input(),
         &planned,
         ActFailure::Taken(
             "already exists: unable to create VM 100 - VM 100 already exists on node 'pve1'".into(),
