@@ -45,7 +45,10 @@ fn dockerfile_passes_buildkit_checks_and_builds_a_non_root_image() {
         "the final image holds the static binaries and nothing else: {last}"
     );
     assert_non_root(last);
-    assert_eq!(last["name"], "runtime", "the provider is the default target");
+    assert_eq!(
+        last["name"], "runtime",
+        "the provider is the default target"
+    );
     assert_eq!(last["expose"], serde_json::json!(["8080"]));
     assert_eq!(
         last["entrypoint"],
@@ -92,7 +95,10 @@ fn dockerfile_has_a_pve_sim_target() {
     assert_eq!(sim["base"], "scratch", "{sim}");
     assert_non_root(sim);
     assert_eq!(sim["expose"], serde_json::json!(["8006"]));
-    assert_eq!(sim["entrypoint"], serde_json::json!(["/usr/local/bin/pve-sim"]));
+    assert_eq!(
+        sim["entrypoint"],
+        serde_json::json!(["/usr/local/bin/pve-sim"])
+    );
     assert_eq!(sim["cmd"], serde_json::json!(["--listen=0.0.0.0:8006"]));
 
     let text = read("Dockerfile");
@@ -100,10 +106,7 @@ fn dockerfile_has_a_pve_sim_target() {
         .split("\nFROM ")
         .find(|s| s.starts_with("scratch AS pve-sim"))
         .unwrap();
-    let copies: Vec<&str> = section
-        .lines()
-        .filter(|l| l.starts_with("COPY"))
-        .collect();
+    let copies: Vec<&str> = section.lines().filter(|l| l.starts_with("COPY")).collect();
     assert_eq!(
         copies,
         ["COPY --from=sim-build /out/pve-sim /usr/local/bin/pve-sim"],
