@@ -91,13 +91,8 @@ async fn a_changed_node_migrates_and_a_balancer_move_is_followed() {
     assert_eq!(sent["target"], "pve2");
     assert_eq!(sent["online"], "1", "the VM runs: a live migration");
     assert_eq!(sent["with-local-disks"], "1", "its disks are on local-lvm");
-    let events = env.events("web").await;
-    assert!(
-        events
-            .iter()
-            .any(|(_, reason, note, _)| reason == "TaskSucceeded" && note.contains("qmigrate")),
-        "the migration was tracked to its end: {events:?}"
-    );
+    // The migration was tracked to its end.
+    succeeded(&env, "qmigrate").await;
     let vm = env.vm("web").await;
     let at = &vm.status.as_ref().unwrap().at_provider;
     assert_eq!(at.target_node.as_deref(), Some("pve2"));
@@ -177,11 +172,20 @@ async fn a_changed_disk_storage_moves_the_disk_online_and_frees_the_old_volume()
         "running",
         "moved online"
     );
-    let events = env.events("web").await;
-    assert!(
+    succeeded(&env, "qmmove").await;
+}
+
+/// Waits for the TaskSucceeded event of a `task_type` task of `web`: it is
+/// written once the provider sees the task end, which may be after the
+/// change is visible on Proxmox.
+async fn succeeded(env: &Env, task_type: &str) {
+    support::poll("the task reported as succeeded", DEADLINE, || async {
+        let events = env.events("web").await;
         events
             .iter()
-            .any(|(_, reason, note, _)| reason == "TaskSucceeded" && note.contains("qmmove")),
-        "{events:?}"
-    );
+            .any(|(_, reason, note, _)| reason == "TaskSucceeded" && note.contains(task_type))
+            .then_some(())
+            .ok_or(format!("{events:?}"))
+    })
+    .await;
 }
