@@ -140,6 +140,9 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
 
 /// One step towards the spec: configure, then grow disks, then power.
 fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
+    // Whatever this pass does (even waiting for a lock), a seed the guest
+    // has not read stays listed.
+    super::seed::pending(ctx, out, vm, false);
     let vmid = ctx.vmid().unwrap_or_default();
     let node = vm.node.clone();
     let step = if let Some(ha) = super::ha::converge(ctx, vm) {
@@ -186,7 +189,6 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
         power_step(ctx, out, vm, vmid)
     };
     let Some((doing, call)) = step else {
-        super::seed::pending(ctx, out, vm, false);
         return up_to_date(ctx, vm, &diff);
     };
     if let Some(lock) = &vm.lock {
@@ -199,9 +201,9 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     if let Some(d) = task::gate(ctx, out, call.action()) {
         return d;
     }
-    let attaching =
-        matches!(&call, PveCall::Configure { changes, .. } if super::seed::attaches(ctx, changes));
-    super::seed::pending(ctx, out, vm, attaching);
+    if matches!(&call, PveCall::Configure { changes, .. } if super::seed::attaches(ctx, changes)) {
+        super::seed::pending(ctx, out, vm, true);
+    }
     if call.action() == TaskAction::Configure && diff.password_version.is_some() {
         out.status.at_provider.password_version = diff.password_version.clone();
     }

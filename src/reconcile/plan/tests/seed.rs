@@ -169,6 +169,21 @@ fn changed_data_is_a_new_iso_and_the_old_one_goes_once_unused() {
     let same = swapped(42);
     assert_eq!(same.step, Step::Idle(Idle::UpToDate), "{:?}", same.step);
     assert_eq!(same.status.at_provider.pending_changes, ["customCloudInit"]);
+    let mut locked = attached(our_vm(Power::Running), &new);
+    locked.lock = Some("backup".into());
+    let waiting_out_a_backup = seeded(
+        Power::Running,
+        b"#cloud-config\n",
+        std::slice::from_ref(&old),
+    )
+    .present(locked)
+    .status(|s| s.at_provider.seed_changed_under_pid = Some(42))
+    .run();
+    assert_eq!(
+        waiting_out_a_backup.status.at_provider.pending_changes,
+        ["customCloudInit"],
+        "still listed while the pass waits"
+    );
     let restarted = swapped(41);
     assert!(restarted.status.at_provider.pending_changes.is_empty());
     assert_eq!(restarted.status.at_provider.seed_changed_under_pid, None);
