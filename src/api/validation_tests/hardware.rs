@@ -128,13 +128,23 @@ fn firmware_console_and_device_rules() {
         ),
         (
             "balloon within memory",
-            json!({"memory": "4Gi", "balloon": "1Gi"}),
+            json!({"memory": "4Gi", "balloon": {"enabled": true, "minimum": "1Gi"}}),
             None,
         ),
         (
             "balloon above memory",
-            json!({"memory": "1Gi", "balloon": "2Gi"}),
-            Some("balloon cannot be more than memory"),
+            json!({"memory": "1Gi", "balloon": {"enabled": true, "minimum": "2Gi"}}),
+            Some("balloon.minimum cannot be more than memory"),
+        ),
+        (
+            "no balloon device",
+            json!({"balloon": {"enabled": false}}),
+            None,
+        ),
+        (
+            "a minimum without the device",
+            json!({"balloon": {"enabled": false, "minimum": "1Gi"}}),
+            Some("minimum needs the balloon device"),
         ),
         (
             "template while running",

@@ -77,10 +77,29 @@ pub struct Hardware {
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub hotplug: Option<Vec<HotplugFeature>>,
 
-    /// The least memory the balloon driver may leave the guest (a
-    /// quantity, rounded up to MiB; at most `memory`). `0` removes the
-    /// balloon device. Left out: not managed (Proxmox's default is a
+    /// Memory ballooning. Left out: not managed (Proxmox's default is a
     /// balloon device that never takes memory away).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub balloon: Option<Quantity>,
+    pub balloon: Option<Balloon>,
+}
+
+/// The balloon device (`balloon`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.enabled || !has(self.minimum)")
+    .message("minimum needs the balloon device (enabled: true)"))]
+pub struct Balloon {
+    /// The balloon device (and the memory statistics it reports). `false`
+    /// removes it (`balloon: 0`), e.g. for PCI passthrough.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The least memory the balloon may leave the guest when the host
+    /// runs short (a quantity, rounded up to MiB; at most `memory`). Left
+    /// out: `memory`, so the guest never loses memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<Quantity>,
+}
+
+fn yes() -> bool {
+    true
 }

@@ -21,7 +21,7 @@ pub use disk::{ChecksumAlgorithm, Disk, DiskImage};
 pub use firmware::{
     Bios, EfiDisk, EfiType, Machine, MachineType, OsType, TpmState, TpmVersion, Viommu,
 };
-pub use hardware::Hardware;
+pub use hardware::{Balloon, Hardware};
 pub use lifecycle::{Lifecycle, Startup};
 pub use network::{NetworkDevice, NetworkModel};
 pub use params::{

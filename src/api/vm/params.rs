@@ -31,8 +31,8 @@ use crate::api::quantity::Quantity;
         .message("a template never runs: set powerState: Stopped together with template: true"),
     validation = Rule::new("!has(oldSelf.template) || !oldSelf.template || (has(self.template) && self.template)")
         .message("template cannot be unset: Proxmox cannot turn a template back into a VM"),
-    validation = Rule::new("!has(self.balloon) || !isQuantity(self.balloon) || !isQuantity(self.memory) || quantity(self.balloon).compareTo(quantity(self.memory)) <= 0")
-        .message("balloon cannot be more than memory"),
+    validation = Rule::new("!has(self.balloon) || !has(self.balloon.minimum) || !isQuantity(self.balloon.minimum) || !isQuantity(self.memory) || quantity(self.balloon.minimum).compareTo(quantity(self.memory)) <= 0")
+        .message("balloon.minimum cannot be more than memory"),
     validation = Rule::new("!has(self.pciDevices) || !self.pciDevices.exists(d, has(d.pcie) && d.pcie) || (has(self.machine) && self.machine.type == 'q35')")
         .message("pcie passthrough needs machine type q35"),
     validation = Rule::new("!has(self.hotplug) || !self.hotplug.exists(f, f == 'memory') || (has(self.cpu.numa) && self.cpu.numa)")
