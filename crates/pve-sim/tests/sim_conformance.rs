@@ -33,6 +33,8 @@ mod errors;
 mod generic;
 #[path = "sim/ha.rs"]
 mod ha;
+#[path = "sim/hardware.rs"]
+mod hardware;
 #[path = "sim/conformance/lifecycle.rs"]
 mod lifecycle;
 #[path = "sim/conformance/locks.rs"]
