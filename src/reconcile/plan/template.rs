@@ -10,17 +10,12 @@
 //! Proxmox destroys the template. The provider looks for such clones first
 //! and waits for them to go instead of retrying a destroy that must fail.
 
-use std::time::Duration;
-
 use super::context::Ctx;
 use super::decision::{Decision, Say};
 use super::drift::Diff;
 use super::input::{ObservedVm, Power};
 use super::output::{Idle, PveCall};
 use crate::api::Reason;
-
-/// How often a held deletion looks at the clones again.
-const RECHECK: Duration = Duration::from_secs(30);
 
 /// Whether the spec asks for a template.
 fn wanted(ctx: &Ctx) -> bool {
@@ -72,14 +67,16 @@ pub(super) fn held(ctx: &Ctx, vm: &ObservedVm) -> Option<Decision> {
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(", ");
+    // Looked at again at the drift-check pace: a listing, not a destroy.
+    let recheck = ctx.resync_interval();
     let message = format!(
         "VM {} is a template whose base disks linked clones use (VM {list}); Proxmox refuses to destroy it until they are gone: delete them first (checking again every {}s)",
         ctx.vmid_text(),
-        RECHECK.as_secs()
+        recheck.as_secs()
     );
     let d = Decision::new(
         Idle::Wait,
-        Some(RECHECK),
+        Some(recheck),
         Say::no(Reason::TemplateInUse, message.clone()),
     );
     Some(ctx.event_on_change(d, Reason::TemplateInUse, "TemplateInUse", message))

@@ -99,7 +99,11 @@ fn a_template_with_linked_clones_is_held() {
         .observe(|o| o.linked_clones = Some(vec![101, 102]))
         .run();
     assert_eq!(held.step.name(), "Wait");
-    assert_eq!(held.requeue_after, Some(std::time::Duration::from_secs(30)));
+    assert_eq!(
+        held.requeue_after,
+        Some(std::time::Duration::from_secs(60)),
+        "the resync interval"
+    );
     let (status, reason, message) = condition(&held, ConditionType::Synced).unwrap();
     assert_eq!((status, reason.as_str()), (F, "TemplateInUse"));
     assert!(message.contains("VM 101, 102"), "{message}");
