@@ -41,6 +41,8 @@ mod lifecycle;
 mod locks;
 #[path = "sim/lxc.rs"]
 mod lxc;
+#[path = "sim/mapping.rs"]
+mod mapping;
 #[path = "sim/migrate.rs"]
 mod migrate;
 #[path = "sim/node_faults.rs"]

@@ -9,10 +9,13 @@ use serde_json::json;
 
 use crate::common::start_with;
 use crate::config::item_of;
+use crate::mapping::{GPU_ON_PVE, create_mapping};
 
 #[tokio::test]
 async fn a_running_vm_takes_what_it_can_hot_plug() {
     let sim = start_with(|_| {}).await;
+    create_mapping(&sim, "pci", "gpu", &[GPU_ON_PVE]).await;
+    create_mapping(&sim, "usb", "token", &["node=pve,id=1050:0407"]).await;
     sim.create_plain("100", &[("ostype", "l26"), ("balloon", "512")])
         .await;
     sim.power("100", "start").await;

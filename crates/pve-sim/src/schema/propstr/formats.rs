@@ -377,3 +377,29 @@ pub static LXC_FEATURES: PropFormat = PropFormat {
         Param::boolean("force_rw_sys").opt(),
     ],
 };
+
+const USB_OR_PCI_ID: &str = "[0-9A-Fa-f]{4}:[0-9A-Fa-f]{4}";
+
+/// One node's entry of a PCI resource mapping (`/cluster/mapping/pci`).
+pub static PCI_MAP: PropFormat = PropFormat {
+    keys: &[
+        Param::string("node").format(Named::PveNode),
+        Param::string("path").pattern(
+            r"(?:[a-f0-9]{4,}:[a-f0-9]{2}:[a-f0-9]{2}(?:.[a-f0-9])?;)*[a-f0-9]{4,}:[a-f0-9]{2}:[a-f0-9]{2}(?:.[a-f0-9])?",
+        ),
+        Param::string("id").pattern(USB_OR_PCI_ID),
+        Param::string("subsystem-id").pattern(USB_OR_PCI_ID).opt(),
+        Param::integer("iommugroup").opt(),
+        Param::string("description").max_len(4096).opt(),
+    ],
+};
+
+/// One node's entry of a USB resource mapping (`/cluster/mapping/usb`).
+pub static USB_MAP: PropFormat = PropFormat {
+    keys: &[
+        Param::string("node").format(Named::PveNode),
+        Param::string("id").pattern(USB_OR_PCI_ID),
+        Param::string("path").pattern(r"(\d+)\-(\d+(\.\d+)*)").opt(),
+        Param::string("description").max_len(4096).opt(),
+    ],
+};
