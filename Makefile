@@ -52,6 +52,24 @@ demo: ## Run the provider against pve-sim on a local control plane and create ex
 chaos: ## Full-size chaos suite (50 VMs, kills, failovers, apiserver restart, Proxmox faults; ~10 min); figures into docs/reliability.md
 	CHAOS_SIZE=full CHAOS_REPORT="$(CURDIR)/docs/reliability.md" $(CARGO) test --test chaos -- --nocapture
 
+# The benchmark's binaries: release builds, so CPU and memory are what a
+# deployment would see (the smoke check reuses make test's debug builds).
+BENCH_BINS := --workspace --bin proxmox-provider --bin pve-sim --bin provider-bench
+TARGET_DIR = $${CARGO_TARGET_DIR:-target}
+# Small enough to converge with today's controller (about two minutes on 2 cores).
+BENCH_SMOKE_VMS ?= 20
+
+.PHONY: bench
+bench: ## N ProxmoxVMs against pve-sim, measured; writes BENCHMARKS.md (BENCH_VMS=1000, BENCH_QUICK=1: 100; BENCH_LABEL, BENCH_VARIANTS, BENCH_IDLE, BENCH_TIMEOUT)
+	$(CARGO) build --release $(BENCH_BINS)
+	$(TARGET_DIR)/release/provider-bench run --markdown BENCHMARKS.md
+
+.PHONY: bench-smoke
+bench-smoke: ## make test's smoke check: BENCH_SMOKE_VMS VMs Ready and gone, one VM each, import limit held
+	$(CARGO) build $(BENCH_BINS)
+	$(TARGET_DIR)/debug/provider-bench run --smoke --vms $(BENCH_SMOKE_VMS) --variants batched \
+	  --idle 0 --timeout 300 --label smoke --work-dir .work/bench-smoke --results .work/bench-smoke
+
 .PHONY: fmt
 fmt: ## Format all Rust code
 	@$(CARGO) fmt --all
@@ -69,4 +87,5 @@ test: ## Everything CI checks: lint, control plane and tools build, all unit and
 	$(call phase,tools,$(MAKE) tools)
 	$(call phase,cargo test,$(CARGO) test --workspace --all-targets)
 	$(call phase,doc tests,$(CARGO) test --workspace --doc)
+	$(call phase,bench smoke,$(MAKE) bench-smoke)
 	@echo "==> make test passed; time per phase:"; cat $(TIMINGS)

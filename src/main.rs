@@ -79,6 +79,23 @@ struct RunArgs {
     /// ~/.kube/config).
     #[arg(long, env = "KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
+    /// How running tasks are observed: one active-task list per node
+    /// (`batched`) or one status request per task (`per-task`). Only for
+    /// `make bench`, which compares the two.
+    #[arg(
+        long,
+        env = "TASK_OBSERVE_MODE",
+        value_enum,
+        default_value = "batched",
+        hide = true
+    )]
+    task_observe_mode: TaskObserveMode,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum TaskObserveMode {
+    Batched,
+    PerTask,
 }
 
 fn go_duration(text: &str) -> Result<Duration, String> {
@@ -100,6 +117,10 @@ fn main() -> anyhow::Result<()> {
 
 fn run(args: RunArgs) -> anyhow::Result<()> {
     init_logging(&args)?;
+    reconcile::providers::set_task_observe_mode(match args.task_observe_mode {
+        TaskObserveMode::Batched => pve_client::ObserveMode::Batched,
+        TaskObserveMode::PerTask => pve_client::ObserveMode::PerTask,
+    });
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -123,6 +144,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 poll_interval = ?settings.poll_interval,
                 max_concurrent_reconciles = settings.max_concurrent_reconciles,
                 leader_election = settings.leader_election.is_some(),
+                task_observe_mode = ?args.task_observe_mode,
                 "starting proxmox-provider"
             );
             reconcile::run(kube, settings, shutdown_signal())

@@ -4,8 +4,11 @@
 //! The names are Crossplane's own (crossplane-runtime `pkg/meta`,
 //! crossplane `apis/core/v2`), so tools that know Crossplane read ours.
 
+use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use super::rules::{SECRET_NAME, SECRET_NAME_MESSAGE};
 
 /// The external resource's identifier: for a ProxmoxVM, the VMID.
 pub const EXTERNAL_NAME: &str = "crossplane.io/external-name";
@@ -123,18 +126,20 @@ impl Default for ProviderConfigReference {
 }
 
 /// A Secret in the same namespace as the referring resource.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 pub struct LocalSecretReference {
     /// Name of the Secret.
     #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(SECRET_NAME).message(SECRET_NAME_MESSAGE))]
     pub name: String,
 }
 
 /// One key of a Secret in the same namespace as the referring resource.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 pub struct LocalSecretKeySelector {
     /// Name of the Secret.
     #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(SECRET_NAME).message(SECRET_NAME_MESSAGE))]
     pub name: String,
     /// Key within the Secret's data.
     #[schemars(length(min = 1, max = 253))]

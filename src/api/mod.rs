@@ -11,6 +11,7 @@ pub mod crd;
 pub mod meta;
 pub mod provider_config;
 pub mod quantity;
+mod rules;
 pub mod vm;
 
 #[cfg(test)]

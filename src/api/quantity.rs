@@ -113,11 +113,15 @@ pub fn parse_bytes(input: &str) -> Result<u64, QuantityError> {
         _ => return Err(err("unknown suffix")),
     };
     let scaled = digits.checked_mul(multiplier).ok_or(err("too large"))?;
-    let pow = |e: i32| 10u128.checked_pow(e.unsigned_abs()).ok_or(err("too large"));
+    let pow = |e: i32| 10u128.checked_pow(e.unsigned_abs());
     let bytes = if exp10 >= 0 {
-        scaled.checked_mul(pow(exp10)?).ok_or(err("too large"))?
+        pow(exp10)
+            .and_then(|p| scaled.checked_mul(p))
+            .ok_or(err("too large"))?
     } else {
-        scaled.div_ceil(pow(exp10)?)
+        // A divisor beyond u128 leaves less than one byte: rounded up, 1
+        // (`1e-400` is tiny, not too large).
+        pow(exp10).map_or(u128::from(scaled > 0), |p| scaled.div_ceil(p))
     };
     u64::try_from(bytes).map_err(|_| err("too large"))
 }
@@ -140,6 +144,9 @@ pub fn human_bytes(bytes: u64) -> String {
 }
 
 #[cfg(test)]
+mod prop_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -160,6 +167,8 @@ mod tests {
             ("1500m", 2),
             ("0.5", 1),
             ("+4Mi", 4 << 20),
+            ("1e-400", 1),
+            ("0e-400", 0),
         ];
         for (text, want) in cases {
             assert_eq!(parse_bytes(text), Ok(want), "{text}");

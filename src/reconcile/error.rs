@@ -73,6 +73,11 @@ pub(crate) fn is_forbidden(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 403)
 }
 
+/// Whether a Kubernetes error is a 422 (the object breaks its schema).
+pub(crate) fn is_invalid(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s) if s.code == 422)
+}
+
 /// Whether a Kubernetes error is a 409 (stale resourceVersion).
 pub(crate) fn is_conflict(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 409)

@@ -32,6 +32,7 @@ pub mod context;
 pub mod controller;
 pub mod error;
 pub mod events;
+pub mod invalid;
 pub mod inventory;
 pub mod metrics;
 pub mod observe;

@@ -63,6 +63,7 @@ pub fn error_policy(
     let (name, uid) = identify(&obj);
     if matches!(error, Error::InvalidObject { .. }) {
         tracing::warn!(vm = %name, %error, "cannot reconcile until the resource changes");
+        super::invalid::report::<ProxmoxVM>(&ctx.kube, meta(&obj), super::invalid::VM);
         return Action::await_change();
     }
     let delay = ctx.failures.failed(&uid);
@@ -70,12 +71,17 @@ pub fn error_policy(
     Action::requeue(delay)
 }
 
-/// `namespace/name` and UID of a cached object, valid or not.
-fn identify(obj: &DeserializeGuard<ProxmoxVM>) -> (String, String) {
-    let meta = match &obj.0 {
+/// The metadata of a cached object, valid or not.
+fn meta(obj: &DeserializeGuard<ProxmoxVM>) -> &kube::api::ObjectMeta {
+    match &obj.0 {
         Ok(vm) => &vm.metadata,
         Err(invalid) => &invalid.metadata,
-    };
+    }
+}
+
+/// `namespace/name` and UID of a cached object, valid or not.
+fn identify(obj: &DeserializeGuard<ProxmoxVM>) -> (String, String) {
+    let meta = meta(obj);
     (
         format!(
             "{}/{}",

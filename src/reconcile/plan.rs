@@ -102,6 +102,8 @@ pub enum ActFailure {
     /// Proxmox refused because the VM is locked (`VM is locked (backup)`,
     /// `can't lock file ... got timeout`).
     Locked(String),
+    /// Proxmox refused a create or clone: a VM with the VMID exists.
+    Taken(String),
     /// Any other refusal or transport error, with its message.
     Failed(String),
 }
@@ -123,6 +125,24 @@ pub fn act_failed(input: &PlanInput, plan: &Plan, failure: ActFailure) -> Plan {
             ),
         )
         .keep_ready(),
+        ActFailure::Taken(message) => {
+            let retry = match plan.step.pve() {
+                Some(call) => task::record_failure(&ctx, &mut out, call.action(), &message),
+                None => task::backoff(1),
+            };
+            if let Some(failure) = out.status.at_provider.last_failure.as_mut() {
+                failure.vmid_taken = true;
+            }
+            // Look again at once: an allocated VMID is given up (see
+            // `create`), a named one reported.
+            let _ = retry;
+            Decision::new(
+                Idle::Wait,
+                Some(Duration::ZERO),
+                Say::no(Reason::ReconcileError, format!("cannot {what}: {message}")),
+            )
+            .keep_ready()
+        }
         ActFailure::Failed(message) => {
             let retry = match plan.step.pve() {
                 Some(call) => task::record_failure(&ctx, &mut out, call.action(), &message),

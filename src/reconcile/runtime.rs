@@ -69,10 +69,26 @@ impl Runtime {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
         let stop: Stop = shutdown.boxed().shared();
-        controller::scoped::<ProxmoxVM>(&self.kube, self.settings.namespace.as_deref())
-            .list(&ListParams::default().limit(1))
-            .await
-            .map_err(Error::CrdMissing)?;
+        // Metadata only: one ProxmoxVM written around the schema must not
+        // keep the controller from starting (it is reported on itself). An
+        // API server that does not answer yet (starting, restarting) is
+        // waited for: exiting would only make the pod crash-loop.
+        let api = controller::scoped::<ProxmoxVM>(&self.kube, self.settings.namespace.as_deref());
+        let mut delay = Duration::from_millis(500);
+        loop {
+            match api.list_metadata(&ListParams::default().limit(1)).await {
+                Ok(_) => break,
+                Err(e @ kube::Error::Api(_)) => return Err(Error::CrdMissing(e)),
+                Err(e) => {
+                    tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "the API server does not answer yet");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = stop.clone() => return Ok(()),
+                    }
+                    delay = (delay * 2).min(Duration::from_secs(10));
+                }
+            }
+        }
         let server = self.listener.map(|listener| {
             tokio::spawn(server::serve(
                 listener,

@@ -135,6 +135,9 @@ impl fmt::Debug for Params {
 }
 
 #[cfg(test)]
+mod prop_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

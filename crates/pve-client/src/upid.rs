@@ -158,6 +158,9 @@ impl<'de> serde::Deserialize<'de> for Upid {
 }
 
 #[cfg(test)]
+mod prop_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -60,13 +60,13 @@ impl Upid {
     }
 }
 
-/// PVE's `encode_text` for task IDs: control characters, ':' and non-ASCII
-/// are percent-escaped. We also escape '/' and whitespace, which the UPID
-/// regex excludes.
+/// PVE's `encode_text` for task IDs: control characters, ':', '%' and
+/// non-ASCII are percent-escaped ('%' too, so that decoding gives the text
+/// back). We also escape '/' and whitespace, which the UPID regex excludes.
 pub fn encode_task_id(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
-        if b <= 0x20 || b == b':' || b == b'/' || b >= 0x7f {
+        if b <= 0x20 || b == b':' || b == b'%' || b == b'/' || b >= 0x7f {
             out.push_str(&format!("%{b:02X}"));
         } else {
             out.push(char::from(b));
@@ -74,6 +74,9 @@ pub fn encode_task_id(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod prop_tests;
 
 #[cfg(test)]
 mod tests {
@@ -95,5 +98,11 @@ mod tests {
         assert!(Upid::parse("UPID:pve:000934AF:0D015579:68BF3A41:qmstart:100:root@pam").is_none());
         assert!(Upid::parse("UPID:pve:934AF:0D015579:68BF3A41:qmstart:100:root@pam:").is_none());
         assert!(Upid::parse("UPID:pve:000934AF:0D015579:68BF3A41:download::root@pam:").is_some());
+    }
+
+    #[test]
+    fn task_ids_escape_percent_like_pve() {
+        // pve-common ParseUtils::encode_text escapes '%': "%41" must not decode to "A".
+        assert_eq!(encode_task_id("50%41 a:b.iso"), "50%2541%20a%3Ab.iso");
     }
 }

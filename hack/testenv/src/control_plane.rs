@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::audit::AuditFiles;
 use crate::binaries::Binaries;
 use crate::error::Error;
 use crate::launch::{Plan, Running};
@@ -31,6 +32,7 @@ pub struct ControlPlane {
     apiserver_launch: ApiserverLaunch,
     start_timeout: Duration,
     restarts: AtomicU32,
+    audit_log: Option<PathBuf>,
 }
 
 impl ControlPlane {
@@ -58,6 +60,11 @@ impl ControlPlane {
         })?;
         let pki = Pki::generate()?;
         let pki_files = pki.write(&dir.join("pki"))?;
+        let audit = options
+            .audit
+            .as_ref()
+            .map(|policy| AuditFiles::write(&dir, policy))
+            .transpose()?;
         let deadline = tokio::time::Instant::now() + options.start_timeout;
         let Running {
             mut etcd,
@@ -69,6 +76,7 @@ impl ControlPlane {
             dir: &dir,
             pki: &pki_files,
             ca_cert_pem: &pki.ca_cert,
+            audit: audit.as_ref(),
             lifetime: options.lifetime,
             deadline,
             timeout: options.start_timeout,
@@ -137,6 +145,7 @@ impl ControlPlane {
             apiserver_launch,
             start_timeout: options.start_timeout,
             restarts: AtomicU32::new(0),
+            audit_log: audit.map(|files| files.log),
         })
     }
 
@@ -196,6 +205,11 @@ impl ControlPlane {
     /// The PIDs of kube-apiserver and etcd.
     pub fn pids(&self) -> Vec<u32> {
         self.pids.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The audit log (JSON lines), when started with [`crate::Options::audit`].
+    pub fn audit_log(&self) -> Option<&Path> {
+        self.audit_log.as_deref()
     }
 
     /// A client configuration for the admin.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::audit::AuditFiles;
 use crate::binaries::Binaries;
 use crate::error::{Error, IoContext};
 use crate::pki::PkiFiles;
@@ -31,6 +32,7 @@ pub struct Plan<'a> {
     pub dir: &'a Path,
     pub pki: &'a PkiFiles,
     pub ca_cert_pem: &'a str,
+    pub audit: Option<&'a AuditFiles>,
     pub lifetime: Lifetime,
     pub deadline: Instant,
     pub timeout: Duration,
@@ -162,6 +164,9 @@ impl Plan<'_> {
             // would ever appear for the admission plugin to find.
             "--disable-admission-plugins=ServiceAccount".into(),
         ]);
+        if let Some(audit) = self.audit {
+            command.args(audit.flags());
+        }
         command
     }
 }

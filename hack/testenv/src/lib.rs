@@ -19,6 +19,7 @@
 //! ```
 
 mod attached;
+mod audit;
 mod binaries;
 mod control_plane;
 mod detached;
@@ -37,6 +38,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use attached::{spawn as spawn_attached, sweep_stale_runs};
+pub use audit::AuditPolicy;
 pub use binaries::{BIN_DIR_ENV, Binaries, repo_root};
 pub use control_plane::ControlPlane;
 pub use detached::{Status, status, stop as stop_detached};
@@ -70,6 +72,9 @@ pub struct Options {
     /// From starting etcd to the `default` namespace existing; building the
     /// binaries on first use is not counted.
     pub start_timeout: Duration,
+    /// Write an audit log with this policy (`ControlPlane::audit_log`);
+    /// `None`: no audit log.
+    pub audit: Option<AuditPolicy>,
 }
 
 impl Options {
@@ -78,6 +83,7 @@ impl Options {
             lifetime: Lifetime::Attached,
             dir: None,
             start_timeout: start_timeout_from_env(),
+            audit: None,
         }
     }
 
@@ -86,6 +92,15 @@ impl Options {
             lifetime: Lifetime::Detached,
             dir: Some(dir),
             start_timeout: start_timeout_from_env(),
+            audit: None,
+        }
+    }
+
+    /// The same options with an audit log written under `policy`.
+    pub fn with_audit(self, policy: AuditPolicy) -> Self {
+        Self {
+            audit: Some(policy),
+            ..self
         }
     }
 }

@@ -10,6 +10,9 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rules::{SECRET_NAME, SECRET_NAME_MESSAGE};
+
+mod go_duration;
 mod status;
 mod timing;
 
@@ -203,10 +206,11 @@ pub enum CredentialsSource {
 
 /// A Secret. `namespace` is required in a ClusterProviderConfig and
 /// refused in a ProviderConfig (which reads its own namespace).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 pub struct SecretReference {
     /// Name of the Secret.
     #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(SECRET_NAME).message(SECRET_NAME_MESSAGE))]
     pub name: String,
     /// Namespace of the Secret (ClusterProviderConfig only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,10 +219,11 @@ pub struct SecretReference {
 }
 
 /// A key in a Secret; `namespace` as in [`SecretReference`].
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 pub struct SecretKeyReference {
     /// Name of the Secret.
     #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(SECRET_NAME).message(SECRET_NAME_MESSAGE))]
     pub name: String,
     /// Namespace of the Secret (ClusterProviderConfig only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,7 +265,9 @@ pub struct TlsSettings {
     /// (`AA:BB:...`, 32 bytes). When set, the certificate must match it and
     /// nothing else is checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 95))]
+    // Longer than a fingerprint, so that a wrong length gets the rule's
+    // message rather than a bare "too long".
+    #[schemars(length(max = 192))]
     #[x_kube(validation = Rule::new("self.matches('^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){31}$')")
         .message("fingerprint must be a SHA-256 fingerprint: 32 hex bytes separated by colons (AA:BB:...)"))]
     pub fingerprint: Option<String>,
@@ -334,7 +341,10 @@ pub struct Limits {
     #[serde(default = "default_max_concurrent_requests")]
     #[schemars(range(min = 1, max = 256))]
     pub max_concurrent_requests: u32,
-    /// Requests per second to this endpoint (token bucket).
+    /// Requests per second to this endpoint (token bucket, bursts of twice
+    /// as many). The default keeps 1,000 idle VMs checked every minute (about
+    /// two requests each) with room for creates, well below what pveproxy
+    /// and pvedaemon (3 workers each by default) serve.
     #[serde(default = "default_requests_per_second")]
     #[schemars(range(min = 1, max = 1000))]
     pub requests_per_second: u32,
@@ -353,7 +363,7 @@ fn default_max_concurrent_requests() -> u32 {
     8
 }
 fn default_requests_per_second() -> u32 {
-    20
+    50
 }
 fn default_per_node() -> u32 {
     2

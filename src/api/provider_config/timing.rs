@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::ProviderSettings;
+pub use super::go_duration::go_duration;
 
 /// A duration field that could not be read (the API server's pattern makes
 /// this rare: only objects written before validation existed).
@@ -11,15 +12,6 @@ use super::ProviderSettings;
 pub struct DurationError {
     field: &'static str,
     value: String,
-}
-
-/// A non-negative Go duration (`3s`, `1m30s`), as every duration setting
-/// of the provider is read.
-pub fn go_duration(text: &str) -> Option<Duration> {
-    text.parse::<kube::core::Duration>()
-        .ok()
-        .filter(|d| !d.is_negative())
-        .map(Duration::from)
 }
 
 fn parse_duration(field: &'static str, value: &str) -> Result<Duration, DurationError> {

@@ -4,6 +4,7 @@ use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::meta::LocalSecretKeySelector;
+use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE};
 
 /// Cloud-init settings Proxmox hands to the guest on its cloud-init drive.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -47,11 +48,14 @@ pub struct CloudInit {
     /// DNS search domain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new(DNS_NAME)
+        .message("searchDomain must be a DNS domain such as example.com"))]
     pub search_domain: Option<String>,
 
     /// Storage for the cloud-init drive (a 4 MiB volume).
     #[serde(default = "default_storage")]
     #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: String,
 
     /// Slot of the cloud-init drive.

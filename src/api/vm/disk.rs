@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::quantity::Quantity;
+use crate::api::rules::{STORAGE_ID, STORAGE_ID_MESSAGE};
 
 /// One disk of the VM.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -27,8 +28,7 @@ pub struct Disk {
 
     /// Proxmox storage that holds the disk, e.g. `local-lvm`.
     #[schemars(length(max = 64))]
-    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]$')")
-        .message("must be a Proxmox storage ID such as local-lvm"))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: String,
 
     /// Size as a Kubernetes quantity (e.g. `32Gi`). Required for an empty
@@ -89,6 +89,7 @@ pub struct DiskImage {
     /// download (PVE 8.4 or later).
     #[serde(default = "default_image_storage")]
     #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: String,
 }
 

@@ -5,6 +5,8 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::api::rules::{STORAGE_ID, STORAGE_ID_MESSAGE};
+
 /// Firmware.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 pub enum Bios {
@@ -28,8 +30,7 @@ pub enum Bios {
 pub struct EfiDisk {
     /// Storage for the EFI vars volume, e.g. `local-lvm`.
     #[schemars(length(max = 64))]
-    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]$')")
-        .message("must be a Proxmox storage ID such as local-lvm"))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: String,
     /// OVMF vars layout: `4m` (default; needed for Secure Boot) or the
     /// legacy `2m`.
@@ -105,8 +106,7 @@ pub enum Viommu {
 pub struct TpmState {
     /// Storage for the TPM state volume, e.g. `local-lvm`.
     #[schemars(length(max = 64))]
-    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]$')")
-        .message("must be a Proxmox storage ID such as local-lvm"))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: String,
     /// TPM interface version: `v2.0` (default; Windows 11 needs it) or
     /// `v1.2`.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{CloudInit, Disk, Hardware, Lifecycle, NetworkDevice};
 use crate::api::quantity::Quantity;
+use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE};
 
 /// The VM as it should be on Proxmox. Fields left out are not managed
 /// (except where a default is shown); fields marked "create only" are used
@@ -55,7 +56,11 @@ pub struct VmParameters {
     /// Empty: any online node.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), inner(length(max = 63)))]
-    #[x_kube(merge_strategy = ListMerge::Set)]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new("self.all(n, n.matches('^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$'))")
+            .message("allowedNodes must be Proxmox node names (letters, digits and inner dashes)")
+    )]
     pub allowed_nodes: Vec<String>,
 
     /// How the provider picks a node when `node` is left out. A clone goes
@@ -76,7 +81,7 @@ pub struct VmParameters {
     /// `metadata.name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63))]
-    #[x_kube(validation = Rule::new("self.matches('^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?[.])*[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$')")
+    #[x_kube(validation = Rule::new(DNS_NAME)
         .message("must be a DNS name: letters, digits, dashes and dots, not starting or ending with a dash"))]
     pub name: Option<String>,
 
@@ -147,7 +152,9 @@ pub struct VmParameters {
 
     /// Resource pool the VM is put in at creation (create only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 64), regex(pattern = r"^[A-Za-z0-9_-]+$"))]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9_-]+$')")
+        .message("pool must be a Proxmox pool ID (letters, digits, _ and -)"))]
     pub pool: Option<String>,
 
     /// Start the VM when its node boots.
@@ -173,7 +180,7 @@ fn default_memory() -> Quantity {
 }
 
 /// Virtual CPUs.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Cpu {
     /// Cores per socket.
@@ -187,7 +194,9 @@ pub struct Cpu {
     /// CPU model, e.g. `host`, `x86-64-v2-AES`, `kvm64`. Left out: Proxmox's
     /// default, not managed.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 64), regex(pattern = r"^[A-Za-z0-9_.+-]+$"))]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9_.+-]+$')")
+        .message("cpu.type must be a QEMU CPU model such as host, x86-64-v2-AES or kvm64"))]
     pub type_: Option<String>,
     /// CPU flags to turn on (`+aes`) or off (`-pcid`), from the set
     /// Proxmox allows per VM: aes, amd-no-ssb, amd-ssbd, hv-evmcs,
@@ -239,6 +248,8 @@ pub struct CloneSource {
     /// Name of the template; it must be unique in the cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63))]
+    #[x_kube(validation = Rule::new(DNS_NAME)
+        .message("templateName must be a Proxmox VM name (a DNS name: letters, digits, dashes and dots)"))]
     pub template_name: Option<String>,
     /// Full copy (default) or linked clone (fast, shares the template's
     /// base disk).
@@ -248,6 +259,7 @@ pub struct CloneSource {
     /// template's storage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: Option<String>,
 }
 

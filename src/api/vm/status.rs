@@ -194,4 +194,9 @@ pub struct TaskFailure {
     pub at: Time,
     /// Consecutive failures of this action.
     pub count: u32,
+    /// Proxmox refused the create or clone because a VM with this VMID
+    /// exists, one the provider's token may not see or that appeared
+    /// meanwhile: an allocated VMID is given up and another allocated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vmid_taken: bool,
 }

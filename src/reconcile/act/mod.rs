@@ -8,7 +8,7 @@ mod pve;
 use k8s_openapi::jiff::Timestamp;
 
 use super::error::is_conflict;
-use super::plan::{ActFailure, KubeWrite, LocalStep, Step};
+use super::plan::{ActFailure, KubeWrite, LocalStep, PveCall, Step};
 use crate::api::ProxmoxVM;
 
 /// What a step did.
@@ -41,7 +41,13 @@ pub async fn act(
         Step::Pve(call) => pve::start(pve, call)
             .await
             .map(|upid| Done::Started(upid.as_str().to_owned()))
-            .map_err(proxmox_failure),
+            .map_err(|e| match (e, call) {
+                (
+                    e @ pve_client::Error::AlreadyExists { .. },
+                    PveCall::CreateVm { .. } | PveCall::CloneVm { .. },
+                ) => ActFailure::Taken(e.to_string()),
+                (e, _) => proxmox_failure(e),
+            }),
         Step::Idle(_) => Ok(Done::Nothing),
     }
 }

@@ -33,6 +33,7 @@ mod kind;
 mod probe;
 mod reconcile;
 mod report;
+mod unreadable;
 mod users;
 
 use kind::{ConfigObject, spec_changes};
@@ -46,7 +47,7 @@ use futures::StreamExt;
 use futures::channel::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::core::PartialObjectMeta;
+use kube::core::{DeserializeGuard, PartialObjectMeta};
 use kube::runtime::controller::{self, Config, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -130,12 +131,14 @@ pub async fn run(
         scope: scope.clone(),
     });
     let (pcs, pc_controller) = controller(
-        scoped::<ProviderConfig>(&kube, scope.as_deref()),
+        &kube,
+        scoped::<DeserializeGuard<ProviderConfig>>(&kube, scope.as_deref()),
         receivers.provider,
         &ctx,
     );
     let (cpcs, cpc_controller) = controller(
-        Api::<ClusterProviderConfig>::all(kube.clone()),
+        &kube,
+        Api::<DeserializeGuard<ClusterProviderConfig>>::all(kube.clone()),
         receivers.cluster,
         &ctx,
     );
@@ -154,22 +157,20 @@ pub async fn run(
 /// A config controller for one kind: triggered by spec changes of the
 /// configs (which also wake their VMs) and by `triggers`.
 fn controller<K: ConfigObject>(
-    api: Api<K>,
+    kube: &kube::Client,
+    api: Api<DeserializeGuard<K>>,
     triggers: UnboundedReceiver<ObjectRef<K>>,
     ctx: &Arc<Ctx>,
 ) -> (Store<K>, Controller<K>) {
     let (reader, writer) = reflector::store();
     let users = ctx.users.clone();
-    let changes = spec_changes(
-        watcher(api, watcher::Config::default().any_semantic())
-            .default_backoff()
-            .reflect(writer),
-    )
-    .inspect(move |change| {
-        if let Ok(config) = change {
-            users.wake(&config.key());
-        }
-    });
+    let events = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let changes = spec_changes(unreadable::readable_only(kube.clone(), events).reflect(writer))
+        .inspect(move |change| {
+            if let Ok(config) = change {
+                users.wake(&config.key());
+            }
+        });
     let controller = Controller::for_stream(changes, reader.clone())
         .reconcile_on(triggers)
         .with_config(

@@ -22,6 +22,7 @@ use crate::api::ProviderConfigKind;
 use crate::reconcile::backoff::FailureCounts;
 use crate::reconcile::error::Error;
 use crate::reconcile::events::Events;
+use crate::reconcile::invalid;
 use crate::reconcile::plan;
 use crate::reconcile::providers::{ConfigKey, Providers};
 use crate::reconcile::status;
@@ -118,7 +119,19 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
         Time(Timestamp::now()),
     );
     if old != Some(&new) {
-        status::apply(&K::api(&ctx.kube, &key), &key.name, &new).await?;
+        let written = status::apply(&K::api(&ctx.kube, &key), &key.name, &new).await;
+        if let (Err(Error::Kube(kube::Error::Api(refused))), Err(problem)) =
+            (&written, &check.outcome)
+            && refused.code == 422
+        {
+            // The API server takes no status on a config its schema refuses
+            // (one written around it): say what is wrong in an event.
+            let about = (&*K::api_version(&()), &*K::kind(&()), config.meta());
+            let reason = problem.reason.as_str();
+            invalid::warn(ctx.kube.clone(), about, reason, &problem.message).await?;
+            return Ok(Action::requeue(check.next));
+        }
+        written?;
         if report::reason(old) != report::reason(Some(&new)) {
             let ready = report::is_ready(Some(&new));
             let message = match &check.outcome {

@@ -55,6 +55,9 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         );
         return Decision::new(Idle::Wait, Some(ctx.resync_interval()), say);
     }
+    if let Some(d) = taken(ctx, out, vmid) {
+        return d;
+    }
     if !ctx.create_pending() {
         let mut d = Decision::new(
             KubeWrite::RecordExternalName {
@@ -333,6 +336,41 @@ fn slot(ctx: &Ctx, what: &str) -> Option<Decision> {
         Some(ctx.timing.poll_interval.max(Duration::from_secs(5))),
         say,
     ))
+}
+
+/// Proxmox refused the last create or clone because a VM with the VMID
+/// exists, though the VM was not found: the provider's token may not see it
+/// (no `VM.Audit` on it), or it appeared meanwhile. An allocated VMID is
+/// given up and another allocated; a VMID the spec names is reported.
+fn taken(ctx: &Ctx, out: &mut Out, vmid: u32) -> Option<Decision> {
+    let failure = out.status.at_provider.last_failure.as_ref()?;
+    let creating = matches!(failure.action, TaskAction::Create | TaskAction::Clone);
+    if !(creating && failure.vmid_taken) {
+        return None;
+    }
+    if ctx.spec.vmid.is_none() {
+        out.status.at_provider.last_failure = None;
+        let say = Say::yes(
+            Reason::ReconcileSuccess,
+            format!("VMID {vmid} is taken by a VM this resource cannot see; allocating another"),
+        );
+        return Some(
+            Decision::new(KubeWrite::ForgetExternalName, Some(Duration::ZERO), say).event(
+                true,
+                "VmidTaken",
+                format!(
+                    "VMID {vmid} belongs to a VM the provider cannot see; allocating another VMID"
+                ),
+            ),
+        );
+    }
+    let say = Say::no(
+        Reason::NotOwned,
+        format!(
+            "VMID {vmid} is taken by a VM the provider cannot see (its token lacks VM.Audit on /vms/{vmid}); choose another vmid, or grant the access to let it be reported"
+        ),
+    );
+    Some(Decision::new(Idle::Wait, Some(ctx.resync_interval()), say))
 }
 
 /// The finalizer goes on just before the first create is sent: only then can

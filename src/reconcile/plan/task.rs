@@ -46,6 +46,7 @@ pub(super) fn record_failure(
         message: message.to_owned(),
         at: time(ctx.now),
         count,
+        vmid_taken: false,
     });
     // A password sent with a failed create or update did not land.
     if matches!(

@@ -235,6 +235,7 @@ impl World {
                 message: "boom".into(),
                 at: Time(at(when)),
                 count,
+                vmid_taken: false,
             })
         })
     }
@@ -340,14 +341,19 @@ impl World {
         self
     }
 
-    pub fn run(&self) -> Plan {
-        plan(&PlanInput {
+    /// The plan's input for this world.
+    pub fn input(&self) -> PlanInput<'_> {
+        PlanInput {
             vm: &self.vm,
             provider: Some(self.provider.clone()),
             observed: self.obs.clone(),
             now: self.now,
             observe_error: self.observe_error.clone(),
-        })
+        }
+    }
+
+    pub fn run(&self) -> Plan {
+        plan(&self.input())
     }
 }
 

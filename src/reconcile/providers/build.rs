@@ -11,8 +11,21 @@ use crate::api::{
     },
 };
 use pve_client::{
-    Client, ClientConfig, Credentials, Fingerprint, RequestHook, RetryPolicy, Secret as PveSecret,
+    Client, ClientConfig, Credentials, Fingerprint, ObserveMode, RequestHook, RetryPolicy,
+    Secret as PveSecret,
 };
+
+/// How every client this process builds observes tasks. A process-wide
+/// switch only for `make bench`, which compares batched observation with
+/// per-task polling (`proxmox-provider run --task-observe-mode`, hidden):
+/// users have no reason to pick the costlier mode, so it is no config field.
+static OBSERVE_MODE: std::sync::OnceLock<ObserveMode> = std::sync::OnceLock::new();
+
+/// Sets the task observation of all clients built from now on; `false` when
+/// it was already set.
+pub fn set_task_observe_mode(mode: ObserveMode) -> bool {
+    OBSERVE_MODE.set(mode).is_ok()
+}
 
 /// A Secret's value as text, trimmed (values written from files often end
 /// in a newline).
@@ -79,7 +92,12 @@ pub(super) fn client_config(
     hook: RequestHook,
 ) -> Result<ClientConfig, Problem> {
     let mut config = ClientConfig::new(&settings.endpoint, credentials(credentials_secret)?)
-        .map_err(|e| Problem::new(ConfigReason::InvalidConfig, e.to_string()))?;
+        .map_err(|e| {
+            Problem::new(
+                ConfigReason::InvalidConfig,
+                format!("endpoint {:?}: {e}", settings.endpoint),
+            )
+        })?;
     let tls_problem = |message: String| Problem::new(ConfigReason::TlsError, message);
     let tls = &settings.tls;
     if let Some(fp) = &tls.fingerprint {
@@ -111,6 +129,7 @@ pub(super) fn client_config(
     };
     config.tasks.poll_interval = timing.poll_interval;
     config.tasks.task_timeout = timing.task_timeout;
+    config.tasks.observe_mode = OBSERVE_MODE.get().copied().unwrap_or_default();
     config.request_hook = Some(hook);
     Ok(config)
 }
@@ -119,7 +138,12 @@ pub(super) fn client_config(
 /// configuration was made, so what is left to fail is the TLS setup (an
 /// unreadable CA bundle).
 pub(super) fn client(config: ClientConfig) -> Result<Client, Problem> {
-    Client::new(config).map_err(|e| Problem::new(ConfigReason::TlsError, e.to_string()))
+    Client::new(config).map_err(|e| {
+        Problem::new(
+            ConfigReason::TlsError,
+            format!("the CA bundle (tls.caBundle or tls.caBundleSecretRef) cannot be used: {e}"),
+        )
+    })
 }
 
 #[cfg(test)]

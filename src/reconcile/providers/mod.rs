@@ -11,6 +11,7 @@ mod build;
 mod key;
 
 pub(crate) use build::secret_value;
+pub use build::set_task_observe_mode;
 pub use key::{ConfigKey, SecretName};
 
 use std::collections::HashMap;
@@ -18,12 +19,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::ObjectMeta;
+use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
 use super::configs::in_use::{self, Guard};
-use super::error::{Error, is_forbidden, is_not_found};
+use super::error::{Error, is_forbidden, is_invalid, is_not_found};
+use super::invalid::why_unreadable;
 use super::plan::ProviderState;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
@@ -163,9 +165,17 @@ impl Providers {
         let key = ConfigKey::of(vm);
         let (settings, meta) = match self.watched(&key) {
             Some(config) => config,
-            None => match self.read_config(&key).await? {
-                Some(config) => config,
-                None => return Ok(Err(not_found(&key))),
+            None => match self.read_config(&key).await {
+                Ok(Some(config)) => config,
+                Ok(None) => return Ok(Err(not_found(&key))),
+                // Written around the API server's validation.
+                Err(Error::Kube(kube::Error::SerdeError(_))) => {
+                    let problem = self.why_unreadable(&key).await?;
+                    return Ok(Err(ProviderState::Unusable {
+                        message: format!("{key}: {}", problem.message),
+                    }));
+                }
+                Err(e) => return Err(e),
             },
         };
         match in_use::guard(vm, &key, &meta) {
@@ -176,8 +186,10 @@ impl Providers {
                 // Deleted since it was read.
                 Err(e) if is_not_found(&e) => return Ok(Err(not_found(&key))),
                 // An RBAC without `patch` on provider configs (not the
-                // provider's own): protecting is not possible, using is.
-                Err(e) if is_forbidden(&e) => {
+                // provider's own), or a config written around its schema
+                // (every write to it is refused; the problem is reported
+                // below): protecting is not possible, using is.
+                Err(e) if is_forbidden(&e) || is_invalid(&e) => {
                     tracing::warn!(config = %key, error = %e, "cannot mark the provider config in use");
                 }
                 Err(e) => return Err(e.into()),
@@ -216,6 +228,42 @@ impl Providers {
     /// from now on.
     pub fn watch(&self, provider: Store<ProviderConfig>, cluster: Store<ClusterProviderConfig>) {
         let _ = self.stores.set(ConfigStores { provider, cluster });
+    }
+
+    /// Why a config that exists cannot be read as the types this provider
+    /// knows (it was written around the API server's validation).
+    async fn why_unreadable(&self, key: &ConfigKey) -> Result<Problem, Error> {
+        let raw = match key.kind {
+            ProviderConfigKind::ProviderConfig => {
+                let resource = ApiResource::erase::<ProviderConfig>(&());
+                Api::<DynamicObject>::namespaced_with(self.kube.clone(), &key.namespace, &resource)
+                    .get(&key.name)
+                    .await?
+            }
+            ProviderConfigKind::ClusterProviderConfig => {
+                let resource = ApiResource::erase::<ClusterProviderConfig>(&());
+                Api::<DynamicObject>::all_with(self.kube.clone(), &resource)
+                    .get(&key.name)
+                    .await?
+            }
+        };
+        let raw = serde_json::to_value(raw).map_err(|source| Error::Serialize {
+            what: "a provider config",
+            source,
+        })?;
+        let why = match key.kind {
+            ProviderConfigKind::ProviderConfig => why_unreadable::<ProviderConfig>(raw),
+            ProviderConfigKind::ClusterProviderConfig => {
+                why_unreadable::<ClusterProviderConfig>(raw)
+            }
+        };
+        Ok(Problem::new(
+            ConfigReason::InvalidConfig,
+            format!(
+                "cannot be read: {}",
+                why.unwrap_or_else(|| "it changed while being read".into())
+            ),
+        ))
     }
 
     /// Reads the Secrets of the config `key` (already read: its `settings`

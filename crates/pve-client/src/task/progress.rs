@@ -64,6 +64,9 @@ pub fn last_progress(lines: &[TaskLogLine]) -> Option<Progress> {
 }
 
 #[cfg(test)]
+mod prop_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

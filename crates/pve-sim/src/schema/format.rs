@@ -305,23 +305,28 @@ pub fn is_volume_id(v: &str) -> bool {
         .is_some_and(|(s, name)| is_storage_id(s) && !name.is_empty())
 }
 
-/// PVE's `parse_size`: `N[.N][KMGT]` in bytes.
+/// PVE's `parse_size`: `N[.N][KMGT][iB]` in bytes (the `iB` spellings since
+/// PVE 9). Whole numbers stay exact, as Perl keeps integers; fractions go
+/// through a double, as in Perl.
 pub fn parse_size(v: &str) -> Option<u64> {
-    if !regex_matches(r"\d+(\.\d+)?[KMGT]?", v) {
+    if !regex_matches(r"[0-9]+(\.[0-9]+)?([KMGT](iB)?)?", v) {
         return None;
     }
-    let (num, unit) = match v.chars().last() {
-        Some(c @ ('K' | 'M' | 'G' | 'T')) => (&v[..v.len() - 1], c),
-        _ => (v, 'B'),
-    };
-    let n: f64 = num.parse().ok()?;
-    let mult = match unit {
-        'K' => 1u64 << 10,
-        'M' => 1 << 20,
-        'G' => 1 << 30,
-        'T' => 1 << 40,
+    let number_end = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(number_end);
+    let mult: u64 = match unit.chars().next() {
+        Some('K') => 1 << 10,
+        Some('M') => 1 << 20,
+        Some('G') => 1 << 30,
+        Some('T') => 1 << 40,
         _ => 1,
     };
+    if let Some(bytes) = num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)) {
+        return Some(bytes);
+    }
+    let n: f64 = num.parse().ok()?;
     Some((n * mult as f64) as u64)
 }
 
@@ -364,6 +369,9 @@ mod tests {
     fn sizes_round_trip_like_pve() {
         assert_eq!(parse_size("32G"), Some(32 << 30));
         assert_eq!(parse_size("1.5G"), Some(3 << 29));
+        assert_eq!(parse_size("32GiB"), Some(32 << 30));
+        assert_eq!(parse_size("9153732338166021"), Some(9_153_732_338_166_021));
+        assert_eq!(parse_size("32Gi"), None);
         assert_eq!(format_size(3584 << 20), "3584M");
         assert_eq!(format_size(32 << 30), "32G");
         assert_eq!(format_size(4 << 20), "4M");

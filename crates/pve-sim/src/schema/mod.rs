@@ -364,6 +364,9 @@ pub fn regex_matches(pattern: &'static str, text: &str) -> bool {
 }
 
 #[cfg(test)]
+mod prop_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

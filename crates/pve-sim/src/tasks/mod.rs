@@ -30,6 +30,11 @@ pub struct TaskRecord {
     /// Before this instant the task is not visible (injected fault).
     pub visible_at: Instant,
     pub warnings: u32,
+    /// Wall-clock start and end (seconds since the epoch, with fractions)
+    /// for `GET /_sim/tasks`: the task lists' `starttime`/`endtime` are whole
+    /// seconds, and `endtime` is the archival pass, not the exit.
+    pub started: f64,
+    pub ended: Option<f64>,
 }
 
 impl TaskRecord {
@@ -42,6 +47,8 @@ impl TaskRecord {
             listing: Listing::Active,
             visible_at,
             warnings: 0,
+            started: Clock::epoch_f64(),
+            ended: None,
         }
     }
 
@@ -156,6 +163,7 @@ impl TaskTable {
             };
             r.log.push(line);
             r.exit = Some(exit);
+            r.ended = Some(Clock::epoch_f64());
         });
     }
 }

@@ -153,24 +153,15 @@ fn act_failures() {
         .image(true)
         .finalizer()
         .slot_granted("pve1");
-    fn input(w: &World) -> PlanInput<'_> {
-        PlanInput {
-            vm: &w.vm,
-            provider: Some(w.provider.clone()),
-            observed: w.obs.clone(),
-            now: w.now,
-            observe_error: None,
-        }
-    }
     let planned = world.run();
     assert_eq!(planned.step.name(), "CreateVm");
 
-    let conflict = act_failed(&input(&world), &planned, ActFailure::Conflict);
+    let conflict = act_failed(&world.input(), &planned, ActFailure::Conflict);
     assert_eq!(conflict.requeue_after, Some(Duration::ZERO));
     assert_eq!(conflict.status.at_provider.last_failure, None);
 
     let failed = act_failed(
-        &input(&world),
+        &world.input(),
         &planned,
         ActFailure::Failed(
             "500 unable to create VM 100 - VM 100 already exists on node 'pve2'".into(),
@@ -191,7 +182,7 @@ fn act_failures() {
     assert!(failed.status.at_provider.task.is_none());
 
     let locked = act_failed(
-        &input(&world),
+        &world.input(),
         &planned,
         ActFailure::Locked("VM is locked (backup)".into()),
     );

@@ -153,3 +153,53 @@ fn a_vm_moved_outside_its_nodes_is_followed_and_said_once() {
     let again = with_condition(world, ConditionType::Synced, T, Reason::OutsidePlacement).run();
     assert!(again.events.is_empty());
 }
+
+#[test]
+fn a_create_refused_because_the_vmid_exists_gives_an_allocated_vmid_up() {
+    // The token cannot see the VM that holds the VMID (no VM.Audit on it),
+    // so the VM looks absent and only the create's refusal tells.
+    let world = World::new()
+        .pending()
+        .absent()
+        .node("pve1")
+        .image(true)
+        .finalizer()
+        .slot_granted("pve1");
+    let planned = world.run();
+    assert_eq!(planned.step.name(), "CreateVm");
+    let failed = act_failed(
+        &world.input(),
+        &planned,
+        ActFailure::Taken(
+            "already exists: unable to create VM 100 - VM 100 already exists on node 'pve1'".into(),
+        ),
+    );
+    assert_eq!(failed.requeue_after, Some(Duration::ZERO));
+    assert!(
+        failed
+            .status
+            .at_provider
+            .last_failure
+            .as_ref()
+            .unwrap()
+            .vmid_taken
+    );
+
+    let next = world.clone().status(|s| *s = failed.status.clone()).run();
+    assert_eq!(next.step, Step::Kube(KubeWrite::ForgetExternalName));
+    assert_eq!(next.status.at_provider.last_failure, None);
+    assert!(
+        next.events
+            .iter()
+            .any(|e| e.reason == "VmidTaken" && e.warning)
+    );
+
+    // A VMID the spec names is reported, not given up.
+    let named = world
+        .spec(|s| s.vmid = Some(100))
+        .status(|s| *s = failed.status.clone())
+        .run();
+    assert_eq!(named.step, Step::Idle(Idle::Wait));
+    let synced = condition(&named, ConditionType::Synced).unwrap();
+    assert_eq!((synced.0, synced.1.as_str()), (F, "NotOwned"));
+}

@@ -47,6 +47,9 @@ impl PropFormat {
                         }
                         key = alias;
                         schema = self.key(alias);
+                        if res.contains_key(key) {
+                            return Err(format!("key '{key}' is already defined (via alias)\n"));
+                        }
                     }
                     let Some(schema) = schema else {
                         return Err(format!(
@@ -78,7 +81,13 @@ impl PropFormat {
                             dk.name
                         ));
                     }
-                    res.insert(dk.name.to_owned(), part.to_owned());
+                    // A bare boolean is read like a keyed one (`agent: on`).
+                    let value = if dk.kind == Kind::Boolean {
+                        parse_boolean(part).unwrap_or(part)
+                    } else {
+                        part
+                    };
+                    res.insert(dk.name.to_owned(), value.to_owned());
                 }
                 Some(_) => return Err("missing key in comma-separated list property\n".into()),
             }
@@ -120,6 +129,9 @@ fn parse_boolean(v: &str) -> Option<&'static str> {
 }
 
 #[cfg(test)]
+mod prop_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -143,6 +155,16 @@ mod tests {
             .unwrap();
         assert_eq!(n["model"], "virtio");
         assert_eq!(n["macaddr"], "BC:24:11:00:00:01");
+    }
+
+    #[test]
+    fn bare_default_booleans_and_aliases_follow_pve() {
+        assert_eq!(AGENT.parse("agent", "on").unwrap()["enabled"], "1");
+        assert_eq!(
+            SCSI.parse("scsi0", "file=local-lvm:1,volume=local-lvm:2")
+                .unwrap_err(),
+            "key 'file' is already defined (via alias)\n"
+        );
     }
 
     #[test]

@@ -327,3 +327,46 @@ async fn null_data_answers_without_the_upid_but_does_the_work() {
         .data();
     assert_eq!(tasks[0]["type"], "qmcreate");
 }
+
+#[tokio::test]
+async fn task_table_has_exact_start_and_end_times() {
+    let sim = start().await;
+    sim.create_plain("100", &[]).await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let upid = sim
+        .post("/nodes/pve/qemu/100/status/start", &[])
+        .await
+        .upid();
+    let listed = sim.control(Method::GET, "/tasks", None).await;
+    let running = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["upid"] == upid.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (&running["type"], &running["node"], &running["id"]),
+        (&json!("qmstart"), &json!("pve"), &json!("100"))
+    );
+    assert!(running["ended"].is_null() && running["exitstatus"].is_null());
+    sim.task_ok(&upid).await;
+    let listed = sim.control(Method::GET, "/tasks", None).await;
+    let done = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["upid"] == upid.as_str())
+        .cloned()
+        .unwrap();
+    let started = done["started"].as_f64().unwrap();
+    let ended = done["ended"].as_f64().unwrap();
+    assert!(started >= before && ended > started, "{done}");
+    assert_eq!(done["exitstatus"], "OK");
+    // The UPID's start time is the same moment in whole seconds.
+    let starttime = u64::from_str_radix(upid.split(':').nth(4).unwrap(), 16).unwrap() as f64;
+    assert!(started >= starttime && started < starttime + 2.0, "{done}");
+}

@@ -1,0 +1,139 @@
+//! The command line of `provider-bench` (`make bench` passes the `BENCH_*`
+//! environment variables through).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "provider-bench",
+    about = "Many ProxmoxVMs on a real control plane against pve-sim, measured from the simulator's and the API server's side"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the benchmark (every variant in turn) and report.
+    Run(RunArgs),
+    /// The predecessor's per-VM blocking pattern against one simulator, as
+    /// a child process of `run` (so its CPU and memory are its own).
+    #[command(hide = true)]
+    Predecessor(crate::predecessor::Args),
+    /// Write a result's Markdown section again (from its JSON).
+    Render(RenderArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RenderArgs {
+    /// A result written by `run` (`benchmarks/<label>-<N>.json`).
+    #[arg(long)]
+    pub json: PathBuf,
+    /// The Markdown file whose section for that label and size is replaced.
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    pub markdown: PathBuf,
+}
+
+/// What is compared, one row each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// `proxmox-provider` observing tasks with one active-task list per node.
+    Batched,
+    /// `proxmox-provider` polling every task's status on its own.
+    PerTask,
+    /// A worker per VM that creates, polls its own task every 3 s, then
+    /// resizes and starts (the Go predecessor's pattern), with pve-client.
+    Predecessor,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Batched => "batched",
+            Variant::PerTask => "per-task",
+            Variant::Predecessor => "predecessor",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Variant::Batched => "provider, batched task observation",
+            Variant::PerTask => "provider, per-task polling",
+            Variant::Predecessor => "predecessor pattern (worker per VM, polls every 3 s)",
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// ProxmoxVMs per variant [default: 1000, or 100 with --quick].
+    #[arg(long, env = "BENCH_VMS")]
+    pub vms: Option<usize>,
+    /// Quick mode: 100 VMs unless --vms says otherwise.
+    #[arg(long, env = "BENCH_QUICK", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false")]
+    pub quick: bool,
+    /// Simulated Proxmox nodes (every VM may go to any of them).
+    #[arg(
+        long,
+        env = "BENCH_NODES",
+        value_delimiter = ',',
+        default_value = "pve1,pve2,pve3,pve4"
+    )]
+    pub nodes: Vec<String>,
+    /// pve-sim's --time-scale: 0.1 makes the 3.5 GiB image import take ~3 s.
+    #[arg(long, env = "BENCH_TIME_SCALE", default_value_t = 0.1)]
+    pub time_scale: f64,
+    /// The variants to run, in order.
+    #[arg(
+        long,
+        env = "BENCH_VARIANTS",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "batched,per-task,predecessor"
+    )]
+    pub variants: Vec<Variant>,
+    /// Seconds measured while idle, after all VMs are Ready.
+    #[arg(long, env = "BENCH_IDLE", default_value_t = 180)]
+    pub idle: u64,
+    /// Seconds allowed from apply to all Ready; past it the run reports
+    /// where the VMs stuck and moves on (to deleting them).
+    #[arg(long, env = "BENCH_TIMEOUT", default_value_t = 1800)]
+    pub timeout: u64,
+    /// Seconds allowed from delete to all gone [default: --timeout].
+    #[arg(long, env = "BENCH_DELETE_TIMEOUT")]
+    pub delete_timeout: Option<u64>,
+    /// Smoke check: fail (exit status 1) unless every variant completed, made
+    /// one VM per resource and never exceeded the per-node import limit.
+    #[arg(long)]
+    pub smoke: bool,
+    /// Add (or replace) this run's section in this Markdown file.
+    #[arg(long, env = "BENCH_MARKDOWN")]
+    pub markdown: Option<PathBuf>,
+    /// Name of the run in the Markdown file (e.g. `before`, `after`); a
+    /// later run with the same label and size replaces its section.
+    #[arg(long, env = "BENCH_LABEL", default_value = "latest")]
+    pub label: String,
+    /// Where logs and raw records go.
+    #[arg(long, env = "BENCH_DIR", default_value = ".work/bench")]
+    pub work_dir: PathBuf,
+    /// Where the JSON result goes (`<label>-<N>.json`).
+    #[arg(long, env = "BENCH_RESULTS", default_value = "benchmarks")]
+    pub results: PathBuf,
+    /// Where `proxmox-provider` and `pve-sim` are [default: next to this binary].
+    #[arg(long, env = "BENCH_BIN_DIR")]
+    pub bin_dir: Option<PathBuf>,
+}
+
+impl RunArgs {
+    pub fn delete_timeout(&self) -> u64 {
+        self.delete_timeout.unwrap_or(self.timeout)
+    }
+
+    pub fn vm_count(&self) -> usize {
+        self.vms.unwrap_or(if self.quick { 100 } else { 1000 })
+    }
+}

@@ -1,0 +1,168 @@
+//! A run of the real `proxmox-provider` binary: its own simulator, its own
+//! ClusterProviderConfig and namespace, started as a child process under
+//! the provider's ServiceAccount, then apply → all Ready → idle → delete →
+//! all gone.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+use tokio::process::Command;
+
+use crate::arena::Arena;
+use crate::child::{Sampler, spawn_logged, terminate};
+use crate::cli::{RunArgs, Variant};
+use crate::cluster::{Cluster, FIELD_MANAGER, PROVIDER_NAMESPACE, provider_user};
+use crate::phases;
+use crate::run::Run;
+use crate::sim::{Sim, Token};
+use crate::workload::{self, Tracker};
+use crate::{audit, sim};
+
+pub struct Binaries<'a> {
+    pub provider: &'a Path,
+    pub sim: &'a Path,
+}
+
+pub async fn run(
+    cluster: &Cluster,
+    args: &RunArgs,
+    variant: Variant,
+    binaries: &Binaries<'_>,
+) -> anyhow::Result<Run> {
+    let name = format!("bench-{}", variant.name());
+    let dir = sim::variant_dir(&args.work_dir, variant.name())?;
+    let arena = Arena::start(args, binaries.sim, "provider", &dir).await?;
+    configure(&cluster.admin, &name, &arena.actor, &arena.sim).await?;
+
+    let mut provider = spawn_logged(
+        provider_command(binaries.provider, cluster, variant),
+        &dir.join("provider.log"),
+    )?;
+    let sampler = Sampler::start(provider.id().context("the provider exited at once")?);
+    wait_config_ready(&cluster.admin, &name)
+        .await
+        .with_context(|| {
+            format!(
+                "the provider did not report ClusterProviderConfig {name} Ready; see {}",
+                dir.join("provider.log").display()
+            )
+        })?;
+
+    let vms = workload::api(&cluster.admin, &name);
+    let tracker = Tracker::default();
+    let watch = tracker.watch(vms.clone());
+    let manifests = (0..args.vm_count())
+        .map(|i| workload::manifest(&workload::vm_name(i), &name, &name, &args.nodes))
+        .collect();
+    let outcome = phases::drive(&vms, &tracker, manifests, args, &sampler, &arena.referee).await?;
+    watch.abort();
+
+    sampler.mark();
+    terminate(&mut provider, Duration::from_secs(20)).await;
+    let samples = sampler.finish();
+    let (requests, tasks) = arena.finish().await?;
+    let audit = audit::read(cluster.audit_log()?, &provider_user())?;
+    let run = Run {
+        variant,
+        vms: args.vm_count(),
+        phases: outcome.phases,
+        per_vm: tracker.snapshot(),
+        requests,
+        tasks,
+        audit,
+        samples,
+        sim_vms: outcome.sim_vms,
+        stalls: outcome.stalls,
+        dir,
+    };
+    run.save_raw()?;
+    Ok(run)
+}
+
+fn provider_command(binary: &Path, cluster: &Cluster, variant: Variant) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&cluster.provider_kubeconfig)
+        .args(["--metrics-addr", "127.0.0.1:0", "--log-format", "text"])
+        .args([
+            "--task-observe-mode",
+            match variant {
+                Variant::PerTask => "per-task",
+                _ => "batched",
+            },
+        ])
+        .env("POD_NAMESPACE", PROVIDER_NAMESPACE)
+        .env("RUST_LOG", "info")
+        .env_remove("KUBECONFIG");
+    command
+}
+
+/// The variant's namespace, credentials Secret and ClusterProviderConfig
+/// (default limits and timings; the simulator's certificate pinned).
+async fn configure(admin: &Client, name: &str, token: &Token, sim: &Sim) -> anyhow::Result<()> {
+    let ssa = PatchParams::apply(FIELD_MANAGER).force();
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    Api::<Namespace>::all(admin.clone())
+        .patch(name, &ssa, &Patch::Apply(&namespace))
+        .await
+        .context("creating the namespace")?;
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": PROVIDER_NAMESPACE},
+        "stringData": {"tokenId": token.id, "secret": token.secret},
+    }))?;
+    Api::<Secret>::namespaced(admin.clone(), PROVIDER_NAMESPACE)
+        .create(&PostParams::default(), &secret)
+        .await
+        .context("creating the credentials Secret")?;
+    let config: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ClusterProviderConfig",
+        "metadata": {"name": name},
+        "spec": {
+            "endpoint": sim.base_url,
+            "credentials": {"source": "Secret", "secretRef": {"name": name, "namespace": PROVIDER_NAMESPACE}},
+            "tls": {"fingerprint": sim.fingerprint},
+        },
+    }))?;
+    configs(admin)
+        .create(&PostParams::default(), &config)
+        .await
+        .context("creating the ClusterProviderConfig")?;
+    Ok(())
+}
+
+fn configs(admin: &Client) -> Api<DynamicObject> {
+    Api::all_with(
+        admin.clone(),
+        &ApiResource::erase::<provider_proxmox::api::ClusterProviderConfig>(&()),
+    )
+}
+
+async fn wait_config_ready(admin: &Client, name: &str) -> anyhow::Result<()> {
+    let configs = configs(admin);
+    crate::wait::until(
+        "the ClusterProviderConfig to be Ready",
+        Duration::from_secs(120),
+        || {
+            let configs = configs.clone();
+            async move {
+                let config = configs.get(name).await.ok()?;
+                let ready = config
+                    .data
+                    .pointer("/status/conditions")?
+                    .as_array()?
+                    .iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True");
+                ready.then_some(())
+            }
+        },
+    )
+    .await
+}

@@ -1,0 +1,39 @@
+//! The smoke check (`make test`): completion, one VM per resource and the
+//! per-node import limit, never times.
+
+use crate::summary::Summary;
+
+/// What failed; empty when all held.
+pub fn failures(summaries: &[Summary]) -> Vec<String> {
+    let mut failed = Vec::new();
+    for s in summaries {
+        let who = s.variant.name();
+        if !s.created {
+            failed.push(format!(
+                "{who}: only {} of {} VMs became Ready",
+                s.ready, s.vms
+            ));
+        }
+        if !s.one_vm_per_resource() {
+            failed.push(format!(
+                "{who}: {} VMs ({} distinct names) on the simulator for {} resources",
+                s.sim_vms, s.sim_vm_names_distinct, s.vms
+            ));
+        }
+        if s.max_imports() > s.import_limit {
+            failed.push(format!(
+                "{who}: up to {} imports at once on a node (limit {}): {:?}",
+                s.max_imports(),
+                s.import_limit,
+                s.max_imports_per_node
+            ));
+        }
+        if !s.deleted {
+            failed.push(format!("{who}: not every VM was deleted"));
+        }
+        for stall in &s.stalls {
+            failed.push(format!("{who}: stuck {stall}"));
+        }
+    }
+    failed
+}

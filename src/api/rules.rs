@@ -1,0 +1,16 @@
+//! CEL rules several fields share, with the messages people read when
+//! `kubectl apply` refuses a value.
+
+/// A Proxmox storage ID (pve-storage's `pve-storage-id`).
+pub const STORAGE_ID: &str = "self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]$')";
+/// Why a storage ID was refused.
+pub const STORAGE_ID_MESSAGE: &str = "must be a Proxmox storage ID such as local-lvm";
+
+/// A Kubernetes object name (DNS-1123 subdomain), as Secrets need.
+pub const SECRET_NAME: &str =
+    "self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')";
+/// Why a Secret name was refused.
+pub const SECRET_NAME_MESSAGE: &str = "must be a Secret name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit";
+
+/// A DNS name (a VM name, a search domain, a template's name).
+pub const DNS_NAME: &str = "self.matches('^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?[.])*[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$')";
