@@ -70,7 +70,7 @@ impl Chain {
 
 /// The virtual size of the image the workload imports, as pve-sim seeds it.
 fn image_virtual_size() -> u64 {
-    let cluster = seed::cluster(&["pve".to_owned()]);
+    let cluster = seed::cluster(&pve_sim::SimConfig::default());
     cluster
         .storages
         .values()

@@ -8,8 +8,7 @@ use std::time::Duration;
 use anyhow::bail;
 use kube::Api;
 use kube::api::DynamicObject;
-use pve_client::form::Params;
-use pve_client::{CallKind, Client};
+use pve_client::Client;
 use serde_json::Value;
 
 use crate::child::Sampler;
@@ -137,25 +136,13 @@ async fn wait_for(
 pub async fn sim_vms(referee: &Client, nodes: &[String]) -> anyhow::Result<Vec<SimVm>> {
     let mut vms = Vec::new();
     for node in nodes {
-        let list = referee
-            .request_json(
-                reqwest::Method::GET,
-                &format!("/nodes/{node}/qemu"),
-                Params::new(),
-                CallKind::Read,
-            )
-            .await?;
-        for vm in list.as_array().into_iter().flatten() {
-            if vm.get("template").and_then(Value::as_u64) == Some(1) {
+        for vm in referee.node_vms(node).await? {
+            if vm.template {
                 continue;
             }
             vms.push(SimVm {
-                vmid: vm.get("vmid").and_then(Value::as_u64).unwrap_or(0),
-                name: vm
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                vmid: vm.vmid,
+                name: vm.name.unwrap_or_default(),
                 node: node.clone(),
             });
         }

@@ -20,7 +20,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use pve_client::vm::{CreateVm, DeleteOptions, DiskSize, VmParams, gib};
+use pve_client::vm::{
+    AgentConfig, CreateVm, DeleteOptions, DiskSize, Drive, DriveKey, IpConfig, Nic, NicModel,
+    ScsiHw, VmParams, gib,
+};
 use pve_client::{Client, Error, Upid};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
@@ -245,23 +248,21 @@ async fn create(
 
 /// The create parameters the provider sends for the bench's manifest.
 fn params(name: &str) -> VmParams {
-    let extra = [
-        ("scsihw", "virtio-scsi-pci".to_owned()),
-        (
-            "scsi0",
-            format!("local-lvm:0,import-from={}", workload::IMAGE),
-        ),
-        ("ide2", "local-lvm:cloudinit".to_owned()),
-        ("net0", "virtio,bridge=vmbr0".to_owned()),
-        ("ipconfig0", "ip=dhcp".to_owned()),
-    ];
+    let key = |k: &str| k.parse::<DriveKey>().expect("a drive slot");
     VmParams {
         name: Some(name.to_owned()),
         memory: Some(workload::MEMORY_MIB),
         cores: Some(2),
-        agent: Some(true),
+        agent: Some(AgentConfig::enabled(true)),
         ciuser: Some("ubuntu".into()),
-        extra: extra.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        scsihw: Some(ScsiHw::VirtioScsiPci),
+        disks: [
+            (key("scsi0"), Drive::import("local-lvm", workload::IMAGE)),
+            (key("ide2"), Drive::cloud_init("local-lvm")),
+        ]
+        .into(),
+        nets: [(0, Nic::new(NicModel::Virtio, "vmbr0"))].into(),
+        ipconfig: [(0, IpConfig::dhcp())].into(),
         ..VmParams::default()
     }
 }

@@ -171,6 +171,14 @@ impl Client {
         .await
     }
 
+    /// `GET /nodes/{node}/qemu`: the node's VMs, as its own config files
+    /// say (a new VM is listed at once, where `/cluster/resources` waits for
+    /// the next stats broadcast).
+    pub async fn node_vms(&self, node: &str) -> Result<Vec<VmStatus>> {
+        self.get(ApiPath::new("/nodes/{node}/qemu", &[node]), Params::new())
+            .await
+    }
+
     /// `GET .../status/current`.
     pub async fn vm_status(&self, node: &str, vmid: u32) -> Result<VmStatus> {
         self.get(
