@@ -3,7 +3,8 @@
 //! changes for the next start show in pendingChanges, OVMF without an EFI
 //! disk is a warning, protection is cleared only to delete, and a template
 //! built by one resource is cloned by another and not destroyed while its
-//! linked clone exists.
+//! linked clone exists. A mapped device missing on the VM's node fails
+//! the start as in Proxmox, and the retry succeeds once it is mapped.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod reconcile;
@@ -39,6 +40,13 @@ fn windows_like() -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn firmware_console_and_devices_are_created_and_kept() {
     let env = Env::start("hwcreate").await;
+    // Mapped devices are looked up on the node when the VM starts.
+    env.sim
+        .create_mapping("pci", "gpu", &["node=pve,path=0000:01:00.0,id=10de:2204"])
+        .await;
+    env.sim
+        .create_mapping("usb", "token", &["node=pve,id=1050:0407"])
+        .await;
     let vmid = env.create_ready("win", windows_like()).await;
     let raw = env.sim.config(vmid).await.raw;
     let get = |k: &str| raw.get(k).map(String::as_str).unwrap_or_default();
@@ -114,6 +122,32 @@ async fn firmware_console_and_devices_are_created_and_kept() {
             .contains("serial1 take effect at the VM's next reboot"),
         "{synced:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_without_the_mapping_on_its_node_is_reported_until_it_exists() {
+    let env = Env::start("hwmap").await;
+    let spec = manifests::imported(json!({
+        "machine": {"type": "q35"},
+        "pciDevices": [{"slot": "hostpci0", "mapping": "gpu", "pcie": true}],
+    }));
+    env.apply(&manifests::vm("gpu", spec)).await;
+    let failed = env.wait_synced_reason("gpu", "TaskFailed").await;
+    assert!(
+        failed
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("PCI device mapping not found for 'gpu'"),
+        "{failed:?}"
+    );
+    // The administrator maps the GPU on this node: the retry starts the VM.
+    env.sim
+        .create_mapping("pci", "gpu", &["node=pve,path=0000:01:00.0,id=10de:2204"])
+        .await;
+    let vmid = env.vmid("gpu").await;
+    env.wait_ready("gpu").await;
+    assert_eq!(env.sim.power(vmid).await, "running");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
