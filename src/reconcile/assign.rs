@@ -14,6 +14,7 @@ use super::plan::{
 };
 use super::providers::{ConfigKey, Connection};
 use super::schedule::{Candidates, LabelCounts, RunningTask, vmids};
+use super::wake::vm_ref;
 use crate::api::{ProxmoxVM, vm::TaskAction};
 
 /// A slot this pass took, to be accounted for after the step.
@@ -59,18 +60,17 @@ pub async fn before_plan(
     let Some(node) = request.node.clone().or(template_node) else {
         return Ok(None);
     };
-    let limit = match request.kind {
-        Heavy::Import => conn.limits.max_concurrent_imports_per_node,
-        Heavy::Clone => conn.limits.max_concurrent_clones_per_node,
-    };
     let running = running_heavy(from.client, &node).await;
-    let grant = ctx.scheduler.acquire_slot(
+    let (grant, woken) = ctx.scheduler.acquire_slot(
         &conn.key,
         &node,
-        &uid,
-        (request.kind, limit),
+        (&uid, &vm_ref(vm)),
+        (request.kind, &conn.limits),
         running.as_deref(),
     );
+    for other in woken {
+        ctx.waker.wake(other);
+    }
     let taken = matches!(grant, SlotGrant::Granted { .. }).then(|| Taken {
         node: node.clone(),
         kind: request.kind,
@@ -189,6 +189,12 @@ fn recorded_vmids(ctx: &Context, key: &ConfigKey) -> impl Iterator<Item = u32> {
     })
 }
 
+fn wake(ctx: &Context, who: Vec<super::wake::VmRef>) {
+    for vm in who {
+        ctx.waker.wake(vm);
+    }
+}
+
 /// What the scheduler learns from the step and its outcome.
 pub fn after_act(
     ctx: &Context,
@@ -209,7 +215,10 @@ pub fn after_act(
         );
         match started.filter(|_| heavy_dispatch) {
             Some(upid) => ctx.scheduler.dispatched(key, &t.node, &uid, upid),
-            None => ctx.scheduler.release_slot(key, &t.node, &uid),
+            None => wake(
+                ctx,
+                ctx.scheduler.release_slot(key, &t.node, &uid, &conn.limits),
+            ),
         }
     }
     if let (Some(upid), Step::Pve(PveCall::CreateVm { node, .. })) = (started, &plan.step)
@@ -223,7 +232,11 @@ pub fn after_act(
         && matches!(task.action, TaskAction::Create | TaskAction::Clone)
         && done.type_ == task.type_
     {
-        ctx.scheduler.release_slot(key, &task.node, &uid);
+        wake(
+            ctx,
+            ctx.scheduler
+                .release_slot(key, &task.node, &uid, &conn.limits),
+        );
     }
     match &plan.step {
         Step::Kube(KubeWrite::AllocateVmid) if !ok => ctx.scheduler.release_vmid(key, &uid),

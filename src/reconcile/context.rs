@@ -14,6 +14,7 @@ use super::providers::Providers;
 use super::queue::Queue;
 use super::schedule::Scheduler;
 use super::settings::Settings;
+use super::wake::Waker;
 use super::writes::Writes;
 use crate::api::ProxmoxVM;
 
@@ -42,6 +43,8 @@ pub struct Context {
     pub writes: Writes,
     /// When each VM was last observed in full.
     pub full_looks: FullLooks,
+    /// Wakes resources whose task ended or whose slot freed.
+    pub waker: Waker,
     /// The controller's cache of ProxmoxVMs.
     pub store: Store<DeserializeGuard<ProxmoxVM>>,
 }
@@ -53,6 +56,7 @@ impl Context {
         settings: Settings,
         metrics: Arc<Metrics>,
         store: Store<DeserializeGuard<ProxmoxVM>>,
+        waker: Waker,
     ) -> Self {
         Self {
             providers: Arc::new(Providers::new(
@@ -74,6 +78,7 @@ impl Context {
             inventory: Inventory::default(),
             writes: Writes::default(),
             full_looks: FullLooks::default(),
+            waker,
             store,
         }
     }

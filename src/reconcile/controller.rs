@@ -40,6 +40,7 @@ use super::metrics::Metrics;
 use super::pass::{error_policy, reconcile};
 use super::server::Readiness;
 use super::settings::Settings;
+use super::wake::{Waker, watch_tasks};
 use crate::api::ProxmoxVM;
 
 /// Runs the controllers until `stop` resolves (then lets running passes
@@ -54,7 +55,7 @@ pub async fn run(
     let api: Api<DeserializeGuard<ProxmoxVM>> = scoped(&kube, settings.namespace.as_deref());
     let (reader, writer) = reflector::store();
     let (wake, wakeups) = mpsc::unbounded();
-    let users = Users::new(reader.clone(), wake);
+    let users = Users::new(reader.clone(), wake.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let vms = watcher(api, watcher::Config::default().any_semantic())
@@ -76,6 +77,7 @@ pub async fn run(
         settings,
         metrics,
         reader.clone(),
+        Waker::new(wake),
     ));
     let controller = Controller::for_stream(vms, reader)
         .owns(scoped::<Secret>(&kube, namespace.as_deref()), secrets)
@@ -94,6 +96,7 @@ pub async fn run(
                 Err(e) => tracing::debug!(error = %e, "controller"),
             }
         });
+    let tasks = watch_tasks(Arc::clone(&ctx), stop.clone());
     let configs = configs::run(
         kube,
         namespace,
@@ -103,7 +106,7 @@ pub async fn run(
         (triggers, receivers),
         stop,
     );
-    futures::join!(vms, configs);
+    futures::join!(vms, configs, tasks);
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }

@@ -20,6 +20,7 @@
 //! | [`inventory`] | each provider config's cluster view, one read per poll interval |
 //! | [`queue`] | fair (first come, first served) admission of passes |
 //! | [`writes`] | our last writes, so passes can read the cache safely |
+//! | [`wake`] | waking a resource when its task ended or a slot freed |
 //! | [`backoff`] | per-resource error backoff |
 //! | [`metrics`], [`server`] | Prometheus metrics, `/metrics` `/healthz` `/readyz` |
 
@@ -45,6 +46,7 @@ pub mod schedule;
 pub mod server;
 pub mod settings;
 pub mod status;
+pub mod wake;
 pub mod writes;
 
 pub use error::Error;

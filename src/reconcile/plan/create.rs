@@ -21,6 +21,9 @@ use crate::api::{
     vm::{CloneSource, TaskAction},
 };
 
+/// When a resource waiting for a slot looks again by itself.
+const CAPACITY_RECHECK: Duration = Duration::from_secs(30);
+
 /// How long a resource may wait for a slot before it says it is stalled.
 const CAPACITY_STALLED_AFTER: Duration = Duration::from_secs(600);
 
@@ -331,11 +334,9 @@ fn slot(ctx: &Ctx, what: &str) -> Option<Decision> {
     } else {
         Say::yes(Reason::WaitingForCapacity, message)
     };
-    Some(Decision::new(
-        Idle::Wait,
-        Some(ctx.timing.poll_interval.max(Duration::from_secs(5))),
-        say,
-    ))
+    // A freed slot wakes the longest waiter at once (see `wake`); this
+    // timer is a fallback.
+    Some(Decision::new(Idle::Wait, Some(CAPACITY_RECHECK), say))
 }
 
 /// Proxmox refused the last create or clone because a VM with the VMID

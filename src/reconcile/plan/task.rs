@@ -29,6 +29,14 @@ pub(super) fn backoff(count: u32) -> Duration {
     (Duration::from_secs(10) * 2u32.pow(exp)).min(Duration::from_secs(300))
 }
 
+/// When to look at a running task again. The task watcher wakes the
+/// resource as soon as the node's list no longer shows the task running;
+/// this timer is a fallback, and the cadence of progress updates.
+pub(super) fn while_running(ctx: &Ctx) -> Duration {
+    let poll = ctx.timing.poll_interval;
+    (poll * 5).min(Duration::from_secs(15)).max(poll)
+}
+
 /// Records a failure of `action` and returns the delay before retrying.
 pub(super) fn record_failure(
     ctx: &Ctx,
@@ -158,7 +166,7 @@ fn running(ctx: &Ctx, out: &mut Out, task: &InFlightTask, progress: Option<u8>) 
             format!("waiting for the {what} (task {}{done})", task.upid),
         )
     };
-    let d = Decision::new(Idle::ObserveTask, Some(ctx.timing.poll_interval), say);
+    let d = Decision::new(Idle::ObserveTask, Some(while_running(ctx)), say);
     if keep_ready { d.keep_ready() } else { d }
 }
 

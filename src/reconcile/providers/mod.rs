@@ -380,6 +380,16 @@ impl Providers {
             .and_then(|c| c.connection.clone().ok())
     }
 
+    /// The shared client of a config resolved and usable, if it is (for
+    /// work outside a pass, such as the task watcher).
+    pub fn client_of(&self, key: &ConfigKey) -> Option<Client> {
+        let cache = self.cache.lock().expect("provider cache poisoned");
+        cache
+            .get(key)
+            .and_then(|c| c.connection.as_ref().ok())
+            .map(|c| c.client.clone())
+    }
+
     /// What the config last resolved to, if it has been.
     fn known(&self, key: &ConfigKey) -> Option<Result<Connection, Problem>> {
         let cache = self.cache.lock().expect("provider cache poisoned");

@@ -22,6 +22,16 @@ use std::time::{Duration, Instant};
 
 use super::plan::{Heavy, Placement, PlacementRequest, SlotGrant};
 use super::providers::ConfigKey;
+use super::wake::VmRef;
+use crate::api::provider_config::Limits;
+
+/// The per-node limit of `kind`.
+fn limit_of(limits: &Limits, kind: Heavy) -> u32 {
+    match kind {
+        Heavy::Import => limits.max_concurrent_imports_per_node,
+        Heavy::Clone => limits.max_concurrent_clones_per_node,
+    }
+}
 pub use placement::{Candidates, LabelCounts};
 pub use slots::RunningTask;
 
@@ -81,24 +91,21 @@ impl Scheduler {
         })
     }
 
-    /// A `kind` slot on `node` for resource `uid`.
+    /// A `kind` slot on `node` for resource `uid` (`who`), and the waiters
+    /// to wake for slots the node's list showed free.
     pub fn acquire_slot(
         &self,
         key: &ConfigKey,
         node: &str,
-        uid: &str,
-        (kind, limit): (Heavy, u32),
+        (uid, who): (&str, &VmRef),
+        (kind, limits): (Heavy, &Limits),
         running: Option<&[RunningTask]>,
-    ) -> SlotGrant {
+    ) -> (SlotGrant, Vec<VmRef>) {
         self.with(key, |b| {
-            b.slots.entry(node.to_owned()).or_default().acquire(
-                node,
-                uid,
-                kind,
-                limit,
-                running,
-                Instant::now(),
-            )
+            let slots = b.slots.entry(node.to_owned()).or_default();
+            let limit = limit_of(limits, kind);
+            let grant = slots.acquire(node, (uid, who), kind, limit, running, Instant::now());
+            (grant, slots.to_wake(|k| limit_of(limits, k)))
         })
     }
 
@@ -123,13 +130,21 @@ impl Scheduler {
     }
 
     /// Gives back the slot of `uid` on `node` (unused grant, or its task
-    /// ended).
-    pub fn release_slot(&self, key: &ConfigKey, node: &str, uid: &str) {
-        self.with(key, |b| {
-            if let Some(slots) = b.slots.get_mut(node) {
+    /// ended); returns the waiters to wake for it.
+    pub fn release_slot(
+        &self,
+        key: &ConfigKey,
+        node: &str,
+        uid: &str,
+        limits: &Limits,
+    ) -> Vec<VmRef> {
+        self.with(key, |b| match b.slots.get_mut(node) {
+            Some(slots) => {
                 slots.release(uid);
+                slots.to_wake(|k| limit_of(limits, k))
             }
-        });
+            None => vec![],
+        })
     }
 
     /// Forgets everything about a resource that is gone.

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::super::plan::{Heavy, SlotGrant};
+use super::super::wake::VmRef;
 
 /// A dispatched task the active list has not shown for this long is taken
 /// as ended (a new task is listed within a second or two; the grace covers
@@ -44,13 +45,23 @@ struct Taken {
     at: Instant,
 }
 
+/// A resource waiting for a slot.
+#[derive(Clone, Debug)]
+struct Waiter {
+    since: Instant,
+    who: VmRef,
+    kind: Heavy,
+    woken: bool,
+}
+
 /// The slots of one node.
 #[derive(Debug, Default)]
 pub struct NodeSlots {
     /// Resource UID → its slot.
     taken: HashMap<String, Taken>,
-    /// Resource UID → since when it waits for a slot.
-    waiting: HashMap<String, Instant>,
+    /// Resource UID → since when it waits for a slot, and whether it was
+    /// woken for a freed one since it last asked.
+    waiting: HashMap<String, Waiter>,
     /// UPIDs of this process's tasks that do not count (creates without
     /// imports), so the active list does not make them imports.
     light: HashMap<String, Instant>,
@@ -64,7 +75,7 @@ impl NodeSlots {
     pub fn acquire(
         &mut self,
         node: &str,
-        uid: &str,
+        (uid, who): (&str, &VmRef),
         kind: Heavy,
         limit: u32,
         running: Option<&[RunningTask]>,
@@ -96,13 +107,48 @@ impl NodeSlots {
                 node: node.to_owned(),
             };
         }
-        let since = *self.waiting.entry(uid.to_owned()).or_insert(now);
+        let waiter = self.waiting.entry(uid.to_owned()).or_insert(Waiter {
+            since: now,
+            who: who.clone(),
+            kind,
+            woken: false,
+        });
+        // Asked and refused: wake it again when the next slot frees.
+        waiter.woken = false;
         SlotGrant::Busy {
             node: node.to_owned(),
             in_use,
             limit,
-            waiting: now.saturating_duration_since(since),
+            waiting: now.saturating_duration_since(waiter.since),
         }
+    }
+
+    /// The resources to wake for slots that are free now: per kind, the
+    /// longest waiters not woken yet, one per free slot (`limit` per kind).
+    pub fn to_wake(&mut self, limits: impl Fn(Heavy) -> u32) -> Vec<VmRef> {
+        let mut woken = Vec::new();
+        for kind in [Heavy::Import, Heavy::Clone] {
+            let in_use = self.in_use(kind, &[]);
+            let pending = u32::try_from(
+                self.waiting
+                    .values()
+                    .filter(|w| w.kind == kind && w.woken)
+                    .count(),
+            )
+            .unwrap_or(u32::MAX);
+            let free = limits(kind).saturating_sub(in_use).saturating_sub(pending);
+            let mut next: Vec<&mut Waiter> = self
+                .waiting
+                .values_mut()
+                .filter(|w| w.kind == kind && !w.woken)
+                .collect();
+            next.sort_by_key(|w| w.since);
+            for waiter in next.into_iter().take(free as usize) {
+                waiter.woken = true;
+                woken.push(waiter.who.clone());
+            }
+        }
+        woken
     }
 
     /// The granted work was dispatched as task `upid`.
@@ -133,7 +179,7 @@ impl NodeSlots {
     pub fn oldest_wait(&self, now: Instant) -> Duration {
         self.waiting
             .values()
-            .map(|since| now.saturating_duration_since(*since))
+            .map(|w| now.saturating_duration_since(w.since))
             .max()
             .unwrap_or_default()
     }
@@ -187,6 +233,12 @@ mod tests {
             .collect()
     }
 
+    /// A resource asking, by UID.
+    fn ask(uid: &str) -> (&str, &'static VmRef) {
+        let who: &'static VmRef = Box::leak(Box::new(VmRef::new(uid).within("ns")));
+        (uid, who)
+    }
+
     fn granted(g: &SlotGrant) -> bool {
         matches!(g, SlotGrant::Granted { .. })
     }
@@ -197,14 +249,21 @@ mod tests {
         let now = Instant::now();
         let grants: Vec<bool> = (0..5)
             .map(|i| {
-                granted(&slots.acquire("pve", &format!("u{i}"), Heavy::Import, 2, Some(&[]), now))
+                granted(&slots.acquire(
+                    "pve",
+                    ask(&format!("u{i}")),
+                    Heavy::Import,
+                    2,
+                    Some(&[]),
+                    now,
+                ))
             })
             .collect();
         assert_eq!(grants, [true, true, false, false, false]);
         // Asking again keeps the slot (a retried pass).
         assert!(granted(&slots.acquire(
             "pve",
-            "u0",
+            ask("u0"),
             Heavy::Import,
             2,
             Some(&[]),
@@ -213,7 +272,7 @@ mod tests {
         // Clones have their own limit.
         assert!(granted(&slots.acquire(
             "pve",
-            "c0",
+            ask("c0"),
             Heavy::Clone,
             2,
             Some(&[]),
@@ -227,7 +286,7 @@ mod tests {
         let now = Instant::now();
         assert!(granted(&slots.acquire(
             "pve",
-            "a",
+            ask("a"),
             Heavy::Import,
             2,
             Some(&[]),
@@ -236,7 +295,7 @@ mod tests {
         slots.dispatched("a", "UPID:a", now);
         // The list shows a's task and someone else's import: 2 in use.
         let list = running(&["UPID:a", "UPID:hand-made"]);
-        let busy = slots.acquire("pve", "b", Heavy::Import, 2, Some(&list), now);
+        let busy = slots.acquire("pve", ask("b"), Heavy::Import, 2, Some(&list), now);
         assert_eq!(
             busy,
             SlotGrant::Busy {
@@ -252,7 +311,7 @@ mod tests {
         let list = running(&["UPID:hand-made"]);
         assert!(granted(&slots.acquire(
             "pve",
-            "b",
+            ask("b"),
             Heavy::Import,
             2,
             Some(&list),
@@ -262,14 +321,21 @@ mod tests {
         let mut slots = NodeSlots::default();
         assert!(granted(&slots.acquire(
             "pve",
-            "a",
+            ask("a"),
             Heavy::Import,
             1,
             Some(&[]),
             now
         )));
         slots.dispatched("a", "UPID:a", now);
-        let busy = slots.acquire("pve", "b", Heavy::Import, 1, None, later + NOT_LISTED_GRACE);
+        let busy = slots.acquire(
+            "pve",
+            ask("b"),
+            Heavy::Import,
+            1,
+            None,
+            later + NOT_LISTED_GRACE,
+        );
         assert!(!granted(&busy), "{busy:?}");
     }
 
@@ -279,18 +345,18 @@ mod tests {
         let now = Instant::now();
         assert!(granted(&slots.acquire(
             "pve",
-            "a",
+            ask("a"),
             Heavy::Import,
             1,
             Some(&[]),
             now
         )));
         let later = now + Duration::from_secs(30);
-        match slots.acquire("pve", "b", Heavy::Import, 1, Some(&[]), now) {
+        match slots.acquire("pve", ask("b"), Heavy::Import, 1, Some(&[]), now) {
             SlotGrant::Busy { .. } => {}
             other => panic!("{other:?}"),
         }
-        match slots.acquire("pve", "b", Heavy::Import, 1, Some(&[]), later) {
+        match slots.acquire("pve", ask("b"), Heavy::Import, 1, Some(&[]), later) {
             SlotGrant::Busy { waiting, .. } => assert_eq!(waiting, Duration::from_secs(30)),
             other => panic!("{other:?}"),
         }
@@ -298,7 +364,7 @@ mod tests {
         slots.release("a");
         assert!(granted(&slots.acquire(
             "pve",
-            "b",
+            ask("b"),
             Heavy::Import,
             1,
             Some(&[]),
@@ -313,7 +379,7 @@ mod tests {
         let now = Instant::now();
         assert!(granted(&slots.acquire(
             "pve",
-            "a",
+            ask("a"),
             Heavy::Import,
             1,
             Some(&[]),
@@ -323,7 +389,7 @@ mod tests {
         let soon = now + Duration::from_secs(2);
         assert!(!granted(&slots.acquire(
             "pve",
-            "b",
+            ask("b"),
             Heavy::Import,
             1,
             Some(&[]),
@@ -332,12 +398,59 @@ mod tests {
         let later = now + NOT_LISTED_GRACE;
         assert!(granted(&slots.acquire(
             "pve",
-            "b",
+            ask("b"),
             Heavy::Import,
             1,
             Some(&[]),
             later
         )));
+    }
+
+    #[test]
+    fn a_freed_slot_wakes_the_longest_waiter_once() {
+        let mut slots = NodeSlots::default();
+        let now = Instant::now();
+        assert!(granted(&slots.acquire(
+            "pve",
+            ask("a"),
+            Heavy::Import,
+            1,
+            Some(&[]),
+            now
+        )));
+        let later = now + Duration::from_secs(1);
+        for (i, uid) in ["b", "c"].iter().enumerate() {
+            let at = now + Duration::from_secs(i as u64);
+            assert!(!granted(&slots.acquire(
+                "pve",
+                ask(uid),
+                Heavy::Import,
+                1,
+                Some(&[]),
+                at
+            )));
+        }
+        assert!(slots.to_wake(|_| 1).is_empty(), "no slot is free");
+        slots.release("a");
+        let woken = slots.to_wake(|_| 1);
+        assert_eq!(
+            woken.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            ["b"]
+        );
+        assert!(
+            slots.to_wake(|_| 1).is_empty(),
+            "b is not woken twice, c waits"
+        );
+        // b asked again and got it; c is still waiting.
+        assert!(granted(&slots.acquire(
+            "pve",
+            ask("b"),
+            Heavy::Import,
+            1,
+            Some(&[]),
+            later
+        )));
+        assert!(slots.to_wake(|_| 1).is_empty());
     }
 
     #[test]
@@ -348,7 +461,7 @@ mod tests {
         let list = running(&["UPID:plain-create"]);
         assert!(granted(&slots.acquire(
             "pve",
-            "a",
+            ask("a"),
             Heavy::Import,
             1,
             Some(&list),

@@ -158,7 +158,8 @@ impl Storage {
     }
 
     /// Whether a linked clone of the base volume `base` lives here and
-    /// names it, as PVE's `volume_is_base_and_used` finds it: a directory
+    /// names it, as PVE's `volume_is_base_and_used` finds it (destroying
+    /// the base and migrating it both ask): a directory
     /// storage's clone is `<base>/<vmid>/<name>` (its qcow2 backing file
     /// is the base). An LVM-thin clone is an independent thin snapshot
     /// whose name carries no base: PVE does not count it.

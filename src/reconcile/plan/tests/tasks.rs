@@ -252,8 +252,8 @@ fn progress_shows_in_the_task_summary() {
     assert_eq!(task.progress, Some(42));
     assert_eq!(
         plan.requeue_after,
-        Some(Duration::from_secs(3)),
-        "poll interval"
+        Some(Duration::from_secs(15)),
+        "a running task is looked at again by its timer every 5 poll intervals (at most 15 s); the task watcher wakes the resource when it ends"
     );
     assert!(
         synced_message(&plan).contains("42% done"),
