@@ -57,6 +57,8 @@ mod snapshots;
 mod state;
 #[path = "sim/conformance/tasks.rs"]
 mod tasks;
+#[path = "sim/thin.rs"]
+mod thin;
 #[path = "sim/conformance/tls.rs"]
 mod tls;
 #[path = "sim/upload.rs"]

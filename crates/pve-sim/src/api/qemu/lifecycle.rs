@@ -330,8 +330,12 @@ pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
             if let Some((sid, name)) = volid.split_once(':')
                 && let Some(storage) = cluster.storage_mut(&node, sid)
             {
+                let thin = storage.is_thin();
                 if let Some(vol) = storage.volumes.get_mut(name) {
-                    vol.size = new;
+                    // A thin volume grows without writing anything.
+                    if !thin {
+                        vol.size = new;
+                    }
                     vol.virtual_size = new;
                 }
                 if let StorageKind::LvmThin { vg } = &storage.kind {

@@ -355,6 +355,15 @@ pub async fn move_disk(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiErro
                 cluster.free_volume(&ctx.node, &volid);
                 return Err(format!("storage migration failed: copy of '{old}' failed"));
             }
+            let data = ctx
+                .inst
+                .cluster()
+                .volume(&ctx.node, &old)
+                .map_or(size, |(_, v)| v.size);
+            if let Err(e) = crate::api::qemu::disks::wrote(&ctx, &volid, data) {
+                ctx.inst.cluster().free_volume(&ctx.node, &volid);
+                return Err(format!("storage migration failed: {e}"));
+            }
             let mut cluster = ctx.inst.cluster();
             let vm = cluster.vm_mut(&ctx.node, vmid)?;
             let value = vm.config.get(&disk).cloned().unwrap_or_default();
