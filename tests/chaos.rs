@@ -6,7 +6,8 @@
 //! (tests/chaos/size.rs); the seed is printed so a run can be repeated.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+// `pub`: the harness is an API this binary uses only part of.
+pub mod support;
 
 #[path = "chaos/mod.rs"]
 mod chaos;
