@@ -1,17 +1,15 @@
 //! The typed endpoints against pve-sim: cluster, nodes, storage content,
 //! download-url, clone, config (async/sync, digest, pending), power, agent.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "proxmox/harness.rs"]
-mod harness;
+use std::time::Duration;
 
-use harness::{Harness, IMAGE, NODE, TEMPLATE, cloned_vm, eventually, has_import};
 use pve_client::vm::{CloneVm, ConfigUpdate, VmParams};
 use pve_client::{
     AgentNetwork, AgentNotReady, Checksum, DownloadContent, DownloadUrl, Error, ResourceType,
 };
 use sha2::{Digest, Sha256};
-use std::time::Duration;
+
+use crate::harness::{Harness, IMAGE, NODE, TEMPLATE, cloned_vm, eventually, has_import};
 
 #[tokio::test]
 async fn cluster_nodes_and_storage() {

@@ -1,16 +1,14 @@
 //! Authentication and TLS against pve-sim: API tokens, tickets with CSRF
 //! and renewal, single-flight login, fingerprint pinning, CA bundles,
 //! insecure mode. The simulator's request counters are the referee.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "proxmox/harness.rs"]
-mod harness;
 
 use std::time::Duration;
 
-use harness::{Harness, NODE, cloned_vm};
 use pve_client::{Client, Credentials, Error, Fingerprint, Secret};
 use pve_sim::SimConfig;
+
+use crate::harness;
+use crate::harness::{Harness, NODE, cloned_vm};
 
 #[tokio::test]
 async fn token_auth_reads_and_writes_without_a_ticket() {

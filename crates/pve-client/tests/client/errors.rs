@@ -1,15 +1,12 @@
 //! Every error class, produced by pve-sim (real handler errors, and fault
 //! injection for the proxy-hop failures a healthy simulator never has).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "proxmox/harness.rs"]
-mod harness;
-
-use harness::{Harness, NODE, TEMPLATE, cloned_vm, http_fault, start_import};
 use pve_client::vm::{ConfigUpdate, CreateVm, VmParams};
 use pve_client::{Credentials, Error, RetryPolicy};
 use pve_sim::SimConfig;
 use serde_json::json;
+
+use crate::harness::{Harness, NODE, TEMPLATE, cloned_vm, http_fault, start_import};
 
 #[tokio::test]
 async fn proxy_hop_failures_are_transient() {

@@ -1,7 +1,6 @@
 //! Shared test harness: an in-process `pve-sim`, clients configured for it,
 //! and the simulator's control API (`/_sim/stats`, `/_sim/requests`,
 //! `/_sim/faults`) as the referee.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 

@@ -1,11 +1,9 @@
 //! The per-client concurrency cap, checked on pve-sim's request log.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "proxmox/harness.rs"]
-mod harness;
-
-use harness::Harness;
 use serde_json::json;
+
+use crate::harness;
+use crate::harness::Harness;
 
 /// With at most 2 requests in flight and every request held 300 ms by the
 /// server, request `i + 2` can only be sent after request `i` or `i + 1`

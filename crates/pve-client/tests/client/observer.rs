@@ -1,18 +1,15 @@
 //! Observation at scale, counted on pve-sim: one active-task list per node
 //! per interval answers for every task in flight, so the batched observer
 //! makes far fewer requests than per-task polling.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "proxmox/harness.rs"]
-mod harness;
 
 use std::time::Duration;
 
 use futures::future::join_all;
-use harness::{Harness, clone_template, eventually, start_import};
 use pve_client::{Client, ObserveMode, TaskObservation, TaskOutcome, Upid};
 use pve_sim::{Durations, SimConfig};
 use serde_json::json;
+
+use crate::harness::{Harness, clone_template, eventually, start_import};
 
 const LIST: &str = "/nodes/{node}/tasks";
 const STATUS: &str = "/nodes/{node}/tasks/{upid}/status";

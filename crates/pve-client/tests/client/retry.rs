@@ -1,16 +1,14 @@
 //! Retry bounds, counted on pve-sim: reads and sync writes retry transient
 //! and lock errors up to the bound; a task-starting write is sent again
 //! only when the failure proves it never ran.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "proxmox/harness.rs"]
-mod harness;
+use std::time::Duration;
 
-use harness::{Harness, NODE, cloned_vm, http_fault};
 use pve_client::vm::{ConfigUpdate, VmParams};
 use pve_client::{Error, RetryPolicy};
 use serde_json::json;
-use std::time::Duration;
+
+use crate::harness::{Harness, NODE, cloned_vm, http_fault};
 
 fn policy(max_attempts: u32) -> RetryPolicy {
     RetryPolicy {

@@ -1,23 +1,20 @@
 //! Tasks against pve-sim: success, `WARNINGS: n`, failure, timeout,
 //! cancellation, the `no such task` grace, import progress, and a create
 //! with `import-from` end to end.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "proxmox/harness.rs"]
-mod harness;
 
 use std::time::Duration;
 
-use harness::{
-    Harness, IMAGE, NODE, TEMPLATE, clone_template, cloned_vm, eventually, has_import,
-    import_params, start_import,
-};
 use pve_client::vm::{
     CreateVm, DeleteOptions, DiskSize, Drive, IpConfig, Nic, NicModel, ShutdownOptions, SshKeys,
     Tags, gib,
 };
 use pve_client::{Error, Secret, TaskObservation, TaskOutcome, WaitOptions};
 use serde_json::json;
+
+use crate::harness::{
+    Harness, IMAGE, NODE, TEMPLATE, clone_template, cloned_vm, eventually, has_import,
+    import_params, start_import,
+};
 
 #[tokio::test]
 async fn a_successful_task_waits_to_ok() {
