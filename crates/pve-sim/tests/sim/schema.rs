@@ -8,9 +8,7 @@
 use pve_sim::schema::{Format, Kind, Param};
 use serde_json::Value;
 
-#[path = "sim/schema_source.rs"]
-mod schema_source;
-use schema_source::index;
+use crate::schema_source::index;
 
 fn kind_name(k: Kind) -> &'static str {
     k.name()
