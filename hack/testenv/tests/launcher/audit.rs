@@ -1,6 +1,5 @@
 //! The optional audit log: exactly one line per request of the audited
 //! users, with who asked, the verb and the resource; nothing for others.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 

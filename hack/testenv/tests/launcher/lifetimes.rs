@@ -1,7 +1,6 @@
 //! The launcher's promises about process lifetimes, checked with real
 //! etcd and kube-apiserver processes: nothing outlives an attached owner
 //! however it ends, and a detached control plane runs until stopped.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,6 @@
 //! Restarting kube-apiserver in place: the same address and credentials
 //! work again, every object survives (etcd is kept), and the new process
 //! is as attached as the first (it goes when the handle is dropped).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
