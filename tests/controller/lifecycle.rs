@@ -82,13 +82,7 @@ async fn the_power_state_is_enforced_both_ways() {
     // Started behind our back: stopped again.
     let upid = env.sim.client().start_vm("pve", vmid).await.unwrap();
     env.sim.client().wait_task(&upid).await.unwrap();
-    support::poll("the VM to be stopped again", DEADLINE, || async {
-        match env.sim.power(vmid).await.as_str() {
-            "stopped" => Ok(()),
-            other => Err(other.to_owned()),
-        }
-    })
-    .await;
+    env.sim.wait_power(vmid, "stopped").await;
 
     env.patch_vm(
         "web",
@@ -102,7 +96,9 @@ async fn the_power_state_is_enforced_both_ways() {
         .ok_or_else(|| "not running".into())
     })
     .await;
-    assert_eq!(env.sim.power(vmid).await, "running");
+    // The status may still hold the observation of the start behind our
+    // back, so the VM itself is waited for, not read once.
+    env.sim.wait_power(vmid, "running").await;
     env.wait_ready("web").await;
 }
 

@@ -182,4 +182,19 @@ impl Sim {
     pub async fn power(&self, vmid: u32) -> String {
         self.client().vm_status("pve", vmid).await.unwrap().status
     }
+
+    /// Waits until [`Sim::power`] says `want`.
+    pub async fn wait_power(&self, vmid: u32, want: &str) {
+        crate::support::poll(
+            &format!("VM {vmid} to be {want}"),
+            super::DEADLINE,
+            || async {
+                match self.power(vmid).await {
+                    now if now == want => Ok(()),
+                    other => Err(other),
+                }
+            },
+        )
+        .await;
+    }
 }
