@@ -1,22 +1,25 @@
 # syntax=docker/dockerfile:1
 # check=error=true
 
-# Container image of crossplane-provider-proxmox: the controller
-# (`proxmox-provider`, the entrypoint) and the Proxmox VE API simulator
-# (`pve-sim`, for kind-based end-to-end tests), both release builds.
+# Container images of crossplane-provider-proxmox, release builds:
 #
-#   docker build -t crossplane-provider-proxmox:latest .
+#   docker build -t crossplane-provider-proxmox:latest .      # the provider (default target)
+#   docker build --target pve-sim -t pve-sim:latest .          # the Proxmox VE API simulator alone
 #
-# Both binaries are linked statically against musl, and the final image is
-# `scratch` plus the CA certificates of the build stage: no shell, no
-# package manager, nothing to patch. It runs as the numeric non-root user
-# 65532 and writes nothing to its filesystem, so it runs with
-# readOnlyRootFilesystem. Linted without a Docker engine by
+# The provider image holds the controller (`proxmox-provider`, the
+# entrypoint) and the simulator (`pve-sim`); the `pve-sim` image holds only
+# the simulator, which is what deploy/pve-sim/ runs and what anyone's CI can
+# run (`docker run -p 127.0.0.1:8006:8006 pve-sim:latest`). The binaries are
+# linked statically against musl, and both images are `scratch` plus the
+# binaries (and, for the provider, the CA certificates of the build stage):
+# no shell, no package manager, nothing to patch. They run as the numeric
+# non-root user 65532 and write nothing to their filesystem, so they run
+# with readOnlyRootFilesystem. Linted without a Docker engine by
 # hack/tools/ensure.sh dockerfile-lint (BuildKit's own checks).
 
 ARG RUST_VERSION=1.95
 
-FROM rust:${RUST_VERSION}-slim-bookworm AS build
+FROM rust:${RUST_VERSION}-slim-bookworm AS toolchain
 # musl-tools gives the C compiler that ring's assembly needs for the musl
 # target; the target name follows the build machine (amd64 or arm64).
 RUN apt-get update \
@@ -24,11 +27,24 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && rustup target add "$(uname -m)-unknown-linux-musl"
 WORKDIR /src
-# Only what the two binaries are built from (.dockerignore allows no more).
+# Only what the two binaries are built from (.dockerignore allows no more);
+# cargo needs every workspace member's manifest even to build one of them.
 COPY Cargo.toml Cargo.lock ./
 COPY src/ src/
 COPY crates/ crates/
 COPY hack/testenv/ hack/testenv/
+
+# The simulator alone, for `--target pve-sim`: it depends on neither the
+# provider nor Kubernetes crates, so this builds a fraction of the workspace.
+FROM toolchain AS sim-build
+RUN --mount=type=cache,id=cargo-registry,target=/usr/local/cargo/registry,sharing=locked \
+    --mount=type=cache,id=cargo-git,target=/usr/local/cargo/git,sharing=locked \
+    --mount=type=cache,id=provider-target,target=/src/target,sharing=locked \
+    target="$(uname -m)-unknown-linux-musl" \
+    && cargo build --release --locked --target "$target" --package pve-sim --bin pve-sim \
+    && install -D -m 0755 "target/$target/release/pve-sim" /out/pve-sim
+
+FROM toolchain AS build
 # The cargo registry and target directory live in BuildKit cache mounts, so
 # rebuilds after a source change recompile only this crate. The binaries are
 # copied out of the cache mount in the same step.
@@ -40,6 +56,21 @@ RUN --mount=type=cache,id=cargo-registry,target=/usr/local/cargo/registry,sharin
     && install -D -m 0755 "target/$target/release/proxmox-provider" /out/proxmox-provider \
     && install -D -m 0755 "target/$target/release/pve-sim" /out/pve-sim
 
+# The simulator's image: pve-sim serves HTTPS on 8006 like pveproxy (with a
+# generated certificate unless --tls-cert/--tls-key name mounted files) and
+# makes no outbound connections, so it needs no CA certificates. Arguments
+# given to the container replace the default listen address.
+FROM scratch AS pve-sim
+LABEL org.opencontainers.image.title="pve-sim" \
+      org.opencontainers.image.description="Proxmox VE API simulator for tests and CI" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=sim-build /out/pve-sim /usr/local/bin/pve-sim
+USER 65532:65532
+EXPOSE 8006
+ENTRYPOINT ["/usr/local/bin/pve-sim"]
+CMD ["--listen=0.0.0.0:8006"]
+
+# The provider's image, the default target (the last stage).
 # Static binaries need no libc; the CA certificates let
 # `proxmox-provider` verify a Proxmox endpoint with a public certificate
 # when no CA bundle or fingerprint pin is configured.

@@ -41,7 +41,7 @@ help: ## Show this list
 control-plane: ## Build etcd, kube-apiserver and kubectl from Go modules (cached; ~6 min the first time)
 	@bash hack/control-plane/build.sh
 
-TOOLS := helm dockerfile-lint argocd-lua servicemonitor-crd flux-kustomization-crd lua shellcheck openssl pve-api-schema go-proxmox-lifecycle proxmoxer
+TOOLS := helm dockerfile-lint argocd-lua servicemonitor-crd flux-kustomization-crd lua shellcheck openssl pve-api-schema go-proxmox-lifecycle proxmoxer ansible
 
 .PHONY: tools
 tools: ## Build or install the tools the packaging tests use (cached; ~3 min the first time)

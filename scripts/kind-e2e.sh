@@ -2,7 +2,8 @@
 # End-to-end test on a kind cluster, with the Proxmox VE API simulator in
 # the cluster instead of a Proxmox server:
 #
-#   1. docker build the image (provider + pve-sim) and kind load it;
+#   1. docker build the provider's image and the simulator's (the
+#      Dockerfile's `pve-sim` target) and kind load them;
 #   2. kubectl apply -k deploy/ (CRDs, RBAC, the provider), then the
 #      simulator: its TLS Secret (scripts/pve-sim-tls.sh) and deploy/pve-sim/
 #      (Deployment, Service, credentials, ClusterProviderConfig `default`);
@@ -17,7 +18,8 @@
 # Environment:
 #   KIND_CLUSTER_NAME  cluster to create or reuse (crossplane-provider-proxmox-e2e)
 #   IMAGE              image name (crossplane-provider-proxmox:latest, what deploy/ uses)
-#   SKIP_BUILD=1       use an IMAGE built already
+#   SIM_IMAGE          simulator image name (pve-sim:latest, what deploy/pve-sim/ uses)
+#   SKIP_BUILD=1       use an IMAGE and SIM_IMAGE built already
 #   KEEP_CLUSTER=1     leave the cluster running afterwards (it is deleted
 #                      otherwise, unless it existed before)
 #   TIMEOUT            kubectl wait timeout per step (10m)
@@ -27,6 +29,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cluster="${KIND_CLUSTER_NAME:-crossplane-provider-proxmox-e2e}"
 image="${IMAGE:-crossplane-provider-proxmox:latest}"
+sim_image="${SIM_IMAGE:-pve-sim:latest}"
 timeout="${TIMEOUT:-10m}"
 artifacts="${ARTIFACTS:-$root/.work/kind-e2e}"
 namespace=crossplane-system
@@ -81,6 +84,8 @@ trap finish EXIT
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   log "building $image"
   docker build -t "$image" "$root"
+  log "building $sim_image"
+  docker build --target pve-sim -t "$sim_image" "$root"
 fi
 
 if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
@@ -92,8 +97,9 @@ else
 fi
 kubectl config use-context "kind-$cluster" >/dev/null
 
-log "loading $image into the cluster"
+log "loading $image and $sim_image into the cluster"
 kind load docker-image "$image" --name "$cluster"
+kind load docker-image "$sim_image" --name "$cluster"
 
 log "installing the provider (kubectl apply -k deploy/)"
 kubectl apply -k "$root/deploy"
@@ -110,7 +116,9 @@ kubectl apply -k "$root/deploy/pve-sim"
 
 if [[ "$image" != crossplane-provider-proxmox:latest ]]; then
   kubectl -n "$namespace" set image deployment/crossplane-provider-proxmox "provider=$image"
-  kubectl -n "$namespace" set image deployment/pve-sim "pve-sim=$image"
+fi
+if [[ "$sim_image" != pve-sim:latest ]]; then
+  kubectl -n "$namespace" set image deployment/pve-sim "pve-sim=$sim_image"
 fi
 kubectl -n "$namespace" rollout status deployment/pve-sim --timeout="$timeout"
 kubectl -n "$namespace" rollout status deployment/crossplane-provider-proxmox --timeout="$timeout"

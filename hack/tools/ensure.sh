@@ -14,6 +14,8 @@
 #   hack/tools/ensure.sh pve-api-schema      # the real PVE API schema (JSON), from the pinned fakepve wheel
 #   hack/tools/ensure.sh go-proxmox-lifecycle  # go-proxmox (pinned in hack/tools/go-proxmox) driving a CAPMOX-style lifecycle
 #   hack/tools/ensure.sh proxmoxer           # python with proxmoxer (pinned in hack/tools/proxmoxer) in a cached venv
+#   hack/tools/ensure.sh ansible             # ansible-playbook with community.proxmox (pinned in hack/tools/ansible), cached venv
+#   hack/tools/ensure.sh fakepve             # python with fakepve (pinned in hack/tools/fakepve), for scripts/compare-fakepve.sh
 #
 # Go tools are built with the local Go toolchain from the go.mod/go.sum next
 # to this script (nothing vendored, nothing prebuilt downloaded) and cached
@@ -32,7 +34,7 @@ log_tag=tools
 source "$here/../lib.sh"
 
 usage() {
-  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -148,11 +150,13 @@ PY
   echo "$out"
 }
 
-# pypi_venv NAME DIR: a venv in the cache with the packages pinned (with
-# hashes) in DIR/requirements.txt; prints its python.
+# pypi_venv NAME DIR [SETUP]: a venv in the cache with the packages pinned
+# (with hashes) in DIR/requirements.txt; prints its python. SETUP, a function
+# given the venv's directory and DIR, adds what pip does not install; the
+# cache key covers every DIR/*.txt.
 pypi_venv() {
-  local name="$1" dir="$2" key out
-  key="$(content_key "$dir/requirements.txt" "${BASH_SOURCE[0]}" "$here/../lib.sh")"
+  local name="$1" dir="$2" setup="${3:-}" key out
+  key="$(content_key "$dir"/*.txt "${BASH_SOURCE[0]}" "$here/../lib.sh")"
   out="$cache_root/$name-$key"
   if [[ -x "$out/bin/python" ]]; then
     echo "$out/bin/python"
@@ -170,7 +174,34 @@ pypi_venv() {
   "$out/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
       --only-binary=:all: --require-hashes -r "$dir/requirements.txt" >&2 \
     || { rm -rf "$out"; die "installing the packages pinned in $dir/requirements.txt failed"; }
+  if [[ -n "$setup" ]]; then
+    "$setup" "$out" "$dir" || { rm -rf "$out"; die "setting up $name failed"; }
+  fi
   echo "$out/bin/python"
+}
+
+# ansible_collection VENV DIR: copies ansible_collections/community/proxmox
+# out of the one wheel pinned in DIR/collection.txt (pip checks its hash)
+# into VENV's site-packages, where ansible-core looks for collections.
+ansible_collection() {
+  local venv="$1" dir="$2" tmp
+  tmp="$(mktemp -d "$cache_root/.fetch-ansible.XXXXXX")"
+  log "fetching the community.proxmox collection (first run only)"
+  "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+      --only-binary=:all: --require-hashes -r "$dir/collection.txt" -d "$tmp" >&2 \
+    || { rm -rf "$tmp"; return 1; }
+  "$venv/bin/python" - "$tmp" <<'PY' || { rm -rf "$tmp"; return 1; }
+import pathlib, sys, sysconfig, zipfile
+wheel = next(pathlib.Path(sys.argv[1]).glob("*.whl"))
+prefix = "ansible_collections/community/proxmox/"
+site = sysconfig.get_paths()["purelib"]
+with zipfile.ZipFile(wheel) as z:
+    members = [m for m in z.namelist() if m.startswith(prefix)]
+    if not members:
+        sys.exit(f"{wheel.name} has no {prefix}")
+    z.extractall(site, members)
+PY
+  rm -rf "$tmp"
 }
 
 [[ $# -eq 1 ]] || usage
@@ -190,6 +221,11 @@ case "$1" in
     go_tool go-proxmox-lifecycle "$here/go-proxmox" .
     ;;
   proxmoxer) pypi_venv proxmoxer "$here/proxmoxer" ;;
+  fakepve) pypi_venv fakepve "$here/fakepve" ;;
+  ansible)
+    python="$(pypi_venv ansible "$here/ansible" ansible_collection)"
+    echo "$(dirname "$python")/ansible-playbook"
+    ;;
   servicemonitor-crd)
     module_file "$here/prometheus-operator" github.com/prometheus-operator/prometheus-operator \
       example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml

@@ -41,13 +41,11 @@ fn dockerfile_passes_buildkit_checks_and_builds_a_non_root_image() {
         "scratch",
         "the final image holds the static binaries and nothing else: {last}"
     );
-    let user = last["user"].as_str().expect("the final stage sets USER");
-    let (uid, gid) = user.split_once(':').unwrap_or((user, user));
-    let uid: u32 = uid
-        .parse()
-        .expect("USER is numeric, so runAsNonRoot can verify it");
-    let gid: u32 = gid.parse().expect("group is numeric");
-    assert!(uid != 0 && gid != 0, "USER {user} is not root");
+    assert_non_root(last);
+    assert_eq!(
+        last["name"], "runtime",
+        "the provider is the default target"
+    );
     assert_eq!(last["expose"], serde_json::json!(["8080"]));
     assert_eq!(
         last["entrypoint"],
@@ -65,6 +63,57 @@ fn dockerfile_passes_buildkit_checks_and_builds_a_non_root_image() {
     assert!(
         text.contains("COPY --from=build /out/proxmox-provider /out/pve-sim /usr/local/bin/"),
         "both binaries in the final image"
+    );
+}
+
+/// A stage's USER is numeric and not root, so `runAsNonRoot` can verify it.
+fn assert_non_root(stage: &Value) {
+    let user = stage["user"].as_str().expect("the stage sets USER");
+    let (uid, gid) = user.split_once(':').unwrap_or((user, user));
+    let uid: u32 = uid
+        .parse()
+        .expect("USER is numeric, so runAsNonRoot can verify it");
+    let gid: u32 = gid.parse().expect("group is numeric");
+    assert!(uid != 0 && gid != 0, "USER {user} is not root");
+}
+
+/// `docker build --target pve-sim`: the simulator alone, static, on scratch,
+/// non-root, serving 8006 on all addresses of the container by default,
+/// built without compiling the provider.
+#[test]
+fn dockerfile_has_a_pve_sim_target() {
+    let (clean, report) = dockerfile_lint(&repo().join("Dockerfile"), repo());
+    assert!(clean, "Dockerfile findings: {:#}", report["findings"]);
+    let stages = report["stages"].as_array().unwrap();
+    let sim = stages
+        .iter()
+        .find(|s| s["name"] == "pve-sim")
+        .unwrap_or_else(|| panic!("no stage named pve-sim: {stages:#?}"));
+    assert_eq!(sim["base"], "scratch", "{sim}");
+    assert_non_root(sim);
+    assert_eq!(sim["expose"], serde_json::json!(["8006"]));
+    assert_eq!(
+        sim["entrypoint"],
+        serde_json::json!(["/usr/local/bin/pve-sim"])
+    );
+    assert_eq!(sim["cmd"], serde_json::json!(["--listen=0.0.0.0:8006"]));
+
+    let text = read("Dockerfile");
+    let section = text
+        .split("\nFROM ")
+        .find(|s| s.starts_with("scratch AS pve-sim"))
+        .unwrap();
+    let copies: Vec<&str> = section.lines().filter(|l| l.starts_with("COPY")).collect();
+    assert_eq!(
+        copies,
+        ["COPY --from=sim-build /out/pve-sim /usr/local/bin/pve-sim"],
+        "the binary and nothing else"
+    );
+    assert!(
+        text.contains(
+            "cargo build --release --locked --target \"$target\" --package pve-sim --bin pve-sim"
+        ),
+        "a static release build of the simulator alone"
     );
 }
 

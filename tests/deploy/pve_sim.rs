@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::Secret;
 use serde_json::Value;
 
 use crate::support;
-use crate::tools::{find, pve_sim_tls, read, temp_file, yaml_docs};
+use crate::tools::{find, pve_sim_tls, read, repo, run_ok, temp_file, tool, yaml_docs};
 
 /// Kills the simulator when the test ends, passed or not.
 struct Running(Child);
@@ -178,8 +178,13 @@ async fn start() -> Sim {
         })
         .collect();
     assert_eq!(
-        add_on.container["command"][0], "/usr/local/bin/pve-sim",
-        "the image's pve-sim"
+        add_on.container["image"], "pve-sim:latest",
+        "the Dockerfile's pve-sim target"
+    );
+    assert!(
+        add_on.container.get("command").is_none(),
+        "the image's ENTRYPOINT runs: {}",
+        add_on.container
     );
     let mut child = Command::new(support::workspace_binary("pve-sim", "pve-sim"))
         .args(&args)
@@ -318,4 +323,49 @@ fn the_role_granted_in_the_add_on_is_the_documented_one() {
         let privileges: Vec<&str> = grant.splitn(3, ':').nth(2).unwrap().split(',').collect();
         assert_eq!(privileges, documented, "{grant}");
     }
+}
+
+/// The add-on runs the image `docker build --target pve-sim` makes: the
+/// Dockerfile's `pve-sim` stage (its ENTRYPOINT, user and port are the
+/// pod's), and the kind end-to-end script builds and loads that image.
+#[test]
+fn the_add_on_runs_the_dockerfile_pve_sim_target() {
+    let report: Value = serde_json::from_str(&run_ok(
+        Command::new(tool("dockerfile-lint"))
+            .arg("-json")
+            .arg("-context")
+            .arg(repo())
+            .arg(repo().join("Dockerfile")),
+    ))
+    .unwrap();
+    let stage = report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "pve-sim")
+        .expect("a pve-sim stage")
+        .clone();
+    let add_on = add_on();
+    let container = &add_on.container;
+    assert_eq!(container["image"], "pve-sim:latest");
+    assert_eq!(stage["entrypoint"][0], "/usr/local/bin/pve-sim");
+    let deployment = yaml_docs(&read("deploy/pve-sim/deployment.yaml"), "deployment.yaml");
+    let pod = &find(&deployment, "Deployment", "pve-sim")["spec"]["template"]["spec"];
+    let user = format!(
+        "{}:{}",
+        pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]
+    );
+    assert_eq!(stage["user"], user, "the pod runs as the image's USER");
+    let port = container["ports"][0]["containerPort"].as_u64().unwrap();
+    assert_eq!(stage["expose"], serde_json::json!([port.to_string()]));
+
+    let script = read("scripts/kind-e2e.sh");
+    assert!(
+        script.contains("docker build --target pve-sim -t \"$sim_image\""),
+        "kind-e2e.sh builds the simulator's image"
+    );
+    assert!(
+        script.contains("kind load docker-image \"$sim_image\""),
+        "and loads it into the cluster"
+    );
 }

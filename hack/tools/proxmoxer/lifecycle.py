@@ -1,7 +1,8 @@
 """Drives a Proxmox VE API (pve-sim in this project's tests) with proxmoxer
 through a VM's life: create with a disk import and a cloud-init drive, clone,
-cloud-init settings, resize, start, the guest agent, a snapshot, a live
-migration, stop and delete. Prints one line per step; exits 1 on failure.
+cloud-init settings, resize, start, the guest agent, a snapshot (which,
+as on PVE, keeps the VM's local disks from migrating until it is deleted),
+a live migration, stop and delete. Prints one line per step; exits 1 on failure.
 
 usage: lifecycle.py HOST PORT CA_FILE   (token secret in $PVE_TOKEN_SECRET)
 """
@@ -77,6 +78,15 @@ def main(host, port, ca):
     names = [s["name"] for s in pve.qemu(vmid).snapshot.get()]
     assert "before" in names, names
     print("ok snapshot")
+    # PVE cannot move a local LVM-thin disk that a snapshot references.
+    refused = pve.qemu(vmid).migrate.post(target="pve2", online=1, **{"with-local-disks": 1})
+    try:
+        wait(px, "pve", refused)
+        raise AssertionError("a migration with a local snapshot succeeded")
+    except RuntimeError as e:
+        assert "migration aborted" in str(e), e
+    wait(px, "pve", pve.qemu(vmid).snapshot("before").delete())
+    print("ok snapshot deleted")
     wait(px, "pve", pve.qemu(vmid).migrate.post(target="pve2", online=1, **{"with-local-disks": 1}))
     pve2 = px.nodes("pve2")
     assert pve2.qemu(vmid).status.current.get()["status"] == "running"

@@ -85,8 +85,42 @@ impl Storage {
         format!("{content}/{filename}")
     }
 
+    /// Whether linked clones still use the base volume `volname`
+    /// (PVE's `volume_is_base_and_used`).
+    pub fn base_in_use(&self, volname: &str) -> bool {
+        self.volumes
+            .values()
+            .any(|v| v.base.as_deref() == Some(volname))
+    }
+
     pub fn used(&self) -> u64 {
         self.volumes.values().map(|v| v.size).sum()
+    }
+
+    /// Whether a new volume is created empty and takes space only as data
+    /// is written to it: an LVM-thin pool allocates its blocks on write, so
+    /// a 20 GiB disk holding a 600 MiB image uses 600 MiB of the pool, and
+    /// the pool may promise more than it has (LVM warns, PVE allows it).
+    pub fn is_thin(&self) -> bool {
+        matches!(self.kind, StorageKind::LvmThin { .. })
+    }
+
+    /// Records `bytes` written to `volname` of a thin pool (up to the
+    /// volume's virtual size). Volumes elsewhere are counted whole from
+    /// their creation, so this changes nothing for them. `Err(offset)`: the
+    /// pool ran out of data space at that offset of the write (the volume
+    /// keeps what fitted).
+    pub fn wrote(&mut self, volname: &str, bytes: u64) -> Result<(), u64> {
+        if !self.is_thin() {
+            return Ok(());
+        }
+        let room = self.total.saturating_sub(self.used());
+        let Some(vol) = self.volumes.get_mut(volname) else {
+            return Ok(());
+        };
+        let want = bytes.min(vol.virtual_size.saturating_sub(vol.size));
+        vol.size += want.min(room);
+        if want > room { Err(room) } else { Ok(()) }
     }
 
     /// The next free `vm-<vmid>-disk-N` (or `base-`) name.

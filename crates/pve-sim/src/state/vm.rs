@@ -177,14 +177,7 @@ impl Vm {
 
     /// Disk keys with their parsed drive property strings.
     pub fn drives(&self) -> Vec<(String, BTreeMap<String, String>)> {
-        self.config
-            .iter()
-            .filter_map(|(k, v)| {
-                let format = qemu::drive_format(k)
-                    .or_else(|| k.starts_with("unused").then_some(&propstr::UNUSED))?;
-                Some((k.clone(), format.parse(k, v).ok()?))
-            })
-            .collect()
+        drives_of(&self.config)
     }
 
     /// Volume IDs referenced by the config (disks, unused, cloud-init).
@@ -233,4 +226,17 @@ impl Vm {
             .as_ref()
             .map_or(0, |r| (r.since.elapsed().as_secs_f64() / scale) as u64)
     }
+}
+
+/// Disk keys of a VM config (the current one or a snapshot's) with their
+/// parsed drive property strings.
+pub fn drives_of(config: &BTreeMap<String, String>) -> Vec<(String, BTreeMap<String, String>)> {
+    config
+        .iter()
+        .filter_map(|(k, v)| {
+            let format = qemu::drive_format(k)
+                .or_else(|| k.starts_with("unused").then_some(&propstr::UNUSED))?;
+            Some((k.clone(), format.parse(k, v).ok()?))
+        })
+        .collect()
 }

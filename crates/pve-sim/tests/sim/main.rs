@@ -25,5 +25,6 @@ mod schema;
 mod schema_walk;
 mod snapshots;
 mod state;
+mod thin;
 mod upload;
 mod vm_options;

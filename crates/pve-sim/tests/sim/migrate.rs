@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::start_with;
+use crate::common::{Sim, start_with};
 
 #[tokio::test]
 async fn migrate_offline_and_online_with_local_disks() {
@@ -20,6 +20,7 @@ async fn migrate_offline_and_online_with_local_disks() {
     let pre = sim.get("/nodes/pve/qemu/100/migrate").await.data();
     assert_eq!(pre["running"], 0);
     assert_eq!(pre["allowed_nodes"], serde_json::json!(["pve2"]));
+    assert_eq!(pre["has-dbus-vmstate"], 1, "{pre}");
     assert_eq!(pre["local_disks"][0]["volid"], "local-lvm:vm-100-disk-0");
     let local = sim
         .post("/nodes/pve/qemu/100/migrate", &[("target", "pve")])
@@ -67,7 +68,14 @@ async fn migrate_offline_and_online_with_local_disks() {
         .upid();
     assert_eq!(
         sim.wait_task(&upid).await["exitstatus"],
-        "can't live migrate attached local disks without with-local-disks option"
+        "migration aborted"
+    );
+    let log = sim.task_log(&upid).await;
+    assert!(
+        log.iter().any(|l| l.ends_with(
+            "can't migrate local disk 'local-lvm:vm-100-disk-0': can't live migrate attached local disks without with-local-disks option"
+        )),
+        "{log:?}"
     );
     sim.post_ok(
         "/nodes/pve2/qemu/100/migrate",
@@ -120,4 +128,112 @@ async fn move_disk_and_linked_clone_base() {
     sim.task_ok(&upid).await;
     let upid = sim.delete("/nodes/pve/qemu/9000", &[]).await.upid();
     sim.task_ok(&upid).await;
+}
+
+/// A migration of VM 100 from `pve` to `pve2`: its exit status and log.
+async fn migrate_100(sim: &Sim, extra: &[(&str, &str)]) -> (String, Vec<String>) {
+    let params: Vec<_> = [("target", "pve2")].iter().chain(extra).copied().collect();
+    let upid = sim
+        .post("/nodes/pve/qemu/100/migrate", &params)
+        .await
+        .upid();
+    let exit = sim.wait_task(&upid).await["exitstatus"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (exit, sim.task_log(&upid).await)
+}
+
+async fn set_ide0(sim: &Sim, value: &str) {
+    let put = sim
+        .put("/nodes/pve/qemu/100/config", &[("ide0", value)])
+        .await;
+    assert_eq!(put.status, 200, "{put:?}");
+}
+
+fn has_line(log: &[String], line: &str) -> bool {
+    log.iter().any(|l| l.ends_with(line))
+}
+
+/// QemuMigrate's volume scan: snapshots on LVM-thin pin a VM to its node
+/// (online and offline), a local ISO must be ejected first, and the
+/// generated cloud-init drive travels with the VM.
+#[tokio::test]
+async fn migrate_refuses_local_snapshots_and_isos() {
+    let state = pve_sim::state::file::StateFile::parse(
+        "nodes: [{name: pve}, {name: pve2}]\nvolumes: [{volid: 'local:iso/seed.iso', size: 368K}]\n",
+    )
+    .unwrap();
+    let sim = start_with(|c| c.state = Some(state)).await;
+    sim.post_ok(
+        "/nodes/pve/qemu",
+        &[
+            ("vmid", "100"),
+            ("scsi0", "local-lvm:1"),
+            ("ide2", "local-lvm:cloudinit"),
+        ],
+    )
+    .await;
+    sim.post_ok("/nodes/pve/qemu/100/snapshot", &[("snapname", "s1")])
+        .await;
+    let aborted = |(exit, log): (String, Vec<String>), volid: &str, why: &str| {
+        assert_eq!(exit, "migration aborted");
+        assert!(
+            has_line(&log, &format!("can't migrate local disk '{volid}': {why}")),
+            "{log:?}"
+        );
+        assert!(
+            has_line(
+                &log,
+                "ERROR: migration aborted (duration 00:00:00): Problem found while scanning volumes - can't migrate VM - check log"
+            ),
+            "{log:?}"
+        );
+    };
+    let disk = "local-lvm:vm-100-disk-0";
+    aborted(
+        migrate_100(&sim, &[]).await,
+        disk,
+        "non-migratable snapshot exists",
+    );
+    sim.power("100", "start").await;
+    let live = [("online", "1"), ("with-local-disks", "1")];
+    aborted(
+        migrate_100(&sim, &live).await,
+        disk,
+        "online storage migration not possible if non-replicated snapshot exists",
+    );
+    // Nothing moved, and the lock is gone again.
+    let config = sim.get("/nodes/pve/qemu/100/config").await.data();
+    assert!(config.get("lock").is_none(), "{config}");
+
+    // Without the snapshot but with a local ISO in the drive: refused too.
+    let upid = sim
+        .delete("/nodes/pve/qemu/100/snapshot/s1", &[])
+        .await
+        .upid();
+    sim.task_ok(&upid).await;
+    sim.power("100", "stop").await;
+    set_ide0(&sim, "local:iso/seed.iso,media=cdrom").await;
+    aborted(
+        migrate_100(&sim, &[]).await,
+        "local:iso/seed.iso",
+        "local cdrom image",
+    );
+
+    // Ejected: the disk and the generated cloud-init drive move.
+    set_ide0(&sim, "none,media=cdrom").await;
+    let (exit, log) = migrate_100(&sim, &[]).await;
+    assert_eq!(exit, "OK", "{log:?}");
+    for line in [
+        "found local disk 'local-lvm:vm-100-disk-0' (attached)",
+        "found generated disk 'local-lvm:vm-100-cloudinit' (in current VM config)",
+    ] {
+        assert!(has_line(&log, line), "{line}: {log:?}");
+    }
+    let vols = sim
+        .get_q("/nodes/pve2/storage/local-lvm/content", &[("vmid", "100")])
+        .await
+        .data();
+    assert_eq!(vols.as_array().map(Vec::len), Some(2), "{vols}");
 }

@@ -254,6 +254,8 @@ async fn build(
         "Detected container architecture: {}",
         plan.config.get("arch").map_or("amd64", String::as_str)
     ));
+    // The archive unpacks to about four times its compressed size.
+    crate::api::qemu::disks::wrote(ctx, &volid, plan.template_size * 4)?;
     ctx.log("Creating SSH host key 'ssh_host_ed25519_key' - this may take some time ...");
     ctx.checkpoint()?;
     let mut config = plan.config;

@@ -252,6 +252,12 @@ async fn run(
                 disks::copy_with_progress(ctx, size, None)
                     .await
                     .map_err(|_| "copy failed".to_owned())?;
+                let data = ctx
+                    .inst
+                    .cluster()
+                    .volume(&ctx.node, &copy.source)
+                    .map_or(size, |(_, v)| v.size);
+                disks::wrote(ctx, &volid, data)?;
                 opts.insert("size".into(), format_size(size));
             } else {
                 ctx.sleep(ctx.inst.durations.linked_clone).await;

@@ -133,10 +133,9 @@ pub async fn destroy(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
                     let storages = cluster.storages.get(&ctx.node).into_iter().flatten();
                     for s in storages {
                         if let Some(base) = volumes.iter().find(|volid| {
-                            volid.split_once(':').is_some_and(|(sid, name)| {
-                                sid == s.id
-                                    && s.volumes.values().any(|v| v.base.as_deref() == Some(name))
-                            })
+                            volid
+                                .split_once(':')
+                                .is_some_and(|(sid, name)| sid == s.id && s.base_in_use(name))
                         }) {
                             return Err(format!(
                                 "base volume '{base}' is still in use by linked cloned"
@@ -331,8 +330,12 @@ pub async fn resize(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
             if let Some((sid, name)) = volid.split_once(':')
                 && let Some(storage) = cluster.storage_mut(&node, sid)
             {
+                let thin = storage.is_thin();
                 if let Some(vol) = storage.volumes.get_mut(name) {
-                    vol.size = new;
+                    // A thin volume grows without writing anything.
+                    if !thin {
+                        vol.size = new;
+                    }
                     vol.virtual_size = new;
                 }
                 if let StorageKind::LvmThin { vg } = &storage.kind {

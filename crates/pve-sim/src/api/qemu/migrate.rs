@@ -17,6 +17,8 @@ use crate::schema::{Named, Param, qemu};
 use crate::state::{Cluster, Vm};
 use crate::tasks::{self, TaskCtx};
 
+mod scan;
+
 pub const MIGRATE: &[&[Param]] = &[
     NODE_VMID,
     &[
@@ -101,7 +103,7 @@ pub async fn precondition(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
             d
         })
         .collect();
-    Ok(Reply::data(json!({
+    let mut res = json!({
         "running": u8::from(vm.is_running()),
         "allowed_nodes": allowed,
         "not_allowed_nodes": {},
@@ -109,7 +111,12 @@ pub async fn precondition(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
         "local_resources": [],
         "mapped-resources": [],
         "mapped-resource-info": {},
-    })))
+    });
+    if inst.pve_version >= 9 {
+        // qemu-server 9 migrates the D-Bus VM state along.
+        res["has-dbus-vmstate"] = json!(1);
+    }
+    Ok(Reply::data(res))
 }
 
 pub async fn migrate(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
@@ -185,32 +192,20 @@ pub async fn run(
         ctx.log(stamp(&format!(
             "starting migration of VM {vmid} to node '{target}' ({target_ip})"
         )));
-        let disks = local_disks(&cluster, vm);
-        for (key, volid, _) in &disks {
-            let (sid, name) = volid.split_once(':').unwrap_or_default();
-            if let Some(base) = cluster
-                .storage(&ctx.node, sid)
-                .and_then(|s| s.volumes.get(name))
-                .and_then(|v| v.base.clone())
-            {
-                return Err(format!(
-                    "migration aborted (duration 00:00:00): can't migrate '{volid}' as it's a clone of '{base}'"
-                ));
-            }
-            let attached = if key.starts_with("unused") {
-                "unused"
-            } else {
-                "attached"
-            };
+        let mut lines = Vec::new();
+        let scanned = scan::scan(&cluster, vm, online, with_local, &mut lines);
+        for line in &lines {
+            ctx.log(stamp(line));
+        }
+        let disks = scanned.map_err(|e| {
+            // phase1 dies; AbstractMigrate logs the error twice and ends the task.
+            let err = format!("Problem found while scanning volumes - {e}");
+            ctx.log(stamp(&format!("ERROR: {err}")));
             ctx.log(stamp(&format!(
-                "found local disk '{volid}' (attached via {key}, {attached})"
+                "ERROR: migration aborted (duration 00:00:00): {err}"
             )));
-        }
-        if online && !disks.is_empty() && !with_local {
-            return Err(
-                "can't live migrate attached local disks without with-local-disks option".into(),
-            );
-        }
+            "migration aborted".to_owned()
+        })?;
         let memory = vm.memory_mib() << 20;
         let vm = cluster.vm_mut(&ctx.node, vmid)?;
         vm.config.insert("lock".into(), "migrate".into());
@@ -224,8 +219,8 @@ pub async fn run(
         }
         return Err(format!("migration problems: {e}"));
     }
-    for (_, volid, _) in &disks {
-        let (sid, name) = volid.split_once(':').unwrap_or_default();
+    for disk in &disks {
+        let (sid, name) = disk.volid.split_once(':').unwrap_or_default();
         let vol = cluster
             .storage_mut(&ctx.node, sid)
             .and_then(|s| s.volumes.remove(name));
@@ -242,17 +237,18 @@ pub async fn run(
 
 async fn transfer(
     ctx: &TaskCtx,
-    disks: &[(String, String, u64)],
+    disks: &[scan::LocalVolume],
     online: bool,
     memory: u64,
 ) -> Result<(), String> {
     if !disks.is_empty() {
         ctx.log(stamp("copying local disk images"));
-        for (_, volid, size) in disks {
+        for disk in disks {
+            let volid = &disk.volid;
             ctx.log(stamp(&format!(
                 "volume '{volid}' is '{volid}' on the target"
             )));
-            copy_with_progress(ctx, *size, None)
+            copy_with_progress(ctx, disk.size, None)
                 .await
                 .map_err(|_| format!("storage migration for '{volid}' failed"))?;
         }
@@ -358,6 +354,15 @@ pub async fn move_disk(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiErro
                 let mut cluster = ctx.inst.cluster();
                 cluster.free_volume(&ctx.node, &volid);
                 return Err(format!("storage migration failed: copy of '{old}' failed"));
+            }
+            let data = ctx
+                .inst
+                .cluster()
+                .volume(&ctx.node, &old)
+                .map_or(size, |(_, v)| v.size);
+            if let Err(e) = crate::api::qemu::disks::wrote(&ctx, &volid, data) {
+                ctx.inst.cluster().free_volume(&ctx.node, &volid);
+                return Err(format!("storage migration failed: {e}"));
             }
             let mut cluster = ctx.inst.cluster();
             let vm = cluster.vm_mut(&ctx.node, vmid)?;

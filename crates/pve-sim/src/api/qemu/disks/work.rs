@@ -34,7 +34,7 @@ pub async fn execute(
                 .inst
                 .cluster()
                 .volume(&ctx.node, &volid)
-                .map_or(bytes, |(_, v)| v.size);
+                .map_or(bytes, |(_, v)| v.virtual_size);
             opts.insert("size".into(), format_size(size));
             let value = print_drive(&volid, &opts);
             ctx.log(format!("{key}: successfully created disk '{value}'"));
@@ -70,6 +70,9 @@ pub async fn execute(
                     image.format, image.path
                 )
             })?;
+            // qemu-img writes the image's data, not its zeros.
+            wrote(ctx, &volid, image.data)
+                .map_err(|e| format!("cannot import from '{source}' - {e}"))?;
             opts.insert("size".into(), format_size(image.virtual_size));
             let value = print_drive(&volid, &opts);
             ctx.log(format!("{key}: successfully created disk '{value}'"));
@@ -106,6 +109,8 @@ fn keep(ctx: &TaskCtx, key: String, value: String) -> Result<(String, String), S
 
 struct SourceImage {
     virtual_size: u64,
+    /// The data in it: what a copy writes (a qcow2 file holds no zeros).
+    data: u64,
     corrupt: bool,
     format: String,
     path: String,
@@ -138,6 +143,7 @@ fn source_image(ctx: &TaskCtx, source: &str) -> Result<SourceImage, String> {
 
 fn image_of(v: &Volume, path: String) -> SourceImage {
     SourceImage {
+        data: v.size,
         virtual_size: v.virtual_size,
         corrupt: v.corrupt,
         format: v.format.clone(),
@@ -181,7 +187,14 @@ pub fn allocate(
         StorageKind::LvmThin { .. } => bytes.div_ceil(4 << 20) * (4 << 20),
         StorageKind::Dir { .. } => bytes,
     };
-    if s.used() + bytes > s.total {
+    // A thin pool refuses new volumes once its data is full, whatever
+    // their size (LVM's threshold check); other storages need the room.
+    let full = if s.is_thin() {
+        s.used() >= s.total
+    } else {
+        s.used() + bytes > s.total
+    };
+    if full {
         return Err(match &s.kind {
             StorageKind::LvmThin { vg } => format!(
                 "lvcreate '{vg}/{volname}' error:   Cannot create new thin volume, free space in thin pool {vg}/data reached threshold."
@@ -202,7 +215,7 @@ pub fn allocate(
             volname: volname.clone(),
             content: "images",
             format: format.into(),
-            size: bytes,
+            size: if s.is_thin() { 0 } else { bytes },
             virtual_size: bytes,
             vmid: Some(vmid),
             ctime: crate::clock::Clock::epoch_secs(),
@@ -232,7 +245,24 @@ pub fn allocate_cloudinit(
     created: &mut Vec<String>,
 ) -> Result<String, String> {
     let name = format!("vm-{vmid}-cloudinit");
-    allocate(ctx, storage, vmid, Some(name), 4 << 20, created)
+    let volid = allocate(ctx, storage, vmid, Some(name), 4 << 20, created)?;
+    wrote(ctx, &volid, 4 << 20)?;
+    Ok(volid)
+}
+
+/// Records `bytes` of data written to `volid` on the task's node (see
+/// `Storage::wrote`); fails as the writer does when a thin pool is full.
+pub fn wrote(ctx: &TaskCtx, volid: &str, bytes: u64) -> Result<(), String> {
+    let mut cluster = ctx.inst.cluster();
+    let Some((sid, name)) = volid.split_once(':') else {
+        return Ok(());
+    };
+    let Some(storage) = cluster.storage_mut(&ctx.node, sid) else {
+        return Ok(());
+    };
+    storage.wrote(name, bytes).map_err(|at| {
+        format!("qemu-img: error while writing at byte {at}: No space left on device")
+    })
 }
 
 /// Logs `transferred X of Y (pp.pp%)` about once per percent over the
