@@ -8,7 +8,7 @@
 use serde_json::json;
 
 use crate::common::start_with;
-use crate::config::item_of;
+use crate::conformance::config::item_of;
 use crate::mapping::{GPU_ON_PVE, create_mapping};
 
 #[tokio::test]
