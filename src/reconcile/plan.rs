@@ -24,12 +24,16 @@ mod create;
 mod decision;
 mod delete;
 mod drift;
+mod hardware;
 mod input;
 mod output;
 mod owner;
+mod protection;
 mod render;
 mod report;
 mod task;
+mod template;
+mod warning;
 
 #[cfg(test)]
 mod tests;
@@ -84,6 +88,7 @@ pub fn plan(input: &PlanInput) -> Plan {
     let ctx = Ctx::new(input);
     let mut out = Out::new(&ctx);
     report::observed(&ctx, &mut out);
+    warning::update(&ctx, &mut out);
     let decision = decide(&ctx, &mut out);
     out.finish(&ctx, decision)
 }

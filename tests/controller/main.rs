@@ -29,6 +29,7 @@ mod crds;
 mod create;
 mod events;
 mod failures;
+mod hardware;
 mod lifecycle;
 mod races;
 mod requests;

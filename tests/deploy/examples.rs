@@ -49,6 +49,9 @@ async fn every_example_is_accepted() {
         "examples/vm-observe.yaml",
         "examples/vm-orphan.yaml",
         "examples/vm-image-download.yaml",
+        "examples/vm-windows11.yaml",
+        "examples/vm-golden-template.yaml",
+        "examples/vm-passthrough.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
     ] {

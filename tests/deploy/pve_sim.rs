@@ -245,6 +245,8 @@ async fn add_on_runs_and_its_token_can_do_what_the_provider_does() {
                 "local-lvm:0,import-from=local:import/ubuntu-24.04-server-cloudimg-amd64.qcow2",
             ),
             ("net0", "virtio,bridge=vmbr0"),
+            ("serial0", "socket"),
+            ("vga", "serial0"),
             ("ide2", "local-lvm:cloudinit"),
             ("ciuser", "ubuntu"),
             ("ipconfig0", "ip=dhcp"),

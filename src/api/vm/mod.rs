@@ -1,7 +1,12 @@
 //! `ProxmoxVM`: one Proxmox VE virtual machine, managed Crossplane-style.
 
 mod cloud_init;
+mod console;
+mod devices;
 mod disk;
+mod firmware;
+mod hardware;
+mod lifecycle;
 mod network;
 mod params;
 mod status;
@@ -10,7 +15,14 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 pub use cloud_init::{CloudInit, IpConfig};
+pub use console::{SerialPort, Vga, VgaType};
+pub use devices::{HotplugFeature, PciDevice, Rng, RngSource, UsbDevice};
 pub use disk::{ChecksumAlgorithm, Disk, DiskImage};
+pub use firmware::{
+    Bios, EfiDisk, EfiType, Machine, MachineType, OsType, TpmState, TpmVersion, Viommu,
+};
+pub use hardware::{Balloon, Hardware};
+pub use lifecycle::{Lifecycle, Startup};
 pub use network::{NetworkDevice, NetworkModel};
 pub use params::{
     CloneSource, Cpu, GuestAgent, Placement, PlacementPolicy, PowerState, ScsiController,

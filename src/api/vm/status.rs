@@ -104,6 +104,8 @@ pub enum TaskAction {
     Stop,
     /// Destroy with purge.
     Destroy,
+    /// Conversion into a template.
+    Template,
 }
 
 impl TaskAction {
@@ -119,6 +121,7 @@ impl TaskAction {
             Self::Shutdown => "qmshutdown",
             Self::Stop => "qmstop",
             Self::Destroy => "qmdestroy",
+            Self::Template => "qmtemplate",
         }
     }
 
@@ -134,6 +137,7 @@ impl TaskAction {
             Self::Shutdown => "shutdown",
             Self::Stop => "stop",
             Self::Destroy => "destruction of the VM",
+            Self::Template => "conversion into a template",
         }
     }
 }

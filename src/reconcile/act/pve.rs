@@ -89,6 +89,7 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_c
             };
             client.delete_vm(node, *vmid, opts).await
         }
+        PveCall::ConvertToTemplate { node, vmid } => client.convert_to_template(node, *vmid).await,
     }
 }
 

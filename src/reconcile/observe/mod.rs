@@ -5,6 +5,7 @@
 //! The in-flight task is read before the VM, so the VM is at least as fresh
 //! as the task's outcome.
 
+mod clones;
 mod tasks;
 mod vm;
 
@@ -19,6 +20,7 @@ use super::error::{Error, is_not_found};
 use super::inventory::{ClusterView, Inventory};
 use super::plan::{
     ImageRef, Needs, Observation, PasswordState, Sensitive, TaskState, TemplateLookup, TemplateRef,
+    VmState,
 };
 use super::providers::{ConfigKey, secret_value};
 use crate::api::ProxmoxVM;
@@ -148,6 +150,13 @@ pub async fn observe(
             Some(state) => state,
             None => vm::vm_state(from, vmid, node_hint).await?,
         };
+    }
+    if needs.linked_clones
+        && let (VmState::Present(seen), Some(vmid)) = (&obs.vm, needs.vmid)
+        && seen.template
+        && let Some(config) = &seen.config
+    {
+        obs.linked_clones = Some(clones::linked(client, &seen.node, vmid, config).await?);
     }
     if let Some(node) = &needs.active_tasks_on {
         obs.active_tasks = tasks::active_tasks(client, node).await?;

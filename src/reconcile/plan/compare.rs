@@ -13,6 +13,7 @@ use pve_client::vm::{
     ipconfig_key, net_key, parse_bool, parse_memory,
 };
 
+use super::hardware::HwWant;
 use super::owner;
 
 /// One managed config key and its wanted value.
@@ -44,6 +45,8 @@ pub(super) enum Want {
     },
     Nameservers(Nameservers),
     SearchDomain(String),
+    /// Firmware, machine, console, devices, protection, startup.
+    Hw(HwWant),
 }
 
 impl Want {
@@ -66,12 +69,16 @@ impl Want {
             Want::IpConfig { index, .. } => ipconfig_key(*index),
             Want::Nameservers(_) => "nameserver".into(),
             Want::SearchDomain(_) => "searchdomain".into(),
+            Want::Hw(hw) => hw.key(),
         }
     }
 
     /// Whether `observed` (absent: `None`) already says what is wanted. A
     /// value Proxmox would not accept never does.
     pub fn matches(&self, observed: Option<&str>) -> bool {
+        if let Want::Hw(hw) = self {
+            return hw.matches(observed);
+        }
         let Some(have) = observed else {
             return match self {
                 Want::Cores(n) => *n == defaults::CORES,
@@ -100,6 +107,7 @@ impl Want {
             Want::SshKeys(keys) => SshKeys::parse(have).is_ok_and(|h| h == *keys),
             Want::IpConfig { config, .. } => IpConfig::parse(have) == Ok(*config),
             Want::Nameservers(servers) => Nameservers::parse(have).is_ok_and(|h| h == *servers),
+            Want::Hw(_) => false,
         }
     }
 
@@ -112,7 +120,15 @@ impl Want {
             Want::Sockets(n) => set.sockets = Some(*n),
             Want::Memory(mib) => set.memory = Some(*mib),
             Want::Description(d) => set.description = Some(d.as_str().into()),
-            Want::CpuType(model) => set.cpu = Some(CpuConfig::model(model)),
+            Want::CpuType(model) => {
+                // Only the model is managed: its other options (flags)
+                // stay as they are.
+                let mut cpu = observed
+                    .and_then(|h| h.parse::<CpuConfig>().ok())
+                    .unwrap_or_default();
+                cpu.cputype = Some(model.clone());
+                set.cpu = Some(cpu);
+            }
             Want::Agent(on) => set.agent = Some(AgentConfig::enabled(*on)),
             Want::OnBoot(on) => set.onboot = Some(*on),
             Want::Tags(tags) => set.tags = Some(tags.clone()),
@@ -131,6 +147,7 @@ impl Want {
             }
             Want::Nameservers(servers) => set.nameserver = Some(servers.clone()),
             Want::SearchDomain(domain) => set.searchdomain = Some(domain.clone()),
+            Want::Hw(hw) => hw.apply(observed, set),
         }
     }
 }

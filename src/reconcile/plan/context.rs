@@ -312,6 +312,7 @@ impl<'a> Ctx<'a> {
                 .map(|r| (r.name.clone(), r.key.clone())),
             // An import waits for its node to be placed first.
             slot: slot.filter(|s| s.kind == Heavy::Clone || s.node.is_some()),
+            linked_clones: self.deleting(),
         }
     }
 }

@@ -110,6 +110,9 @@ pub struct Needs {
     /// generation acted on): the VM may be checked cheaply, provided a plan
     /// from that check only ever concludes "up to date".
     pub idle: bool,
+    /// If the VM is a template, list the linked clones of its base disks
+    /// (the resource is being deleted).
+    pub linked_clones: bool,
 }
 
 /// What placement needs to know about the VM.
@@ -196,6 +199,9 @@ pub struct Observation {
     pub password: Option<PasswordState>,
     /// The per-node slot, when [`Needs::slot`] asked.
     pub slot: Option<SlotGrant>,
+    /// VMIDs of the linked clones of the template's base disks, when
+    /// [`Needs::linked_clones`] asked and the VM is a template.
+    pub linked_clones: Option<Vec<u32>>,
 }
 
 /// Where placement put the VM.

@@ -298,6 +298,13 @@ pub enum PveCall {
         /// VMID.
         vmid: u32,
     },
+    /// `POST /nodes/{node}/qemu/{vmid}/template`.
+    ConvertToTemplate {
+        /// Node.
+        node: String,
+        /// VMID.
+        vmid: u32,
+    },
 }
 
 impl PveCall {
@@ -313,6 +320,7 @@ impl PveCall {
             Self::Shutdown { .. } => TaskAction::Shutdown,
             Self::Stop { .. } => TaskAction::Stop,
             Self::Destroy { .. } => TaskAction::Destroy,
+            Self::ConvertToTemplate { .. } => TaskAction::Template,
         }
     }
 
@@ -328,6 +336,7 @@ impl PveCall {
             Self::Shutdown { .. } => "Shutdown",
             Self::Stop { .. } => "Stop",
             Self::Destroy { .. } => "Destroy",
+            Self::ConvertToTemplate { .. } => "ConvertToTemplate",
         }
     }
 
@@ -341,7 +350,8 @@ impl PveCall {
             | Self::Start { node, .. }
             | Self::Shutdown { node, .. }
             | Self::Stop { node, .. }
-            | Self::Destroy { node, .. } => node,
+            | Self::Destroy { node, .. }
+            | Self::ConvertToTemplate { node, .. } => node,
             Self::CloneVm { source_node, .. } => source_node,
         }
     }
@@ -360,7 +370,8 @@ impl PveCall {
             | Self::Start { .. }
             | Self::Shutdown { .. }
             | Self::Stop { .. }
-            | Self::Destroy { .. } => None,
+            | Self::Destroy { .. }
+            | Self::ConvertToTemplate { .. } => None,
         }
     }
 }

@@ -236,7 +236,7 @@ fn finished(
 
 /// The actions whose tasks carry the VMID as task ID (a clone's ID is the
 /// source VM's; a download's is the file name).
-const VM_TASKS: [TaskAction; 7] = [
+const VM_TASKS: [TaskAction; 8] = [
     TaskAction::Create,
     TaskAction::Configure,
     TaskAction::ResizeDisk,
@@ -244,6 +244,7 @@ const VM_TASKS: [TaskAction; 7] = [
     TaskAction::Shutdown,
     TaskAction::Stop,
     TaskAction::Destroy,
+    TaskAction::Template,
 ];
 
 /// With no task recorded, a task already running for this VM (or for one of

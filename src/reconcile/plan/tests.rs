@@ -2,11 +2,12 @@
 //! conditions. Fixtures build one "world" (resource + provider + Proxmox
 //! observation) per case.
 
-mod converge;
-mod create;
+pub(super) mod converge;
+pub(super) mod create;
 mod delete;
 mod flow;
 mod gate;
+mod lifecycle;
 mod races;
 mod status;
 mod tasks;

@@ -148,7 +148,26 @@ impl Sim {
     /// Creates an empty VM by hand (no owner marker), as a person would with
     /// the web UI, and returns once Proxmox accepted it.
     pub async fn create_by_hand(&self, node: &str, vmid: u32) {
-        let url = format!("{}/api2/json/nodes/{node}/qemu", self.handle.base_url());
+        self.post_by_hand(
+            &format!("/nodes/{node}/qemu"),
+            &[("vmid", &vmid.to_string()), ("name", "hand-made")],
+        )
+        .await;
+    }
+
+    /// Creates a cluster resource mapping (`kind` `pci` or `usb`), as an
+    /// administrator does under Datacenter -> Resource Mappings.
+    pub async fn create_mapping(&self, kind: &str, id: &str, map: &[&str]) {
+        let mut form = vec![("id", id)];
+        form.extend(map.iter().map(|m| ("map", *m)));
+        self.post_by_hand(&format!("/cluster/mapping/{kind}"), &form)
+            .await;
+    }
+
+    /// A POST with the default token, outside the provider's client;
+    /// panics unless Proxmox accepts it.
+    async fn post_by_hand(&self, path: &str, form: &[(&str, &str)]) {
+        let url = format!("{}/api2/json{path}", self.handle.base_url());
         let answer = self
             .control
             .post(url)
@@ -156,13 +175,13 @@ impl Sim {
                 "Authorization",
                 format!("PVEAPIToken={}", pve_sim::DEFAULT_API_TOKEN),
             )
-            .form(&[("vmid", vmid.to_string()), ("name", "hand-made".into())])
+            .form(form)
             .send()
             .await
             .unwrap();
         assert!(
             answer.status().is_success(),
-            "creating VM {vmid} by hand: {}",
+            "POST {path} by hand: {}",
             answer.text().await.unwrap_or_default()
         );
     }

@@ -107,7 +107,8 @@ impl Pve {
                 | PveCall::Start { .. }
                 | PveCall::Shutdown { .. }
                 | PveCall::Stop { .. }
-                | PveCall::Destroy { .. },
+                | PveCall::Destroy { .. }
+                | PveCall::ConvertToTemplate { .. },
             )
             | Step::Kube(_)
             | Step::Idle(_) => {}

@@ -4,7 +4,7 @@
 mod auth;
 mod binary;
 mod clone;
-mod config;
+pub mod config;
 mod control;
 mod create;
 mod download;
