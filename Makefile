@@ -6,8 +6,23 @@ SHELL := bash
 MAKEFLAGS += --no-print-directory
 
 CARGO ?= cargo
-TESTENV := $(CARGO) run --quiet --package testenv --
+TARGET_DIR = $${CARGO_TARGET_DIR:-target}
+# One build serves `make test`, the bench smoke check, `make demo` and the
+# cluster targets: every target of the workspace, so Cargo resolves the
+# features once (dev-dependencies add some, e.g. tokio's test-util) and
+# `cargo test --workspace --all-targets` then compiles nothing. A narrower
+# `cargo build` or `cargo run -p testenv` would resolve other features and
+# compile much of the dependency tree a second time (minutes).
+BUILD := $(CARGO) build --workspace --all-targets
+TESTENV := $(BUILD) --quiet && $(TARGET_DIR)/debug/testenv
 TIMINGS := .work/make-test-timings
+TEST_LOG := .work/make-test-cargo-test.log
+# Tests at once per test binary. The suites are few binaries of many tests
+# that mostly wait on kube-apiserver, simulators and their clocks, so more
+# than the 2 cores pay (docs/testing.md has the figures).
+# RUST_TEST_THREADS=1 make test runs one at a time.
+RUST_TEST_THREADS ?= 8
+export RUST_TEST_THREADS
 
 # $(call phase,NAME,COMMAND): runs COMMAND, printing and recording how long it took.
 define phase
@@ -50,12 +65,11 @@ demo: ## Run the provider against pve-sim on a local control plane and create ex
 
 .PHONY: chaos
 chaos: ## Full-size chaos suite (50 VMs, kills, failovers, apiserver restart, Proxmox faults; ~10 min); figures into docs/reliability.md
-	CHAOS_SIZE=full CHAOS_REPORT="$(CURDIR)/docs/reliability.md" $(CARGO) test --test chaos -- --nocapture
+	CHAOS_SIZE=full CHAOS_REPORT="$(CURDIR)/docs/reliability.md" $(CARGO) test --workspace --test chaos -- --nocapture
 
 # The benchmark's binaries: release builds, so CPU and memory are what a
 # deployment would see (the smoke check reuses make test's debug builds).
 BENCH_BINS := --workspace --bin proxmox-provider --bin pve-sim --bin provider-bench
-TARGET_DIR = $${CARGO_TARGET_DIR:-target}
 # Small enough to converge with today's controller (about two minutes on 2 cores).
 BENCH_SMOKE_VMS ?= 20
 
@@ -66,7 +80,7 @@ bench: ## N ProxmoxVMs against pve-sim, measured; writes BENCHMARKS.md (BENCH_VM
 
 .PHONY: bench-smoke
 bench-smoke: ## make test's smoke check: BENCH_SMOKE_VMS VMs Ready and gone, one VM each, import limit held
-	$(CARGO) build $(BENCH_BINS)
+	$(BUILD)
 	$(TARGET_DIR)/debug/provider-bench run --smoke --vms $(BENCH_SMOKE_VMS) --variants batched \
 	  --idle 0 --timeout 300 --label smoke --work-dir .work/bench-smoke --results .work/bench-smoke
 
@@ -85,7 +99,12 @@ test: ## Everything CI checks: lint, control plane and tools build, all unit and
 	$(call phase,lint,$(MAKE) lint)
 	$(call phase,control plane build,$(MAKE) control-plane >/dev/null)
 	$(call phase,tools,$(MAKE) tools)
-	$(call phase,cargo test,$(CARGO) test --workspace --all-targets)
+	$(call phase,build,$(BUILD))
+	$(call phase,cargo test,$(CARGO) test --workspace --all-targets 2>&1 | tee $(TEST_LOG))
+	@# Each test binary's own time, from libtest's summary lines.
+	@awk '/^ *Running /{bin = $$NF; gsub(/.*\/|-[0-9a-f]+\)$$/, "", bin); src = ($$2 == "unittests" ? $$3 : $$2)} \
+	  /^test result:/ && $$4 > 0 {printf "  %-18s %-26s %4d tests %8s\n", bin, src, $$4, $$NF}' \
+	  $(TEST_LOG) >> $(TIMINGS)
 	$(call phase,doc tests,$(CARGO) test --workspace --doc)
 	$(call phase,bench smoke,$(MAKE) bench-smoke)
-	@echo "==> make test passed; time per phase:"; cat $(TIMINGS)
+	@echo "==> make test passed; time per phase (and per test binary):"; cat $(TIMINGS)

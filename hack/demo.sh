@@ -2,8 +2,10 @@
 # `make demo`: the provider end to end on one machine, with nothing but this
 # repository, Rust and Go.
 #
-#   1. builds what is missing (proxmox-provider, pve-sim, testenv; etcd,
-#      kube-apiserver and kubectl from Go modules on the first run),
+#   1. builds what is missing: the workspace as `make test` builds it (so
+#      after `make test` nothing is compiled), of which it runs
+#      proxmox-provider, pve-sim and testenv; etcd, kube-apiserver and
+#      kubectl from Go modules on the first run,
 #   2. starts a local control plane (or, with DEMO_USE_CURRENT_CLUSTER=1, uses
 #      the cluster of the current kubeconfig),
 #   3. starts pve-sim on 127.0.0.1 at real-time speed,
@@ -80,8 +82,11 @@ trap 'exit 0' INT TERM
 # --- 1. build -----------------------------------------------------------------
 [[ -f "$manifest" ]] || die "$manifest is missing (the examples come from the packaging branch)"
 mkdir -p "$dir"
-say "building proxmox-provider and pve-sim (cargo build)"
-"$cargo" build --quiet --workspace --bin proxmox-provider --bin pve-sim
+# The build of `make test` (BUILD in the Makefile): nothing to compile after
+# it. A narrower cargo build would resolve other features and compile much
+# of the dependency tree again, for minutes.
+say "building the workspace as make test does (nothing to do after make test)"
+"$cargo" build --quiet --workspace --all-targets
 if [[ "$current_cluster" == 1 ]]; then
   kubectl="${KUBECTL:-kubectl}"
   command -v "$kubectl" >/dev/null || die "DEMO_USE_CURRENT_CLUSTER=1 needs kubectl on PATH (or KUBECTL)"
@@ -89,7 +94,6 @@ else
   say "building the control plane if it is not cached (the first time takes minutes)"
   bin_dir="$(bash hack/control-plane/build.sh | tail -1)"
   kubectl="$bin_dir/kubectl"
-  "$cargo" build --quiet --package testenv
 fi
 
 # --- 2. the cluster -------------------------------------------------------------

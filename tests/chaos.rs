@@ -1,12 +1,13 @@
 //! The chaos suite: see tests/chaos/mod.rs and docs/reliability.md.
 //!
-//! `cargo test --test chaos` runs the reduced size (part of `make test`);
+//! `cargo test --workspace --test chaos` runs the reduced size (part of `make test`);
 //! `make chaos` runs the full size and writes its figures into
 //! docs/reliability.md. Sizes and the seed come from `CHAOS_*` variables
 //! (tests/chaos/size.rs); the seed is printed so a run can be repeated.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+// `pub`: the harness is an API this binary uses only part of.
+pub mod support;
 
 #[path = "chaos/mod.rs"]
 mod chaos;

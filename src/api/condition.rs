@@ -20,6 +20,10 @@ pub enum ConditionType {
     /// The QEMU guest agent answers (IP addresses are known).
     /// Informational: never affects `Ready`.
     GuestAgent,
+    /// Something in the spec works, but not as one would expect (e.g. OVMF
+    /// without an EFI disk); present only while it holds. Informational:
+    /// never affects `Ready`.
+    Warning,
 }
 
 impl ConditionType {
@@ -29,6 +33,7 @@ impl ConditionType {
             Self::Ready => "Ready",
             Self::Synced => "Synced",
             Self::GuestAgent => "GuestAgent",
+            Self::Warning => "Warning",
         }
     }
 }
@@ -99,6 +104,12 @@ pub enum Reason {
     VmNotRunning,
     /// GuestAgent=False: the agent is enabled but does not answer (yet).
     AgentNotResponding,
+    /// Synced=False: the template's base disks are used by linked clones;
+    /// Proxmox refuses to destroy it until they are gone.
+    TemplateInUse,
+    /// Warning=True: OVMF without an EFI disk (Proxmox uses temporary EFI
+    /// variables that are lost at every start).
+    NoEfiDisk,
 }
 
 impl Reason {
@@ -130,6 +141,8 @@ impl Reason {
             Self::AgentDisabled => "AgentDisabled",
             Self::VmNotRunning => "VmNotRunning",
             Self::AgentNotResponding => "AgentNotResponding",
+            Self::TemplateInUse => "TemplateInUse",
+            Self::NoEfiDisk => "NoEfiDisk",
         }
     }
 }
@@ -138,7 +151,7 @@ impl Reason {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
-    /// Type of the condition: `Ready`, `Synced` or `GuestAgent`.
+    /// Type of the condition: `Ready`, `Synced`, `GuestAgent` or `Warning`.
     #[serde(rename = "type")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.

@@ -25,14 +25,18 @@ mod decision;
 mod delete;
 mod drift;
 mod ha;
+mod hardware;
 mod input;
 mod motion;
 mod output;
 mod owner;
+mod protection;
 mod render;
 mod report;
 mod seed;
 mod task;
+mod template;
+mod warning;
 
 #[cfg(test)]
 mod tests;
@@ -89,6 +93,7 @@ pub fn plan(input: &PlanInput) -> Plan {
     let ctx = Ctx::new(input);
     let mut out = Out::new(&ctx);
     report::observed(&ctx, &mut out);
+    warning::update(&ctx, &mut out);
     let decision = decide(&ctx, &mut out);
     out.finish(&ctx, decision)
 }

@@ -1,8 +1,10 @@
 //! Test harness for integration tests against a real kube-apiserver.
 //!
-//! Use it from a test file (each file in `tests/` is its own test binary)
-//! with `mod support;`. Every test binary gets one cluster, started lazily on
-//! first use and shared by its tests:
+//! A module of each suite (test binary) that needs a cluster:
+//! `tests/controller/` and `tests/deploy/` declare it `pub mod support;`
+//! with a `#[path]` in their `main.rs` (`pub`: each uses only part of it),
+//! `tests/chaos.rs` as `pub mod support;`. Every test binary gets one
+//! cluster, started lazily on first use and shared by its tests:
 //!
 //! - by default a testenv control plane (etcd + kube-apiserver built from Go
 //!   modules, see `hack/testenv`) on loopback, attached to the test process:
@@ -39,7 +41,6 @@
 //!
 //! Everything panics with what it was doing or waiting for, which is what a
 //! failing test should print.
-#![allow(dead_code, unused_imports)] // each test binary uses a different part
 
 mod binaries;
 mod cluster;

@@ -116,5 +116,6 @@ fn every_rule_compiles_and_fits_the_cost_budget() {
     );
 }
 
+mod hardware;
 mod provider_config;
 mod vm;

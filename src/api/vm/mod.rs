@@ -1,8 +1,13 @@
 //! `ProxmoxVM`: one Proxmox VE virtual machine, managed Crossplane-style.
 
 mod cloud_init;
+mod console;
+mod devices;
 mod disk;
+mod firmware;
 mod ha;
+mod hardware;
+mod lifecycle;
 mod network;
 mod nocloud;
 mod params;
@@ -12,8 +17,15 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 pub use cloud_init::{CloudInit, IpConfig};
+pub use console::{SerialPort, Vga, VgaType};
+pub use devices::{HotplugFeature, PciDevice, Rng, RngSource, UsbDevice};
 pub use disk::{ChecksumAlgorithm, Disk, DiskImage};
+pub use firmware::{
+    Bios, EfiDisk, EfiType, Machine, MachineType, OsType, TpmState, TpmVersion, Viommu,
+};
 pub use ha::{HaState, HighAvailability, NodeAffinity};
+pub use hardware::{Balloon, Hardware};
+pub use lifecycle::{Lifecycle, Startup};
 pub use network::{NetworkDevice, NetworkModel};
 pub use nocloud::{CloudInitSource, CustomCloudInit, LocalConfigMapKeySelector};
 pub use params::{

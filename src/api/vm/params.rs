@@ -4,7 +4,7 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{CloudInit, Disk, NetworkDevice};
+use super::{CloudInit, Disk, Hardware, Lifecycle, NetworkDevice};
 use crate::api::quantity::Quantity;
 use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE};
 
@@ -33,7 +33,19 @@ use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE};
     validation = Rule::new("!has(self.customCloudInit) || !has(self.cloudInit)")
         .message("customCloudInit replaces cloudInit: set one of them"),
     validation = Rule::new("!has(self.customCloudInit) || !has(self.customCloudInit.driveSlot) || !has(self.disks) || !self.disks.exists(d, d.slot == self.customCloudInit.driveSlot)")
-        .message("customCloudInit.driveSlot is already used by a disk; pick another slot (default ide2)")
+        .message("customCloudInit.driveSlot is already used by a disk; pick another slot (default ide2)"),
+    validation = Rule::new("!has(self.efiDisk) || (has(self.bios) && self.bios == 'OVMF')")
+        .message("efiDisk needs bios: OVMF (SeaBIOS has no EFI variables)"),
+    validation = Rule::new("!has(self.template) || !self.template || self.powerState == 'Stopped'")
+        .message("a template never runs: set powerState: Stopped together with template: true"),
+    validation = Rule::new("!has(oldSelf.template) || !oldSelf.template || (has(self.template) && self.template)")
+        .message("template cannot be unset: Proxmox cannot turn a template back into a VM"),
+    validation = Rule::new("!has(self.balloon) || !has(self.balloon.minimum) || !isQuantity(self.balloon.minimum) || !isQuantity(self.memory) || quantity(self.balloon.minimum).compareTo(quantity(self.memory)) <= 0")
+        .message("balloon.minimum cannot be more than memory"),
+    validation = Rule::new("!has(self.pciDevices) || !self.pciDevices.exists(d, has(d.pcie) && d.pcie) || (has(self.machine) && self.machine.type == 'q35')")
+        .message("pcie passthrough needs machine type q35"),
+    validation = Rule::new("!has(self.hotplug) || !self.hotplug.exists(f, f == 'memory') || (has(self.cpu.numa) && self.cpu.numa)")
+        .message("memory hotplug needs cpu.numa: true")
 )]
 pub struct VmParameters {
     /// Proxmox node to create the VM on. When left out, the provider picks an
@@ -173,6 +185,13 @@ pub struct VmParameters {
     /// seed ISO (see `customCloudInit.userData`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_cloud_init: Option<super::CustomCloudInit>,
+    /// Firmware, machine, console and devices (see hardware.rs).
+    #[serde(flatten)]
+    pub hardware: Hardware,
+
+    /// Protection, startup order, template (see lifecycle.rs).
+    #[serde(flatten)]
+    pub lifecycle: Lifecycle,
 }
 
 fn default_memory() -> Quantity {
@@ -198,6 +217,21 @@ pub struct Cpu {
     #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9_.+-]+$')")
         .message("cpu.type must be a QEMU CPU model such as host, x86-64-v2-AES or kvm64"))]
     pub type_: Option<String>,
+    /// CPU flags to turn on (`+aes`) or off (`-pcid`), from the set
+    /// Proxmox allows per VM: aes, amd-no-ssb, amd-ssbd, hv-evmcs,
+    /// hv-tlbflush, ibpb, md-clear, nested-virt (PVE 9.1+), pcid, pdpe1gb,
+    /// spec-ctrl, ssbd, virt-ssbd. Left out: not managed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 13), inner(length(max = 16)))]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new("self.all(f, f.matches('^[+-](aes|amd-no-ssb|amd-ssbd|hv-evmcs|hv-tlbflush|ibpb|md-clear|nested-virt|pcid|pdpe1gb|spec-ctrl|ssbd|virt-ssbd)$'))")
+            .message("each flag is + or - followed by one Proxmox allows per VM (aes, amd-no-ssb, amd-ssbd, hv-evmcs, hv-tlbflush, ibpb, md-clear, nested-virt, pcid, pdpe1gb, spec-ctrl, ssbd, virt-ssbd)")
+    )]
+    pub flags: Vec<String>,
+    /// Emulate NUMA (needed for memory hot-plug). Left out: not managed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<bool>,
 }
 
 fn one() -> u32 {
@@ -210,6 +244,8 @@ impl Default for Cpu {
             cores: 1,
             sockets: 1,
             type_: None,
+            flags: Vec::new(),
+            numa: None,
         }
     }
 }

@@ -130,6 +130,8 @@ pub enum TaskAction {
     UploadSeed,
     /// A seed ISO no longer attached deleted (the `target` is its volume).
     DeleteVolume,
+    /// Conversion into a template.
+    Template,
 }
 
 impl TaskAction {
@@ -150,6 +152,7 @@ impl TaskAction {
             Self::ConfigureHa => "ha",
             Self::UploadSeed => "imgcopy",
             Self::DeleteVolume => "imgdel",
+            Self::Template => "qmtemplate",
         }
     }
 
@@ -170,6 +173,7 @@ impl TaskAction {
             Self::ConfigureHa => "HA configuration",
             Self::UploadSeed => "upload of the cloud-init seed ISO",
             Self::DeleteVolume => "deletion of an old cloud-init seed ISO",
+            Self::Template => "conversion into a template",
         }
     }
 }

@@ -115,6 +115,7 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_c
         PveCall::Ha { .. } => Err(pve_client::Error::Protocol {
             message: "an HA configuration write starts no task".into(),
         }),
+        PveCall::ConvertToTemplate { node, vmid } => client.convert_to_template(node, *vmid).await,
     }
 }
 

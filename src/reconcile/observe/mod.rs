@@ -5,6 +5,7 @@
 //! The in-flight task is read before the VM, so the VM is at least as fresh
 //! as the task's outcome.
 
+mod clones;
 mod ha;
 mod seed;
 mod tasks;
@@ -151,6 +152,13 @@ pub async fn observe(
             Some(state) => state,
             None => vm::vm_state(from, vmid, node_hint).await?,
         };
+    }
+    if needs.linked_clones
+        && let (VmState::Present(seen), Some(vmid)) = (&obs.vm, needs.vmid)
+        && seen.template
+        && let Some(config) = &seen.config
+    {
+        obs.linked_clones = Some(clones::linked(client, &seen.node, vmid, config).await?);
     }
     if let Some(node) = &needs.active_tasks_on {
         obs.active_tasks = tasks::active_tasks(client, node).await?;

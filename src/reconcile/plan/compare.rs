@@ -13,6 +13,7 @@ use pve_client::vm::{
     SshKeys, Tags, VmParams, defaults, ipconfig_key, net_key, parse_bool, parse_memory,
 };
 
+use super::hardware::HwWant;
 use super::owner;
 
 /// One managed config key and its wanted value.
@@ -49,6 +50,8 @@ pub(super) enum Want {
         slot: DriveKey,
         file: DriveFile,
     },
+    /// Firmware, machine, console, devices, protection, startup.
+    Hw(HwWant),
 }
 
 impl Want {
@@ -72,12 +75,16 @@ impl Want {
             Want::Nameservers(_) => "nameserver".into(),
             Want::SearchDomain(_) => "searchdomain".into(),
             Want::Cdrom { slot, .. } => slot.to_string(),
+            Want::Hw(hw) => hw.key(),
         }
     }
 
     /// Whether `observed` (absent: `None`) already says what is wanted. A
     /// value Proxmox would not accept never does.
     pub fn matches(&self, observed: Option<&str>) -> bool {
+        if let Want::Hw(hw) = self {
+            return hw.matches(observed);
+        }
         let Some(have) = observed else {
             return match self {
                 Want::Cores(n) => *n == defaults::CORES,
@@ -109,6 +116,7 @@ impl Want {
             Want::Cdrom { file, .. } => {
                 Drive::parse(have).is_ok_and(|d| d.media == Some(Media::Cdrom) && d.file == *file)
             }
+            Want::Hw(_) => false,
         }
     }
 
@@ -121,7 +129,15 @@ impl Want {
             Want::Sockets(n) => set.sockets = Some(*n),
             Want::Memory(mib) => set.memory = Some(*mib),
             Want::Description(d) => set.description = Some(d.as_str().into()),
-            Want::CpuType(model) => set.cpu = Some(CpuConfig::model(model)),
+            Want::CpuType(model) => {
+                // Only the model is managed: its other options (flags)
+                // stay as they are.
+                let mut cpu = observed
+                    .and_then(|h| h.parse::<CpuConfig>().ok())
+                    .unwrap_or_default();
+                cpu.cputype = Some(model.clone());
+                set.cpu = Some(cpu);
+            }
             Want::Agent(on) => set.agent = Some(AgentConfig::enabled(*on)),
             Want::OnBoot(on) => set.onboot = Some(*on),
             Want::Tags(tags) => set.tags = Some(tags.clone()),
@@ -143,6 +159,7 @@ impl Want {
             Want::Cdrom { slot, file } => {
                 set.disks.insert(*slot, Drive::cdrom(Some(file.clone())));
             }
+            Want::Hw(hw) => hw.apply(observed, set),
         }
     }
 }

@@ -321,6 +321,7 @@ impl<'a> Ctx<'a> {
             slot: slot.filter(|s| s.kind == Heavy::Clone || s.node.is_some()),
             ha: self.spec.ha.is_some() && self.vmid().is_some(),
             seed: self.spec.custom_cloud_init.is_some() && self.vmid().is_some(),
+            linked_clones: self.deleting(),
         }
     }
 }

@@ -13,6 +13,7 @@ use super::input::{AgentState, ObservedVm, Power};
 use super::output::{Idle, KubeWrite, PveCall};
 use super::owner::{Ownership, ownership};
 use super::task;
+use super::template;
 use crate::api::{Reason, vm::TaskAction};
 
 /// Decides for a VM that exists.
@@ -185,8 +186,10 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     } else if super::seed::unreadable(ctx).is_some() {
         // Not started without its cloud-init data (the problem is reported).
         None
+    } else if let Some(d) = template::unexpected(ctx, vm) {
+        return d;
     } else {
-        power_step(ctx, out, vm, vmid)
+        power_step(ctx, out, vm, vmid).or_else(|| template::conversion(ctx, vm, &diff))
     };
     let Some((doing, call)) = step else {
         return up_to_date(ctx, vm, &diff);

@@ -139,6 +139,20 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
 
 fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decision {
     let (template, template_node) = match &ctx.obs.template {
+        // A linked clone shares the template's base disks: wait for the
+        // VM to become one (e.g. a ProxmoxVM with `template: true` still
+        // being built).
+        Some(TemplateLookup::Found {
+            vmid,
+            template: false,
+            ..
+        }) if !clone.full => {
+            let say = Say::no(
+                Reason::TemplateNotFound,
+                format!("VM {vmid} is not a template (yet); a linked clone needs one"),
+            );
+            return Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say);
+        }
         Some(TemplateLookup::Found { vmid, node, .. }) => (*vmid, node.clone()),
         other => {
             let why = match other {

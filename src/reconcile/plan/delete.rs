@@ -14,6 +14,7 @@ use super::input::{ObservedVm, Power, VmState};
 use super::output::{Idle, KubeWrite, PveCall};
 use super::owner::{Ownership, ownership};
 use super::task;
+use super::{protection, template};
 use crate::api::{Reason, vm::TaskAction};
 
 /// Decides for a resource being deleted that still holds our finalizer.
@@ -58,6 +59,14 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         }
         let say = Say::yes(Reason::ReconcileSuccess, doing);
         return Decision::new(call, Some(Duration::ZERO), say);
+    }
+    if let Some(d) = template::held(ctx, vm) {
+        return d;
+    }
+    if vm.power == Power::Stopped
+        && let Some(d) = protection::clear_before_destroy(ctx, out, vm, config)
+    {
+        return d;
     }
     let node = vm.node.clone();
     let vmid = ctx.vmid().unwrap_or_default();

@@ -31,7 +31,7 @@ pub(super) struct Diff {
 }
 
 /// The config value a key will have once pending changes apply.
-fn effective<'c>(config: &'c VmConfig, key: &str) -> Option<&'c str> {
+pub(super) fn effective<'c>(config: &'c VmConfig, key: &str) -> Option<&'c str> {
     match config.pending.get(key) {
         Some(pending) => pending.as_deref(),
         None => config.current.get(key).map(String::as_str),
@@ -52,13 +52,14 @@ pub(super) fn diff(ctx: &Ctx, config: &VmConfig) -> Result<Diff, String> {
         let eff = effective(config, &key);
         if want.matches(eff) {
             let current = config.current.get(&key).map(String::as_str);
-            if !want.matches(current) {
+            if !want.matches(current) && !d.pending.contains(&key) {
                 d.pending.push(key);
             }
             continue;
         }
         want.apply(eff, &mut d.changes.set);
     }
+    super::hardware::volumes::drift(ctx.spec, config, &mut d);
     cloud_init_drive(ctx, config, &mut d)?;
     password(ctx, &mut d);
     if let Some(why) = super::seed::unreadable(ctx) {

@@ -114,6 +114,9 @@ pub struct Needs {
     pub ha: bool,
     /// Read the `customCloudInit` data and the VM's seed ISOs.
     pub seed: bool,
+    /// If the VM is a template, list the linked clones of its base disks
+    /// (the resource is being deleted).
+    pub linked_clones: bool,
 }
 
 /// What placement needs to know about the VM.
@@ -204,6 +207,9 @@ pub struct Observation {
     pub ha: Option<HaView>,
     /// The seed, when [`Needs::seed`] asked.
     pub seed: Option<SeedView>,
+    /// VMIDs of the linked clones of the template's base disks, when
+    /// [`Needs::linked_clones`] asked and the VM is a template.
+    pub linked_clones: Option<Vec<u32>>,
 }
 
 /// The `customCloudInit` seed, when [`Needs::seed`] asked.

@@ -316,6 +316,13 @@ pub enum PveCall {
         /// What to write.
         call: super::HaCall,
     },
+    /// `POST /nodes/{node}/qemu/{vmid}/template`.
+    ConvertToTemplate {
+        /// Node.
+        node: String,
+        /// VMID.
+        vmid: u32,
+    },
     /// `POST .../move_disk` of `slot` to `storage`, the old volume deleted.
     MoveDisk {
         /// Node.
@@ -371,6 +378,7 @@ impl PveCall {
             Self::Ha { .. } => TaskAction::ConfigureHa,
             Self::UploadSeed { .. } => TaskAction::UploadSeed,
             Self::DeleteVolume { .. } => TaskAction::DeleteVolume,
+            Self::ConvertToTemplate { .. } => TaskAction::Template,
         }
     }
 
@@ -391,6 +399,7 @@ impl PveCall {
             Self::Ha { .. } => "ConfigureHa",
             Self::UploadSeed { .. } => "UploadSeed",
             Self::DeleteVolume { .. } => "DeleteVolume",
+            Self::ConvertToTemplate { .. } => "ConvertToTemplate",
         }
     }
 
@@ -409,7 +418,8 @@ impl PveCall {
             | Self::MoveDisk { node, .. }
             | Self::Ha { node, .. }
             | Self::UploadSeed { node, .. }
-            | Self::DeleteVolume { node, .. } => node,
+            | Self::DeleteVolume { node, .. }
+            | Self::ConvertToTemplate { node, .. } => node,
             Self::CloneVm { source_node, .. } => source_node,
         }
     }
@@ -434,7 +444,8 @@ impl PveCall {
             | Self::Shutdown { .. }
             | Self::Stop { .. }
             | Self::Destroy { .. }
-            | Self::Ha { .. } => None,
+            | Self::Ha { .. }
+            | Self::ConvertToTemplate { .. } => None,
         }
     }
 

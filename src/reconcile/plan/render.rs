@@ -16,6 +16,7 @@ use pve_client::vm::{
 
 use super::compare::Want;
 use super::context::Ctx;
+use super::hardware;
 use super::output::{Params, Sensitive};
 use super::owner;
 use crate::api::{
@@ -175,6 +176,7 @@ pub(super) fn managed(ctx: &Ctx) -> Result<Vec<Want>, String> {
         wants.extend(cloud_init_wants(ci)?);
     }
     wants.extend(super::seed::want(ctx)?);
+    wants.extend(hardware::wants(spec)?.into_iter().map(Want::Hw));
     Ok(wants)
 }
 
@@ -222,6 +224,7 @@ pub(super) fn create_params(
         vm.boot = Some(Boot::order([first.slot.as_str()]));
     }
     vm.scsihw.get_or_insert(ScsiHw::VirtioScsiSingle);
+    hardware::volumes::create(spec, &mut vm);
     if let Some(ci) = &spec.cloud_init {
         vm.disks
             .insert(drive_key(&ci.drive_slot)?, cloud_init_drive(ci));

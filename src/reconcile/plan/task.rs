@@ -243,7 +243,7 @@ fn finished(
 /// source VM's; a download's is the file name).
 /// A `qmigrate` is not among them: HA and its load balancer migrate VMs in
 /// tasks of their own, which are waited out rather than taken for ours.
-const VM_TASKS: [TaskAction; 8] = [
+const VM_TASKS: [TaskAction; 9] = [
     TaskAction::Create,
     TaskAction::Configure,
     TaskAction::ResizeDisk,
@@ -252,6 +252,7 @@ const VM_TASKS: [TaskAction; 8] = [
     TaskAction::Stop,
     TaskAction::Destroy,
     TaskAction::MoveDisk,
+    TaskAction::Template,
 ];
 
 /// With no task recorded, a task already running for this VM (or for one of

@@ -2,12 +2,13 @@
 //! conditions. Fixtures build one "world" (resource + provider + Proxmox
 //! observation) per case.
 
-mod converge;
-mod create;
+pub(super) mod converge;
+pub(super) mod create;
 mod delete;
 mod flow;
 mod gate;
 mod ha;
+mod lifecycle;
 mod motion;
 mod races;
 mod seed;

@@ -31,6 +31,28 @@ impl CpuConfig {
             options: BTreeMap::new(),
         }
     }
+
+    /// The `flags` option as a list (`+aes;-pcid` → `["+aes", "-pcid"]`).
+    pub fn flags(&self) -> Vec<String> {
+        self.options
+            .get("flags")
+            .map(|f| {
+                f.split(';')
+                    .filter(|f| !f.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Sets the `flags` option (removes it when `flags` is empty).
+    pub fn set_flags(&mut self, flags: &[String]) {
+        if flags.is_empty() {
+            self.options.remove("flags");
+        } else {
+            self.options.insert("flags".into(), flags.join(";"));
+        }
+    }
 }
 
 impl FromStr for CpuConfig {
@@ -62,5 +84,11 @@ mod tests {
         assert_eq!(c.to_string(), "host,flags=+aes");
         assert_eq!("host".parse(), Ok(CpuConfig::model("host")));
         assert!("host,cputype=kvm64".parse::<CpuConfig>().is_err());
+        let mut c: CpuConfig = "host,flags=+aes;-pcid".parse().unwrap();
+        assert_eq!(c.flags(), ["+aes", "-pcid"]);
+        c.set_flags(&["+md-clear".into()]);
+        assert_eq!(c.to_string(), "host,flags=+md-clear");
+        c.set_flags(&[]);
+        assert_eq!(c.to_string(), "host");
     }
 }

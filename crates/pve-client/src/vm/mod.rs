@@ -14,9 +14,13 @@ mod api;
 mod boot;
 mod cloudinit;
 mod config;
+mod console;
 mod cpu;
 mod description;
+mod devices;
 mod drive;
+mod firmware;
+mod hardware;
 mod ipconfig;
 mod key;
 mod memory;
@@ -26,7 +30,9 @@ mod params;
 mod propstring;
 mod scsihw;
 mod size;
+mod startup;
 mod tags;
+mod template;
 mod value;
 
 #[cfg(test)]
@@ -37,9 +43,18 @@ pub use api::VmStatus;
 pub use boot::Boot;
 pub use cloudinit::{Nameservers, SshKeys};
 pub use config::{MASKED_PASSWORD, PendingEntry, VmConfig};
+pub use console::{MAX_SERIALS, SerialPort, Vga, VgaType, serial_index};
 pub use cpu::CpuConfig;
 pub use description::{Description, MAX_DESCRIPTION};
+pub use devices::{
+    HostPci, Hotplug, HotplugFeature, MAX_HOSTPCI, MAX_USB, Rng, RngSource, Usb, hostpci_index,
+    usb_index,
+};
 pub use drive::{Drive, DriveFile, Media};
+pub use firmware::{
+    Bios, Chipset, EfiDisk, EfiType, Machine, MachineType, TpmState, TpmVersion, Viommu,
+};
+pub use hardware::Hardware;
 pub use ipconfig::{Cidr, IpConfig, Ipv4Config, Ipv6Config};
 pub use key::{
     Bus, DriveKey, MAX_NETS, ipconfig_index, ipconfig_key, is_disk_key, net_index, net_key,
@@ -50,6 +65,7 @@ pub use net::{MacAddr, Nic, NicModel};
 pub use params::{CloneVm, ConfigUpdate, CreateVm, DeleteOptions, ShutdownOptions, VmParams};
 pub use scsihw::ScsiHw;
 pub use size::{DiskSize, format_size, gib, parse_size};
+pub use startup::Startup;
 pub use tags::Tags;
 pub use value::{InvalidValue, is_dns_name, is_storage_id, parse_bool};
 
@@ -63,4 +79,8 @@ pub mod defaults {
     pub const MEMORY_MIB: u64 = 512;
     /// `onboot`.
     pub const ONBOOT: bool = false;
+    /// `protection`.
+    pub const PROTECTION: bool = false;
+    /// `numa`.
+    pub const NUMA: bool = false;
 }

@@ -8,8 +8,8 @@ use std::fmt;
 use crate::form::Params;
 use crate::secret::Secret;
 use crate::vm::{
-    AgentConfig, Boot, CpuConfig, Description, Drive, DriveKey, IpConfig, Nameservers, Nic, ScsiHw,
-    SshKeys, Tags, ipconfig_key, net_key, value::bool_text,
+    AgentConfig, Boot, CpuConfig, Description, Drive, DriveKey, Hardware, IpConfig, Nameservers,
+    Nic, ScsiHw, SshKeys, Startup, Tags, ipconfig_key, net_key, value::bool_text,
 };
 
 /// The one secret setting.
@@ -44,6 +44,10 @@ pub struct VmParams {
     pub disks: BTreeMap<DriveKey, Drive>,
     /// `netN` by N.
     pub nets: BTreeMap<u32, Nic>,
+    pub protection: Option<bool>,
+    pub startup: Option<Startup>,
+    /// Firmware, machine, console and devices.
+    pub hardware: Hardware,
 }
 
 /// A value's text, if set.
@@ -83,6 +87,8 @@ impl VmParams {
             ("searchdomain", shown(&self.searchdomain)),
             ("boot", shown(&self.boot)),
             ("tags", shown(&self.tags)),
+            ("protection", flag(self.protection)),
+            ("startup", shown(&self.startup)),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))
@@ -98,6 +104,7 @@ impl VmParams {
                 .map(|(k, d)| (k.to_string(), d.to_string())),
         );
         text.extend(self.nets.iter().map(|(i, n)| (net_key(*i), n.to_string())));
+        text.extend(self.hardware.pairs());
         text.into_iter().fold(Params::new(), |p, (k, v)| {
             match self.cipassword.as_ref().filter(|_| k == PASSWORD) {
                 Some(password) => p.secret(&k, password),

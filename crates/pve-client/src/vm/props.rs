@@ -203,6 +203,161 @@ fn boot() -> impl Strategy<Value = Boot> {
         .prop_map(|(legacy, order)| Boot { legacy, order })
 }
 
+fn bios() -> impl Strategy<Value = Bios> {
+    prop_oneof![Just(Bios::SeaBios), Just(Bios::Ovmf)]
+}
+
+fn machine_type() -> impl Strategy<Value = MachineType> {
+    let chipset = prop_oneof![
+        Just(Chipset::I440fx),
+        Just(Chipset::Q35),
+        Just(Chipset::Virt)
+    ];
+    (
+        chipset,
+        option::of("[0-9]{1,2}\\.[0-9]{1,2}(\\.[0-9])?(\\+pve[0-9])?"),
+        any::<bool>(),
+    )
+        .prop_map(|(chipset, version, pxe)| MachineType {
+            chipset,
+            pxe: pxe && chipset != Chipset::Virt && version.is_some(),
+            version,
+        })
+}
+
+fn machine() -> impl Strategy<Value = Machine> {
+    (
+        option::of(machine_type()),
+        option::of(prop_oneof![Just(Viommu::Intel), Just(Viommu::Virtio)]),
+        options("(aw-bits|enable-s3|enable-s4)"),
+    )
+        .prop_map(|(type_, viommu, options)| Machine {
+            type_,
+            viommu,
+            options,
+        })
+}
+
+/// A drive as `efidisk0` and `tpmstate0` hold it (no `media`).
+fn volume_drive() -> impl Strategy<Value = Drive> {
+    drive().prop_map(|d| Drive { media: None, ..d })
+}
+
+fn efi_disk() -> impl Strategy<Value = EfiDisk> {
+    (
+        volume_drive(),
+        option::of(prop_oneof![Just(EfiType::TwoMb), Just(EfiType::FourMb)]),
+        option::of(any::<bool>()),
+    )
+        .prop_map(|(drive, efitype, pre_enrolled_keys)| EfiDisk {
+            drive,
+            efitype,
+            pre_enrolled_keys,
+        })
+}
+
+fn tpm_state() -> impl Strategy<Value = TpmState> {
+    (
+        volume_drive(),
+        option::of(prop_oneof![Just(TpmVersion::V1_2), Just(TpmVersion::V2_0)]),
+    )
+        .prop_map(|(drive, version)| TpmState { drive, version })
+}
+
+fn serial_port() -> impl Strategy<Value = SerialPort> {
+    prop_oneof![
+        Just(SerialPort::Socket),
+        "/dev/tty[A-Z]{1,3}[0-9]".prop_map(SerialPort::Device),
+    ]
+}
+
+fn vga() -> impl Strategy<Value = Vga> {
+    let type_ = prop_oneof![
+        "(cirrus|qxl|qxl2|qxl3|qxl4|none|std|virtio|virtio-gl|vmware|serial[0-3])"
+            .prop_map(|t| t.parse::<VgaType>().unwrap()),
+    ];
+    (
+        option::of(type_),
+        option::of(4..=512u32),
+        options("(clipboard)"),
+    )
+        .prop_map(|(type_, memory, options)| Vga {
+            type_,
+            memory,
+            options,
+        })
+}
+
+fn startup() -> impl Strategy<Value = Startup> {
+    (
+        option::of(any::<u32>()),
+        option::of(any::<u32>()),
+        option::of(any::<u32>()),
+    )
+        .prop_map(|(order, up, down)| Startup { order, up, down })
+}
+
+fn host_pci() -> impl Strategy<Value = HostPci> {
+    let host = "0000:0[0-9]:00\\.[0-7]";
+    let mapping = "[a-z][a-z0-9_-]{0,8}";
+    (
+        prop_oneof![
+            (Just(None::<String>), mapping.prop_map(Some)),
+            (host.prop_map(Some), option::of(mapping)),
+        ],
+        option::of(any::<bool>()),
+        option::of(any::<bool>()),
+        option::of(any::<bool>()),
+        options("(mdev|romfile|device-id)"),
+    )
+        .prop_map(|((host, mapping), pcie, rombar, x_vga, options)| HostPci {
+            host,
+            mapping,
+            pcie,
+            rombar,
+            x_vga,
+            options,
+        })
+}
+
+fn usb() -> impl Strategy<Value = Usb> {
+    let mapping = "[a-z][a-z0-9_-]{0,8}";
+    (
+        prop_oneof![
+            (Just(None::<String>), mapping.prop_map(Some)),
+            (
+                "(spice|[0-9]-[0-9](\\.[0-9])?|[0-9a-f]{4}:[0-9a-f]{4})".prop_map(Some),
+                Just(None)
+            ),
+        ],
+        option::of(any::<bool>()),
+    )
+        .prop_map(|((host, mapping), usb3)| Usb {
+            host,
+            mapping,
+            usb3,
+            options: BTreeMap::new(),
+        })
+}
+
+fn rng() -> impl Strategy<Value = super::Rng> {
+    (
+        select(RngSource::ALL.to_vec()),
+        option::of(any::<u64>()),
+        option::of(any::<u64>()),
+    )
+        .prop_map(|(source, max_bytes, period)| super::Rng {
+            source,
+            max_bytes,
+            period,
+        })
+}
+
+fn hotplug() -> impl Strategy<Value = Hotplug> {
+    proptest::sample::subsequence(HotplugFeature::ALL.to_vec(), 0..=6)
+        .prop_map(|f| Hotplug(f.into_iter().collect()))
+}
+
 // --- Text close to valid, to reach deep into the parsers ---------------
 
 const DRIVE_NOISE: &str = "( ?(none|cdrom|/dev/sd[ab]|local(-lvm)?:(vm-1-disk-0|vm-1-cloudinit|cloudinit|[0-9]{1,2}(\\.[0-9]?)?|iso/x\\.iso)|1x:y|x)? ?(,( ?(file|volume|media|size|import-from|ssd|cache) ?= ?(disk|cdrom|[0-9]{1,3}(\\.[0-9])?([KMGT](iB)?)?|local:import/a\\.qcow2|/a|on|1)?)?){0,4})";
@@ -212,6 +367,10 @@ const AGENT_NOISE: &str = "((enabled=)?(1|0|on|off|yes|x))?(,(fstrim_cloned_disk
 const BOOT_NOISE: &str =
     "([acdnx]{0,5})?(,order=((scsi|ide|net|efidisk|usb|x)[0-9]{1,2}[;, ]?){0,4})?(,legacy=c)?";
 const SSHKEYS_NOISE: &str = "(ssh-ed25519|%20|%0A|%0D|%2B|%FF|%C3%A9|%|[A-Za-z0-9._~!*'()-]){0,30}";
+
+const MACHINE_NOISE: &str = "((type=)?(pc|q35|virt|pc-(i440fx-|q35-)?[0-9x]{1,2}(\\.[0-9]{1,2}){0,2}(\\+pve[0-9x])?)(\\.pxe)?)?(,(viommu|aw-bits|type)=(intel|virtio|amd|39)){0,2}";
+const VOLUME_NOISE: &str = "(local(-lvm)?:(vm-1-disk-0|[0-9])|none)?(,(efitype|pre-enrolled-keys|version|media|size|ms-cert)=(2m|4m|8m|1|0|v1\\.2|v2\\.0|v3|cdrom|528K|2023k)){0,3}";
+const DEVICE_NOISE: &str = "((host=)?(0000:01:00\\.0|spice|1-2|x))?(,(mapping|pcie|rombar|x-vga|usb3|mdev)=(gpu|1x|1|0|on|maybe)){0,3}";
 
 /// Any text, or (more often) text shaped like the value.
 fn noise(pattern: &'static str) -> impl Strategy<Value = String> {
@@ -329,6 +488,62 @@ proptest! {
         if let Some(b) = parse_bool(&s) {
             prop_assert_eq!(parse_bool(bool_text(b)), Some(b));
         }
+    }
+
+    #[test]
+    fn firmware_values(
+        b in bios(),
+        t in machine_type(),
+        m in machine(),
+        e in efi_disk(),
+        v in tpm_state(),
+        s in noise(MACHINE_NOISE),
+        d in noise(VOLUME_NOISE),
+    ) {
+        round_trip(&b, str::parse)?;
+        round_trip(&t, str::parse)?;
+        round_trip(&m, str::parse)?;
+        round_trip(&e, str::parse)?;
+        round_trip(&v, str::parse)?;
+        stable(&s, |s| s.parse::<Machine>())?;
+        stable(&s, |s| s.parse::<MachineType>())?;
+        stable(&d, |s| s.parse::<EfiDisk>())?;
+        stable(&d, |s| s.parse::<TpmState>())?;
+    }
+
+    #[test]
+    fn console_values(
+        p in serial_port(),
+        g in vga(),
+        u in startup(),
+        s in noise("(socket|/dev/tty[S0-9]{0,2}|serial[0-5]|(type=)?(std|virtio|qxl9)(,(memory|clipboard)=(2|64|vnc|x)){0,2})"),
+        o in noise("((order=)?[0-9x]{1,3})?(,(up|down|order|later)=[0-9x-]{1,3}){0,3}"),
+    ) {
+        round_trip(&p, str::parse)?;
+        round_trip(&g, str::parse)?;
+        round_trip(&u, str::parse)?;
+        stable(&s, |s| s.parse::<SerialPort>())?;
+        stable(&s, |s| s.parse::<Vga>())?;
+        stable(&o, |s| s.parse::<Startup>())?;
+    }
+
+    #[test]
+    fn device_values(
+        pci in host_pci(),
+        dev in usb(),
+        r in rng(),
+        h in hotplug(),
+        s in noise(DEVICE_NOISE),
+        q in noise("((source=)?/dev/(urandom|random|hwrng|zero))?(,(max_bytes|period|x)=[0-9x]{1,4}){0,2}|[01]|(network|disk|cpu|memory|usb|cloudinit|sound)([,; ](network|disk|usb)){0,3}"),
+    ) {
+        round_trip(&pci, str::parse)?;
+        round_trip(&dev, str::parse)?;
+        round_trip(&r, str::parse)?;
+        round_trip(&h, str::parse)?;
+        stable(&s, |s| s.parse::<HostPci>())?;
+        stable(&s, |s| s.parse::<Usb>())?;
+        stable(&q, |s| s.parse::<super::Rng>())?;
+        stable(&q, |s| s.parse::<Hotplug>())?;
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod download;
 pub mod generic;
 pub mod ha;
 pub mod lxc;
+pub mod mapping;
 pub mod nodes;
 pub mod pools;
 pub mod qemu;
@@ -20,7 +21,7 @@ use crate::schema::qemu as qp;
 use crate::sim_handler;
 use qemu::{NODE_VMID, agent, clone, config, create, lifecycle, power, snapshot, status};
 
-const fn route(
+pub(crate) const fn route(
     method: &'static str,
     path: &'static str,
     params: &'static [&'static [crate::schema::Param]],
@@ -294,6 +295,7 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
     routes.extend(agent::routes());
     routes.extend(lxc::routes());
     routes.extend(ha::routes(pve_version));
+    routes.extend(mapping::routes());
     routes.extend(migrate_routes());
     routes.extend(snapshot_routes());
     routes

@@ -88,6 +88,8 @@ pub fn role_privileges(role: &str) -> Option<Vec<&'static str>> {
         "PVEDatastoreAdmin" => pick(&|p| p.starts_with("Datastore.")),
         "PVEDatastoreUser" => vec!["Datastore.AllocateSpace", "Datastore.Audit"],
         "PVESDNUser" => vec!["SDN.Audit", "SDN.Use"],
+        "PVEMappingAdmin" => pick(&|p| p.starts_with("Mapping.")),
+        "PVEMappingUser" => vec!["Mapping.Audit", "Mapping.Use"],
         "PVEAuditor" => pick(&|p| p.ends_with(".Audit")),
         "NoAccess" => Vec::new(),
         privilege => vec![*ALL_PRIVILEGES.iter().find(|p| **p == privilege)?],

@@ -210,7 +210,7 @@ impl Named {
                 )
             }),
             Self::PveQmCicustom => propstr::CICUSTOM.parse(path, v).map(drop),
-            Self::PveVmCpuConf => propstr::CPU.parse(path, v).map(drop),
+            Self::PveVmCpuConf => propstr::CPU.parse(path, v).and_then(|c| check_vm_cpu(&c)),
             Self::PveQmSmbios1 => propstr::SMBIOS1.parse(path, v).map(drop),
             Self::Ipv4 => ok(
                 v.parse::<Ipv4Addr>().is_ok(),
@@ -240,6 +240,26 @@ pub fn split_list(v: &str) -> impl Iterator<Item = &str> {
 
 fn list(v: &str, each: impl Fn(&str) -> Result<(), String>) -> Result<(), String> {
     split_list(v).try_for_each(each)
+}
+
+/// qemu-server's `validate_vm_cpu_conf`: a VM's own config may only set
+/// the per-VM flags and never `reported-model`.
+fn check_vm_cpu(cpu: &std::collections::BTreeMap<String, String>) -> Result<(), String> {
+    let allowed = cpu.get("flags").is_none_or(|flags| {
+        flags
+            .split(';')
+            .all(|f| propstr::VM_CPU_FLAGS.contains(&f.get(1..).unwrap_or_default()))
+    });
+    if !allowed {
+        return Err(format!(
+            "VM-specific CPU flags must be a subset of: {}\n",
+            propstr::VM_CPU_FLAGS.join(", ")
+        ));
+    }
+    if cpu.contains_key("reported-model") {
+        return Err("Property 'reported-model' not allowed in VM-specific CPU config.\n".into());
+    }
+    Ok(())
 }
 
 fn list_sep(v: &str, sep: char, each: impl Fn(&str) -> Result<(), String>) -> Result<(), String> {

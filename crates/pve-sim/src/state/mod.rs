@@ -4,6 +4,7 @@ pub mod build;
 pub mod file;
 pub mod guest;
 pub mod ha;
+pub mod mapping;
 pub mod node;
 pub mod seed;
 pub mod storage;
@@ -38,6 +39,8 @@ pub struct Cluster {
     /// guests name their pool in [`Vm::pool`].
     pub pools: BTreeMap<String, Pool>,
     pub ha: Ha,
+    /// Cluster resource mappings (PCI, USB).
+    pub mappings: mapping::Mappings,
 }
 
 /// A resource pool of user.cfg.

@@ -99,6 +99,7 @@ pub fn cluster(config: &SimConfig) -> Cluster {
         quorum_lost: false,
         pools: BTreeMap::new(),
         ha: Default::default(),
+        mappings: Default::default(),
     };
     if let Some(first) = nodes.first() {
         add_template(&mut cluster, first, now);

@@ -70,8 +70,17 @@ impl Storage {
             StorageKind::Dir { path } => match volname.split_once('/') {
                 Some(("iso", f)) => format!("{path}/template/iso/{f}"),
                 Some(("vztmpl", f)) => format!("{path}/template/cache/{f}"),
+                // A linked clone names its base first
+                // (`100/base-100-disk-0.qcow2/101/vm-101-disk-0.qcow2`); its
+                // file is the last two parts.
                 Some((dir, f)) if dir.bytes().all(|b| b.is_ascii_digit()) => {
-                    format!("{path}/images/{dir}/{f}")
+                    let own = f.rsplitn(3, '/').take(2).collect::<Vec<_>>();
+                    match own.as_slice() {
+                        [file, owner] if owner.bytes().all(|b| b.is_ascii_digit()) => {
+                            format!("{path}/images/{owner}/{file}")
+                        }
+                        _ => format!("{path}/images/{dir}/{f}"),
+                    }
                 }
                 Some((dir, f)) => format!("{path}/{dir}/{f}"),
                 None => format!("{path}/images/{volname}"),
@@ -83,14 +92,6 @@ impl Storage {
     /// The volname a downloaded file of `content` type gets.
     pub fn download_volname(content: &str, filename: &str) -> String {
         format!("{content}/{filename}")
-    }
-
-    /// Whether linked clones still use the base volume `volname`
-    /// (PVE's `volume_is_base_and_used`).
-    pub fn base_in_use(&self, volname: &str) -> bool {
-        self.volumes
-            .values()
-            .any(|v| v.base.as_deref() == Some(volname))
     }
 
     pub fn used(&self) -> u64 {
@@ -123,13 +124,24 @@ impl Storage {
         if want > room { Err(room) } else { Ok(()) }
     }
 
-    /// The next free `vm-<vmid>-disk-N` (or `base-`) name.
+    /// The next free `vm-<vmid>-disk-N` name, as PVE's
+    /// `find_free_diskname` picks it: neither it nor its `base-` form is
+    /// the name of a volume here (a directory storage's volumes are
+    /// `<vmid>/<name>.<format>`, a linked clone's `<base>/<vmid>/<name>`).
     pub fn free_disk_name(&self, vmid: u32) -> String {
+        let taken: std::collections::BTreeSet<&str> = self
+            .volumes
+            .keys()
+            .map(|k| {
+                let file = k.rsplit('/').next().unwrap_or(k);
+                file.split_once('.').map_or(file, |(stem, _)| stem)
+            })
+            .collect();
         (0..)
             .map(|n| format!("vm-{vmid}-disk-{n}"))
             .find(|name| {
-                !self.volumes.contains_key(name)
-                    && !self.volumes.contains_key(&name.replacen("vm-", "base-", 1))
+                !taken.contains(name.as_str())
+                    && !taken.contains(name.replacen("vm-", "base-", 1).as_str())
             })
             .unwrap_or_default()
     }
@@ -164,7 +176,22 @@ impl Storage {
             v["vmid"] = json!(vmid);
             v["used"] = json!(vol.size);
         }
+        // qemu-img's backing file of a qcow2 linked clone.
+        if let (Some(base), true) = (&vol.base, self.is_file_based()) {
+            v["parent"] = json!(format!("../{base}"));
+        }
         v
+    }
+
+    /// Whether a linked clone of the base volume `base` lives here and
+    /// names it, as PVE's `volume_is_base_and_used` finds it (destroying
+    /// the base and migrating it both ask): a directory
+    /// storage's clone is `<base>/<vmid>/<name>` (its qcow2 backing file
+    /// is the base). An LVM-thin clone is an independent thin snapshot
+    /// whose name carries no base: PVE does not count it.
+    pub fn base_in_use(&self, base: &str) -> bool {
+        let prefix = format!("{base}/");
+        self.volumes.keys().any(|name| name.starts_with(&prefix))
     }
 }
 

@@ -98,14 +98,6 @@ async fn move_disk_and_linked_clone_base() {
         &[("newid", "101"), ("name", "linked")],
     )
     .await;
-    // The template's base volume is in use: its destroy fails.
-    let upid = sim.delete("/nodes/pve/qemu/9000", &[]).await.upid();
-    assert_eq!(
-        sim.wait_task(&upid).await["exitstatus"],
-        "base volume 'local-lvm:base-9000-disk-0' is still in use by linked cloned"
-    );
-    assert_eq!(sim.get("/nodes/pve/qemu/9000/config").await.status, 200);
-
     let no_images = sim
         .post(
             "/nodes/pve/qemu/101/move_disk",
@@ -123,7 +115,8 @@ async fn move_disk_and_linked_clone_base() {
         )
         .await;
     assert_eq!(cdrom.reason, "you can't move a cdrom");
-    // Once the clone is gone, the base is free again.
+    // (On LVM-thin the clone is an independent thin snapshot: PVE destroys
+    // the template even while it exists, see hardware.rs.)
     let upid = sim.delete("/nodes/pve/qemu/101", &[]).await.upid();
     sim.task_ok(&upid).await;
     let upid = sim.delete("/nodes/pve/qemu/9000", &[]).await.upid();

@@ -202,7 +202,7 @@ fn converge_table() {
     ]);
 }
 
-fn configure_changes(plan: &Plan) -> &ConfigChanges {
+pub(in super::super) fn configure_changes(plan: &Plan) -> &ConfigChanges {
     match &plan.step {
         Step::Pve(PveCall::Configure { changes, .. }) => changes,
         other => panic!("want Configure, got {other:?}"),

@@ -6,7 +6,7 @@ use crate::api::ManagementPolicy::*;
 /// VMID recorded, create pending, VM looked up and absent, node chosen,
 /// image present, finalizer on, import slot taken: the next step is the
 /// create itself.
-fn ready_to_create() -> World {
+pub(in super::super) fn ready_to_create() -> World {
     World::new()
         .pending()
         .absent()

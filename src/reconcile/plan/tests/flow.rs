@@ -119,7 +119,8 @@ impl Pve {
                 | PveCall::Start { .. }
                 | PveCall::Shutdown { .. }
                 | PveCall::Stop { .. }
-                | PveCall::Destroy { .. },
+                | PveCall::Destroy { .. }
+                | PveCall::ConvertToTemplate { .. },
             )
             | Step::Kube(_)
             | Step::Idle(_) => {}

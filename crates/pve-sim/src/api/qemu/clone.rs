@@ -200,7 +200,8 @@ fn check(
             &["Datastore.AllocateSpace"],
         )?;
         let copy = full || cloudinit || key == "tpmstate0";
-        if !copy && !volname.starts_with("base-") {
+        let file_name = volname.rsplit('/').next().unwrap_or(volname);
+        if !copy && !file_name.starts_with("base-") {
             return Err(ApiError::internal(format!(
                 "Linked clone feature is not supported for '{file}' ({key})"
             )));
@@ -259,11 +260,11 @@ async fn run(
                     .map_or(size, |(_, v)| v.size);
                 disks::wrote(ctx, &volid, data)?;
                 opts.insert("size".into(), format_size(size));
+                volid
             } else {
                 ctx.sleep(ctx.inst.durations.linked_clone).await;
-                mark_linked(ctx, &volid, &copy.source);
+                mark_linked(ctx, &volid, &copy.source, created)
             }
-            volid
         };
         config.insert(copy.key, print_drive(&volid, &opts));
     }
@@ -318,15 +319,31 @@ async fn run(
 }
 
 /// Records that `volid` is a linked clone of the base volume `source`
-/// (destroying the base then fails, migrating the clone too).
-fn mark_linked(ctx: &TaskCtx, volid: &str, source: &str) {
+/// (destroying the base then fails where PVE counts the clone, migrating
+/// the clone too) and returns the clone's volume ID: on a directory
+/// storage PVE names the base first (`100/base-100-disk-0.qcow2/101/
+/// vm-101-disk-0.qcow2`, Plugin.pm's `clone_image`), on LVM-thin the
+/// clone is a thin snapshot under its own name.
+fn mark_linked(ctx: &TaskCtx, volid: &str, source: &str, created: &mut [String]) -> String {
     let base = source.split_once(':').map(|(_, n)| n.to_owned());
     let mut cluster = ctx.inst.cluster();
-    if let Some((sid, name)) = volid.split_once(':')
-        && let Some(vol) = cluster
-            .storage_mut(&ctx.node, sid)
-            .and_then(|s| s.volumes.get_mut(name))
-    {
-        vol.base = base;
+    let Some((sid, name)) = volid.split_once(':') else {
+        return volid.to_owned();
+    };
+    let Some(storage) = cluster.storage_mut(&ctx.node, sid) else {
+        return volid.to_owned();
+    };
+    let Some(mut vol) = storage.volumes.remove(name) else {
+        return volid.to_owned();
+    };
+    vol.base = base.clone();
+    if let (Some(base), true) = (&base, storage.is_file_based()) {
+        vol.volname = format!("{base}/{name}");
     }
+    let renamed = storage.volid(&vol.volname);
+    storage.volumes.insert(vol.volname.clone(), vol);
+    for c in created.iter_mut().filter(|c| c.as_str() == volid) {
+        c.clone_from(&renamed);
+    }
+    renamed
 }

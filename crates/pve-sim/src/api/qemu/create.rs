@@ -146,7 +146,41 @@ async fn build(
         config.insert("boot".into(), order);
     }
     creation_defaults(&ctx.inst, &mut config);
+    if let Some(pinned) = pin_windows_machine(&config) {
+        ctx.log(format!(
+            "pinning machine type to '{pinned}' for Windows guest OS"
+        ));
+        config.insert("machine".into(), pinned);
+    }
     Ok(config)
+}
+
+/// The machine version the simulator's QEMU (9.2.0, see `meta`) runs, with
+/// its newest PVE revision.
+const PINNED_MACHINE_VERSION: &str = "9.2+pve1";
+
+/// `check_and_pin_machine_string`: a Windows guest created without a
+/// versioned machine type gets the newest version pinned, "they get
+/// confused too easily" by a changing one. `None`: nothing to pin.
+fn pin_windows_machine(config: &BTreeMap<String, String>) -> Option<String> {
+    let windows = config
+        .get("ostype")
+        .is_some_and(|os| os.starts_with('w') && os != "other");
+    if !windows {
+        return None;
+    }
+    let machine = config.get("machine").map(String::as_str).unwrap_or("pc");
+    let (type_, rest) = match machine.split_once(',') {
+        Some((t, r)) if !t.contains('=') => (t, Some(r)),
+        _ if machine.contains('=') => return None,
+        _ => (machine, None),
+    };
+    let pinned = match type_ {
+        "pc" | "" => format!("pc-i440fx-{PINNED_MACHINE_VERSION}"),
+        "q35" => format!("pc-q35-{PINNED_MACHINE_VERSION}"),
+        _ => return None,
+    };
+    Some(rest.map_or(pinned.clone(), |r| format!("{pinned},{r}")))
 }
 
 /// PVE's `get_default_bootdevices`: the first disk, the first CD-ROM
@@ -187,4 +221,31 @@ fn boot_rank(key: &str) -> (usize, u32) {
         .parse()
         .unwrap_or(0);
     (bus, idx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_guests_get_a_pinned_machine() {
+        let config = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let pin = |pairs: &[(&str, &str)]| pin_windows_machine(&config(pairs));
+        assert_eq!(
+            pin(&[("ostype", "win11")]).as_deref(),
+            Some("pc-i440fx-9.2+pve1")
+        );
+        assert_eq!(
+            pin(&[("ostype", "win11"), ("machine", "q35,viommu=intel")]).as_deref(),
+            Some("pc-q35-9.2+pve1,viommu=intel")
+        );
+        assert_eq!(pin(&[("ostype", "win10"), ("machine", "pc-q35-8.1")]), None);
+        assert_eq!(pin(&[("ostype", "l26"), ("machine", "q35")]), None);
+        assert_eq!(pin(&[("machine", "q35")]), None);
+    }
 }

@@ -1,6 +1,7 @@
 //! Who may configure pass-through devices (qemu-server's
 //! `check_hostpci_perm`, `check_usb_perm`, `check_rng_perm`): root may set
-//! anything; others need a cluster mapping and `Mapping.Use` on it.
+//! anything; others need a cluster mapping and `Mapping.Use` on it. Serial
+//! ports likewise: a socket needs `VM.Config.HWType`, a host device root.
 
 use crate::auth::Identity;
 use crate::http::ApiError;
@@ -80,4 +81,30 @@ pub fn check(
         }
     }
     Ok(true)
+}
+
+/// Checks a `serialN` value (`$check_vm_create_serial_perm` and its update
+/// counterpart); `Ok(false)` for other keys.
+pub fn check_serial(
+    inst: &Instance,
+    id: &Identity,
+    vm_path: &str,
+    key: &str,
+    value: &str,
+    creating: bool,
+) -> Result<bool, ApiError> {
+    let is_serial = key
+        .strip_prefix("serial")
+        .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+    if !is_serial || id.is_root() {
+        return Ok(is_serial);
+    }
+    if value == "socket" || value.is_empty() {
+        inst.auth.check(id, vm_path, &["VM.Config.HWType"])?;
+        return Ok(true);
+    }
+    let verb = if creating { "set" } else { "modify" };
+    Err(ApiError::internal(format!(
+        "only root can {verb} '{key}' config for real devices"
+    )))
 }

@@ -6,6 +6,7 @@ pub mod config;
 pub mod create;
 pub mod devices;
 pub mod disks;
+mod hotplug;
 pub mod lifecycle;
 pub mod migrate;
 pub mod power;
@@ -71,6 +72,9 @@ pub fn check_option_privileges(
             inst.auth.check(&call.identity, "/", &["Sys.Modify"])?;
         }
         if !value.is_empty() && devices::check(inst, &call.identity, &path, key, value)? {
+            continue;
+        }
+        if devices::check_serial(inst, &call.identity, &path, key, value, creating)? {
             continue;
         }
         match drive_privileges(key, value).or_else(|| qemu::option_privileges(key)) {

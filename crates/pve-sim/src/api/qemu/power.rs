@@ -76,7 +76,7 @@ pub async fn start_unlocked(ctx: &TaskCtx, vmid: u32) -> Result<(), String> {
 
 async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
     let has_cloudinit = {
-        let cluster = ctx.inst.cluster();
+        let mut cluster = ctx.inst.cluster();
         let vm = cluster.vm(&ctx.node, vmid)?;
         if vm.is_template() {
             return Err("you can't start a vm if it's a template".into());
@@ -96,7 +96,25 @@ async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), St
                 return Err(format!("bridge '{bridge}' does not exist"));
             }
         }
-        vm.config.values().any(|v| v.contains("-cloudinit"))
+        // Passthrough devices are looked up and reserved on this node, as
+        // the config will be once pending changes apply.
+        let mut effective = vm.config.clone();
+        effective.extend(vm.pending.clone());
+        effective.retain(|k, _| !vm.pending_delete.contains(k));
+        let running_here = |other: u32| {
+            cluster
+                .vms
+                .get(&other)
+                .is_some_and(|g| g.node == ctx.node && g.is_running())
+        };
+        let pci = cluster
+            .mappings
+            .start_devices(&effective, &ctx.node, vmid, running_here)?;
+        let has_cloudinit = vm.config.values().any(|v| v.contains("-cloudinit"));
+        // Reserved before QEMU starts, as qemu-server does; a start that
+        // fails leaves a stale reservation the next start takes over.
+        cluster.mappings.reserve(&ctx.node, vmid, pci);
+        has_cloudinit
     };
     if has_cloudinit {
         ctx.log("generating cloud-init ISO");

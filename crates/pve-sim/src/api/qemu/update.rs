@@ -1,36 +1,14 @@
 //! Applying a config update under the flock: sets, deletes and reverts,
-//! kept pending on a running VM where PVE cannot hot-plug them.
+//! kept pending on a running VM where PVE cannot hot-plug them (see
+//! `hotplug`).
 
 use super::config::Update;
 use super::disks;
+use super::hotplug::applies_now;
 use super::{complete_net, task_lock_check, unique_tags};
 use crate::schema::{propstr, qemu};
 use crate::state::Vm;
 use crate::tasks::TaskCtx;
-
-/// Options a running VM applies at once (the rest stays pending): the
-/// "fast plug" options, `cipassword` (written directly) and what the
-/// default `hotplug=network,disk,usb` covers.
-fn applies_while_running(key: &str) -> bool {
-    const FAST: &[&str] = &[
-        "name",
-        "description",
-        "tags",
-        "onboot",
-        "protection",
-        "startup",
-        "cipassword",
-        "hookscript",
-    ];
-    let indexed = |prefix: &str| {
-        key.strip_prefix(prefix)
-            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
-    };
-    FAST.contains(&key)
-        || ["net", "scsi", "virtio", "unused"]
-            .iter()
-            .any(|p| indexed(p))
-}
 
 pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), String> {
     let vmid = u.vmid;
@@ -78,7 +56,10 @@ pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), S
 fn set_key(ctx: &TaskCtx, vm: &mut Vm, key: String, value: String, freed: &mut Vec<String>) {
     let value = normalize(ctx, &key, value);
     vm.pending_delete.remove(&key);
-    if vm.is_running() && !applies_while_running(&key) && !medium_change(vm, &key, &value) {
+    if vm.is_running()
+        && !applies_now(&vm.config, &key, Some(&value))
+        && !medium_change(vm, &key, &value)
+    {
         vm.pending.insert(key, value);
         return;
     }
@@ -109,7 +90,7 @@ fn delete_key(ctx: &TaskCtx, vm: &mut Vm, key: String, freed: &mut Vec<String>) 
     }
     remove_from_boot_order(vm, &key);
     vm.pending.remove(&key);
-    if vm.is_running() && !applies_while_running(&key) {
+    if vm.is_running() && !applies_now(&vm.config, &key, None) {
         vm.pending_delete.insert(key);
     } else if let Some(old) = vm.config.remove(&key) {
         detach(vm, &key, &old, freed);

@@ -216,11 +216,38 @@ pub static CPU: PropFormat = PropFormat {
             .default_key()
             .opt(),
         Param::string("flags")
-            .pattern(r"[+-]?[a-zA-Z0-9\-_.]+(;[+-]?[a-zA-Z0-9\-_.]+)*")
+            .pattern(r"([+-])([a-zA-Z0-9\-_.]+)(;([+-])([a-zA-Z0-9\-_.]+))*")
             .opt(),
+        Param::integer("guest-phys-bits").min(32).max(64).opt(),
         Param::boolean("hidden").opt(),
+        Param::string("hv-vendor-id")
+            .pattern(r"[a-zA-Z0-9]{1,12}")
+            .opt(),
+        Param::string("phys-bits")
+            .pattern(r"([89]|[1-5][0-9]|6[0-4]|host)")
+            .opt(),
+        Param::string("reported-model").opt(),
     ],
 };
+
+/// The CPU flags a VM's own config may set (qemu-server's
+/// `$supported_vm_specific_cpu_flags_by_arch`, x86_64); custom CPU models
+/// may set any.
+pub const VM_CPU_FLAGS: &[&str] = &[
+    "aes",
+    "amd-no-ssb",
+    "amd-ssbd",
+    "hv-evmcs",
+    "hv-tlbflush",
+    "ibpb",
+    "md-clear",
+    "nested-virt",
+    "pcid",
+    "pdpe1gb",
+    "spec-ctrl",
+    "ssbd",
+    "virt-ssbd",
+];
 
 pub static SMBIOS1: PropFormat = PropFormat {
     keys: &[
@@ -253,6 +280,7 @@ pub static HOSTPCI: PropFormat = PropFormat {
             .default_key()
             .opt(),
         Param::string("mapping").format(Named::PveConfigid).opt(),
+        Param::string("driver").enums(&["vfio", "keep"]).opt(),
         Param::boolean("pcie").opt(),
         Param::boolean("rombar").opt(),
         Param::string("romfile").opt(),
@@ -298,6 +326,7 @@ pub static MACHINE: PropFormat = PropFormat {
             .default_key()
             .opt(),
         Param::string("viommu").enums(&["intel", "virtio"]).opt(),
+        Param::number("aw-bits").min(32).max(64).opt(),
         Param::boolean("enable-s3").opt(),
         Param::boolean("enable-s4").opt(),
     ],
@@ -346,5 +375,31 @@ pub static LXC_FEATURES: PropFormat = PropFormat {
         Param::string("mount").opt(),
         Param::boolean("mknod").opt(),
         Param::boolean("force_rw_sys").opt(),
+    ],
+};
+
+const USB_OR_PCI_ID: &str = "[0-9A-Fa-f]{4}:[0-9A-Fa-f]{4}";
+
+/// One node's entry of a PCI resource mapping (`/cluster/mapping/pci`).
+pub static PCI_MAP: PropFormat = PropFormat {
+    keys: &[
+        Param::string("node").format(Named::PveNode),
+        Param::string("path").pattern(
+            r"(?:[a-f0-9]{4,}:[a-f0-9]{2}:[a-f0-9]{2}(?:.[a-f0-9])?;)*[a-f0-9]{4,}:[a-f0-9]{2}:[a-f0-9]{2}(?:.[a-f0-9])?",
+        ),
+        Param::string("id").pattern(USB_OR_PCI_ID),
+        Param::string("subsystem-id").pattern(USB_OR_PCI_ID).opt(),
+        Param::integer("iommugroup").opt(),
+        Param::string("description").max_len(4096).opt(),
+    ],
+};
+
+/// One node's entry of a USB resource mapping (`/cluster/mapping/usb`).
+pub static USB_MAP: PropFormat = PropFormat {
+    keys: &[
+        Param::string("node").format(Named::PveNode),
+        Param::string("id").pattern(USB_OR_PCI_ID),
+        Param::string("path").pattern(r"(\d+)\-(\d+(\.\d+)*)").opt(),
+        Param::string("description").max_len(4096).opt(),
     ],
 };

@@ -247,7 +247,7 @@ async fn running_vm_keeps_changes_pending() {
 }
 
 /// The `GET .../pending` entry of `key` (`{}` when there is none).
-async fn item_of(sim: &Sim, vmid: &str, key: &str) -> serde_json::Value {
+pub async fn item_of(sim: &Sim, vmid: &str, key: &str) -> serde_json::Value {
     let pending = sim
         .get(&format!("/nodes/pve/qemu/{vmid}/pending"))
         .await

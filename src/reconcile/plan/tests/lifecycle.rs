@@ -1,0 +1,229 @@
+//! Templates and protection: conversion once configured, a template that
+//! linked clones use, a linked clone waiting for its template, protection
+//! cleared only to destroy our VM when its resource is deleted.
+
+use super::*;
+use crate::api::ManagementPolicy::*;
+
+/// A spec asking for a template (which never runs).
+fn template_spec(w: World) -> World {
+    w.spec(|s| {
+        s.lifecycle.template = Some(true);
+        s.power_state = crate::api::vm::PowerState::Stopped;
+    })
+}
+
+fn a_template(power: Power) -> ObservedVm {
+    ObservedVm {
+        template: true,
+        ..our_vm(power)
+    }
+}
+
+fn protected(power: Power) -> ObservedVm {
+    let mut vm = our_vm(power);
+    let config = vm.config.as_mut().unwrap();
+    config.current.insert("protection".into(), "1".into());
+    vm
+}
+
+#[test]
+fn templates() {
+    let available = Some((T, Reason::Available));
+    run_table(vec![
+        (
+            "configured and stopped: converted",
+            template_spec(World::new().created()).present(our_vm(Power::Stopped)),
+            expect("ConvertToTemplate", (T, Reason::WaitingForTask), available),
+        ),
+        (
+            "running: shut down first",
+            template_spec(World::new().created()).present(our_vm(Power::Running)),
+            expect("Shutdown", (T, Reason::WaitingForTask), None),
+        ),
+        (
+            "drift first, then the conversion",
+            template_spec(World::new().created()).present(ObservedVm {
+                config: Some({
+                    let mut c = matching_config();
+                    c.current.insert("memory".into(), "512".into());
+                    c
+                }),
+                ..our_vm(Power::Stopped)
+            }),
+            expect("Configure", (T, Reason::WaitingForTask), available),
+        ),
+        (
+            "not converted while something is wrong",
+            template_spec(World::new().created())
+                .spec(|s| s.disks[0].storage = "other".into())
+                .present(our_vm(Power::Stopped)),
+            expect("UpToDate", (F, Reason::InvalidSpec), available),
+        ),
+        (
+            "converted: left as it is, never started",
+            template_spec(World::new().created()).present(a_template(Power::Stopped)),
+            expect("UpToDate", (T, Reason::ReconcileSuccess), available),
+        ),
+        (
+            "a template the spec does not call one is not started",
+            World::new().created().present(a_template(Power::Stopped)),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "the conversion runs: observed",
+            template_spec(World::new().created())
+                .task(TaskAction::Template, 70)
+                .task_state(TaskState::Running { progress: None }),
+            expect("ObserveTask", (T, Reason::WaitingForTask), None),
+        ),
+    ]);
+}
+
+#[test]
+fn a_conversion_found_running_is_adopted() {
+    let plan = template_spec(World::new().created())
+        .present(our_vm(Power::Stopped))
+        .active("qmtemplate", "100")
+        .run();
+    assert_eq!(plan.step.name(), "ObserveTask");
+    let task = plan.status.at_provider.task.unwrap();
+    assert_eq!(task.action, TaskAction::Template);
+}
+
+#[test]
+fn a_template_with_linked_clones_is_held() {
+    let deleting = || World::new().created().deleting();
+    let held = deleting()
+        .present(a_template(Power::Stopped))
+        .observe(|o| o.linked_clones = Some(vec![101, 102]))
+        .run();
+    assert_eq!(held.step.name(), "Wait");
+    assert_eq!(
+        held.requeue_after,
+        Some(std::time::Duration::from_secs(60)),
+        "the resync interval"
+    );
+    let (status, reason, message) = condition(&held, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "TemplateInUse"));
+    assert!(message.contains("VM 101, 102"), "{message}");
+    assert!(
+        held.events
+            .iter()
+            .any(|e| e.reason == "TemplateInUse" && e.warning),
+        "{:?}",
+        held.events
+    );
+    // Said once: the next pass with the same answer publishes nothing new.
+    let again = deleting()
+        .status(|s| s.conditions = held.status.conditions.clone())
+        .present(a_template(Power::Stopped))
+        .observe(|o| o.linked_clones = Some(vec![101, 102]))
+        .run();
+    assert!(again.events.is_empty(), "{:?}", again.events);
+
+    let free = deleting()
+        .present(a_template(Power::Stopped))
+        .observe(|o| o.linked_clones = Some(vec![]))
+        .run();
+    assert_eq!(free.step.name(), "Destroy");
+    let needs = match preflight(&deleting().vm, at(100)) {
+        Preflight::Observe(needs) => needs,
+        other => panic!("{other:?}"),
+    };
+    assert!(needs.linked_clones, "a deletion asks for the clones");
+}
+
+#[test]
+fn protection_is_cleared_only_to_destroy_our_vm() {
+    let gone = Some((F, Reason::Deleting));
+    run_table(vec![
+        (
+            "deleting, running: shut down as usual",
+            World::new()
+                .created()
+                .deleting()
+                .present(protected(Power::Running)),
+            expect("Shutdown", (T, Reason::WaitingForTask), gone),
+        ),
+        (
+            "deleting, stopped: clear the protection",
+            World::new()
+                .created()
+                .deleting()
+                .present(protected(Power::Stopped)),
+            expect("Configure", (T, Reason::WaitingForTask), gone),
+        ),
+        (
+            "deleting without Delete: orphaned, untouched",
+            World::new()
+                .created()
+                .deleting()
+                .policies(&[Observe, Create, Update])
+                .present(protected(Power::Stopped)),
+            expect("RemoveFinalizer", (T, Reason::ReconcileSuccess), None),
+        ),
+        (
+            "not deleting: the spec's protection stands",
+            World::new()
+                .created()
+                .spec(|s| s.lifecycle.protection = Some(true))
+                .present(protected(Power::Running)),
+            expect("UpToDate", (T, Reason::ReconcileSuccess), None),
+        ),
+    ]);
+    let plan = World::new()
+        .created()
+        .deleting()
+        .present(protected(Power::Stopped))
+        .run();
+    let Step::Pve(PveCall::Configure { changes, .. }) = &plan.step else {
+        panic!("{:?}", plan.step)
+    };
+    assert_eq!(changes.delete, ["protection"]);
+    assert!(changes.set.keys().is_empty());
+    assert_eq!(changes.digest.as_deref(), Some("d1g3st"));
+    assert!(plan.events.iter().any(|e| e.reason == "ClearingProtection"));
+}
+
+#[test]
+fn a_linked_clone_waits_for_its_template() {
+    let cloning = |full: bool, template: bool| {
+        World::new()
+            .pending()
+            .absent()
+            .finalizer()
+            .slot_granted("pve1")
+            .spec(move |s| {
+                s.disks.clear();
+                s.clone = Some(
+                    serde_json::from_value(json!({"templateName": "golden", "full": full}))
+                        .unwrap(),
+                );
+            })
+            .observe(move |o| {
+                o.template = Some(TemplateLookup::Found {
+                    vmid: 9000,
+                    node: "pve1".into(),
+                    template,
+                })
+            })
+    };
+    run_table(vec![
+        (
+            "linked, not a template yet: wait",
+            cloning(false, false),
+            expect("Wait", (F, Reason::TemplateNotFound), None),
+        ),
+        (
+            "linked, a template: clone",
+            cloning(false, true),
+            expect("CloneVm", (T, Reason::WaitingForTask), None),
+        ),
+        (
+            "full clone of a plain VM: clone",
+            cloning(true, false),
+            expect("CloneVm", (T, Reason::WaitingForTask), None),
+        ),
+    ]);
+}

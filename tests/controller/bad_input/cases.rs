@@ -1,0 +1,339 @@
+//! The rows of the conditions table: objects and what each must end up
+//! saying.
+
+use serde_json::{Value, json};
+
+use super::reported::{Expect, config, config_says, secret, vm_says, vm_using, vm_with};
+use crate::reconcile::Sim;
+
+const FINGERPRINT: &str = "AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB";
+
+/// Both the config and a VM that uses it say what is wrong.
+/// The VM's message repeats the config's, except where Proxmox answered
+/// (`vm_message`).
+#[allow(clippy::too_many_arguments)]
+fn config_and_user(
+    objects: &mut Vec<Value>,
+    expects: &mut Vec<Expect>,
+    name: &str,
+    pc: Value,
+    reason: &'static str,
+    message: &[&str],
+    vm_message: Option<&[&str]>,
+    or_event: bool,
+) {
+    let user = format!("uses-{name}");
+    objects.push(pc);
+    objects.push(vm_using(&user, name));
+    let config = config_says(name, reason, message);
+    expects.push(if or_event { config.or_event() } else { config });
+    let mut says = vec!["cannot use the provider config", name];
+    says.extend_from_slice(vm_message.unwrap_or(message));
+    expects.push(vm_says(&user, "ReconcileError", &says));
+}
+
+/// Objects that do not match the CRD's types or rules: written while a
+/// looser CRD was installed.
+pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
+    let mut objects = vec![];
+    let mut expects = vec![];
+    let unreadable = |name: &str, change: Value, field: &'static str, error: &'static str| {
+        (
+            vm_with(name, change),
+            vm_says(
+                name,
+                "InvalidSpec",
+                &[
+                    "does not match the ProxmoxVM schema at",
+                    field,
+                    error,
+                    "apply it again",
+                ],
+            ),
+        )
+    };
+    for (object, expect) in [
+        unreadable(
+            "memory-number",
+            json!({"memory": 4096}),
+            "spec.forProvider.memory",
+            "invalid type: integer `4096`, expected a string",
+        ),
+        unreadable(
+            "power-hibernating",
+            json!({"powerState": "Hibernating"}),
+            "spec.forProvider.powerState",
+            "unknown variant `Hibernating`",
+        ),
+        unreadable(
+            "cores-text",
+            json!({"cpu": {"cores": "two"}}),
+            "spec.forProvider.cpu.cores",
+            "invalid type: string \"two\"",
+        ),
+        unreadable(
+            "disks-object",
+            json!({"disks": {"slot": "scsi0"}}),
+            "spec.forProvider.disks",
+            "expected a sequence",
+        ),
+        unreadable(
+            "disk-without-slot",
+            json!({"disks": [{"storage": "local-lvm", "size": "1Gi"}]}),
+            "spec.forProvider.disks[0]",
+            "missing field `slot`",
+        ),
+        unreadable(
+            "vmid-negative",
+            json!({"vmid": -5}),
+            "spec.forProvider.vmid",
+            "invalid value: integer `-5`",
+        ),
+    ] {
+        objects.push(object);
+        expects.push(expect.or_event());
+    }
+    // Values of the right type that the CRD's rules would have refused.
+    objects.push(vm_with("memory-lots", json!({"memory": "lots"})));
+    expects.push(vm_says(
+        "memory-lots",
+        "InvalidSpec",
+        &["memory", "\"lots\" is not a byte quantity"],
+    ));
+    let mut kind = vm_with("config-kind", json!({}));
+    kind["spec"]["providerConfigRef"]["kind"] = json!("Other");
+    objects.push(kind);
+    expects.push(vm_says(
+        "config-kind",
+        "InvalidSpec",
+        &["spec.providerConfigRef.kind", "unknown variant `Other`"],
+    ));
+
+    let configs = [
+        (
+            "endpoint-number",
+            json!({"endpoint": 8006}),
+            "InvalidConfig",
+            vec![
+                "does not match the ProviderConfig schema at spec.endpoint",
+                "invalid type: integer `8006`",
+            ],
+        ),
+        (
+            "endpoint-ftp",
+            json!({"endpoint": "ftp://pve.example.com"}),
+            "InvalidConfig",
+            vec!["endpoint \"ftp://pve.example.com\"", "must be https://"],
+        ),
+        (
+            "resync-days",
+            json!({"resyncInterval": "1d"}),
+            "InvalidConfig",
+            vec!["resyncInterval: \"1d\" is not a Go duration"],
+        ),
+        (
+            "poll-negative",
+            json!({"tasks": {"pollInterval": "1s-1s"}}),
+            "InvalidConfig",
+            vec!["tasks.pollInterval: \"1s-1s\" is not a Go duration"],
+        ),
+        (
+            "fingerprint-short",
+            json!({"tls": {"fingerprint": "AB:CD"}}),
+            "TlsError",
+            vec!["fingerprint", "AB:CD"],
+        ),
+        (
+            "ca-not-pem",
+            json!({"tls": {"caBundle": "not a certificate"}}),
+            "TlsError",
+            vec!["the CA bundle (tls.caBundle", "contains no PEM certificate"],
+        ),
+    ];
+    for (name, change, reason, message) in configs {
+        let pc = config(sim, name, change);
+        config_and_user(
+            &mut objects,
+            &mut expects,
+            name,
+            pc,
+            reason,
+            &message,
+            None,
+            true,
+        );
+    }
+    (objects, expects)
+}
+
+/// Objects the API server cannot judge: Secrets, CA bundles, what exists
+/// on Proxmox.
+pub fn provider_knows(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
+    let mut objects = vec![];
+    let mut expects = vec![];
+    let mut with_secret = |name: &str, data: Value, reason: &'static str, message: &[&str]| {
+        let secret_name = format!("{name}-credentials");
+        objects.push(secret(&secret_name, data));
+        let pc = config(
+            sim,
+            name,
+            json!({"credentials": {"source": "Secret", "secretRef": {"name": secret_name}}}),
+        );
+        let answered: &[&str] = &["unauthorized: Authentication failed"];
+        let vm_message = (reason == "Unauthorized").then_some(answered);
+        config_and_user(
+            &mut objects,
+            &mut expects,
+            name,
+            pc,
+            reason,
+            message,
+            vm_message,
+            false,
+        );
+    };
+    with_secret(
+        "token-id-only",
+        json!({"tokenId": "root@pam!sim"}),
+        "InvalidCredentials",
+        &[
+            "must hold the keys tokenId and secret",
+            "or username and password",
+        ],
+    );
+    with_secret(
+        "token-id-malformed",
+        json!({"tokenId": "root", "secret": "pve-sim-secret"}),
+        "InvalidCredentials",
+        &["tokenId must look like USER@REALM!TOKENID"],
+    );
+    with_secret(
+        "username-without-realm",
+        json!({"username": "root", "password": "pw"}),
+        "InvalidCredentials",
+        &["username must look like USER@REALM"],
+    );
+    with_secret(
+        "empty-secret",
+        json!({}),
+        "InvalidCredentials",
+        &["must hold the keys tokenId and secret"],
+    );
+    with_secret(
+        "secret-not-ascii",
+        json!({"tokenId": "root@pam!sim", "secret": "sécret"}),
+        "InvalidCredentials",
+        &["printable ASCII only"],
+    );
+    with_secret(
+        "wrong-token",
+        json!({"tokenId": "root@pam!sim", "secret": "not-the-token"}),
+        "Unauthorized",
+        &["Proxmox refused the credentials"],
+    );
+
+    let no_secret = config(
+        sim,
+        "no-secret",
+        json!({"credentials": {"source": "Secret", "secretRef": {"name": "no-such-secret"}}}),
+    );
+    let missing = ["the credentials Secret", "no-such-secret does not exist"];
+    config_and_user(
+        &mut objects,
+        &mut expects,
+        "no-secret",
+        no_secret,
+        "SecretNotFound",
+        &missing,
+        None,
+        false,
+    );
+    let unusable = "the CA bundle (tls.caBundle or tls.caBundleSecretRef) cannot be used";
+    let garbage = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n";
+    let tls_rows: Vec<(&str, Value, &'static str, Vec<&str>)> = vec![
+        (
+            "ca-secret-missing",
+            json!({"caBundleSecretRef": {"name": "no-such-ca"}}),
+            "SecretNotFound",
+            vec!["the CA bundle Secret", "no-such-ca does not exist"],
+        ),
+        (
+            "ca-secret-without-key",
+            json!({"caBundleSecretRef": {"name": "ca-other-key"}}),
+            "TlsError",
+            vec!["has no key ca.crt"],
+        ),
+        (
+            "ca-secret-not-pem",
+            json!({"caBundleSecretRef": {"name": "ca-garbage"}}),
+            "TlsError",
+            vec![unusable, "no PEM certificate"],
+        ),
+        (
+            "ca-inline-garbage",
+            json!({"caBundle": garbage}),
+            "TlsError",
+            vec![unusable, "invalid CA certificate"],
+        ),
+        (
+            "fingerprint-other",
+            json!({"fingerprint": FINGERPRINT}),
+            "TlsError",
+            vec!["fingerprint"],
+        ),
+    ];
+    objects.push(secret(
+        "ca-other-key",
+        json!({"ca.pem": "-----BEGIN CERTIFICATE-----\n"}),
+    ));
+    objects.push(secret("ca-garbage", json!({"ca.crt": "hello"})));
+    for (name, tls, reason, message) in tls_rows {
+        // Without the pinned fingerprint: the CA bundle decides.
+        let pc = config(sim, name, json!({"tls": tls}));
+        config_and_user(
+            &mut objects,
+            &mut expects,
+            name,
+            pc,
+            reason,
+            &message,
+            None,
+            false,
+        );
+    }
+
+    let mut missing = vm_using("missing-config", "no-such-config");
+    missing["metadata"]["name"] = json!("missing-config");
+    objects.push(missing);
+    expects.push(vm_says(
+        "missing-config",
+        "ProviderConfigNotFound",
+        &["ProviderConfig \"no-such-config\" not found"],
+    ));
+    let vm_rows: Vec<(&str, Value, &'static str, Vec<&str>)> = vec![
+        (
+            "no-such-template",
+            json!({"disks": null, "clone": {"templateName": "no-such-template"}}),
+            "TemplateNotFound",
+            vec!["the clone template does not exist"],
+        ),
+        (
+            "no-such-password",
+            json!({"cloudInit": {"user": "ubuntu", "passwordSecretRef": {"name": "no-such-password", "key": "pw"}}}),
+            "SecretNotFound",
+            vec!["no-such-password"],
+        ),
+        // Said by Proxmox; blamed on the config today (issue 9, item 1).
+        (
+            "no-such-node",
+            json!({"node": "pve9"}),
+            "ReconcileError",
+            vec!["hostname lookup 'pve9' failed"],
+        ),
+    ];
+    for (name, change, reason, message) in vm_rows {
+        objects.push(vm_with(name, change));
+        expects.push(vm_says(name, reason, &message));
+    }
+    (objects, expects)
+}

@@ -1,0 +1,106 @@
+//! What a pass costs the API server: with the ProxmoxVMs, provider configs
+//! and their Secrets in the controller's watch caches, an idle VM's passes
+//! read nothing from the API server and write nothing (its status is
+//! unchanged). Counted on the controller's own client.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::Request;
+use kube::client::{Body, ClientBuilder};
+use serde_json::json;
+
+use crate::reconcile::{Controller, Env, Options, manifests};
+use crate::support;
+
+/// (verb, path without query) → requests made.
+type Counts = Arc<Mutex<BTreeMap<(String, String), u32>>>;
+
+/// An admin client that counts every request it sends.
+fn counting_client(counts: Counts) -> kube::Client {
+    let layer = tower::util::MapRequestLayer::new(move |req: Request<Body>| {
+        let key = (req.method().to_string(), req.uri().path().to_owned());
+        *counts.lock().unwrap().entry(key).or_default() += 1;
+        req
+    });
+    ClientBuilder::try_from(support::cluster().config.clone())
+        .expect("a client from the admin config")
+        .with_layer(&layer)
+        .build()
+}
+
+/// The passes counted in the metrics so far.
+fn passes(controller: &Controller) -> u64 {
+    let text = controller.metrics.encode();
+    text.lines()
+        .filter(|l| l.starts_with("proxmox_provider_reconcile_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_passes_read_nothing_from_the_api_server_and_write_nothing() {
+    let mut env = Env::without_controller("requests", Options::default()).await;
+    let counts: Counts = Arc::default();
+    let controller = Controller::start(counting_client(counts.clone()), env.settings()).await;
+    // Check each VM every 5 s (the shortest resync) to get many passes.
+    let names = ["a", "b", "c"];
+    for name in names {
+        let mut vm = manifests::vm(name, manifests::imported(json!({})));
+        vm["metadata"]["annotations"] = json!({"crossplane.io/poll-interval": "5s"});
+        env.apply(&vm).await;
+    }
+    for name in names {
+        env.wait_ready(name).await;
+    }
+    // Let the creation's last writes and events settle, then measure.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    counts.lock().unwrap().clear();
+    let before = passes(&controller);
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let idle_passes = passes(&controller) - before;
+    let seen = counts.lock().unwrap().clone();
+    controller.stop().await;
+    env.controller = None;
+
+    assert!(
+        idle_passes >= 9,
+        "three VMs resynced every 5 s for 20 s: {idle_passes} passes"
+    );
+    let on = |verb: &str, resource: &str| -> u32 {
+        seen.iter()
+            .filter(|((v, path), _)| v == verb && path.contains(resource))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let report = format!("{idle_passes} idle passes made {seen:#?}");
+    assert_eq!(
+        on("GET", "/proxmoxvms/"),
+        0,
+        "ProxmoxVMs come from the cache: {report}"
+    );
+    assert_eq!(
+        on("GET", "/providerconfigs/"),
+        0,
+        "configs come from the cache: {report}"
+    );
+    // The provider config's own pass reads its credentials Secret once per
+    // resync interval (5 s in these tests): at most 5 in 20 s, whatever
+    // the number of VMs and passes.
+    assert!(
+        on("GET", "/secrets/") <= 5,
+        "Secrets are not read per VM pass: {report}"
+    );
+    assert_eq!(
+        on("PATCH", "/proxmoxvms/"),
+        0,
+        "an unchanged status is not written: {report}"
+    );
+    assert_eq!(
+        on("POST", "/events"),
+        0,
+        "nothing happened worth an event: {report}"
+    );
+}

@@ -1,0 +1,280 @@
+//! Safety under restarts, lost writes, foreign VMs and locks: never a
+//! second VM, never a change to a VM that is not ours.
+
+use provider_proxmox::api::vm::TaskAction;
+use pve_client::vm::{CreateVm, VmParams};
+use serde_json::json;
+
+use crate::reconcile::{Controller, DEADLINE, Env, Options, condition, manifests};
+use crate::support;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_killed_mid_import_finishes_without_a_second_vm() {
+    // 0.3: the 3.5 GiB import takes about 9 s.
+    let options = Options {
+        time_scale: 0.3,
+        ..Options::default()
+    };
+    let mut env = Env::start_with("restart", options).await;
+    let mut spec = manifests::imported(json!({}));
+    spec.as_object_mut().unwrap().remove("node");
+    spec["allowedNodes"] = json!(["pve"]);
+    env.apply(&manifests::vm("web", spec)).await;
+    env.wait_vm("web", "the import in flight", |vm| {
+        vm.status
+            .as_ref()
+            .and_then(|s| s.at_provider.task.as_ref())
+            .filter(|t| t.action == TaskAction::Create)
+            .map(|_| ())
+            .ok_or_else(|| "no create task yet".into())
+    })
+    .await;
+    let vmid = env.vmid("web").await;
+    env.kill_controller().await;
+    assert_eq!(env.sim.count("POST", "/nodes/{node}/qemu").await, 1);
+
+    env.start_controller().await;
+    env.wait_ready("web").await;
+    assert_eq!(env.vmid("web").await, vmid, "the VMID is kept");
+    let creates = env.sim.requests_to("POST", "/nodes/{node}/qemu").await;
+    assert_eq!(creates.len(), 1, "exactly one create: {creates:?}");
+    let asked = env.sim.requests_to("GET", "/cluster/nextid").await;
+    assert!(
+        asked.is_empty(),
+        "VMIDs come from the provider's allocator, not nextid: {asked:?}"
+    );
+    assert_eq!(env.sim.vmids().await, vec![vmid, 9000]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_status_write_does_not_dispatch_the_create_again() {
+    // 0.5: the import takes about 15 s, long enough to be adopted running.
+    let options = Options {
+        time_scale: 0.5,
+        ..Options::default()
+    };
+    let mut env = Env::without_controller("loststatus", options).await;
+    // A controller that may do everything but write the status: every
+    // status write after a dispatch is lost.
+    env.apply(&json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "no-status"},
+        "rules": [
+            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["proxmoxvms"],
+             "verbs": ["get", "list", "watch", "update", "patch"]},
+            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["proxmoxvms/finalizers"],
+             "verbs": ["update"]},
+            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["providerconfigs"],
+             "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["secrets"],
+             "verbs": ["get", "list", "watch", "create", "update", "patch"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+        ],
+    }))
+    .await;
+    let account = support::service_account_kubeconfig(
+        env.ns.name(),
+        "no-status",
+        support::Grant::Role("no-status"),
+    )
+    .await;
+    let restricted = Controller::start(account.client(), env.settings()).await;
+    env.apply(&manifests::vm(
+        "web",
+        manifests::imported(json!({"vmid": 150})),
+    ))
+    .await;
+    support::poll("the create to be sent", DEADLINE, || async {
+        match env.sim.count("POST", "/nodes/{node}/qemu").await {
+            0 => Err("no create yet".to_owned()),
+            _ => Ok(()),
+        }
+    })
+    .await;
+    let vm = env.vm("web").await;
+    assert!(
+        vm.status.is_none(),
+        "no status was written: {:?}",
+        vm.status
+    );
+    let metrics = restricted.metrics.encode();
+    assert!(
+        metrics.contains("proxmox_provider_reconcile_errors_total{kind=\"kube_api\"}"),
+        "status writes failed: {metrics}"
+    );
+    restricted.kill().await;
+
+    env.start_controller().await;
+    env.wait_ready("web").await;
+    let creates = env.sim.requests_to("POST", "/nodes/{node}/qemu").await;
+    assert_eq!(creates.len(), 1, "exactly one create: {creates:?}");
+    // The create found running is observed only once the VM is proven ours
+    // (its owner marker readable); the creation is recorded from that.
+    let vm = env.vm("web").await;
+    assert!(
+        vm.annotation(provider_proxmox::api::meta::EXTERNAL_CREATE_SUCCEEDED)
+            .is_some(),
+        "the creation was recorded from the owner marker"
+    );
+}
+
+/// A VM made directly on Proxmox, without our owner marker.
+async fn hand_made_vm(env: &Env, vmid: u32, start: bool) {
+    let client = env.sim.client();
+    let create = CreateVm {
+        vmid,
+        params: VmParams {
+            name: Some(format!("handmade-{vmid}")),
+            memory: Some(512),
+            description: Some("made by hand".into()),
+            ..VmParams::default()
+        },
+        ..CreateVm::default()
+    };
+    let upid = client.create_vm("pve", &create).await.unwrap();
+    client.wait_task(&upid).await.unwrap();
+    if start {
+        let upid = client.start_vm("pve", vmid).await.unwrap();
+        client.wait_task(&upid).await.unwrap();
+    }
+}
+
+/// Waits until the controller has looked at VM `vmid` `n` more times.
+async fn observed_again(env: &Env, vmid: u32, n: usize) {
+    // Every look reads the VM's config (with its pending changes); an idle
+    // VM's power state comes from the shared cluster view.
+    let path = format!("/nodes/pve/qemu/{vmid}/pending");
+    let count = || async {
+        env.sim
+            .requests()
+            .await
+            .iter()
+            .filter(|r| r["path"] == path.as_str())
+            .count()
+    };
+    let before = count().await;
+    support::poll("the controller to look again", DEADLINE, || async {
+        let now = count().await;
+        (now >= before + n)
+            .then_some(())
+            .ok_or_else(|| format!("{now} looks"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_vm_is_never_modified_or_deleted() {
+    let env = Env::start("foreign").await;
+    hand_made_vm(&env, 170, false).await;
+    let digest = env.sim.config(170).await.digest;
+    let mut vm = manifests::vm("claim", manifests::imported(json!({})));
+    vm["metadata"]["annotations"] = json!({"crossplane.io/external-name": "170"});
+    env.apply(&vm).await;
+
+    let synced = env.wait_synced_reason("claim", "NotOwned").await;
+    let message = synced.message.unwrap_or_default();
+    assert!(message.contains("VM 170"), "{message}");
+    assert!(message.contains("left untouched"), "{message}");
+    assert!(
+        message.contains("managementPolicies"),
+        "says how to observe: {message}"
+    );
+    let vm = env.vm("claim").await;
+    assert_eq!(condition(&vm, "Ready").unwrap().reason, "Unavailable");
+    observed_again(&env, 170, 2).await;
+    assert!(
+        env.sim.writes_to_vm(170).await.is_empty(),
+        "no write to VM 170"
+    );
+    assert_eq!(env.sim.config(170).await.digest, digest, "config unchanged");
+
+    env.vms()
+        .delete("claim", &Default::default())
+        .await
+        .expect("delete");
+    env.wait_gone("claim").await;
+    assert!(env.sim.vmids().await.contains(&170), "VM 170 stays");
+    assert!(env.sim.writes_to_vm(170).await.is_empty(), "never touched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_only_reports_an_existing_vm_and_never_changes_it() {
+    let env = Env::start("observe").await;
+    hand_made_vm(&env, 180, true).await;
+    let before = env.sim.writes_to_vm(180).await.len();
+    let mut vm = manifests::vm("seen", json!({}));
+    vm["metadata"]["annotations"] = json!({"crossplane.io/external-name": "180"});
+    vm["spec"]["managementPolicies"] = json!(["Observe"]);
+    env.apply(&vm).await;
+
+    let vm = env.wait_ready("seen").await;
+    let at = vm.status.unwrap().at_provider;
+    assert_eq!(at.vmid, Some(180));
+    assert_eq!(at.node.as_deref(), Some("pve"));
+    assert_eq!(
+        at.state,
+        Some(provider_proxmox::api::vm::ObservedState::Running)
+    );
+    observed_again(&env, 180, 2).await;
+    assert_eq!(env.sim.writes_to_vm(180).await.len(), before, "only reads");
+    assert_eq!(
+        env.sim.config(180).await.memory,
+        Some(512),
+        "not resized to the spec's default"
+    );
+
+    env.vms()
+        .delete("seen", &Default::default())
+        .await
+        .expect("delete");
+    env.wait_gone("seen").await;
+    assert!(env.sim.vmids().await.contains(&180));
+    assert_eq!(env.sim.writes_to_vm(180).await.len(), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_vm_is_waited_for_and_the_change_retried() {
+    let env = Env::start("locked").await;
+    let vmid = env
+        .create_ready("web", manifests::imported(json!({})))
+        .await;
+    // A backup holds the lock for the next two config updates.
+    env.sim
+        .fault(json!({
+            "method": "POST", "path": "/nodes/{node}/qemu/{vmid}/config",
+            "fault": "http-error", "status": 500, "message": "VM is locked (backup)", "count": 2,
+        }))
+        .await;
+    let edit = VmParams {
+        cores: Some(1),
+        ..VmParams::default()
+    };
+    env.sim.edit(vmid, edit).await;
+
+    let locked = env.wait_synced_reason("web", "VmLocked").await;
+    assert!(
+        locked
+            .message
+            .unwrap_or_default()
+            .contains("VM is locked (backup)"),
+        "says what it waits for"
+    );
+    support::poll("the change to go through", DEADLINE, || async {
+        match env.sim.config(vmid).await.cores {
+            Some(2) => Ok(()),
+            other => Err(format!("cores {other:?}")),
+        }
+    })
+    .await;
+    let updates = env
+        .sim
+        .requests_to("POST", "/nodes/{node}/qemu/{vmid}/config")
+        .await;
+    let statuses: Vec<_> = updates.iter().map(|r| r["status"].clone()).collect();
+    assert_eq!(
+        statuses,
+        [500, 500, 200],
+        "two refused, one applied: {updates:?}"
+    );
+    env.wait_ready("web").await;
+}

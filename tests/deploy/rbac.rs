@@ -1,0 +1,363 @@
+//! The provider's RBAC in `deploy/` is least privilege and fits inside what
+//! Crossplane grants a provider package, checked with the API server's own
+//! authorizer: a ServiceAccount bound to copies of the ClusterRole and Role
+//! may do exactly what the controller's contract lists and nothing nearby;
+//! a ServiceAccount bound to the ClusterRole Crossplane's RBAC manager
+//! renders for this package may do all of it too.
+//!
+//! (That these permissions are also *sufficient* is proven by running the
+//! provider end to end under them, in the controller's tests.)
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::Value;
+
+use crate::support;
+use crate::tools::{find, kustomize, repo, yaml_docs};
+
+const GROUP: &str = "proxmox.crossplane.io";
+const LEASE: &str = "crossplane-provider-proxmox";
+
+/// One request: API group, resource (`plural` or `plural/subresource`),
+/// verb, whether it is in the provider's own namespace, and a name.
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    group: &'static str,
+    resource: &'static str,
+    verb: &'static str,
+    own_namespace: bool,
+    name: Option<&'static str>,
+}
+
+const fn req(group: &'static str, resource: &'static str, verb: &'static str) -> Request {
+    Request {
+        group,
+        resource,
+        verb,
+        own_namespace: false,
+        name: None,
+    }
+}
+
+const fn lease(verb: &'static str, name: Option<&'static str>) -> Request {
+    Request {
+        group: "coordination.k8s.io",
+        resource: "leases",
+        verb,
+        own_namespace: true,
+        name,
+    }
+}
+
+/// The controller's contract: everything it does to the API server.
+const NEEDED: &[Request] = &[
+    req(GROUP, "proxmoxvms", "get"),
+    req(GROUP, "proxmoxvms", "list"),
+    req(GROUP, "proxmoxvms", "watch"),
+    req(GROUP, "proxmoxvms", "update"),
+    req(GROUP, "proxmoxvms", "patch"),
+    req(GROUP, "proxmoxvms/status", "get"),
+    req(GROUP, "proxmoxvms/status", "update"),
+    req(GROUP, "proxmoxvms/status", "patch"),
+    req(GROUP, "proxmoxvms/finalizers", "update"),
+    req(GROUP, "providerconfigs", "get"),
+    req(GROUP, "providerconfigs", "list"),
+    req(GROUP, "providerconfigs", "watch"),
+    req(GROUP, "clusterproviderconfigs", "get"),
+    req(GROUP, "clusterproviderconfigs", "list"),
+    req(GROUP, "clusterproviderconfigs", "watch"),
+    // The in-use finalizer.
+    req(GROUP, "providerconfigs", "patch"),
+    req(GROUP, "clusterproviderconfigs", "patch"),
+    req(GROUP, "providerconfigs/status", "get"),
+    req(GROUP, "providerconfigs/status", "update"),
+    req(GROUP, "providerconfigs/status", "patch"),
+    req(GROUP, "clusterproviderconfigs/status", "get"),
+    req(GROUP, "clusterproviderconfigs/status", "update"),
+    req(GROUP, "clusterproviderconfigs/status", "patch"),
+    req("", "secrets", "get"),
+    req("", "secrets", "list"),
+    req("", "secrets", "watch"),
+    req("", "secrets", "create"),
+    req("", "secrets", "update"),
+    req("", "secrets", "patch"),
+    req("", "events", "create"),
+    req("", "events", "patch"),
+    lease("create", None),
+    lease("get", Some(LEASE)),
+    lease("update", Some(LEASE)),
+    lease("patch", Some(LEASE)),
+];
+
+/// Nearby permissions the provider must not have.
+const NOT_NEEDED: &[Request] = &[
+    req(GROUP, "proxmoxvms", "create"),
+    req(GROUP, "proxmoxvms", "delete"),
+    req(GROUP, "proxmoxvms", "deletecollection"),
+    req(GROUP, "providerconfigs", "update"),
+    req(GROUP, "providerconfigs", "create"),
+    req(GROUP, "clusterproviderconfigs", "update"),
+    req(GROUP, "clusterproviderconfigs", "delete"),
+    req(GROUP, "providerconfigs/finalizers", "update"),
+    req("", "secrets", "delete"),
+    req("", "configmaps", "get"),
+    req("", "pods", "list"),
+    req("", "events", "delete"),
+    req("events.k8s.io", "events", "create"),
+    req("coordination.k8s.io", "leases", "get"),
+    lease("get", Some("another-controllers-lease")),
+    lease("delete", Some(LEASE)),
+    lease("list", None),
+    req("rbac.authorization.k8s.io", "clusterroles", "escalate"),
+    req(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "update",
+    ),
+];
+
+/// Asks the API server whether the client's user may make `request`.
+async fn allowed(client: &Client, namespace: &str, request: &Request) -> bool {
+    let (resource, subresource) = match request.resource.split_once('/') {
+        Some((r, s)) => (r, Some(s.to_owned())),
+        None => (request.resource, None),
+    };
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(request.group.into()),
+                resource: Some(resource.into()),
+                subresource,
+                verb: Some(request.verb.into()),
+                // Cluster-wide requests are checked in some other namespace:
+                // the provider works on ProxmoxVMs in every namespace.
+                namespace: Some(if request.own_namespace {
+                    namespace.into()
+                } else {
+                    "tenant-a".into()
+                }),
+                name: request.name.map(Into::into),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .unwrap();
+    answer.status.is_some_and(|s| s.allowed)
+}
+
+/// (group, resource, verb, resourceName) of every rule, flattened.
+fn flatten(rules: &[PolicyRule]) -> BTreeSet<(String, String, String, String)> {
+    let mut out = BTreeSet::new();
+    for rule in rules {
+        let names = rule
+            .resource_names
+            .clone()
+            .unwrap_or_else(|| vec![String::new()]);
+        for group in rule.api_groups.as_deref().unwrap_or_default() {
+            for resource in rule.resources.as_deref().unwrap_or_default() {
+                for verb in &rule.verbs {
+                    for name in &names {
+                        out.insert((group.clone(), resource.clone(), verb.clone(), name.clone()));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn rendered_roles(docs: &[Value]) -> (ClusterRole, Role) {
+    let cluster_role: ClusterRole =
+        serde_json::from_value(find(docs, "ClusterRole", "crossplane-provider-proxmox").clone())
+            .unwrap();
+    let role: Role = serde_json::from_value(
+        find(docs, "Role", "crossplane-provider-proxmox-leader-election").clone(),
+    )
+    .unwrap();
+    (cluster_role, role)
+}
+
+#[tokio::test]
+async fn rules_are_the_contract_exactly() {
+    let rendered = kustomize("deploy").await;
+    let (cluster_role, role) = rendered_roles(&yaml_docs(&rendered, "deploy/"));
+    let mut granted = flatten(&cluster_role.rules.unwrap());
+    granted.extend(flatten(&role.rules.unwrap()));
+    let contract: BTreeSet<_> = NEEDED
+        .iter()
+        .map(|r| {
+            (
+                r.group.to_owned(),
+                r.resource.to_owned(),
+                r.verb.to_owned(),
+                r.name.unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        granted, contract,
+        "deploy/provider/rbac.yaml grants exactly the controller's contract (no wildcards, nothing extra)"
+    );
+}
+
+/// Server-side applies `object` as the admin.
+async fn apply<K>(api: &Api<K>, name: &str, object: &K)
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch(
+        name,
+        &PatchParams::apply("deploy-rbac-test").force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("applying {name}: {e}"));
+}
+
+#[tokio::test]
+async fn authorizer_allows_what_is_needed_and_nothing_nearby() {
+    support::install_crds(repo().join("crds")).await;
+    let ns = support::namespace("rbac").await;
+    let admin = support::client();
+    let rendered = kustomize("deploy").await;
+    let (mut cluster_role, mut role) = rendered_roles(&yaml_docs(&rendered, "deploy/"));
+
+    // Copies under names of this test: the rules are what is checked.
+    let cluster_role_name = format!("{}-provider", ns.name());
+    cluster_role.metadata = ObjectMeta {
+        name: Some(cluster_role_name.clone()),
+        ..ObjectMeta::default()
+    };
+    apply(
+        &Api::<ClusterRole>::all(admin.clone()),
+        &cluster_role_name,
+        &cluster_role,
+    )
+    .await;
+    role.metadata = ObjectMeta {
+        name: Some("leader-election".into()),
+        namespace: Some(ns.name().into()),
+        ..ObjectMeta::default()
+    };
+    apply(
+        &Api::<Role>::namespaced(admin.clone(), ns.name()),
+        "leader-election",
+        &role,
+    )
+    .await;
+
+    let provider = support::service_account_kubeconfig(
+        ns.name(),
+        "provider",
+        support::Grant::ClusterRole(&cluster_role_name),
+    )
+    .await;
+    support::bind(
+        ns.name(),
+        "provider",
+        support::Grant::Role("leader-election"),
+    )
+    .await;
+
+    let client = provider.client();
+    let mut wrong = vec![];
+    for request in NEEDED {
+        if !allowed(&client, ns.name(), request).await {
+            wrong.push(format!("denied but needed: {request:?}"));
+        }
+    }
+    for request in NOT_NEEDED {
+        if allowed(&client, ns.name(), request).await {
+            wrong.push(format!("allowed but not needed: {request:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The system ClusterRole Crossplane's RBAC manager renders for a provider
+/// package with this package's CRDs (crossplane `internal/controller/rbac/
+/// provider/roles`): the CRDs and their status with get, list, watch,
+/// update, patch, create; finalizers with update; and `*` on core secrets,
+/// configmaps, events and coordination leases. Not events.k8s.io.
+fn crossplane_system_rules() -> Vec<PolicyRule> {
+    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
+        api_groups: Some(groups.iter().map(|s| (*s).to_owned()).collect()),
+        resources: Some(resources.iter().map(|s| (*s).to_owned()).collect()),
+        verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
+        ..PolicyRule::default()
+    };
+    vec![
+        rule(
+            &[GROUP],
+            &[
+                "clusterproviderconfigs",
+                "clusterproviderconfigs/status",
+                "providerconfigs",
+                "providerconfigs/status",
+                "proxmoxvms",
+                "proxmoxvms/status",
+            ],
+            &["get", "list", "watch", "update", "patch", "create"],
+        ),
+        rule(&[GROUP], &["*/finalizers"], &["update"]),
+        rule(
+            &["", "coordination.k8s.io"],
+            &["secrets", "configmaps", "events", "leases"],
+            &["*"],
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn everything_needed_is_within_what_crossplane_grants() {
+    support::install_crds(repo().join("crds")).await;
+    let ns = support::namespace("rbac-crossplane").await;
+    let name = format!("{}-crossplane-system", ns.name());
+    let role = ClusterRole {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            ..ObjectMeta::default()
+        },
+        rules: Some(crossplane_system_rules()),
+        ..ClusterRole::default()
+    };
+    apply(&Api::<ClusterRole>::all(support::client()), &name, &role).await;
+    let account = support::service_account_kubeconfig(
+        ns.name(),
+        "crossplane-provider",
+        support::Grant::ClusterRole(&name),
+    )
+    .await;
+    let client = account.client();
+    let mut denied = vec![];
+    for request in NEEDED {
+        if !allowed(&client, ns.name(), request).await {
+            denied.push(format!("{request:?}"));
+        }
+    }
+    assert!(
+        denied.is_empty(),
+        "under Crossplane's RBAC the provider could not:\n{}",
+        denied.join("\n")
+    );
+    // Why events go to the core API group: this one is not granted.
+    assert!(
+        !allowed(
+            &client,
+            ns.name(),
+            &req("events.k8s.io", "events", "create")
+        )
+        .await
+    );
+}
