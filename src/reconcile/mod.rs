@@ -36,6 +36,7 @@ pub mod events;
 pub mod invalid;
 pub mod inventory;
 pub mod metrics;
+pub mod nocloud;
 pub mod observe;
 pub mod pass;
 pub mod plan;

@@ -24,13 +24,16 @@ mod create;
 mod decision;
 mod delete;
 mod drift;
+mod ha;
 mod hardware;
 mod input;
+mod motion;
 mod output;
 mod owner;
 mod protection;
 mod render;
 mod report;
+mod seed;
 mod task;
 mod template;
 mod warning;
@@ -42,17 +45,19 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
+pub use ha::{HaCall, affinity_id};
 pub use input::{
-    ActiveTask, AgentState, GuestInterface, Heavy, ImageRef, Needs, Observation, ObserveError,
-    ObservedVm, PasswordState, Placement, PlacementRequest, PlanInput, Power, ProviderState,
-    SlotGrant, SlotRequest, TaskOutcome, TaskRef, TaskState, TemplateLookup, TemplateRef, VmConfig,
-    VmState,
+    ActiveTask, AffinityView, AgentState, GuestInterface, HaResourceView, HaView, Heavy, ImageRef,
+    Needs, Observation, ObserveError, ObservedVm, PasswordState, Placement, PlacementRequest,
+    PlanInput, Power, ProviderState, SeedView, SlotGrant, SlotRequest, TaskOutcome, TaskRef,
+    TaskState, TemplateLookup, TemplateRef, VmConfig, VmState,
 };
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
     Sensitive, Step,
 };
 pub use owner::{Ownership, marker_line, ownership};
+pub use seed::seed_prefix;
 
 use crate::api::{
     ProxmoxVM, Reason,

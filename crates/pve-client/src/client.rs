@@ -122,6 +122,23 @@ impl Client {
         upid_from_envelope(&req.endpoint(), &result?.body)
     }
 
+    /// A `multipart/form-data` upload that starts a task; returns its UPID.
+    pub(crate) async fn start_upload(
+        &self,
+        path: ApiPath,
+        params: Params,
+        upload: crate::request::Upload,
+    ) -> Result<Upid> {
+        let node = req_node(&path);
+        let mut req = ApiRequest::new(Method::POST, path, params, CallKind::StartsTask);
+        req.upload = Some(upload);
+        let result = self.call(&req).await;
+        if let Some(node) = node {
+            self.observer_state().invalidate(&node).await;
+        }
+        upid_from_envelope(&req.endpoint(), &result?.body)
+    }
+
     pub(crate) fn http(&self) -> &reqwest::Client {
         &self.inner.http
     }

@@ -22,6 +22,7 @@ pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod form;
+pub mod ha;
 pub mod hook;
 mod lenient;
 mod limit;
@@ -45,6 +46,7 @@ pub use config::{
     AuthOptions, ClientConfig, Credentials, Limits, ObserveMode, RetryPolicy, TaskOptions,
 };
 pub use error::{Error, Result};
+pub use ha::{HaAffinity, HaGroup, HaResource, HaResourceSpec, HaRule, ha_nodes};
 pub use hook::{RequestHook, RequestRecord};
 pub use node::NodeInfo;
 pub use observer::ObserveOptions;

@@ -68,6 +68,55 @@ pub(crate) struct ApiRequest {
     pub(crate) path: ApiPath,
     pub(crate) params: Params,
     pub(crate) kind: CallKind,
+    /// A file sent after `params` in a `multipart/form-data` body.
+    pub(crate) upload: Option<Upload>,
+}
+
+/// A file upload's part: its name and content (never shown by `Debug`).
+#[derive(Clone)]
+pub(crate) struct Upload {
+    pub(crate) filename: String,
+    pub(crate) content: std::sync::Arc<[u8]>,
+}
+
+impl std::fmt::Debug for Upload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Upload({}, {} bytes)", self.filename, self.content.len())
+    }
+}
+
+/// The boundary of our multipart bodies: no file content holds it, since
+/// the content is not scanned for it, it is long and random-looking.
+const BOUNDARY: &str = "pve-client-7c1d3f0e9a4b4b6f8e2d5a1c0b9e8f7a";
+
+impl Upload {
+    /// The `Content-Type` header of the body.
+    pub(crate) fn content_type() -> String {
+        format!("multipart/form-data; boundary={BOUNDARY}")
+    }
+
+    /// `params` as text parts, then the file as the part named `filename`
+    /// (pve-http-server reads the parameters before the file, which must
+    /// come last).
+    pub(crate) fn body(&self, params: &Params) -> Vec<u8> {
+        let mut body = Vec::with_capacity(self.content.len() + 1024);
+        for (name, value) in params.pairs() {
+            body.extend_from_slice(
+                format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        }
+        body.extend_from_slice(
+            format!(
+                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"filename\"; filename=\"{}\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+                self.filename
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(&self.content);
+        body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+        body
+    }
 }
 
 impl ApiRequest {
@@ -77,6 +126,7 @@ impl ApiRequest {
             path,
             params,
             kind: CallKind::Read,
+            upload: None,
         }
     }
 
@@ -86,6 +136,7 @@ impl ApiRequest {
             path,
             params,
             kind,
+            upload: None,
         }
     }
 

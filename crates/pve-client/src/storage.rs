@@ -89,6 +89,42 @@ impl Client {
         .await
     }
 
+    /// `POST .../upload` of an ISO image (`content=iso`, multipart, with
+    /// its SHA-256 so Proxmox verifies it); returns the `imgcopy` task. The
+    /// volume is `<storage>:iso/<filename>`.
+    pub async fn upload_iso(
+        &self,
+        node: &str,
+        storage: &str,
+        filename: &str,
+        content: Vec<u8>,
+    ) -> Result<Upid> {
+        use sha2::Digest;
+        let checksum: String = sha2::Sha256::digest(&content)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let params = Params::new()
+            .text("content", "iso")
+            .text("checksum", checksum)
+            .text("checksum-algorithm", "sha256");
+        let upload = crate::request::Upload {
+            filename: filename.to_owned(),
+            content: content.into(),
+        };
+        let path = ApiPath::new("/nodes/{node}/storage/{storage}/upload", &[node, storage]);
+        self.start_upload(path, params, upload).await
+    }
+
+    /// `DELETE .../content/{volume}`; returns the `imgdel` task.
+    pub async fn delete_volume(&self, node: &str, storage: &str, volume: &str) -> Result<Upid> {
+        let path = ApiPath::new(
+            "/nodes/{node}/storage/{storage}/content/{volume}",
+            &[node, storage, volume],
+        );
+        self.start_task(Method::DELETE, path, Params::new()).await
+    }
+
     /// `POST .../download-url`; returns the `download` task.
     pub async fn download_url(&self, node: &str, storage: &str, req: &DownloadUrl) -> Result<Upid> {
         let mut params = Params::new()

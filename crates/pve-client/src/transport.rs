@@ -98,6 +98,15 @@ impl Client {
             .base()
             .join(rendered)
             .map_err(|e| Error::config(format!("bad API path {}: {e}", req.path.template)))?;
+        if let Some(upload) = &req.upload {
+            let content_type = HeaderValue::from_str(&crate::request::Upload::content_type())
+                .map_err(|e| Error::config(format!("multipart content type: {e}")))?;
+            return Ok(self
+                .http()
+                .request(req.method.clone(), url)
+                .header(CONTENT_TYPE, content_type)
+                .body(upload.body(&req.params)));
+        }
         if has_body(&req.method) {
             return Ok(self
                 .http()

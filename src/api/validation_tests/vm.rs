@@ -181,6 +181,65 @@ fn proxmox_vm_create_rules() {
             Some("one OpenSSH public key on one line"),
         ),
         (
+            "custom cloud-init from a Secret",
+            json!({"customCloudInit": {"userData": {"secretKeyRef": {"name": "seed", "key": "user-data"}}}}),
+            None,
+        ),
+        (
+            "custom cloud-init with nothing in it",
+            json!({"customCloudInit": {"storage": "local"}}),
+            Some("customCloudInit needs at least one of userData"),
+        ),
+        (
+            "custom cloud-init source naming both",
+            json!({"customCloudInit": {"userData": {
+                "secretKeyRef": {"name": "a", "key": "k"},
+                "configMapKeyRef": {"name": "b", "key": "k"}}}}),
+            Some("set exactly one of secretKeyRef and configMapKeyRef"),
+        ),
+        (
+            "custom cloud-init beside cloudInit",
+            json!({"cloudInit": {}, "customCloudInit": {"metaData": {"configMapKeyRef": {"name": "m", "key": "k"}}}}),
+            Some("customCloudInit replaces cloudInit"),
+        ),
+        (
+            "custom cloud-init on a SCSI slot",
+            json!({"customCloudInit": {"driveSlot": "scsi1", "metaData": {"configMapKeyRef": {"name": "m", "key": "k"}}}}),
+            Some("driveSlot must be ide0..ide3 or sata0..sata5"),
+        ),
+        (
+            "custom cloud-init on a disk's slot",
+            json!({"disks": [{"slot": "sata0", "storage": "local-lvm", "size": "1Gi"}],
+                   "customCloudInit": {"driveSlot": "sata0", "metaData": {"configMapKeyRef": {"name": "m", "key": "k"}}}}),
+            Some("customCloudInit.driveSlot is already used by a disk"),
+        ),
+        ("ha started", json!({"ha": {}}), None),
+        (
+            "ha stopped while powerState is Running",
+            json!({"ha": {"state": "stopped"}}),
+            Some("ha.state started needs powerState Running"),
+        ),
+        (
+            "ha stopped with powerState Stopped",
+            json!({"ha": {"state": "stopped"}, "powerState": "Stopped"}),
+            None,
+        ),
+        (
+            "ha ignored whatever the power state",
+            json!({"ha": {"state": "ignored"}, "powerState": "Stopped"}),
+            None,
+        ),
+        (
+            "ha node affinity without nodes",
+            json!({"ha": {"nodeAffinity": {"strict": true}}}),
+            Some("ha.nodeAffinity keeps the VM on allowedNodes"),
+        ),
+        (
+            "ha node affinity on allowedNodes",
+            json!({"ha": {"nodeAffinity": {}}, "allowedNodes": ["pve1", "pve2"]}),
+            None,
+        ),
+        (
             "cloud-init drive on a disk slot",
             json!({"disks": [{"slot": "ide2", "storage": "local-lvm", "size": "1Gi"}], "cloudInit": {}}),
             Some("cloudInit.driveSlot is already used by a disk"),
@@ -232,10 +291,22 @@ fn proxmox_vm_update_rules() {
         ),
         ("vmid added later", json!({}), json!({"vmid": 100}), None),
         (
-            "node change",
+            "node change (a migration)",
             json!({"node": "pve1"}),
             json!({"node": "pve2"}),
-            Some("node cannot be changed"),
+            None,
+        ),
+        (
+            "node removal",
+            json!({"node": "pve1"}),
+            json!({}),
+            Some("node cannot be removed"),
+        ),
+        (
+            "node change outside allowedNodes",
+            json!({"node": "pve1", "allowedNodes": ["pve1", "pve2"]}),
+            json!({"node": "pve3", "allowedNodes": ["pve1", "pve2"]}),
+            Some("node must be one of allowedNodes"),
         ),
         (
             "clone source change",

@@ -26,7 +26,9 @@ pub struct Disk {
         .message("slot must be scsi0..scsi30, virtio0..virtio15, sata0..sata5 or ide0..ide3"))]
     pub slot: String,
 
-    /// Proxmox storage that holds the disk, e.g. `local-lvm`.
+    /// Proxmox storage that holds the disk, e.g. `local-lvm`. Changing it
+    /// moves the disk there (online when the VM runs) and deletes the old
+    /// volume.
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: String,

@@ -5,9 +5,11 @@ mod console;
 mod devices;
 mod disk;
 mod firmware;
+mod ha;
 mod hardware;
 mod lifecycle;
 mod network;
+mod nocloud;
 mod params;
 mod status;
 
@@ -21,9 +23,11 @@ pub use disk::{ChecksumAlgorithm, Disk, DiskImage};
 pub use firmware::{
     Bios, EfiDisk, EfiType, Machine, MachineType, OsType, TpmState, TpmVersion, Viommu,
 };
+pub use ha::{HaState, HighAvailability, NodeAffinity};
 pub use hardware::{Balloon, Hardware};
 pub use lifecycle::{Lifecycle, Startup};
 pub use network::{NetworkDevice, NetworkModel};
+pub use nocloud::{CloudInitSource, CustomCloudInit, LocalConfigMapKeySelector};
 pub use params::{
     CloneSource, Cpu, GuestAgent, Placement, PlacementPolicy, PowerState, ScsiController,
     VmParameters,

@@ -16,8 +16,8 @@ use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE};
 #[x_kube(
     validation = Rule::new("!has(oldSelf.vmid) || (has(self.vmid) && self.vmid == oldSelf.vmid)")
         .message("vmid cannot be changed or removed once set: it names the VM on Proxmox"),
-    validation = Rule::new("!has(oldSelf.node) || (has(self.node) && self.node == oldSelf.node)")
-        .message("node cannot be changed or removed once set: moving a VM to another node (migration) is not supported"),
+    validation = Rule::new("!has(oldSelf.node) || has(self.node)")
+        .message("node cannot be removed once set; change it to migrate the VM"),
     validation = Rule::new("has(self.clone) == has(oldSelf.clone)")
         .message("clone cannot be added or removed after the resource is created"),
     validation = Rule::new("!has(self.clone) || !has(self.disks) || self.disks.all(d, !has(d.importFrom) && !has(d.image))")
@@ -26,6 +26,14 @@ use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE};
         .message("node must be one of allowedNodes"),
     validation = Rule::new("!has(self.cloudInit) || !has(self.cloudInit.driveSlot) || !has(self.disks) || !self.disks.exists(d, d.slot == self.cloudInit.driveSlot)")
         .message("cloudInit.driveSlot is already used by a disk; pick another slot (default ide2)"),
+    validation = Rule::new("!has(self.ha) || !has(self.ha.state) || self.ha.state == 'ignored' || (self.ha.state == 'stopped') == (has(self.powerState) && self.powerState == 'Stopped')")
+        .message("ha.state started needs powerState Running and stopped needs powerState Stopped (HA keeps the VM in its state)"),
+    validation = Rule::new("!has(self.ha) || !has(self.ha.nodeAffinity) || has(self.node) || (has(self.allowedNodes) && size(self.allowedNodes) > 0)")
+        .message("ha.nodeAffinity keeps the VM on allowedNodes (or node): set one of them"),
+    validation = Rule::new("!has(self.customCloudInit) || !has(self.cloudInit)")
+        .message("customCloudInit replaces cloudInit: set one of them"),
+    validation = Rule::new("!has(self.customCloudInit) || !has(self.customCloudInit.driveSlot) || !has(self.disks) || !self.disks.exists(d, d.slot == self.customCloudInit.driveSlot)")
+        .message("customCloudInit.driveSlot is already used by a disk; pick another slot (default ide2)"),
     validation = Rule::new("!has(self.efiDisk) || (has(self.bios) && self.bios == 'OVMF')")
         .message("efiDisk needs bios: OVMF (SeaBIOS has no EFI variables)"),
     validation = Rule::new("!has(self.template) || !self.template || self.powerState == 'Stopped'")
@@ -43,9 +51,12 @@ pub struct VmParameters {
     /// Proxmox node to create the VM on. When left out, the provider picks an
     /// online node among `allowedNodes` (all nodes if that list is empty) as
     /// `placement` says (default: the most free memory, counting VMs it is
-    /// placing but Proxmox does not show yet). Cannot change once set. Disks
-    /// imported from node-local storage (`importFrom: local:import/...`)
-    /// need `node`.
+    /// placing but Proxmox does not show yet). Changing it migrates the VM
+    /// there (online when it runs, its node-local disks copied along); a VM
+    /// that HA, its load balancer or a person moved elsewhere while `node`
+    /// stayed the same is followed, not moved back. Cannot be removed once
+    /// set. Disks imported from node-local storage
+    /// (`importFrom: local:import/...`) need `node`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63))]
     #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$')")
@@ -166,6 +177,14 @@ pub struct VmParameters {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scsi_controller: Option<ScsiController>,
 
+    /// Register the VM as a Proxmox HA resource (see `ha.state`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ha: Option<super::HighAvailability>,
+
+    /// Cloud-init data of your own from Secrets or ConfigMaps, on a NoCloud
+    /// seed ISO (see `customCloudInit.userData`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_cloud_init: Option<super::CustomCloudInit>,
     /// Firmware, machine, console and devices (see hardware.rs).
     #[serde(flatten)]
     pub hardware: Hardware,

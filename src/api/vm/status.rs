@@ -65,6 +65,18 @@ pub struct VmAtProvider {
     /// Config keys whose new values wait for the VM's next reboot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_changes: Vec<String>,
+    /// The node `spec.forProvider.node` named when the provider last placed
+    /// or migrated the VM there. A VM found elsewhere while `node` still
+    /// names this one was moved by HA, its load balancer or a person, and
+    /// is followed, not moved back; a new `node` is migrated to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_node: Option<String>,
+    /// The QEMU process that ran when the `customCloudInit` seed ISO last
+    /// changed: until the VM runs another (it was started again), the
+    /// guest has not read the new data, and `pendingChanges` lists
+    /// `customCloudInit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_changed_under_pid: Option<u64>,
 }
 
 /// Power state as Proxmox reports it.
@@ -104,6 +116,20 @@ pub enum TaskAction {
     Stop,
     /// Destroy with purge.
     Destroy,
+    /// Migration to the node `spec.forProvider.node` names (the status
+    /// `target`); `hamigrate` when HA manages the VM.
+    Migrate,
+    /// A disk moved to the storage its spec names (the status `target` is
+    /// the slot).
+    MoveDisk,
+    /// The VM's HA resource, node-affinity rule or group written (a
+    /// synchronous call that starts no task; recorded only as a failure).
+    ConfigureHa,
+    /// The `customCloudInit` seed ISO uploaded (the status `target` is its
+    /// volume).
+    UploadSeed,
+    /// A seed ISO no longer attached deleted (the `target` is its volume).
+    DeleteVolume,
     /// Conversion into a template.
     Template,
 }
@@ -121,6 +147,11 @@ impl TaskAction {
             Self::Shutdown => "qmshutdown",
             Self::Stop => "qmstop",
             Self::Destroy => "qmdestroy",
+            Self::Migrate => "qmigrate",
+            Self::MoveDisk => "qmmove",
+            Self::ConfigureHa => "ha",
+            Self::UploadSeed => "imgcopy",
+            Self::DeleteVolume => "imgdel",
             Self::Template => "qmtemplate",
         }
     }
@@ -137,6 +168,11 @@ impl TaskAction {
             Self::Shutdown => "shutdown",
             Self::Stop => "stop",
             Self::Destroy => "destruction of the VM",
+            Self::Migrate => "migration of the VM",
+            Self::MoveDisk => "disk move",
+            Self::ConfigureHa => "HA configuration",
+            Self::UploadSeed => "upload of the cloud-init seed ISO",
+            Self::DeleteVolume => "deletion of an old cloud-init seed ISO",
             Self::Template => "conversion into a template",
         }
     }
@@ -157,7 +193,7 @@ pub struct InFlightTask {
     /// Node the task runs on.
     pub node: String,
     /// What the task works on: the image volume for a download, the disk
-    /// slot for a resize.
+    /// slot for a resize or a disk move, the target node of a migration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// When it was started.

@@ -2,8 +2,11 @@
 //! A step that starts a Proxmox task returns its UPID; nothing here waits
 //! for a task.
 
+mod ha;
 mod kube_write;
+mod motion;
 mod pve;
+mod seed;
 
 use k8s_openapi::jiff::Timestamp;
 
@@ -38,6 +41,16 @@ pub async fn act(
             "a VMID allocation must be resolved before it is carried out".into(),
         )),
         Step::Kube(write) => write_metadata(kube, vm, write, now).await,
+        Step::Pve(PveCall::Ha { call, .. }) => ha::write(pve, call)
+            .await
+            .map(|()| Done::Nothing)
+            .map_err(proxmox_failure),
+        Step::Pve(PveCall::UploadSeed {
+            node,
+            storage,
+            filename,
+            files,
+        }) => seed::upload(pve, node, storage, filename, files).await,
         Step::Pve(call) => pve::start(pve, call)
             .await
             .map(|upid| Done::Started(upid.as_str().to_owned()))

@@ -89,6 +89,32 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_c
             };
             client.delete_vm(node, *vmid, opts).await
         }
+        PveCall::Migrate {
+            node,
+            vmid,
+            target,
+            online,
+        } => super::motion::migrate(client, node, *vmid, target, *online).await,
+        PveCall::MoveDisk {
+            node,
+            vmid,
+            slot,
+            storage,
+            digest,
+        } => super::motion::move_disk(client, node, *vmid, slot, storage, digest.as_deref()).await,
+        PveCall::DeleteVolume {
+            node,
+            storage,
+            volume,
+        } => client.delete_volume(node, storage, volume).await,
+        // Carried out by `act` itself: the ISO is built first.
+        PveCall::UploadSeed { .. } => Err(pve_client::Error::Protocol {
+            message: "a seed ISO upload is carried out by act".into(),
+        }),
+        // Carried out by `act` itself: HA configuration starts no task.
+        PveCall::Ha { .. } => Err(pve_client::Error::Protocol {
+            message: "an HA configuration write starts no task".into(),
+        }),
         PveCall::ConvertToTemplate { node, vmid } => client.convert_to_template(node, *vmid).await,
     }
 }

@@ -6,6 +6,8 @@
 //! as the task's outcome.
 
 mod clones;
+mod ha;
+mod seed;
 mod tasks;
 mod vm;
 
@@ -19,8 +21,8 @@ use kube::{Api, ResourceExt};
 use super::error::{Error, is_not_found};
 use super::inventory::{ClusterView, Inventory};
 use super::plan::{
-    ImageRef, Needs, Observation, PasswordState, Sensitive, TaskState, TemplateLookup, TemplateRef,
-    VmState,
+    ImageRef, Needs, Observation, PasswordState, Power, Sensitive, TaskState, TemplateLookup,
+    TemplateRef, VmState,
 };
 use super::providers::{ConfigKey, secret_value};
 use crate::api::ProxmoxVM;
@@ -164,6 +166,34 @@ pub async fn observe(
     obs.images = images(client, &needs.images).await?;
     if let Some(template) = &needs.template {
         obs.template = Some(template_lookup(from.view().await?.as_ref(), template));
+    }
+    if let (true, Some(vmid)) = (needs.ha, needs.vmid) {
+        obs.ha = Some(ha::ha_view(client, vmid).await?);
+    }
+    if let (Some(spec), Some(vmid)) = (
+        needs
+            .seed
+            .then_some(())
+            .and(vm.spec.for_provider.custom_cloud_init.as_ref()),
+        needs.vmid,
+    ) {
+        // The ISOs are on the VM's node (or where it was last seen).
+        let (node, running) = match &obs.vm {
+            VmState::Present(v) => (Some(v.node.as_str()), v.power == Power::Running),
+            _ => (node_hint, false),
+        };
+        if let Some(node) = node {
+            let namespace = vm.namespace().unwrap_or_default();
+            let read = seed::SeedRead {
+                namespace: &namespace,
+                spec,
+                vmid,
+                node,
+                deleting: vm.metadata.deletion_timestamp.is_some(),
+                running,
+            };
+            obs.seed = Some(seed::seed_view(from.kube, client, read).await?);
+        }
     }
     if let Some((name, key)) = &needs.password {
         let namespace = vm.namespace().unwrap_or_default();

@@ -7,7 +7,7 @@ use pve_client::{self, Client, TaskObservation, Upid};
 
 /// Task types whose log reports progress (`transferred X of Y (pp%)`); only
 /// for these is the log read while they run.
-const WITH_PROGRESS: [&str; 3] = ["qmcreate", "qmclone", "download"];
+const WITH_PROGRESS: [&str; 5] = ["qmcreate", "qmclone", "download", "qmigrate", "qmmove"];
 
 /// The state of the task recorded in the status. Never waits for it.
 pub(super) async fn task_state(client: &Client, task: &TaskRef) -> TaskState {

@@ -9,8 +9,8 @@
 //! compares without the owner marker.
 
 use pve_client::vm::{
-    AgentConfig, CpuConfig, IpConfig, Nameservers, Nic, ScsiHw, SshKeys, Tags, VmParams, defaults,
-    ipconfig_key, net_key, parse_bool, parse_memory,
+    AgentConfig, CpuConfig, Drive, DriveFile, DriveKey, IpConfig, Media, Nameservers, Nic, ScsiHw,
+    SshKeys, Tags, VmParams, defaults, ipconfig_key, net_key, parse_bool, parse_memory,
 };
 
 use super::hardware::HwWant;
@@ -45,6 +45,11 @@ pub(super) enum Want {
     },
     Nameservers(Nameservers),
     SearchDomain(String),
+    /// A CD-ROM holding `file` (the `customCloudInit` seed ISO).
+    Cdrom {
+        slot: DriveKey,
+        file: DriveFile,
+    },
     /// Firmware, machine, console, devices, protection, startup.
     Hw(HwWant),
 }
@@ -69,6 +74,7 @@ impl Want {
             Want::IpConfig { index, .. } => ipconfig_key(*index),
             Want::Nameservers(_) => "nameserver".into(),
             Want::SearchDomain(_) => "searchdomain".into(),
+            Want::Cdrom { slot, .. } => slot.to_string(),
             Want::Hw(hw) => hw.key(),
         }
     }
@@ -107,6 +113,9 @@ impl Want {
             Want::SshKeys(keys) => SshKeys::parse(have).is_ok_and(|h| h == *keys),
             Want::IpConfig { config, .. } => IpConfig::parse(have) == Ok(*config),
             Want::Nameservers(servers) => Nameservers::parse(have).is_ok_and(|h| h == *servers),
+            Want::Cdrom { file, .. } => {
+                Drive::parse(have).is_ok_and(|d| d.media == Some(Media::Cdrom) && d.file == *file)
+            }
             Want::Hw(_) => false,
         }
     }
@@ -147,6 +156,9 @@ impl Want {
             }
             Want::Nameservers(servers) => set.nameserver = Some(servers.clone()),
             Want::SearchDomain(domain) => set.searchdomain = Some(domain.clone()),
+            Want::Cdrom { slot, file } => {
+                set.disks.insert(*slot, Drive::cdrom(Some(file.clone())));
+            }
             Want::Hw(hw) => hw.apply(observed, set),
         }
     }

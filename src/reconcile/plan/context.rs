@@ -163,6 +163,13 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Whether a VM found on `node` is where the spec lets it be: on `node`
+    /// or one of `allowedNodes` (HA or its load balancer may move it among
+    /// them even when `node` names one).
+    pub fn tolerates(&self, node: &str) -> bool {
+        self.allowed(node) || self.spec.allowed_nodes.iter().any(|n| n == node)
+    }
+
     /// The node the VM is to be created on, once known: `spec.node`, else
     /// the placement recorded in the status when the spec allows it (a
     /// node recorded before `allowedNodes` changed is placed again).
@@ -312,6 +319,8 @@ impl<'a> Ctx<'a> {
                 .map(|r| (r.name.clone(), r.key.clone())),
             // An import waits for its node to be placed first.
             slot: slot.filter(|s| s.kind == Heavy::Clone || s.node.is_some()),
+            ha: self.spec.ha.is_some() && self.vmid().is_some(),
+            seed: self.spec.custom_cloud_init.is_some() && self.vmid().is_some(),
             linked_clones: self.deleting(),
         }
     }

@@ -141,9 +141,20 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
 
 /// One step towards the spec: configure, then grow disks, then power.
 fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
+    // Whatever this pass does (even waiting for a lock), a seed the guest
+    // has not read stays listed.
+    super::seed::pending(ctx, out, vm, false);
     let vmid = ctx.vmid().unwrap_or_default();
     let node = vm.node.clone();
-    let step = if !diff.changes.is_empty() {
+    let step = if let Some(ha) = super::ha::converge(ctx, vm) {
+        // Before a migration: a strict rule must already allow the target.
+        Some(ha)
+    } else if let Some(migration) = super::motion::migration(ctx, out, vm) {
+        Some(migration)
+    } else if let Some(upload) = super::seed::upload(ctx, Some(&vm.node)) {
+        // Before the config names it.
+        Some(upload)
+    } else if !diff.changes.is_empty() {
         Some((
             format!("updating {} of VM {vmid}", keys(&diff)),
             PveCall::Configure {
@@ -152,6 +163,10 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
                 changes: diff.changes.clone(),
             },
         ))
+    } else if let Some(moving) =
+        super::motion::disk_move(ctx, vm, &diff.moves, diff.changes.digest.as_ref())
+    {
+        Some(moving)
     } else if let Some((slot, bytes)) = diff.resizes.first() {
         Some((
             format!("growing disk {slot} of VM {vmid}"),
@@ -162,6 +177,15 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
                 bytes: *bytes,
             },
         ))
+    } else if let Some(cleanup) = vm
+        .config
+        .as_ref()
+        .and_then(|config| super::seed::cleanup(ctx, vm, config))
+    {
+        Some(cleanup)
+    } else if super::seed::unreadable(ctx).is_some() {
+        // Not started without its cloud-init data (the problem is reported).
+        None
     } else if let Some(d) = template::unexpected(ctx, vm) {
         return d;
     } else {
@@ -180,8 +204,16 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     if let Some(d) = task::gate(ctx, out, call.action()) {
         return d;
     }
+    if matches!(&call, PveCall::Configure { changes, .. } if super::seed::attaches(ctx, changes)) {
+        super::seed::pending(ctx, out, vm, true);
+    }
     if call.action() == TaskAction::Configure && diff.password_version.is_some() {
         out.status.at_provider.password_version = diff.password_version.clone();
+    }
+    if !call.starts_task() {
+        // Written synchronously: look again at once.
+        let say = Say::yes(Reason::ReconcileSuccess, doing);
+        return Decision::new(call, Some(Duration::ZERO), say);
     }
     let say = Say::yes(Reason::WaitingForTask, doing);
     Decision::new(call, Some(ctx.timing.poll_interval), say)
@@ -252,7 +284,7 @@ fn up_to_date(ctx: &Ctx, vm: &ObservedVm, diff: &Diff) -> Decision {
         )
     } else if !problems.is_empty() {
         Say::no(Reason::InvalidSpec, problems.join("; "))
-    } else if !ctx.allowed(&vm.node) {
+    } else if !ctx.tolerates(&vm.node) {
         // HA, its load balancer, a migration or a person moved our VM. It
         // is followed where it is: not moved back, not created again.
         let message = format!(

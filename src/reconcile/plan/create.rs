@@ -100,6 +100,15 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
     if let Some(d) = download_images(ctx, out, &node) {
         return d;
     }
+    // The seed ISO first, so the VM is created with it attached (when the
+    // node was known to look; else it is attached before the first start).
+    if let Some((doing, call)) = super::seed::upload(ctx, Some(&node)) {
+        if let Some(d) = task::gate(ctx, out, call.action()) {
+            return d;
+        }
+        let say = Say::yes(Reason::WaitingForTask, doing);
+        return Decision::new(call, Some(ctx.timing.poll_interval), say);
+    }
     if let Some(d) = task::gate(ctx, out, TaskAction::Create) {
         return d;
     }
@@ -117,6 +126,7 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
     };
     out.status.at_provider.password_version = password.map(|(_, version)| version);
     out.status.at_provider.node = Some(node.clone());
+    out.status.at_provider.target_node = ctx.spec.node.clone();
     let reason = if ctx.imports() {
         Reason::ImportingDisk
     } else {
@@ -170,6 +180,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
         },
     };
     out.status.at_provider.node = Some(node.clone());
+    out.status.at_provider.target_node = ctx.spec.node.clone();
     if let Some(d) = task::gate(ctx, out, TaskAction::Clone) {
         return d;
     }

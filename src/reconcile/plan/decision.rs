@@ -198,7 +198,10 @@ impl Out {
             self.set(ctx, ConditionType::Ready, say);
         }
         self.status.observed_generation = ctx.vm.metadata.generation;
-        let pending_task = step.call().map(|call| pending_task(ctx, call));
+        let pending_task = step
+            .call()
+            .filter(|call| call.starts_task())
+            .map(|call| pending_task(ctx, call));
         let connection = report::connection(ctx, &self.status);
         self.events.append(&mut events);
         Plan {

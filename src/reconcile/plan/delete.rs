@@ -1,5 +1,6 @@
-//! Deleting: shutdown (with a timeout) → stop → destroy with purge → verify
-//! gone → remove the finalizer. A VM that is already gone is success; a VM
+//! Deleting: out of HA → shutdown (with a timeout) → stop → destroy with
+//! purge → verify gone → delete its cloud-init seed ISOs → remove the
+//! finalizer. A VM that is already gone is success; a VM
 //! that is not ours is left alone.
 //!
 //! Orphaning (policies without Delete) and "nothing to clean up" are decided
@@ -20,7 +21,7 @@ use crate::api::{Reason, vm::TaskAction};
 pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
     let vm = match &ctx.obs.vm {
         VmState::Present(vm) => vm,
-        VmState::Absent | VmState::Unknown => return gone(ctx),
+        VmState::Absent | VmState::Unknown => return gone(ctx, out),
     };
     let vmid = ctx.vmid_text();
     if vm.creation_locked() && vm.config.is_none() {
@@ -51,6 +52,13 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
             format!("VM {vmid} is locked ({lock}); waiting to destroy it"),
         );
         return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
+    }
+    if let Some((doing, call)) = super::ha::remove(ctx, vm) {
+        if let Some(d) = task::gate(ctx, out, call.action()) {
+            return d;
+        }
+        let say = Say::yes(Reason::ReconcileSuccess, doing);
+        return Decision::new(call, Some(Duration::ZERO), say);
     }
     if let Some(d) = template::held(ctx, vm) {
         return d;
@@ -112,8 +120,16 @@ fn shutdown_failed_since_deletion(ctx: &Ctx, out: &Out) -> bool {
             .is_none_or(|deleted| failure.at.0 >= deleted)
 }
 
-/// The VM is gone (or was never created): let the resource go.
-fn gone(ctx: &Ctx) -> Decision {
+/// The VM is gone (or was never created): delete its seed ISOs, then let
+/// the resource go.
+fn gone(ctx: &Ctx, out: &mut Out) -> Decision {
+    if let Some((doing, call)) = super::seed::leftover(ctx) {
+        if let Some(d) = task::gate(ctx, out, call.action()) {
+            return d;
+        }
+        let say = Say::yes(Reason::WaitingForTask, doing);
+        return Decision::new(call, Some(ctx.timing.poll_interval), say);
+    }
     let say = Say::yes(
         Reason::ReconcileSuccess,
         format!("VM {} is gone; removing the finalizer", ctx.vmid_text()),

@@ -26,6 +26,8 @@ pub(super) struct Diff {
     pub problems: Vec<String>,
     /// The password Secret version the changes apply, if they set it.
     pub password_version: Option<String>,
+    /// Disks to move: slot and the storage the spec names.
+    pub moves: Vec<(String, String)>,
 }
 
 /// The config value a key will have once pending changes apply.
@@ -60,6 +62,9 @@ pub(super) fn diff(ctx: &Ctx, config: &VmConfig) -> Result<Diff, String> {
     super::hardware::volumes::drift(ctx.spec, config, &mut d);
     cloud_init_drive(ctx, config, &mut d)?;
     password(ctx, &mut d);
+    if let Some(why) = super::seed::unreadable(ctx) {
+        d.problems.push(why);
+    }
     disks(ctx, config, &mut d)?;
     Ok(d)
 }
@@ -109,8 +114,9 @@ fn password(ctx: &Ctx, d: &mut Diff) {
     }
 }
 
-/// Disks: add declared disks the VM lacks, grow smaller ones, report what
-/// cannot be done (shrinking, moving, importing an image after creation).
+/// Disks: add declared disks the VM lacks, grow smaller ones, move those on
+/// another storage, report what cannot be done (shrinking, importing an
+/// image after creation).
 fn disks(ctx: &Ctx, config: &VmConfig, d: &mut Diff) -> Result<(), String> {
     for disk in &ctx.spec.disks {
         let Some(value) = effective(config, &disk.slot) else {
@@ -146,10 +152,7 @@ fn disks(ctx: &Ctx, config: &VmConfig, d: &mut Diff) -> Result<(), String> {
             .storage()
             .map_or_else(|| drive.file.to_string(), str::to_owned);
         if storage != disk.storage {
-            d.problems.push(format!(
-                "disk {} is on storage {storage}, the spec says {}; moving disks is not supported",
-                disk.slot, disk.storage
-            ));
+            d.moves.push((disk.slot.clone(), disk.storage.clone()));
         }
         let (Some(want), Some(have)) = (disk_bytes(disk)?, drive.size) else {
             continue;

@@ -110,6 +110,10 @@ pub struct Needs {
     /// generation acted on): the VM may be checked cheaply, provided a plan
     /// from that check only ever concludes "up to date".
     pub idle: bool,
+    /// Read the VM's HA resource and its node-affinity rule or group.
+    pub ha: bool,
+    /// Read the `customCloudInit` data and the VM's seed ISOs.
+    pub seed: bool,
     /// If the VM is a template, list the linked clones of its base disks
     /// (the resource is being deleted).
     pub linked_clones: bool,
@@ -199,9 +203,55 @@ pub struct Observation {
     pub password: Option<PasswordState>,
     /// The per-node slot, when [`Needs::slot`] asked.
     pub slot: Option<SlotGrant>,
+    /// The VM's HA configuration, when [`Needs::ha`] asked.
+    pub ha: Option<HaView>,
+    /// The seed, when [`Needs::seed`] asked.
+    pub seed: Option<SeedView>,
     /// VMIDs of the linked clones of the template's base disks, when
     /// [`Needs::linked_clones`] asked and the VM is a template.
     pub linked_clones: Option<Vec<u32>>,
+}
+
+/// The `customCloudInit` seed, when [`Needs::seed`] asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedView {
+    /// The node whose storage was listed.
+    pub node: String,
+    /// The files, or why they could not be read.
+    pub data: Result<crate::reconcile::nocloud::SeedFiles, String>,
+    /// The VM's seed ISOs on the storage (volume IDs).
+    pub volumes: Vec<String>,
+    /// The QEMU process ID of the running VM.
+    pub pid: Option<u64>,
+}
+
+/// The VM's HA configuration as Proxmox has it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HaView {
+    /// PVE 9 or later: node affinity is a rule (else an HA group).
+    pub rules: bool,
+    /// The VM's HA resource, if it is one.
+    pub resource: Option<HaResourceView>,
+    /// The rule (PVE 9) or group (PVE 8) named for the VM, if it exists.
+    pub affinity: Option<AffinityView>,
+}
+
+/// An HA resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HaResourceView {
+    /// Requested state.
+    pub state: String,
+    /// PVE 8: its group.
+    pub group: Option<String>,
+}
+
+/// A node-affinity rule or HA group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AffinityView {
+    /// Node names, sorted.
+    pub nodes: Vec<String>,
+    /// Strict (rule) or restricted (group).
+    pub strict: bool,
 }
 
 /// Where placement put the VM.

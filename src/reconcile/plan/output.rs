@@ -298,12 +298,65 @@ pub enum PveCall {
         /// VMID.
         vmid: u32,
     },
+    /// `POST .../migrate` to `target` (see [`super::motion`]).
+    Migrate {
+        /// The node the VM is on.
+        node: String,
+        /// VMID.
+        vmid: u32,
+        /// The node `spec.forProvider.node` names.
+        target: String,
+        /// Live (the VM runs).
+        online: bool,
+    },
+    /// A synchronous write of the VM's HA configuration (no task).
+    Ha {
+        /// The VM's node (HA configuration is cluster-wide).
+        node: String,
+        /// What to write.
+        call: super::HaCall,
+    },
     /// `POST /nodes/{node}/qemu/{vmid}/template`.
     ConvertToTemplate {
         /// Node.
         node: String,
         /// VMID.
         vmid: u32,
+    },
+    /// `POST .../move_disk` of `slot` to `storage`, the old volume deleted.
+    MoveDisk {
+        /// Node.
+        node: String,
+        /// VMID.
+        vmid: u32,
+        /// Disk slot.
+        slot: String,
+        /// Target storage.
+        storage: String,
+        /// The config digest the move was decided from.
+        digest: Option<String>,
+    },
+    /// `POST .../storage/{storage}/upload` of a NoCloud seed ISO built
+    /// from `files` (see [`super::seed`]).
+    UploadSeed {
+        /// Node.
+        node: String,
+        /// Storage (content `iso`).
+        storage: String,
+        /// The ISO's file name.
+        filename: String,
+        /// Its files (`Debug` shows names and sizes only).
+        files: crate::reconcile::nocloud::SeedFiles,
+    },
+    /// `DELETE .../storage/{storage}/content/{volume}` of a seed ISO no
+    /// longer attached.
+    DeleteVolume {
+        /// Node.
+        node: String,
+        /// Storage.
+        storage: String,
+        /// Volume ID.
+        volume: String,
     },
 }
 
@@ -320,6 +373,11 @@ impl PveCall {
             Self::Shutdown { .. } => TaskAction::Shutdown,
             Self::Stop { .. } => TaskAction::Stop,
             Self::Destroy { .. } => TaskAction::Destroy,
+            Self::Migrate { .. } => TaskAction::Migrate,
+            Self::MoveDisk { .. } => TaskAction::MoveDisk,
+            Self::Ha { .. } => TaskAction::ConfigureHa,
+            Self::UploadSeed { .. } => TaskAction::UploadSeed,
+            Self::DeleteVolume { .. } => TaskAction::DeleteVolume,
             Self::ConvertToTemplate { .. } => TaskAction::Template,
         }
     }
@@ -336,6 +394,11 @@ impl PveCall {
             Self::Shutdown { .. } => "Shutdown",
             Self::Stop { .. } => "Stop",
             Self::Destroy { .. } => "Destroy",
+            Self::Migrate { .. } => "Migrate",
+            Self::MoveDisk { .. } => "MoveDisk",
+            Self::Ha { .. } => "ConfigureHa",
+            Self::UploadSeed { .. } => "UploadSeed",
+            Self::DeleteVolume { .. } => "DeleteVolume",
             Self::ConvertToTemplate { .. } => "ConvertToTemplate",
         }
     }
@@ -351,6 +414,11 @@ impl PveCall {
             | Self::Shutdown { node, .. }
             | Self::Stop { node, .. }
             | Self::Destroy { node, .. }
+            | Self::Migrate { node, .. }
+            | Self::MoveDisk { node, .. }
+            | Self::Ha { node, .. }
+            | Self::UploadSeed { node, .. }
+            | Self::DeleteVolume { node, .. }
             | Self::ConvertToTemplate { node, .. } => node,
             Self::CloneVm { source_node, .. } => source_node,
         }
@@ -363,7 +431,12 @@ impl PveCall {
             Self::DownloadImage {
                 storage, file_name, ..
             } => Some(format!("{storage}:import/{file_name}")),
-            Self::ResizeDisk { slot, .. } => Some(slot.clone()),
+            Self::ResizeDisk { slot, .. } | Self::MoveDisk { slot, .. } => Some(slot.clone()),
+            Self::Migrate { target, .. } => Some(target.clone()),
+            Self::UploadSeed {
+                storage, filename, ..
+            } => Some(format!("{storage}:iso/{filename}")),
+            Self::DeleteVolume { volume, .. } => Some(volume.clone()),
             Self::CreateVm { .. }
             | Self::CloneVm { .. }
             | Self::Configure { .. }
@@ -371,8 +444,15 @@ impl PveCall {
             | Self::Shutdown { .. }
             | Self::Stop { .. }
             | Self::Destroy { .. }
+            | Self::Ha { .. }
             | Self::ConvertToTemplate { .. } => None,
         }
+    }
+
+    /// Whether the call starts a Proxmox task (HA configuration is written
+    /// synchronously).
+    pub fn starts_task(&self) -> bool {
+        !matches!(self, Self::Ha { .. })
     }
 }
 

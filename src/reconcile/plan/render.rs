@@ -175,6 +175,7 @@ pub(super) fn managed(ctx: &Ctx) -> Result<Vec<Want>, String> {
     if let Some(ci) = &spec.cloud_init {
         wants.extend(cloud_init_wants(ci)?);
     }
+    wants.extend(super::seed::want(ctx)?);
     wants.extend(hardware::wants(spec)?.into_iter().map(Want::Hw));
     Ok(wants)
 }

@@ -197,6 +197,11 @@ fn finished(
                 "TaskSucceeded",
                 format!("{} {} finished: {ended}", task.type_, task.upid),
             );
+            if task.action == TaskAction::Migrate && task.target.is_some() {
+                // Migrated where `node` asked: from now on a VM found
+                // elsewhere was moved by someone else, and is followed.
+                out.status.at_provider.target_node = task.target.clone();
+            }
             // A finished create or clone is not recorded as ours here: the
             // VM, observed after the task in this same pass, says whose it
             // is. `converge` records the creation only when the owner
@@ -236,7 +241,9 @@ fn finished(
 
 /// The actions whose tasks carry the VMID as task ID (a clone's ID is the
 /// source VM's; a download's is the file name).
-const VM_TASKS: [TaskAction; 8] = [
+/// A `qmigrate` is not among them: HA and its load balancer migrate VMs in
+/// tasks of their own, which are waited out rather than taken for ours.
+const VM_TASKS: [TaskAction; 9] = [
     TaskAction::Create,
     TaskAction::Configure,
     TaskAction::ResizeDisk,
@@ -244,6 +251,7 @@ const VM_TASKS: [TaskAction; 8] = [
     TaskAction::Shutdown,
     TaskAction::Stop,
     TaskAction::Destroy,
+    TaskAction::MoveDisk,
     TaskAction::Template,
 ];
 

@@ -7,8 +7,11 @@ pub(super) mod create;
 mod delete;
 mod flow;
 mod gate;
+mod ha;
 mod lifecycle;
+mod motion;
 mod races;
+mod seed;
 mod status;
 mod tasks;
 

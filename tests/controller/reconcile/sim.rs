@@ -23,13 +23,19 @@ impl Sim {
 
     /// A simulator with these nodes.
     pub async fn start_on(time_scale: f64, nodes: Vec<String>) -> Self {
-        let handle = Simulator::start(SimConfig {
+        Self::start_with(SimConfig {
             time_scale,
             nodes,
             ..SimConfig::default()
         })
         .await
-        .expect("pve-sim starts on a loopback port");
+    }
+
+    /// A simulator as `config` says (a state file, a PVE version, ...).
+    pub async fn start_with(config: SimConfig) -> Self {
+        let handle = Simulator::start(config)
+            .await
+            .expect("pve-sim starts on a loopback port");
         let ca = reqwest::Certificate::from_pem(handle.ca_pem().as_bytes()).expect("CA PEM");
         let control = reqwest::Client::builder()
             .tls_certs_only([ca])
@@ -184,6 +190,30 @@ impl Sim {
             "POST {path} by hand: {}",
             answer.text().await.unwrap_or_default()
         );
+    }
+
+    /// `POST /_sim/migrate`: the VM moves as HA's load balancer moves it,
+    /// and this returns once it is there.
+    pub async fn balance(&self, vmid: u32, node: &str) {
+        let answer = self
+            .control
+            .post(format!("{}/_sim/migrate", self.handle.base_url()))
+            .json(&serde_json::json!({"vmid": vmid, "node": node}))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            answer.status().is_success(),
+            "{}",
+            answer.text().await.unwrap_or_default()
+        );
+        crate::support::poll("the balancer's migration", super::DEADLINE, || async {
+            let at = self.placement().await.remove(&vmid);
+            (at.as_deref() == Some(node))
+                .then_some(())
+                .ok_or(format!("{at:?}"))
+        })
+        .await;
     }
 
     /// Where each VM is: VMID → node (the seeded template included).

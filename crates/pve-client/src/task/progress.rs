@@ -21,10 +21,25 @@ static PROGRESS_RE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("the progress regex is a valid constant")
 });
 
+/// A live migration's memory phase: `migration active, transferred 1.2 GiB
+/// of 4.0 GiB VM-state, 100.0 MiB/s` (qemu-server's `QemuMigrate`; no
+/// percentage, and dirtied pages can make the transferred part exceed the
+/// total).
+static VM_STATE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"transferred\s+([0-9.]+)\s*([KMGTPE]?i?B)\s+of\s+([0-9.]+)\s*([KMGTPE]?i?B)\s+VM-state",
+    )
+    .expect("the VM-state regex is a valid constant")
+});
+
 /// Parses a `transferred 1.1 GiB of 2.2 GiB (50.00%)` line (PVE's
-/// `render_bytes` units: B, KiB, MiB, GiB, TiB, PiB).
+/// `render_bytes` units: B, KiB, MiB, GiB, TiB, PiB), or a live
+/// migration's `transferred 1.1 GiB of 2.2 GiB VM-state` (percent computed,
+/// at most 100).
 pub fn parse_progress(line: &str) -> Option<Progress> {
-    let caps = PROGRESS_RE.captures(line)?;
+    let Some(caps) = PROGRESS_RE.captures(line) else {
+        return parse_vm_state(line);
+    };
     let num = |i: usize| caps.get(i)?.as_str().parse::<f64>().ok();
     let unit = |i: usize| unit_factor(caps.get(i)?.as_str());
     let percent = num(5)?;
@@ -35,6 +50,23 @@ pub fn parse_progress(line: &str) -> Option<Progress> {
         percent,
         transferred_bytes: to_bytes(num(1)?, unit(2)?),
         total_bytes: to_bytes(num(3)?, unit(4)?),
+    })
+}
+
+fn parse_vm_state(line: &str) -> Option<Progress> {
+    let caps = VM_STATE_RE.captures(line)?;
+    let num = |i: usize| caps.get(i)?.as_str().parse::<f64>().ok();
+    let unit = |i: usize| unit_factor(caps.get(i)?.as_str());
+    let transferred_bytes = to_bytes(num(1)?, unit(2)?);
+    let total_bytes = to_bytes(num(3)?, unit(4)?);
+    if total_bytes == 0 {
+        return None;
+    }
+    let percent = (transferred_bytes as f64 * 100.0 / total_bytes as f64).min(100.0);
+    Some(Progress {
+        percent,
+        transferred_bytes,
+        total_bytes,
     })
 }
 
@@ -89,6 +121,18 @@ mod tests {
         ] {
             assert!(parse_progress(not).is_none(), "{not}");
         }
+        let live = parse_progress(
+            "2026-12-01 10:00:01 migration active, transferred 512.0 MiB of 2.0 GiB VM-state, 100.0 MiB/s",
+        )
+        .unwrap();
+        assert!((live.percent - 25.0).abs() < 1e-9);
+        let dirty =
+            parse_progress("migration active, transferred 3.0 GiB of 2.0 GiB VM-state, 1.0 MiB/s")
+                .unwrap();
+        assert!((dirty.percent - 100.0).abs() < 1e-9, "capped");
+        assert!(
+            parse_progress("migration active, transferred 1.0 GiB of 0.0 B VM-state").is_none()
+        );
         let lines = vec![
             TaskLogLine {
                 n: 1,

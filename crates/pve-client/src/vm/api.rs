@@ -52,7 +52,7 @@ impl VmStatus {
     }
 }
 
-fn vm_path(template: &'static str, node: &str, vmid: u32) -> ApiPath {
+pub(super) fn vm_path(template: &'static str, node: &str, vmid: u32) -> ApiPath {
     ApiPath::new(template, &[node, &vmid.to_string()])
 }
 

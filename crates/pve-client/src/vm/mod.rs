@@ -24,6 +24,7 @@ mod hardware;
 mod ipconfig;
 mod key;
 mod memory;
+mod motion;
 mod net;
 mod params;
 mod propstring;
@@ -59,6 +60,7 @@ pub use key::{
     Bus, DriveKey, MAX_NETS, ipconfig_index, ipconfig_key, is_disk_key, net_index, net_key,
 };
 pub use memory::parse_memory;
+pub use motion::{MigrateVm, MoveDisk};
 pub use net::{MacAddr, Nic, NicModel};
 pub use params::{CloneVm, ConfigUpdate, CreateVm, DeleteOptions, ShutdownOptions, VmParams};
 pub use scsihw::ScsiHw;

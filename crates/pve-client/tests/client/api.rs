@@ -265,3 +265,43 @@ async fn power_operations_and_the_guest_agent() {
         "{answer:?}"
     );
 }
+
+/// A multipart upload with its checksum places an ISO; deleting it starts
+/// an `imgdel` task that removes it.
+#[tokio::test]
+async fn upload_iso_and_delete_it() {
+    let h = Harness::start().await;
+    let client = h.client();
+    // Bytes that look like the start of a multipart boundary, and more
+    // than one read buffer.
+    let iso: Vec<u8> = (0..200_000u32)
+        .map(|i| (i % 253) as u8)
+        .chain(*b"\r\n--x\r\n")
+        .collect();
+    let upid = client
+        .upload_iso(NODE, "local", "seed.iso", iso.clone())
+        .await
+        .unwrap();
+    assert!(upid.as_str().contains(":imgcopy:"), "{upid:?}");
+    client.wait_task(&upid).await.unwrap();
+    let content = client
+        .storage_content(NODE, "local", Some("iso"))
+        .await
+        .unwrap();
+    let placed = content
+        .iter()
+        .find(|c| c.volid == "local:iso/seed.iso")
+        .unwrap_or_else(|| panic!("{content:?}"));
+    assert_eq!(placed.size, Some(iso.len() as u64));
+
+    let upid = client
+        .delete_volume(NODE, "local", "local:iso/seed.iso")
+        .await
+        .unwrap();
+    client.wait_task(&upid).await.unwrap();
+    let content = client
+        .storage_content(NODE, "local", Some("iso"))
+        .await
+        .unwrap();
+    assert!(content.iter().all(|c| c.volid != "local:iso/seed.iso"));
+}

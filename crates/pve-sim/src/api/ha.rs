@@ -65,6 +65,14 @@ const RULE: &[&[Param]] = &[
     RULE_OPTS,
 ];
 const RULE_ONE: &[&[Param]] = &[&[Param::string("rule").format(Named::PveConfigid)]];
+const RULE_UPDATE: &[&[Param]] = &[
+    &[
+        Param::string("rule").format(Named::PveConfigid),
+        Param::string("delete").format(Named::PveConfigidList).opt(),
+        Param::string("digest").max_len(64).opt(),
+    ],
+    RULE_OPTS,
+];
 const GROUP: &[&[Param]] = &[&[
     Param::string("group").format(Named::PveConfigid),
     Param::string("nodes"),
@@ -74,6 +82,15 @@ const GROUP: &[&[Param]] = &[&[
     Param::string("type").enums(&["group"]).opt(),
 ]];
 const GROUP_ONE: &[&[Param]] = &[&[Param::string("group").format(Named::PveConfigid)]];
+const GROUP_UPDATE: &[&[Param]] = &[&[
+    Param::string("group").format(Named::PveConfigid),
+    Param::string("nodes").opt(),
+    Param::boolean("restricted").opt(),
+    Param::boolean("nofailback").opt(),
+    Param::string("comment").max_len(4096).opt(),
+    Param::string("delete").format(Named::PveConfigidList).opt(),
+    Param::string("digest").max_len(64).opt(),
+]];
 
 const fn route(
     method: &'static str,
@@ -146,6 +163,12 @@ pub fn routes(pve_version: u8) -> Vec<Route> {
             sim_handler!(get_group),
         ),
         route(
+            "PUT",
+            "/cluster/ha/groups/{group}",
+            GROUP_UPDATE,
+            sim_handler!(update_group),
+        ),
+        route(
             "DELETE",
             "/cluster/ha/groups/{group}",
             GROUP_ONE,
@@ -161,6 +184,12 @@ pub fn routes(pve_version: u8) -> Vec<Route> {
                 "/cluster/ha/rules/{rule}",
                 RULE_ONE,
                 sim_handler!(get_rule),
+            ),
+            route(
+                "PUT",
+                "/cluster/ha/rules/{rule}",
+                RULE_UPDATE,
+                sim_handler!(update_rule),
             ),
             route(
                 "DELETE",
@@ -323,22 +352,15 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     console(&inst, &call)?;
     let mut cluster = inst.cluster();
     let (sid, _) = parse_sid(&cluster, call.params.get("sid").unwrap_or_default())?;
-    if cluster.ha.resources.remove(&sid).is_none() {
+    if !cluster.ha.resources.contains_key(&sid) {
         return Err(ApiError::internal(format!(
             "cannot delete service '{sid}', not HA managed!"
         )));
     }
-    if call.params.flag("purge") != Some(false) {
-        let rules = &mut cluster.ha.rules;
-        for rule in rules.values_mut() {
-            if let Some(res) = rule.options.get_mut("resources") {
-                *res = split_list(res)
-                    .filter(|r| *r != sid)
-                    .collect::<Vec<_>>()
-                    .join(",");
-            }
-        }
-        rules.retain(|_, r| r.options.get("resources").is_some_and(|r| !r.is_empty()));
+    if call.params.flag("purge") == Some(false) {
+        cluster.ha.resources.remove(&sid);
+    } else {
+        cluster.ha.remove_resource(&sid);
     }
     Ok(Reply::null())
 }
@@ -636,28 +658,29 @@ pub async fn get_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
     Ok(Reply::data(section_json("rule", id, r)))
 }
 
-pub async fn create_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    console(&inst, &call)?;
-    let p = &call.params;
-    let id = p.get("rule").unwrap_or_default().to_owned();
-    let mut cluster = inst.cluster();
-    let resources: Vec<&str> = split_list(p.get("resources").unwrap_or_default()).collect();
-    if resources.is_empty() {
-        return Err(ApiError::internal("no resources were specified"));
+/// The checks of a rule's `resources` and `nodes` (`$assert_valid_*`).
+fn check_rule(cluster: &Cluster, p: &crate::http::Params, kind: &str) -> Result<(), ApiError> {
+    if let Some(list) = p.get("resources") {
+        let resources: Vec<&str> = split_list(list).collect();
+        if resources.is_empty() {
+            return Err(ApiError::internal("no resources were specified"));
+        }
+        let unmanaged: Vec<&str> = resources
+            .iter()
+            .copied()
+            .filter(|r| !cluster.ha.resources.contains_key(*r))
+            .collect();
+        if !unmanaged.is_empty() {
+            return Err(ApiError::internal(format!(
+                "cannot use unmanaged resource(s) {}.",
+                unmanaged.join(", ")
+            )));
+        }
     }
-    let unmanaged: Vec<&str> = resources
-        .iter()
-        .copied()
-        .filter(|r| !cluster.ha.resources.contains_key(*r))
-        .collect();
-    if !unmanaged.is_empty() {
-        return Err(ApiError::internal(format!(
-            "cannot use unmanaged resource(s) {}.",
-            unmanaged.join(", ")
-        )));
-    }
-    if p.get("type") == Some("node-affinity") {
-        let nodes: Vec<&str> = split_list(p.get("nodes").unwrap_or_default())
+    if kind == "node-affinity"
+        && let Some(list) = p.get("nodes")
+    {
+        let nodes: Vec<&str> = split_list(list)
             .map(|n| n.split(':').next().unwrap_or_default())
             .collect();
         if nodes.is_empty() {
@@ -671,12 +694,27 @@ pub async fn create_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiEr
             )));
         }
     }
+    Ok(())
+}
+
+pub async fn create_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    console(&inst, &call)?;
+    let p = &call.params;
+    let id = p.get("rule").unwrap_or_default().to_owned();
+    let kind = p.get("type").unwrap_or_default().to_owned();
+    let mut cluster = inst.cluster();
     if cluster.ha.rules.contains_key(&id) {
         return Err(ApiError::internal(format!(
             "HA rule '{id}' already defined"
         )));
     }
-    let kind = p.get("type").unwrap_or_default().to_owned();
+    if !p.has("resources") {
+        return Err(ApiError::internal("no resources were specified"));
+    }
+    if kind == "node-affinity" && !p.has("nodes") {
+        return Err(ApiError::internal("no nodes were specified"));
+    }
+    check_rule(&cluster, p, &kind)?;
     let options = p
         .iter()
         .filter(|(k, _)| *k != "rule" && *k != "type")
@@ -686,12 +724,41 @@ pub async fn create_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiEr
     Ok(Reply::null())
 }
 
+/// `PUT /cluster/ha/rules/{rule}`: the given options replace the rule's,
+/// `delete` removes some.
+pub async fn update_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    console(&inst, &call)?;
+    let p = &call.params;
+    let id = p.get("rule").unwrap_or_default().to_owned();
+    let mut cluster = inst.cluster();
+    let Some(kind) = cluster.ha.rules.get(&id).map(|r| r.kind.clone()) else {
+        return Err(ApiError::internal(format!(
+            "update HA rules failed: HA rule '{id}' does not exist"
+        )));
+    };
+    check_rule(&cluster, p, &kind)?;
+    let rule = cluster
+        .ha
+        .rules
+        .get_mut(&id)
+        .ok_or_else(|| ApiError::internal(format!("HA rule '{id}' does not exist")))?;
+    for (k, v) in p.iter() {
+        if !["rule", "type", "delete", "digest"].contains(&k.as_str()) {
+            rule.options.insert(k.clone(), v.clone());
+        }
+    }
+    for key in split_list(p.get("delete").unwrap_or_default()) {
+        rule.options.remove(key);
+    }
+    Ok(Reply::null())
+}
+
+/// Deleting a rule that does not exist is no error (PVE just writes the
+/// rules without it).
 pub async fn delete_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     console(&inst, &call)?;
     let id = call.params.get("rule").unwrap_or_default();
-    if inst.cluster().ha.rules.remove(id).is_none() {
-        return Err(ApiError::internal(format!("no such ha rule '{id}'")));
-    }
+    inst.cluster().ha.rules.remove(id);
     Ok(Reply::null())
 }
 
@@ -757,11 +824,46 @@ pub async fn create_group(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
     Ok(Reply::null())
 }
 
+pub async fn update_group(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    console(&inst, &call)?;
+    groups_migrated(&inst, "update group")?;
+    let id = call.params.get("group").unwrap_or_default().to_owned();
+    let mut cluster = inst.cluster();
+    let group = cluster.ha.groups.get_mut(&id).ok_or_else(|| {
+        ApiError::internal(format!("update ha group failed: no such ha group '{id}'"))
+    })?;
+    for (k, v) in call.params.iter() {
+        if !["group", "type", "delete", "digest"].contains(&k.as_str()) {
+            group.options.insert(k.clone(), v.clone());
+        }
+    }
+    for key in split_list(call.params.get("delete").unwrap_or_default()) {
+        if key == "nodes" {
+            return Err(ApiError::internal(
+                "update ha group failed: unable to delete required option 'nodes'",
+            ));
+        }
+        group.options.remove(key);
+    }
+    Ok(Reply::null())
+}
+
 pub async fn delete_group(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     console(&inst, &call)?;
     groups_migrated(&inst, "delete group")?;
     let id = call.params.get("group").unwrap_or_default();
-    if inst.cluster().ha.groups.remove(id).is_none() {
+    let mut cluster = inst.cluster();
+    if let Some((sid, _)) = cluster
+        .ha
+        .resources
+        .iter()
+        .find(|(_, r)| r.options.get("group").map(String::as_str) == Some(id))
+    {
+        return Err(ApiError::internal(format!(
+            "delete ha group failed: ha group is used by service '{sid}'"
+        )));
+    }
+    if cluster.ha.groups.remove(id).is_none() {
         return Err(ApiError::internal(format!("no such ha group '{id}'")));
     }
     Ok(Reply::null())

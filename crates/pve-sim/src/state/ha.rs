@@ -50,6 +50,28 @@ impl Ha {
         })
     }
 
+    /// pve-ha-manager's `delete_service_from_config` with purge: the
+    /// resource goes, and so does it from every rule (a rule left without
+    /// resources goes too). Whether it was configured.
+    pub fn remove_resource(&mut self, sid: &str) -> bool {
+        if self.resources.remove(sid).is_none() {
+            return false;
+        }
+        for rule in self.rules.values_mut() {
+            if let Some(res) = rule.options.get_mut("resources") {
+                *res = res
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty() && *r != sid)
+                    .collect::<Vec<_>>()
+                    .join(",");
+            }
+        }
+        self.rules
+            .retain(|_, r| r.options.get("resources").is_some_and(|r| !r.is_empty()));
+        true
+    }
+
     /// The manager's node status (`online`), once anything is HA-managed.
     pub fn node_state(&self, _node: &str) -> Option<&'static str> {
         (!self.resources.is_empty()).then_some("online")

@@ -152,3 +152,112 @@ async fn pve8_has_groups_and_no_rules() {
     let rules = sim.get("/cluster/ha/rules").await;
     assert_eq!(rules.status, 501);
 }
+
+#[tokio::test]
+async fn rules_are_updated_and_purged_with_their_resource() {
+    let sim = start_with(|c| c.nodes = vec!["pve".into(), "pve2".into()]).await;
+    sim.create_plain("100", &[]).await;
+    let status = sim.get("/nodes/pve/qemu/100/status/current").await.data();
+    assert_eq!(status["ha"], json!({"managed": 0}));
+    sim.post(
+        "/cluster/ha/resources",
+        &[("sid", "vm:100"), ("state", "stopped")],
+    )
+    .await
+    .data();
+    let status = sim.get("/nodes/pve/qemu/100/status/current").await.data();
+    assert_eq!(status["ha"]["managed"], 1);
+    let rule = [
+        ("rule", "keep"),
+        ("type", "node-affinity"),
+        ("resources", "vm:100"),
+        ("nodes", "pve"),
+    ];
+    sim.post("/cluster/ha/rules", &rule).await.data();
+    sim.put(
+        "/cluster/ha/rules/keep",
+        &[
+            ("type", "node-affinity"),
+            ("nodes", "pve,pve2"),
+            ("strict", "1"),
+        ],
+    )
+    .await
+    .data();
+    let got = sim.get("/cluster/ha/rules/keep").await.data();
+    assert_eq!(got["nodes"], "pve,pve2");
+    let unknown_node = sim
+        .put(
+            "/cluster/ha/rules/keep",
+            &[("type", "node-affinity"), ("nodes", "pve9")],
+        )
+        .await;
+    assert_eq!(unknown_node.status, 500, "{}", unknown_node.body);
+    let missing = sim
+        .put("/cluster/ha/rules/nope", &[("type", "node-affinity")])
+        .await;
+    assert_eq!(
+        missing.reason,
+        "update HA rules failed: HA rule 'nope' does not exist"
+    );
+
+    // An HA-managed VM is destroyed only with purge, which takes it (and
+    // the rule left without resources) out of HA.
+    let refused = sim.delete("/nodes/pve/qemu/100", &[]).await;
+    assert_eq!(
+        refused.reason,
+        "unable to remove VM 100 - used in HA resources and purge parameter not set."
+    );
+    let upid = sim
+        .delete("/nodes/pve/qemu/100", &[("purge", "1")])
+        .await
+        .upid();
+    sim.task_ok(&upid).await;
+    assert_eq!(sim.get("/cluster/ha/resources").await.data(), json!([]));
+    assert_eq!(sim.get("/cluster/ha/rules").await.data(), json!([]));
+}
+
+#[tokio::test]
+async fn pve8_groups_are_updated_and_kept_while_used() {
+    let sim = start_with(|c| {
+        c.pve_version = 8;
+        c.nodes = vec!["pve".into(), "pve2".into()];
+    })
+    .await;
+    sim.post("/cluster/ha/groups", &[("group", "g1"), ("nodes", "pve")])
+        .await
+        .data();
+    sim.put(
+        "/cluster/ha/groups/g1",
+        &[("nodes", "pve,pve2"), ("restricted", "1")],
+    )
+    .await
+    .data();
+    let group = &sim.get("/cluster/ha/groups").await.data()[0];
+    assert_eq!(
+        (&group["nodes"], &group["restricted"]),
+        (&json!("pve,pve2"), &json!(1))
+    );
+    let required = sim
+        .put("/cluster/ha/groups/g1", &[("delete", "nodes")])
+        .await;
+    assert_eq!(
+        required.reason,
+        "update ha group failed: unable to delete required option 'nodes'"
+    );
+    sim.create_plain("100", &[]).await;
+    sim.post(
+        "/cluster/ha/resources",
+        &[("sid", "vm:100"), ("group", "g1"), ("state", "stopped")],
+    )
+    .await
+    .data();
+    let used = sim.delete("/cluster/ha/groups/g1", &[]).await;
+    assert_eq!(
+        used.reason,
+        "delete ha group failed: ha group is used by service 'vm:100'"
+    );
+    sim.delete("/cluster/ha/resources/vm:100", &[]).await.data();
+    sim.delete("/cluster/ha/groups/g1", &[]).await.data();
+    assert_eq!(sim.get("/cluster/ha/groups").await.data(), json!([]));
+}

@@ -112,3 +112,36 @@ async fn uploaded_isos_appear_in_storage_content() {
     let truncated = upload(&sim, "local", b"--nope\r\n".to_vec()).await;
     assert_eq!(truncated.status, 400);
 }
+
+/// A running VM swaps a CD-ROM's medium at once (qemu-server changes the
+/// medium live); a new CD-ROM drive on an IDE slot waits for the next start.
+#[tokio::test]
+async fn a_running_vm_swaps_a_cdrom_medium_at_once() {
+    let sim = start().await;
+    for name in ["a.iso", "b.iso"] {
+        let body = multipart(&[("content", "iso")], (name, b"seed"));
+        let upid = upload(&sim, "local", body).await.upid();
+        sim.task_ok(&upid).await;
+    }
+    sim.create_plain("103", &[("ide2", "local:iso/a.iso,media=cdrom")])
+        .await;
+    sim.power("103", "start").await;
+    sim.post_ok(
+        "/nodes/pve/qemu/103/config",
+        &[
+            ("ide2", "local:iso/b.iso,media=cdrom"),
+            ("ide3", "local:iso/a.iso,media=cdrom"),
+        ],
+    )
+    .await;
+    let current = sim
+        .get_q("/nodes/pve/qemu/103/config", &[("current", "1")])
+        .await
+        .data();
+    let ide2 = current["ide2"].as_str().unwrap();
+    assert!(ide2.starts_with("local:iso/b.iso,media=cdrom"), "{ide2}");
+    assert!(current.get("ide3").is_none(), "{current}");
+    let pending = sim.config("103").await;
+    let ide3 = pending["ide3"].as_str().unwrap();
+    assert!(ide3.starts_with("local:iso/a.iso,media=cdrom"), "{ide3}");
+}

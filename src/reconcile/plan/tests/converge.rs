@@ -187,6 +187,7 @@ fn converge_table() {
             World::new()
                 .created()
                 .spec(|s| s.node = Some("pve2".into()))
+                .status(|s| s.at_provider.target_node = Some("pve2".into()))
                 .present(our_vm(Power::Running)),
             expect("UpToDate", (T, Reason::OutsidePlacement), available),
         ),

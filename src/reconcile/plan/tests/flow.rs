@@ -102,8 +102,20 @@ impl Pve {
                 let base = value.split(",size=").next().unwrap().to_owned();
                 *value = format!("{base},size={}M", bytes >> 20);
             }
+            Step::Pve(PveCall::Migrate { target, .. }) => {
+                self.vm.as_mut().unwrap().node = target.clone();
+            }
+            Step::Pve(PveCall::MoveDisk { slot, storage, .. }) => {
+                let config = self.vm.as_mut().unwrap().config.as_mut().unwrap();
+                let value = config.current.get_mut(slot).unwrap();
+                let rest = value.split_once(':').map(|(_, r)| r.to_owned()).unwrap();
+                *value = format!("{storage}:{rest}");
+            }
             Step::Pve(
-                PveCall::DownloadImage { .. }
+                PveCall::Ha { .. }
+                | PveCall::UploadSeed { .. }
+                | PveCall::DeleteVolume { .. }
+                | PveCall::DownloadImage { .. }
                 | PveCall::Start { .. }
                 | PveCall::Shutdown { .. }
                 | PveCall::Stop { .. }

@@ -55,8 +55,10 @@ fn templates() {
         ),
         (
             "not converted while something is wrong",
+            // (A disk smaller than the VM's: disks only grow. Another
+            // storage would be a disk move.)
             template_spec(World::new().created())
-                .spec(|s| s.disks[0].storage = "other".into())
+                .spec(|s| s.disks[0].size = Some(crate::api::quantity::Quantity("10Gi".into())))
                 .present(our_vm(Power::Stopped)),
             expect("UpToDate", (F, Reason::InvalidSpec), available),
         ),

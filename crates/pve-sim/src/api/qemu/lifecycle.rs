@@ -104,6 +104,11 @@ pub async fn destroy(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
                 "can't remove VM {vmid} - protection mode enabled"
             )));
         }
+        if call.params.flag("purge") != Some(true) && cluster.ha.is_managed(vm) {
+            return Err(ApiError::internal(format!(
+                "unable to remove VM {vmid} - used in HA resources and purge parameter not set."
+            )));
+        }
         if vm.is_running() {
             return Err(ApiError::internal(format!(
                 "VM {vmid} is running - destroy failed"
@@ -167,9 +172,15 @@ pub async fn destroy(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
                     ctx.log(format!("  Logical volume \"{name}\" successfully removed."));
                 }
             }
+            let sid = format!("vm:{vmid}");
             cluster.vms.remove(&vmid);
             if purge {
                 ctx.log(format!("purging VM {vmid} from related configurations.."));
+                if cluster.ha.remove_resource(&sid) {
+                    ctx.log(format!(
+                        "NOTE: removed VM {vmid} from HA resource configuration."
+                    ));
+                }
             }
             Ok(())
         },

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::disks::{allocate, copy_with_progress, print_drive};
+use super::disks::{allocate, copy_with_progress, print_drive, render_bytes};
 use super::{NODE_VMID, spawn_locked};
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
@@ -257,12 +257,25 @@ async fn transfer(
         ctx.log(stamp(
             "starting online/live migration on unix:/run/qemu-server/migrate",
         ));
+        // QemuMigrate polls query-migrate and logs the memory transferred
+        // so far (no percentage), then the completion summary.
         let rate = ctx.inst.durations.import_bytes_per_sec.max(1);
-        ctx.sleep(Duration::from_secs_f64(memory as f64 / rate as f64))
-            .await;
+        let step = Duration::from_secs_f64(memory as f64 / rate as f64 / 10.0);
+        let total_h = render_bytes(memory);
+        for tenth in 1..=9u64 {
+            ctx.sleep(step).await;
+            ctx.log(stamp(&format!(
+                "migration active, transferred {} of {total_h} VM-state, {}/s",
+                render_bytes(memory / 10 * tenth),
+                render_bytes(rate)
+            )));
+        }
+        ctx.sleep(step).await;
         ctx.log(stamp(&format!(
-            "migration status: completed (transferred {memory} bytes)"
+            "migration completed, transferred {} VM-state",
+            render_bytes(memory)
         )));
+        ctx.log(stamp("migration status: completed"));
     } else {
         ctx.sleep(ctx.inst.durations.config).await;
     }

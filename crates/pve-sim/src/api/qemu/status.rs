@@ -74,7 +74,11 @@ pub async fn current(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError>
     let mut v = vm_status(&inst, vm);
     let running = vm.is_running();
     v["qmpstatus"] = json!(if running { "running" } else { "stopped" });
-    v["ha"] = json!({"managed": 0});
+    // pve-ha-manager's get_service_status: the manager's service state.
+    v["ha"] = match cluster.ha.service_state(vm) {
+        Some(state) => json!({"managed": 1, "state": state}),
+        None => json!({"managed": 0}),
+    };
     if vm.agent_enabled() {
         v["agent"] = json!(1);
     }

@@ -56,7 +56,10 @@ pub(super) async fn run(ctx: &TaskCtx, u: Update, in_task: bool) -> Result<(), S
 fn set_key(ctx: &TaskCtx, vm: &mut Vm, key: String, value: String, freed: &mut Vec<String>) {
     let value = normalize(ctx, &key, value);
     vm.pending_delete.remove(&key);
-    if vm.is_running() && !applies_now(&vm.config, &key, Some(&value)) {
+    if vm.is_running()
+        && !applies_now(&vm.config, &key, Some(&value))
+        && !medium_change(vm, &key, &value)
+    {
         vm.pending.insert(key, value);
         return;
     }
@@ -68,6 +71,14 @@ fn set_key(ctx: &TaskCtx, vm: &mut Vm, key: String, value: String, freed: &mut V
     }
     vm.pending.remove(&key);
     vm.config.insert(key, value);
+}
+
+/// A CD-ROM given another medium: a running VM swaps it at once
+/// (qemu-server's `vmconfig_update_disk` changes the medium); a new drive
+/// on an IDE or SATA slot waits for the next start.
+fn medium_change(vm: &Vm, key: &str, value: &str) -> bool {
+    let cdrom = |v: &str| v.split(',').any(|o| o == "media=cdrom");
+    qemu::is_drive(key) && cdrom(value) && vm.config.get(key).is_some_and(|old| cdrom(old))
 }
 
 fn delete_key(ctx: &TaskCtx, vm: &mut Vm, key: String, freed: &mut Vec<String>) {
