@@ -243,32 +243,22 @@ mod tests {
         matches!(g, SlotGrant::Granted { .. })
     }
 
+    /// Whether `uid` gets an import slot on `pve` (`limit` per node, no
+    /// task listed as running) at `at`.
+    fn import(slots: &mut NodeSlots, uid: &str, limit: u32, at: Instant) -> bool {
+        granted(&slots.acquire("pve", ask(uid), Heavy::Import, limit, Some(&[]), at))
+    }
+
     #[test]
     fn never_more_than_the_limit_in_flight() {
         let mut slots = NodeSlots::default();
         let now = Instant::now();
         let grants: Vec<bool> = (0..5)
-            .map(|i| {
-                granted(&slots.acquire(
-                    "pve",
-                    ask(&format!("u{i}")),
-                    Heavy::Import,
-                    2,
-                    Some(&[]),
-                    now,
-                ))
-            })
+            .map(|i| import(&mut slots, &format!("u{i}"), 2, now))
             .collect();
         assert_eq!(grants, [true, true, false, false, false]);
         // Asking again keeps the slot (a retried pass).
-        assert!(granted(&slots.acquire(
-            "pve",
-            ask("u0"),
-            Heavy::Import,
-            2,
-            Some(&[]),
-            now
-        )));
+        assert!(import(&mut slots, "u0", 2, now));
         // Clones have their own limit.
         assert!(granted(&slots.acquire(
             "pve",
@@ -284,14 +274,7 @@ mod tests {
     fn a_task_is_counted_once_whether_listed_or_granted() {
         let mut slots = NodeSlots::default();
         let now = Instant::now();
-        assert!(granted(&slots.acquire(
-            "pve",
-            ask("a"),
-            Heavy::Import,
-            2,
-            Some(&[]),
-            now
-        )));
+        assert!(import(&mut slots, "a", 2, now));
         slots.dispatched("a", "UPID:a", now);
         // The list shows a's task and someone else's import: 2 in use.
         let list = running(&["UPID:a", "UPID:hand-made"]);
@@ -319,14 +302,7 @@ mod tests {
         )));
         // A list that could not be read ends nothing.
         let mut slots = NodeSlots::default();
-        assert!(granted(&slots.acquire(
-            "pve",
-            ask("a"),
-            Heavy::Import,
-            1,
-            Some(&[]),
-            now
-        )));
+        assert!(import(&mut slots, "a", 1, now));
         slots.dispatched("a", "UPID:a", now);
         let busy = slots.acquire(
             "pve",
@@ -343,14 +319,7 @@ mod tests {
     fn unused_grants_come_back_and_waiters_are_timed() {
         let mut slots = NodeSlots::default();
         let now = Instant::now();
-        assert!(granted(&slots.acquire(
-            "pve",
-            ask("a"),
-            Heavy::Import,
-            1,
-            Some(&[]),
-            now
-        )));
+        assert!(import(&mut slots, "a", 1, now));
         let later = now + Duration::from_secs(30);
         match slots.acquire("pve", ask("b"), Heavy::Import, 1, Some(&[]), now) {
             SlotGrant::Busy { .. } => {}
@@ -362,14 +331,7 @@ mod tests {
         }
         assert_eq!(slots.oldest_wait(later), Duration::from_secs(30));
         slots.release("a");
-        assert!(granted(&slots.acquire(
-            "pve",
-            ask("b"),
-            Heavy::Import,
-            1,
-            Some(&[]),
-            later
-        )));
+        assert!(import(&mut slots, "b", 1, later));
         assert_eq!(slots.oldest_wait(later), Duration::ZERO);
     }
 
@@ -377,58 +339,23 @@ mod tests {
     fn a_dispatch_that_never_shows_expires_after_the_grace() {
         let mut slots = NodeSlots::default();
         let now = Instant::now();
-        assert!(granted(&slots.acquire(
-            "pve",
-            ask("a"),
-            Heavy::Import,
-            1,
-            Some(&[]),
-            now
-        )));
+        assert!(import(&mut slots, "a", 1, now));
         slots.dispatched("a", "UPID:a", now);
         let soon = now + Duration::from_secs(2);
-        assert!(!granted(&slots.acquire(
-            "pve",
-            ask("b"),
-            Heavy::Import,
-            1,
-            Some(&[]),
-            soon
-        )));
+        assert!(!import(&mut slots, "b", 1, soon));
         let later = now + NOT_LISTED_GRACE;
-        assert!(granted(&slots.acquire(
-            "pve",
-            ask("b"),
-            Heavy::Import,
-            1,
-            Some(&[]),
-            later
-        )));
+        assert!(import(&mut slots, "b", 1, later));
     }
 
     #[test]
     fn a_freed_slot_wakes_the_longest_waiter_once() {
         let mut slots = NodeSlots::default();
         let now = Instant::now();
-        assert!(granted(&slots.acquire(
-            "pve",
-            ask("a"),
-            Heavy::Import,
-            1,
-            Some(&[]),
-            now
-        )));
+        assert!(import(&mut slots, "a", 1, now));
         let later = now + Duration::from_secs(1);
         for (i, uid) in ["b", "c"].iter().enumerate() {
             let at = now + Duration::from_secs(i as u64);
-            assert!(!granted(&slots.acquire(
-                "pve",
-                ask(uid),
-                Heavy::Import,
-                1,
-                Some(&[]),
-                at
-            )));
+            assert!(!import(&mut slots, uid, 1, at));
         }
         assert!(slots.to_wake(|_| 1).is_empty(), "no slot is free");
         slots.release("a");
@@ -442,14 +369,7 @@ mod tests {
             "b is not woken twice, c waits"
         );
         // b asked again and got it; c is still waiting.
-        assert!(granted(&slots.acquire(
-            "pve",
-            ask("b"),
-            Heavy::Import,
-            1,
-            Some(&[]),
-            later
-        )));
+        assert!(import(&mut slots, "b", 1, later));
         assert!(slots.to_wake(|_| 1).is_empty());
     }
 
