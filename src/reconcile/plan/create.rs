@@ -22,11 +22,10 @@ use crate::api::{
 };
 
 /// When a resource waiting for a slot looks again by itself. A freed slot
-/// wakes its next waiter at once, so this is only the fallback; every
-/// recheck costs the waiter a look at Proxmox, and with hundreds waiting a
-/// short one spends most of the config's request budget (at 30 s, 800
-/// waiters took 27 of 50 requests per second in `make bench`).
-const CAPACITY_RECHECK: Duration = Duration::from_secs(120);
+/// also wakes its next waiter at once. At 1,000 VMs a 2-minute recheck
+/// saved requests while waiting, but the VMs waiting for their guest agent
+/// spent them and the run finished later (BENCHMARKS.md, "after-recheck").
+const CAPACITY_RECHECK: Duration = Duration::from_secs(30);
 
 /// How long a resource may wait for a slot before it says it is stalled.
 const CAPACITY_STALLED_AFTER: Duration = Duration::from_secs(600);
