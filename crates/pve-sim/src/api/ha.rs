@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::api::route;
 use crate::auth::Identity;
-use crate::http::router::{Access, Route};
+use crate::http::router::Route;
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
 use crate::schema::format::split_list;
@@ -91,21 +92,6 @@ const GROUP_UPDATE: &[&[Param]] = &[&[
     Param::string("delete").format(Named::PveConfigidList).opt(),
     Param::string("digest").max_len(64).opt(),
 ]];
-
-const fn route(
-    method: &'static str,
-    path: &'static str,
-    params: &'static [&'static [Param]],
-    handler: crate::http::router::Handler,
-) -> Route {
-    Route {
-        method,
-        path,
-        params,
-        access: Access::Authenticated,
-        handler,
-    }
-}
 
 /// HA routes of a PVE version: rules on 9, groups on 8 (9 answers group
 /// calls with "migrated to rules", 8 has no rules path at all).

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::http::router::{Access, Route};
+use crate::api::route;
+use crate::http::router::Route;
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
 use crate::schema::format::split_list;
@@ -76,21 +77,6 @@ pub const CONFIG: &[Param] = &[
     Param::integer("tty").min(0).max(6).opt(),
     Param::boolean("unprivileged").opt(),
 ];
-
-const fn route(
-    method: &'static str,
-    path: &'static str,
-    params: &'static [&'static [Param]],
-    handler: crate::http::router::Handler,
-) -> Route {
-    Route {
-        method,
-        path,
-        params,
-        access: Access::Authenticated,
-        handler,
-    }
-}
 
 const UPDATE: &[Param] = &[
     Param::string("delete").format(Named::PveConfigidList).opt(),

@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::NODE_VMID;
+use crate::api::route;
 use crate::clock::Clock;
-use crate::http::router::{Access, Route};
+use crate::http::router::Route;
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
 use crate::schema::Param;
@@ -94,21 +95,6 @@ const SET_PASSWORD: &[Param] = &[
     Param::string("password").max_len(1024),
     Param::boolean("crypted").opt(),
 ];
-
-const fn route(
-    method: &'static str,
-    path: &'static str,
-    params: &'static [&'static [Param]],
-    handler: crate::http::router::Handler,
-) -> Route {
-    Route {
-        method,
-        path,
-        params,
-        access: Access::Authenticated,
-        handler,
-    }
-}
 
 /// The agent's routes.
 pub fn routes() -> Vec<Route> {
