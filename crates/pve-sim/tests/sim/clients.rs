@@ -6,31 +6,9 @@
 //! community.proxmox (pinned in hack/tools/ansible) a VM lifecycle.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use crate::common::{Sim, start_with};
-
-/// The path `hack/tools/ensure.sh TOOL` prints (builds it once, cached).
-fn ensure(tool: &str) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/tools/ensure.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(tool)
-        .stdin(Stdio::null())
-        .output()
-        .expect("runs ensure.sh");
-    assert!(
-        out.status.success(),
-        "`hack/tools/ensure.sh {tool}` failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .trim()
-        .to_owned()
-}
+use crate::common::{Sim, ensure, start_with};
 
 /// A scratch directory for a client run, holding the simulator's CA.
 fn scratch_with_ca(sim: &Sim, tag: &str) -> (PathBuf, PathBuf) {

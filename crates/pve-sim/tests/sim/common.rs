@@ -2,6 +2,8 @@
 //! in-process on 127.0.0.1:0 and talk to it over real HTTPS with reqwest,
 //! trusting its CA.
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use pve_sim::{SimConfig, SimHandle, Simulator};
@@ -287,4 +289,24 @@ pub fn ssh_key(comment: &str) -> String {
         "ssh-ed25519 {} {comment}",
         base64::engine::general_purpose::STANDARD.encode(blob)
     )
+}
+
+/// The path `hack/tools/ensure.sh TOOL` prints: a pinned tool or file,
+/// built or fetched once and cached.
+pub fn ensure(tool: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/tools/ensure.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(tool)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let path = stdout.lines().last().unwrap_or_default().trim();
+    assert!(
+        out.status.success() && !path.is_empty(),
+        "`hack/tools/ensure.sh {tool}` failed; run it by hand to see why:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(path)
 }

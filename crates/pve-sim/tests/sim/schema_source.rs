@@ -5,8 +5,7 @@
 //! repository).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
@@ -15,21 +14,7 @@ pub fn schema_path() -> PathBuf {
     if let Some(p) = std::env::var_os("PVE_API_SCHEMA") {
         return PathBuf::from(p);
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/tools/ensure.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg("pve-api-schema")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let path = stdout.lines().last().unwrap_or_default().trim();
-    assert!(
-        out.status.success() && !path.is_empty(),
-        "`hack/tools/ensure.sh pve-api-schema` failed; run it by hand to see why:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(path)
+    crate::common::ensure("pve-api-schema")
 }
 
 /// (path, method) → method info, from either form of the schema: PVE's
