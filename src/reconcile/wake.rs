@@ -88,11 +88,18 @@ pub async fn watch_tasks(ctx: Arc<Context>, stop: impl Future<Output = ()>) {
     }
 }
 
+/// A resource whose recorded task may still run.
+struct InFlight {
+    vm: VmRef,
+    uid: String,
+    upid: String,
+}
+
 /// One look: wakes the resources whose task ended.
 async fn look(ctx: &Context, woken: &mut HashMap<String, String>) {
     let now = Timestamp::now();
-    // (config, node) → (resource, its task's UPID)
-    let mut in_flight: HashMap<(ConfigKey, String), Vec<(VmRef, String)>> = HashMap::new();
+    // (config, node) → the resources with a task there
+    let mut in_flight: HashMap<(ConfigKey, String), Vec<InFlight>> = HashMap::new();
     let mut live = HashMap::new();
     for obj in ctx.store.state() {
         let Ok(vm) = &obj.0 else { continue };
@@ -109,7 +116,11 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, String>) {
         in_flight
             .entry((ConfigKey::of(vm), task.node.clone()))
             .or_default()
-            .push((vm_ref(vm), task.upid.clone()));
+            .push(InFlight {
+                vm: vm_ref(vm),
+                uid,
+                upid: task.upid.clone(),
+            });
     }
     // Forget resources whose task is no longer recorded.
     woken.retain(|uid, upid| live.get(uid) == Some(upid));
@@ -120,18 +131,12 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, String>) {
         let Ok(listed) = client.active_tasks(&node).await else {
             continue;
         };
-        for (vm, upid) in tasks {
+        for InFlight { vm, uid, upid } in tasks {
             let running = listed.iter().any(|e| e.upid == upid && e.is_running());
             if !running {
-                if let Some(uid) = uid_of(ctx, &vm) {
-                    woken.insert(uid, upid);
-                }
+                woken.insert(uid, upid);
                 ctx.waker.wake(vm);
             }
         }
     }
-}
-
-fn uid_of(ctx: &Context, vm: &VmRef) -> Option<String> {
-    ctx.store.get(vm)?.0.as_ref().ok()?.uid()
 }
