@@ -5,17 +5,15 @@ use std::sync::Arc;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 
-use super::backoff::FailureCounts;
 use super::events::Events;
 use super::inventory::Inventory;
+use super::memory::Memory;
 use super::metrics::Metrics;
-use super::observe::FullLooks;
 use super::providers::Providers;
 use super::queue::Queue;
 use super::schedule::Scheduler;
 use super::settings::Settings;
 use super::wake::Waker;
-use super::writes::Writes;
 use crate::api::ProxmoxVM;
 
 /// The controller's shared state.
@@ -31,18 +29,14 @@ pub struct Context {
     pub events: Events,
     /// Settings.
     pub settings: Settings,
-    /// Consecutive failed passes per resource, for backoff.
-    pub failures: FailureCounts,
     /// VMIDs, placements and per-node slots, decided atomically.
     pub scheduler: Scheduler,
     /// Each provider config's cluster view, shared by its passes.
     pub inventory: Inventory,
     /// Fair admission of passes.
     pub queue: Queue,
-    /// The resourceVersions of this controller's own last writes.
-    pub writes: Writes,
-    /// When each VM was last observed in full.
-    pub full_looks: FullLooks,
+    /// What the controller remembers of each resource between passes.
+    pub memory: Memory,
     /// Wakes resources whose task ended or whose slot freed.
     pub waker: Waker,
     /// The controller's cache of ProxmoxVMs.
@@ -73,11 +67,9 @@ impl Context {
             metrics,
             queue: Queue::new(usize::from(settings.max_concurrent_reconciles)),
             settings,
-            failures: FailureCounts::default(),
             scheduler: Scheduler::default(),
             inventory: Inventory::default(),
-            writes: Writes::default(),
-            full_looks: FullLooks::default(),
+            memory: Memory::default(),
             waker,
             store,
         }

@@ -25,16 +25,16 @@
 //! | [`metrics`], [`server`] | Prometheus metrics, `/metrics` `/healthz` `/readyz` |
 
 pub mod act;
-pub mod assign;
-pub mod backoff;
 pub mod configs;
 pub mod connection;
 pub mod context;
 pub mod controller;
 pub mod error;
 pub mod events;
+pub mod identity;
 pub mod invalid;
 pub mod inventory;
+pub mod memory;
 pub mod metrics;
 pub mod nocloud;
 pub mod observe;
@@ -42,13 +42,14 @@ pub mod pass;
 pub mod plan;
 pub mod providers;
 pub mod queue;
+pub mod read;
+pub mod reserve;
 pub mod runtime;
 pub mod schedule;
 pub mod server;
 pub mod settings;
 pub mod status;
 pub mod wake;
-pub mod writes;
 
 pub use error::Error;
 pub use runtime::{Runtime, run};

@@ -1,6 +1,14 @@
-//! One reconcile pass: read (from the cache) → preflight → connect →
-//! observe → schedule → plan → act → write status → publish events and the
-//! connection Secret → requeue.
+//! One reconcile pass, as one straight line:
+//!
+//! read → preflight → connect → observe and reserve → plan → act → settle →
+//! report (status, events, connection Secret) → requeue.
+//!
+//! Every decision is the pure [`plan`]'s or, for what many resources share
+//! (VMIDs, nodes, slots), a reservation the scheduler makes before the plan
+//! ([`reserve`]). Nothing is decided after the plan: [`act`] carries out
+//! the one step as it is, [`plan::settle`] folds its outcome into the plan,
+//! and [`Reserved::settle`] tells the scheduler what became of the
+//! reservations.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,22 +16,21 @@ use std::time::Instant;
 use k8s_openapi::jiff::Timestamp;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
-use kube::{Api, ResourceExt};
 use tracing::Instrument;
 
-use super::act::{Done, act, act_local};
-use super::assign;
-use super::connection;
+use super::act::{act, act_local};
 use super::context::Context;
 use super::error::Error;
-use super::observe::{Depth, Failure, Sources, observe};
+use super::identity::Identity;
+use super::observe::{Failure, Sources, observe};
 use super::plan::{
-    self, ActFailure, Event, Idle, KubeWrite, Needs, Observation, ObserveError, Plan, PlanInput,
+    self, ActFailure, Done, Idle, KubeWrite, Needs, Observation, ObserveError, Plan, PlanInput,
     Preflight, ProviderState, Step,
 };
 use super::providers::Connection;
-use super::status;
+use super::read::current;
+use super::reserve::{Reserved, reserve};
+use super::{connection, status};
 use crate::api::ProxmoxVM;
 
 /// The controller's reconcile function. Passes are admitted in arrival
@@ -34,9 +41,9 @@ pub async fn reconcile(
 ) -> Result<Action, Error> {
     let _admitted = ctx.queue.admit(&ctx.metrics).await;
     let started = Instant::now();
-    let (name, uid) = identify(&obj);
-    let span = tracing::info_span!("reconcile", vm = %name);
-    let result = pass(&obj, &ctx).instrument(span).await;
+    let id = identify(&obj)?;
+    let span = tracing::info_span!("reconcile", vm = %id);
+    let result = pass(&obj, &id, &ctx).instrument(span).await;
     // A pass that ends with Synced=False (a failed task, a lock, a missing
     // config, ...) failed too, though not as a Kubernetes error: its reason
     // is the kind.
@@ -45,10 +52,11 @@ pub async fn reconcile(
         Err(e) => Some(e.metric_label().to_owned()),
     };
     ctx.metrics.reconciled(started.elapsed(), kind.as_deref());
-    match &result {
-        // A Proxmox that could not be observed keeps its backoff growing.
-        Ok(outcome) if !outcome.transient => ctx.failures.succeeded(&uid),
-        _ => {}
+    // A Proxmox that could not be observed keeps its backoff growing.
+    if let Ok(outcome) = &result
+        && !outcome.transient
+    {
+        ctx.memory.succeeded(&id.uid);
     }
     result.map(|outcome| outcome.action)
 }
@@ -60,14 +68,18 @@ pub fn error_policy(
     error: &Error,
     ctx: Arc<Context>,
 ) -> Action {
-    let (name, uid) = identify(&obj);
+    let meta = meta(&obj);
+    let Some(id) = Identity::of(meta) else {
+        tracing::warn!(%error, "cannot reconcile an object without a name or UID");
+        return Action::await_change();
+    };
     if matches!(error, Error::InvalidObject { .. }) {
-        tracing::warn!(vm = %name, %error, "cannot reconcile until the resource changes");
-        super::invalid::report::<ProxmoxVM>(&ctx.kube, meta(&obj), super::invalid::VM);
+        tracing::warn!(vm = %id, %error, "cannot reconcile until the resource changes");
+        super::invalid::report::<ProxmoxVM>(&ctx.kube, meta, super::invalid::VM);
         return Action::await_change();
     }
-    let delay = ctx.failures.failed(&uid);
-    tracing::warn!(vm = %name, %error, retry_in_ms = delay.as_millis() as u64, "reconcile failed");
+    let delay = ctx.memory.failed(&id.uid);
+    tracing::warn!(vm = %id, %error, retry_in_ms = delay.as_millis() as u64, "reconcile failed");
     Action::requeue(delay)
 }
 
@@ -79,17 +91,13 @@ fn meta(obj: &DeserializeGuard<ProxmoxVM>) -> &kube::api::ObjectMeta {
     }
 }
 
-/// `namespace/name` and UID of a cached object, valid or not.
-fn identify(obj: &DeserializeGuard<ProxmoxVM>) -> (String, String) {
+/// The identity of a cached object, valid or not: resolved once, here.
+fn identify(obj: &DeserializeGuard<ProxmoxVM>) -> Result<Identity, Error> {
     let meta = meta(obj);
-    (
-        format!(
-            "{}/{}",
-            meta.namespace.as_deref().unwrap_or_default(),
-            meta.name.as_deref().unwrap_or_default()
-        ),
-        meta.uid.clone().unwrap_or_default(),
-    )
+    Identity::of(meta).ok_or_else(|| Error::InvalidObject {
+        name: meta.name.clone().unwrap_or_else(|| "(unnamed)".into()),
+        message: "the object has no namespace, name or UID".into(),
+    })
 }
 
 /// What a pass ends with.
@@ -102,8 +110,12 @@ struct Outcome {
     transient: bool,
 }
 
-async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Outcome, Error> {
-    let Some(vm) = current(obj, ctx).await? else {
+async fn pass(
+    obj: &DeserializeGuard<ProxmoxVM>,
+    id: &Identity,
+    ctx: &Context,
+) -> Result<Outcome, Error> {
+    let Some(vm) = current(obj, id, ctx).await? else {
         return Ok(Outcome {
             action: Action::await_change(),
             failed: None,
@@ -114,27 +126,55 @@ async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Outcom
     let needs = match plan::preflight(&vm, now) {
         Preflight::Decided(plan) => {
             let input = PlanInput::unresolved(&vm, now);
-            let done = act_local(&ctx.kube, &vm, &plan.step, now).await;
-            return finish(ctx, &input, (*plan).into(), done).await;
+            let outcome = act_local(&ctx.kube, &vm, &plan.step, now).await;
+            let plan = plan::settle(&input, (*plan).into(), outcome.clone());
+            return report(ctx, id, &input, plan, &outcome).await;
         }
         Preflight::Observe(needs) => needs,
     };
     let connection = match ctx.providers.connect(&vm).await? {
         Ok(connection) => connection,
-        Err(state) => {
-            let input = input(&vm, state, Observation::default(), now);
-            let plan = plan::plan(&input);
-            let done = match &plan.step {
-                Step::Idle(_) => Ok(Done::Nothing),
-                // Without a usable config the plan only waits.
-                other => Err(ActFailure::Failed(format!(
-                    "{} needs a usable provider config",
-                    other.name()
-                ))),
-            };
-            return finish(ctx, &input, plan, done).await;
-        }
+        Err(state) => return without_config(ctx, id, &vm, state, now).await,
     };
+    let (input, reserved) = observe_and_reserve(ctx, &connection, (&vm, id), &needs, now).await?;
+    let plan = plan::plan(&input);
+    let outcome = act(&ctx.kube, &connection.client, &vm, &plan.step, now).await;
+    reserved.settle(ctx, &connection, (&vm, id), &plan, &outcome);
+    let plan = plan::settle(&input, plan, outcome.clone());
+    report(ctx, id, &input, plan, &outcome).await
+}
+
+/// A pass whose provider config cannot be used: the plan only waits.
+async fn without_config(
+    ctx: &Context,
+    id: &Identity,
+    vm: &ProxmoxVM,
+    state: ProviderState,
+    now: Timestamp,
+) -> Result<Outcome, Error> {
+    let input = input(vm, state, Observation::default(), now);
+    let plan = plan::plan(&input);
+    let outcome = match &plan.step {
+        Step::Idle(_) => Ok(Done::Nothing),
+        other @ (Step::Kube(_) | Step::Pve(_) | Step::Ha(_)) => Err(ActFailure::Failed(format!(
+            "{} needs a usable provider config",
+            other.name()
+        ))),
+    };
+    let plan = plan::settle(&input, plan, outcome.clone());
+    report(ctx, id, &input, plan, &outcome).await
+}
+
+/// Observes Proxmox as `needs` asks and takes what the scheduler reserves
+/// (VMID, placement, slot): the plan's input, and the reservations to
+/// settle after the step.
+async fn observe_and_reserve<'a>(
+    ctx: &Context,
+    connection: &Connection,
+    (vm, id): (&'a ProxmoxVM, &Identity),
+    needs: &Needs,
+    now: Timestamp,
+) -> Result<(PlanInput<'a>, Reserved), Error> {
     let from = Sources {
         kube: &ctx.kube,
         client: &connection.client,
@@ -147,160 +187,42 @@ async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Outcom
         .as_ref()
         .and_then(|s| s.at_provider.node.clone())
         .or_else(|| vm.spec.for_provider.node.clone());
-    let uid = vm.uid().unwrap_or_default();
-    let mut depth = ctx.full_looks.depth(&uid, needs.idle);
-    let (input, plan, taken) = loop {
-        let (input, taken) = look(
-            ctx,
-            from,
-            &connection,
-            &vm,
-            &needs,
-            node_hint.as_deref(),
-            depth,
-            now,
-        )
-        .await?;
-        let plan = plan::plan(&input);
-        // A cheap look may only conclude that nothing is to be done: any
-        // action is decided from a full look at the VM.
-        if depth == Depth::Idle
-            && plan.step != Step::Idle(Idle::UpToDate)
-            && input.observe_error.is_none()
-        {
-            depth = Depth::Full;
-            continue;
-        }
-        if depth == Depth::Full && input.observe_error.is_none() {
-            ctx.full_looks.done(&uid);
-        }
-        break (input, plan, taken);
-    };
-    let done = match assign::resolve(ctx, from, &connection, &vm, &plan.step).await {
-        Ok(step) => act(&ctx.kube, &connection.client, &vm, &step, now).await,
-        Err(why) => Err(ActFailure::Failed(why)),
-    };
-    let started = match &done {
-        Ok(Done::Started(upid)) => Some(upid.clone()),
-        _ => None,
-    };
-    assign::after_act(
-        ctx,
-        &connection,
-        &vm,
-        &plan,
-        taken.as_ref(),
-        started.as_deref(),
-        done.is_ok(),
-    );
-    finish(ctx, &input, plan, done).await
-}
-
-/// Observes Proxmox as `needs` asks, at `depth`, and takes what the
-/// scheduler decides (placement, slot): the plan's input, and the slot
-/// taken, if any.
-#[allow(clippy::too_many_arguments)]
-async fn look<'a>(
-    ctx: &Context,
-    from: Sources<'_>,
-    connection: &Connection,
-    vm: &'a ProxmoxVM,
-    needs: &Needs,
-    node_hint: Option<&str>,
-    depth: Depth,
-    now: Timestamp,
-) -> Result<(PlanInput<'a>, Option<assign::Taken>), Error> {
-    let mut taken = None;
-    let observed = match observe(from, vm, needs, node_hint, depth).await {
+    let depth = ctx.memory.depth(&id.uid, needs.idle);
+    let mut input = input(vm, connection.state(), Observation::default(), now);
+    let observed = match observe(from, vm, needs, node_hint.as_deref(), depth).await {
         Ok(mut observed) => {
-            match assign::before_plan(ctx, from, connection, vm, needs, &mut observed).await {
-                Ok(slot) => {
-                    taken = slot;
-                    Ok(observed)
-                }
+            match reserve(ctx, from, connection, (vm, id), needs, &mut observed).await {
+                Ok(reserved) => Ok((observed, reserved)),
                 Err(e) => Err(Failure::Proxmox(e)),
             }
         }
         Err(e) => Err(e),
     };
-    let mut input = input(vm, connection.state(), Observation::default(), now);
-    match observed {
-        Ok(observed) => input.observed = observed,
-        Err(Failure::Proxmox(e)) if config_problem(&e) => {
-            // Credentials or TLS: the config is what is wrong (its own
-            // status says so too).
-            let message = format!("{}: {e}", connection.key);
-            input.provider = Some(ProviderState::Unusable { message });
+    let reserved = match observed {
+        Ok((observed, reserved)) => {
+            if observed.depth == plan::Depth::Full {
+                ctx.memory.looked_in_full(&id.uid);
+            }
+            input.observed = observed;
+            reserved
         }
         Err(Failure::Proxmox(e)) => {
-            let uid = vm.uid().unwrap_or_default();
-            input.observe_error = Some(ObserveError {
-                message: e.to_string(),
-                retry_in: ctx.failures.failed(&uid),
-            });
+            if e.class().config_is_wrong() {
+                // Credentials or TLS: the config is what is wrong (its own
+                // status says so too).
+                let message = format!("{}: {e}", connection.key);
+                input.provider = Some(ProviderState::Unusable { message });
+            } else {
+                input.observe_error = Some(ObserveError {
+                    message: e.to_string(),
+                    retry_in: ctx.memory.failed(&id.uid),
+                });
+            }
+            Reserved::none()
         }
         Err(Failure::Kube(e)) => return Err(e),
-    }
-    Ok((input, taken))
-}
-
-/// The resource as this pass must see it: the controller's cache when it
-/// shows our own last write (no request), else a fresh read. `None`: gone.
-async fn current(
-    obj: &DeserializeGuard<ProxmoxVM>,
-    ctx: &Context,
-) -> Result<Option<ProxmoxVM>, Error> {
-    let (name, uid) = identify(obj);
-    let cached = match &obj.0 {
-        Ok(vm) => {
-            let key = ObjectRef::new(&vm.name_any()).within(&vm.namespace().unwrap_or_default());
-            ctx.store
-                .get(&key)
-                .and_then(|latest| latest.0.as_ref().ok().cloned())
-                .unwrap_or_else(|| vm.clone())
-        }
-        Err(invalid) => {
-            return Err(Error::InvalidObject {
-                name,
-                message: invalid.error.clone(),
-            });
-        }
     };
-    if ctx
-        .writes
-        .cache_is_current(&uid, cached.resource_version().as_deref())
-    {
-        return Ok(Some(cached));
-    }
-    let api: Api<ProxmoxVM> =
-        Api::namespaced(ctx.kube.clone(), &cached.namespace().unwrap_or_default());
-    match api.get_opt(&cached.name_any()).await {
-        Ok(Some(vm)) => {
-            ctx.writes.saw(&uid, vm.resource_version());
-            Ok(Some(vm))
-        }
-        Ok(None) => {
-            ctx.writes.forget(&uid);
-            Ok(None)
-        }
-        Err(kube::Error::SerdeError(e)) => Err(Error::InvalidObject {
-            name,
-            message: e.to_string(),
-        }),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Errors that say the provider config (credentials, TLS) is wrong, as
-/// opposed to Proxmox not answering this time.
-fn config_problem(e: &pve_client::Error) -> bool {
-    matches!(
-        e,
-        pve_client::Error::Unauthorized { .. }
-            | pve_client::Error::Forbidden { .. }
-            | pve_client::Error::Tls { .. }
-            | pve_client::Error::Config { .. }
-    )
+    Ok((input, reserved))
 }
 
 fn input(
@@ -318,53 +240,28 @@ fn input(
     }
 }
 
-/// After the step: the status, events and the connection Secret, and when
-/// to look again.
-async fn finish(
+/// After the step: what the controller remembers, the status, events and
+/// the connection Secret, and when to look again.
+async fn report(
     ctx: &Context,
+    id: &Identity,
     input: &PlanInput<'_>,
-    mut plan: Plan,
-    done: Result<Done, ActFailure>,
+    plan: Plan,
+    outcome: &Result<Done, ActFailure>,
 ) -> Result<Outcome, Error> {
     let vm = input.vm;
-    let uid = vm.uid().unwrap_or_default();
     let step = plan.step.name();
-    let mut events: Vec<Event> = vec![];
-    match done {
-        Ok(Done::Started(upid)) => {
-            let note = match plan.step.pve() {
-                Some(call) => format!(
-                    "started {} ({}): {upid}",
-                    call.action().pve_type(),
-                    call.action().describe()
-                ),
-                None => format!("started {upid}"),
-            };
-            plan.task_started(&upid);
-            events.append(&mut plan.events);
-            events.push(Event {
-                warning: false,
-                reason: "TaskStarted",
-                note,
-            });
+    match outcome {
+        Ok(Done::Written(_)) if plan.step == Step::Kube(KubeWrite::RemoveFinalizer) => {
+            // The resource may be gone any moment now.
+            ctx.memory.forget(&id.uid);
         }
-        Ok(Done::Written(version)) => {
-            if plan.step == Step::Kube(KubeWrite::RemoveFinalizer) {
-                // The resource may be gone any moment now.
-                ctx.writes.forget(&uid);
-                ctx.full_looks.forget(&uid);
-            } else {
-                ctx.writes.saw(&uid, version);
-            }
-            events.append(&mut plan.events);
-        }
-        Ok(Done::Nothing) => events.append(&mut plan.events),
-        Err(failure) => {
-            tracing::info!(%step, ?failure, "the step failed");
-            events.append(&mut plan.events);
-            plan = plan::act_failed(input, &plan, failure);
-            events.append(&mut plan.events);
-        }
+        Ok(Done::Written(version)) => ctx.memory.saw(&id.uid, version.clone()),
+        Ok(Done::Started(_) | Done::Nothing) => {}
+        Err(failure) => tracing::info!(%step, ?failure, "the step failed"),
+    }
+    if plan.step == Step::Idle(Idle::LookCloser) {
+        ctx.memory.look_closer(&id.uid);
     }
     if let Some(task) = &plan.finished_task {
         ctx.metrics
@@ -373,11 +270,11 @@ async fn finish(
     log_synced_change(vm, &plan);
     // After a metadata write the status goes onto the new version.
     let written = status::write(&ctx.kube, vm, &plan.status).await;
-    for event in &events {
+    for event in &plan.events {
         ctx.events.publish(vm, event).await;
     }
     if let Ok(Some(version)) = &written {
-        ctx.writes.saw(&uid, Some(version.clone()));
+        ctx.memory.saw(&id.uid, Some(version.clone()));
     }
     let written = written?.is_some();
     if let Some(data) = &plan.connection

@@ -47,10 +47,10 @@ use k8s_openapi::jiff::Timestamp;
 
 pub use ha::{HaCall, affinity_id};
 pub use input::{
-    ActiveTask, AffinityView, AgentState, GuestInterface, HaResourceView, HaView, Heavy, ImageRef,
-    Needs, Observation, ObserveError, ObservedVm, PasswordState, Placement, PlacementRequest,
-    PlanInput, Power, ProviderState, SeedView, SlotGrant, SlotRequest, TaskOutcome, TaskRef,
-    TaskState, TemplateLookup, TemplateRef, VmConfig, VmState,
+    ActiveTask, AffinityView, AgentState, Depth, GuestInterface, HaResourceView, HaView, Heavy,
+    ImageRef, Needs, Observation, ObserveError, ObservedVm, PasswordState, Placement,
+    PlacementRequest, PlanInput, Power, ProviderState, SeedView, SlotGrant, SlotRequest,
+    TaskOutcome, TaskState, TemplateLookup, TemplateRef, VmConfig, VmState, VmidGrant, started_at,
 };
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
@@ -62,9 +62,11 @@ pub use seed::seed_prefix;
 use crate::api::{
     ProxmoxVM, Reason,
     meta::{PolicyMode, policy_mode},
+    vm::{self, TaskAction},
 };
 use context::Ctx;
 use decision::{Decision, Out, Say};
+use pve_client::Upid;
 
 /// What to do before connecting to Proxmox.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,7 +97,28 @@ pub fn plan(input: &PlanInput) -> Plan {
     report::observed(&ctx, &mut out);
     warning::update(&ctx, &mut out);
     let decision = decide(&ctx, &mut out);
-    out.finish(&ctx, decision)
+    let plan = out.finish(&ctx, decision);
+    // A cheap look may only conclude that nothing is to be done: any
+    // action is decided from a full look at the VM, on the next pass.
+    let cheap = input.observed.depth == Depth::Idle && input.observe_error.is_none();
+    if cheap && plan.step != Step::Idle(Idle::UpToDate) {
+        return Out::new(&ctx).finish(
+            &ctx,
+            Decision::silent(Idle::LookCloser, Some(Duration::ZERO)),
+        );
+    }
+    plan
+}
+
+/// What carrying out a plan's step did: the input of [`settle`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Done {
+    /// Nothing to do beyond writing the status.
+    Nothing,
+    /// The resource's metadata was written, giving this resourceVersion.
+    Written(Option<String>),
+    /// A Proxmox task was started.
+    Started(Upid),
 }
 
 /// A step that failed when the glue carried it out.
@@ -113,12 +136,45 @@ pub enum ActFailure {
     Failed(String),
 }
 
-/// The plan to write when carrying out `plan.step` failed: Synced=False with
-/// the error, the failure recorded for backoff, and a retry.
-pub fn act_failed(input: &PlanInput, plan: &Plan, failure: ActFailure) -> Plan {
+/// The plan as it stands once its step was carried out: a started task is
+/// recorded in the status (so later passes observe it instead of starting
+/// another) with a `TaskStarted` event; a failed step makes Synced False
+/// with the error, recorded for backoff, and a retry. The events of the plan
+/// come first.
+pub fn settle(input: &PlanInput, mut plan: Plan, outcome: Result<Done, ActFailure>) -> Plan {
+    match outcome {
+        Ok(Done::Started(upid)) => {
+            if let Some(mut task) = plan.pending_task.take() {
+                // The task type Proxmox chose (an HA-managed start is a
+                // `hastart`, not a `qmstart`).
+                task.type_ = upid.task_type().to_owned();
+                task.summary = vm::InFlightTask::summarize(&task.type_, None);
+                task.upid = upid.to_string();
+                plan.status.at_provider.task = Some(task);
+            }
+            let doing = plan.step.action().map(|a| format!(" ({})", a.describe()));
+            plan.events.push(Event {
+                warning: false,
+                reason: "TaskStarted",
+                note: format!(
+                    "started {}{}: {upid}",
+                    upid.task_type(),
+                    doing.unwrap_or_default()
+                ),
+            });
+            plan
+        }
+        Ok(Done::Written(_) | Done::Nothing) => plan,
+        Err(failure) => failed(input, plan, failure),
+    }
+}
+
+/// The plan to write when carrying out `plan.step` failed.
+fn failed(input: &PlanInput, plan: Plan, failure: ActFailure) -> Plan {
     let ctx = Ctx::new(input);
-    let mut out = Out::from_status(plan.status.clone());
     let what = describe_step(&plan.step);
+    let action = plan.step.action();
+    let mut out = Out::settling(plan);
     let decision: Decision = match failure {
         ActFailure::Conflict => Decision::silent(Idle::Wait, Some(Duration::ZERO)),
         ActFailure::Locked(message) => Decision::new(
@@ -131,16 +187,14 @@ pub fn act_failed(input: &PlanInput, plan: &Plan, failure: ActFailure) -> Plan {
         )
         .keep_ready(),
         ActFailure::Taken(message) => {
-            let retry = match plan.step.pve() {
-                Some(call) => task::record_failure(&ctx, &mut out, call.action(), &message),
-                None => task::backoff(1),
-            };
+            // Recorded, but no backoff: look again at once (an allocated
+            // VMID is given up, see `create`; a named one reported).
+            if let Some(action) = action {
+                task::record_failure(&ctx, &mut out, action, &message);
+            }
             if let Some(failure) = out.status.at_provider.last_failure.as_mut() {
                 failure.vmid_taken = true;
             }
-            // Look again at once: an allocated VMID is given up (see
-            // `create`), a named one reported.
-            let _ = retry;
             Decision::new(
                 Idle::Wait,
                 Some(Duration::ZERO),
@@ -149,8 +203,8 @@ pub fn act_failed(input: &PlanInput, plan: &Plan, failure: ActFailure) -> Plan {
             .keep_ready()
         }
         ActFailure::Failed(message) => {
-            let retry = match plan.step.pve() {
-                Some(call) => task::record_failure(&ctx, &mut out, call.action(), &message),
+            let retry = match action {
+                Some(action) => task::record_failure(&ctx, &mut out, action, &message),
                 None => task::backoff(1),
             };
             Decision::new(
@@ -326,6 +380,7 @@ fn secs(d: Duration) -> String {
 fn describe_step(step: &Step) -> String {
     match step {
         Step::Pve(call) => format!("start the {}", call.action().describe()),
+        Step::Ha(_) => format!("start the {}", TaskAction::ConfigureHa.describe()),
         Step::Kube(write) => write.describe().to_owned(),
         Step::Idle(_) => "write the status".to_owned(),
     }

@@ -23,11 +23,13 @@ use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedSender;
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
 
+use pve_client::Upid;
+
 use super::context::Context;
+use super::identity::Identity;
 use super::providers::ConfigKey;
 use crate::api::ProxmoxVM;
 
@@ -68,14 +70,9 @@ impl Waker {
     }
 }
 
-/// The reference of a ProxmoxVM.
-pub fn vm_ref(vm: &ProxmoxVM) -> VmRef {
-    ObjectRef::new(&vm.name_any()).within(&vm.namespace().unwrap_or_default())
-}
-
 /// Runs the task watcher until `stop` resolves.
 pub async fn watch_tasks(ctx: Arc<Context>, stop: impl Future<Output = ()>) {
-    let mut woken: HashMap<String, String> = HashMap::new();
+    let mut woken: HashMap<String, Upid> = HashMap::new();
     let run = async {
         loop {
             tokio::time::sleep(TICK).await;
@@ -92,11 +89,11 @@ pub async fn watch_tasks(ctx: Arc<Context>, stop: impl Future<Output = ()>) {
 struct InFlight {
     vm: VmRef,
     uid: String,
-    upid: String,
+    upid: Upid,
 }
 
 /// One look: wakes the resources whose task ended.
-async fn look(ctx: &Context, woken: &mut HashMap<String, String>) {
+async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
     let now = Timestamp::now();
     // (config, node) → the resources with a task there
     let mut in_flight: HashMap<(ConfigKey, String), Vec<InFlight>> = HashMap::new();
@@ -106,20 +103,23 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, String>) {
         let Some(task) = vm.status.as_ref().and_then(|s| s.at_provider.task.as_ref()) else {
             continue;
         };
-        let uid = vm.uid().unwrap_or_default();
-        live.insert(uid.clone(), task.upid.clone());
+        // A recorded UPID that does not parse is the pass's to report.
+        let (Some(id), Ok(upid)) = (Identity::of(&vm.metadata), Upid::parse(&task.upid)) else {
+            continue;
+        };
+        live.insert(id.uid.clone(), upid.clone());
         let young = Duration::try_from(now.duration_since(task.started_at.0))
             .is_ok_and(|age| age < JUST_STARTED);
-        if young || woken.get(&uid) == Some(&task.upid) {
+        if young || woken.get(&id.uid) == Some(&upid) {
             continue;
         }
         in_flight
-            .entry((ConfigKey::of(vm), task.node.clone()))
+            .entry((ConfigKey::of(vm), upid.node().to_owned()))
             .or_default()
             .push(InFlight {
-                vm: vm_ref(vm),
-                uid,
-                upid: task.upid.clone(),
+                vm: id.object_ref(),
+                uid: id.uid,
+                upid,
             });
     }
     // Forget resources whose task is no longer recorded.
@@ -132,7 +132,9 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, String>) {
             continue;
         };
         for InFlight { vm, uid, upid } in tasks {
-            let running = listed.iter().any(|e| e.upid == upid && e.is_running());
+            let running = listed
+                .iter()
+                .any(|e| e.is_running() && e.parsed_upid().as_ref() == Some(&upid));
             if !running {
                 woken.insert(uid, upid);
                 ctx.waker.wake(vm);

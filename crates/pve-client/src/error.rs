@@ -14,7 +14,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong talking to Proxmox VE.
 #[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// 401: no, wrong or expired credentials, or a missing CSRF token.
     #[error("unauthorized: {message}")]
@@ -133,7 +132,73 @@ fn format_tail(tail: &[String]) -> String {
     }
 }
 
+/// What an [`Error`] means for the caller, worked out in one place so that
+/// every caller (the provider config's probe, a pass's observation, a
+/// step's dispatch) draws the same line between "the config is wrong" and
+/// "Proxmox did not answer this time".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// The credentials were refused (401) or lack a privilege (403).
+    Credentials,
+    /// The TLS handshake failed: the server is not who the config trusts.
+    Tls,
+    /// The client configuration itself is unusable (URL, CA bundle, pin).
+    Config,
+    /// The request may succeed later: a proxy hop, a reset, a timeout.
+    Unreachable,
+    /// The object does not exist.
+    NotFound,
+    /// The VM is locked by another operation.
+    Locked,
+    /// The config changed since it was read (stale `digest`).
+    Conflict,
+    /// The object already exists (a VMID taken, a file present).
+    AlreadyExists,
+    /// Proxmox understood and refused, or answered what cannot be used:
+    /// retrying the same request will not help.
+    Refused,
+}
+
+impl ErrorClass {
+    /// Whether the error says the provider config (credentials, TLS, the
+    /// client configuration) is what is wrong, as opposed to Proxmox or
+    /// the request.
+    pub fn config_is_wrong(self) -> bool {
+        match self {
+            Self::Credentials | Self::Tls | Self::Config => true,
+            Self::Unreachable
+            | Self::NotFound
+            | Self::Locked
+            | Self::Conflict
+            | Self::AlreadyExists
+            | Self::Refused => false,
+        }
+    }
+}
+
 impl Error {
+    /// The error's class (see [`ErrorClass`]).
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Error::Unauthorized { .. } | Error::Forbidden { .. } => ErrorClass::Credentials,
+            Error::Tls { .. } => ErrorClass::Tls,
+            Error::Config { .. } => ErrorClass::Config,
+            Error::Transient { .. } => ErrorClass::Unreachable,
+            Error::NotFound { .. } | Error::TaskUnknown { .. } => ErrorClass::NotFound,
+            Error::Locked { .. } => ErrorClass::Locked,
+            Error::Conflict { .. } => ErrorClass::Conflict,
+            Error::AlreadyExists { .. } => ErrorClass::AlreadyExists,
+            Error::Invalid { .. }
+            | Error::NotImplemented { .. }
+            | Error::Api { .. }
+            | Error::TaskFailed { .. }
+            | Error::TaskTimeout { .. }
+            | Error::MissingUpid { .. }
+            | Error::Protocol { .. }
+            | Error::Cancelled => ErrorClass::Refused,
+        }
+    }
+
     /// Whether trying the same request again later may succeed: transient
     /// transport/proxy errors and locks. Task failures and timeouts are not
     /// retryable *requests*; the caller decides about a new task.
@@ -160,7 +225,18 @@ impl Error {
             Error::NotImplemented { .. } => Some(501),
             Error::Transient { status, .. } => *status,
             Error::Api { status, .. } => Some(*status),
-            _ => None,
+            Error::NotFound { .. }
+            | Error::Locked { .. }
+            | Error::AlreadyExists { .. }
+            | Error::Conflict { .. }
+            | Error::TaskFailed { .. }
+            | Error::TaskTimeout { .. }
+            | Error::TaskUnknown { .. }
+            | Error::MissingUpid { .. }
+            | Error::Protocol { .. }
+            | Error::Tls { .. }
+            | Error::Config { .. }
+            | Error::Cancelled => None,
         }
     }
 

@@ -45,7 +45,7 @@ pub use cluster::{ClusterOptions, NextIdRange, Resource, ResourceType, Version};
 pub use config::{
     AuthOptions, ClientConfig, Credentials, Limits, ObserveMode, RetryPolicy, TaskOptions,
 };
-pub use error::{Error, Result};
+pub use error::{Error, ErrorClass, Result};
 pub use ha::{HaAffinity, HaGroup, HaResource, HaResourceSpec, HaRule, ha_nodes};
 pub use hook::{RequestHook, RequestRecord};
 pub use node::NodeInfo;
@@ -58,7 +58,7 @@ pub use task::{
     TaskOutcome, TaskStatus, TaskSuccess,
 };
 pub use tls::{Fingerprint, TlsOptions};
-pub use upid::Upid;
+pub use upid::{InvalidUpid, Upid};
 pub use wait::WaitOptions;
 
 /// Installs the process-wide rustls crypto provider (ring).

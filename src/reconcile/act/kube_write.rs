@@ -11,8 +11,7 @@ use serde_json::{Map, Value, json};
 use super::super::plan::KubeWrite;
 use crate::api::{ProxmoxVM, meta};
 
-/// The merge patch for a write ([`KubeWrite::AllocateVmid`] is resolved
-/// into a [`KubeWrite::RecordExternalName`] first).
+/// The merge patch for a write.
 pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value {
     let now = now.to_string();
     let mut metadata = Map::new();
@@ -21,7 +20,6 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value 
         json!(vm.resource_version().unwrap_or_default()),
     );
     let annotations = match write {
-        KubeWrite::AllocateVmid => None,
         KubeWrite::RecordExternalName {
             vmid,
             create_pending,
@@ -56,7 +54,6 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value 
             metadata.insert("finalizers".into(), json!(others.collect::<Vec<_>>()));
         }
         KubeWrite::RecordExternalName { .. }
-        | KubeWrite::AllocateVmid
         | KubeWrite::ForgetExternalName
         | KubeWrite::RecordCreateSucceeded => {}
     }

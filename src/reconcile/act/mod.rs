@@ -9,21 +9,11 @@ mod pve;
 mod seed;
 
 use k8s_openapi::jiff::Timestamp;
+use pve_client::ErrorClass;
 
 use super::error::is_conflict;
-use super::plan::{ActFailure, KubeWrite, LocalStep, PveCall, Step};
+use super::plan::{ActFailure, Done, KubeWrite, LocalStep, Step};
 use crate::api::ProxmoxVM;
-
-/// What a step did.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Done {
-    /// Nothing to do beyond writing the status.
-    Nothing,
-    /// The resource's metadata was written, giving this resourceVersion.
-    Written(Option<String>),
-    /// A Proxmox task was started.
-    Started(String),
-}
 
 /// Carries out `step` for `vm` (as read at the start of the pass: metadata
 /// writes carry its resourceVersion and fail with 409 if it is stale).
@@ -35,32 +25,12 @@ pub async fn act(
     now: Timestamp,
 ) -> Result<Done, ActFailure> {
     match step {
-        // The caller resolves an allocation into the record of a VMID the
-        // scheduler gave (see `assign::resolve`).
-        Step::Kube(KubeWrite::AllocateVmid) => Err(ActFailure::Failed(
-            "a VMID allocation must be resolved before it is carried out".into(),
-        )),
         Step::Kube(write) => write_metadata(kube, vm, write, now).await,
-        Step::Pve(PveCall::Ha { call, .. }) => ha::write(pve, call)
+        Step::Pve(call) => pve::start(pve, call).await.map(Done::Started),
+        Step::Ha(call) => ha::write(pve, call)
             .await
             .map(|()| Done::Nothing)
             .map_err(proxmox_failure),
-        Step::Pve(PveCall::UploadSeed {
-            node,
-            storage,
-            filename,
-            files,
-        }) => seed::upload(pve, node, storage, filename, files).await,
-        Step::Pve(call) => pve::start(pve, call)
-            .await
-            .map(|upid| Done::Started(upid.as_str().to_owned()))
-            .map_err(|e| match (e, call) {
-                (
-                    e @ pve_client::Error::AlreadyExists { .. },
-                    PveCall::CreateVm { .. } | PveCall::CloneVm { .. },
-                ) => ActFailure::Taken(e.to_string()),
-                (e, _) => proxmox_failure(e),
-            }),
         Step::Idle(_) => Ok(Done::Nothing),
     }
 }
@@ -99,11 +69,17 @@ fn kube_failure(e: kube::Error) -> ActFailure {
 }
 
 fn proxmox_failure(e: pve_client::Error) -> ActFailure {
-    match e {
-        pve_client::Error::Locked { .. } => ActFailure::Locked(e.to_string()),
+    match e.class() {
+        ErrorClass::Locked => ActFailure::Locked(e.to_string()),
         // The digest sent with a config update is stale: someone changed the
         // VM meanwhile. Look again and recompute, at once.
-        pve_client::Error::Conflict { .. } => ActFailure::Conflict,
-        other => ActFailure::Failed(other.to_string()),
+        ErrorClass::Conflict => ActFailure::Conflict,
+        ErrorClass::Credentials
+        | ErrorClass::Tls
+        | ErrorClass::Config
+        | ErrorClass::Unreachable
+        | ErrorClass::NotFound
+        | ErrorClass::AlreadyExists
+        | ErrorClass::Refused => ActFailure::Failed(e.to_string()),
     }
 }

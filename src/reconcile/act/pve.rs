@@ -1,13 +1,20 @@
 //! Proxmox calls that start a task, from the plan's steps.
 
-use super::super::plan::{Params, PveCall};
+use super::super::plan::{ActFailure, Params, PveCall};
+use super::proxmox_failure;
 use pve_client::vm::{CloneVm, CreateVm, DeleteOptions, DiskSize, ShutdownOptions};
-use pve_client::{self, Checksum, Client, DownloadContent, DownloadUrl, Upid};
+use pve_client::{self, Checksum, Client, DownloadContent, DownloadUrl, ErrorClass, Upid};
 
 /// Starts the task of a Proxmox call and returns its UPID.
-pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_client::Error> {
+pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, ActFailure> {
     tracing::info!(step = call.name(), "starting a Proxmox task");
-    match call {
+    let sent = match call {
+        PveCall::UploadSeed {
+            node,
+            storage,
+            filename,
+            files,
+        } => return super::seed::upload(client, node, storage, filename, files).await,
         PveCall::DownloadImage {
             node,
             storage,
@@ -107,15 +114,18 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, pve_c
             storage,
             volume,
         } => client.delete_volume(node, storage, volume).await,
-        // Carried out by `act` itself: the ISO is built first.
-        PveCall::UploadSeed { .. } => Err(pve_client::Error::Protocol {
-            message: "a seed ISO upload is carried out by act".into(),
-        }),
-        // Carried out by `act` itself: HA configuration starts no task.
-        PveCall::Ha { .. } => Err(pve_client::Error::Protocol {
-            message: "an HA configuration write starts no task".into(),
-        }),
         PveCall::ConvertToTemplate { node, vmid } => client.convert_to_template(node, *vmid).await,
+    };
+    sent.map_err(|e| failure(call, e))
+}
+
+/// A refused create or clone whose VMID exists is [`ActFailure::Taken`].
+fn failure(call: &PveCall, e: pve_client::Error) -> ActFailure {
+    let creates = matches!(call, PveCall::CreateVm { .. } | PveCall::CloneVm { .. });
+    if creates && e.class() == ErrorClass::AlreadyExists {
+        ActFailure::Taken(e.to_string())
+    } else {
+        proxmox_failure(e)
     }
 }
 

@@ -1,11 +1,11 @@
 //! The upload of a `customCloudInit` seed ISO: built here from the files
 //! the plan carries, then sent as one multipart upload.
 
-use pve_client::Client;
+use pve_client::{Client, Upid};
 
 use super::super::nocloud::SeedFiles;
 use super::super::plan::ActFailure;
-use super::{Done, proxmox_failure};
+use super::proxmox_failure;
 
 /// Builds the ISO and starts its upload (`imgcopy` task).
 pub(super) async fn upload(
@@ -14,7 +14,7 @@ pub(super) async fn upload(
     storage: &str,
     filename: &str,
     files: &SeedFiles,
-) -> Result<Done, ActFailure> {
+) -> Result<Upid, ActFailure> {
     // The files themselves are never logged: `SeedFiles` shows sizes only.
     tracing::info!(
         node,
@@ -29,6 +29,5 @@ pub(super) async fn upload(
     client
         .upload_iso(node, storage, filename, iso)
         .await
-        .map(|upid| Done::Started(upid.as_str().to_owned()))
         .map_err(proxmox_failure)
 }

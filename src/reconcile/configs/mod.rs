@@ -53,9 +53,9 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use self::reconcile::{Ctx, error_policy, reconcile};
-use super::backoff::FailureCounts;
 use super::controller::scoped;
 use super::events::Events;
+use super::memory::Memory;
 use super::providers::{ConfigKey, Providers, SecretName};
 use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind};
 
@@ -127,7 +127,7 @@ pub async fn run(
         users,
         probes: probe::Probes::default(),
         events,
-        failures: FailureCounts::default(),
+        failures: Memory::default(),
         scope: scope.clone(),
     });
     let (pcs, pc_controller) = controller(

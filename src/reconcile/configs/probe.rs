@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::api::provider_config::ConfigReason;
 use crate::reconcile::providers::{ConfigKey, Problem, Resolved};
-use pve_client::{Client, Error as PveError};
+use pve_client::{Client, Error as PveError, ErrorClass};
 
 /// What a check found: the Proxmox VE version that answered, or why the
 /// config does not work.
@@ -108,18 +108,21 @@ async fn version(client: &Client) -> Outcome {
 /// The `Ready` reason and message of a failed `GET /version`. Error
 /// messages of the client never hold credentials.
 fn classify(err: &PveError) -> Problem {
-    let reason = match err {
-        PveError::Unauthorized { .. } | PveError::Forbidden { .. } => ConfigReason::Unauthorized,
-        PveError::Tls { .. } => ConfigReason::TlsError,
-        PveError::Transient { .. } => ConfigReason::Unreachable,
-        PveError::Config { .. } => ConfigReason::InvalidConfig,
-        _ => ConfigReason::ProxmoxError,
+    let reason = match err.class() {
+        ErrorClass::Credentials => ConfigReason::Unauthorized,
+        ErrorClass::Tls => ConfigReason::TlsError,
+        ErrorClass::Unreachable => ConfigReason::Unreachable,
+        ErrorClass::Config => ConfigReason::InvalidConfig,
+        ErrorClass::NotFound
+        | ErrorClass::Locked
+        | ErrorClass::Conflict
+        | ErrorClass::AlreadyExists
+        | ErrorClass::Refused => ConfigReason::ProxmoxError,
     };
-    let message = match reason {
-        ConfigReason::Unauthorized => {
-            format!("Proxmox refused the credentials (GET /version): {err}")
-        }
-        _ => format!("GET /version: {err}"),
+    let message = if reason == ConfigReason::Unauthorized {
+        format!("Proxmox refused the credentials (GET /version): {err}")
+    } else {
+        format!("GET /version: {err}")
     };
     Problem::new(reason, message)
 }

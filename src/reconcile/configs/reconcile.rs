@@ -19,10 +19,10 @@ use super::probe::Probes;
 use super::report;
 use super::users::Users;
 use crate::api::ProviderConfigKind;
-use crate::reconcile::backoff::FailureCounts;
 use crate::reconcile::error::Error;
 use crate::reconcile::events::Events;
 use crate::reconcile::invalid;
+use crate::reconcile::memory::Memory;
 use crate::reconcile::plan;
 use crate::reconcile::providers::{ConfigKey, Providers};
 use crate::reconcile::status;
@@ -44,7 +44,7 @@ pub struct Ctx {
     /// Event publisher (shared with the VM controller).
     pub events: Events,
     /// Consecutive failed passes, for backoff.
-    pub failures: FailureCounts,
+    pub failures: Memory,
     /// The namespace a test controller is limited to (see
     /// `Settings::namespace`).
     pub scope: Option<String>,

@@ -21,8 +21,8 @@ use kube::{Api, ResourceExt};
 use super::error::{Error, is_not_found};
 use super::inventory::{ClusterView, Inventory};
 use super::plan::{
-    ImageRef, Needs, Observation, PasswordState, Power, Sensitive, TaskState, TemplateLookup,
-    TemplateRef, VmState,
+    Depth, ImageRef, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
+    TemplateLookup, TemplateRef, VmState,
 };
 use super::providers::{ConfigKey, secret_value};
 use crate::api::ProxmoxVM;
@@ -68,58 +68,6 @@ impl Sources<'_> {
     }
 }
 
-/// When each resource's VM was last observed in full: an idle VM is still
-/// observed in full every so often (a paused VM, for one, shows as
-/// `running` in the cluster view).
-#[derive(Debug, Default)]
-pub struct FullLooks {
-    last: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
-}
-
-impl FullLooks {
-    /// The longest an idle VM goes without a full observation.
-    const EVERY: Duration = Duration::from_secs(600);
-
-    /// The depth to observe resource `uid` at, given that it looks idle.
-    pub fn depth(&self, uid: &str, idle: bool) -> Depth {
-        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let recent = last.get(uid).is_some_and(|at| at.elapsed() < Self::EVERY);
-        if idle && recent {
-            Depth::Idle
-        } else {
-            Depth::Full
-        }
-    }
-
-    /// Resource `uid` was just observed in full.
-    pub fn done(&self, uid: &str) {
-        self.last
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(uid.to_owned(), std::time::Instant::now());
-    }
-
-    /// Forgets a resource that is gone.
-    pub fn forget(&self, uid: &str) {
-        self.last
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(uid);
-    }
-}
-
-/// How an observation reads the VM.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Depth {
-    /// Power state and lock from the VM's own `status/current`.
-    Full,
-    /// An idle VM: power state and lock from the shared cluster view; falls
-    /// back to [`Depth::Full`] when the view does not show it as expected.
-    /// A plan from such an observation may only conclude "up to date"
-    /// (see `pass`).
-    Idle,
-}
-
 /// Observes what `needs` lists. `node_hint` is where the VM is expected
 /// (saves a cluster-wide lookup when it is there).
 pub async fn observe(
@@ -131,8 +79,8 @@ pub async fn observe(
 ) -> Result<Observation, Failure> {
     let client = from.client;
     let mut obs = Observation::default();
-    if let Some(task) = &needs.task {
-        let state = tasks::task_state(client, task).await;
+    if let Some(upid) = &needs.task {
+        let state = tasks::task_state(client, upid).await;
         // While its task runs, nothing about the VM can change what the
         // pass does (it waits for the task): looking costs requests per VM
         // per poll and tells nothing. The VM is looked at once the task
@@ -149,7 +97,10 @@ pub async fn observe(
             _ => None,
         };
         obs.vm = match idle {
-            Some(state) => state,
+            Some(state) => {
+                obs.depth = Depth::Idle;
+                state
+            }
             None => vm::vm_state(from, vmid, node_hint).await?,
         };
     }

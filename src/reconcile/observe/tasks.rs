@@ -1,8 +1,6 @@
 //! The in-flight task and the node's active tasks.
 
-use k8s_openapi::jiff::Timestamp;
-
-use super::super::plan::{ActiveTask, TaskRef, TaskState};
+use super::super::plan::{ActiveTask, TaskState};
 use pve_client::{self, Client, TaskObservation, Upid};
 
 /// Task types whose log reports progress (`transferred X of Y (pp%)`); only
@@ -10,15 +8,11 @@ use pve_client::{self, Client, TaskObservation, Upid};
 const WITH_PROGRESS: [&str; 5] = ["qmcreate", "qmclone", "download", "qmigrate", "qmmove"];
 
 /// The state of the task recorded in the status. Never waits for it.
-pub(super) async fn task_state(client: &Client, task: &TaskRef) -> TaskState {
-    let upid = match Upid::parse(&task.upid) {
-        Ok(upid) => upid,
-        Err(e) => return TaskState::Unreadable(format!("the recorded UPID is invalid: {e}")),
-    };
+pub(super) async fn task_state(client: &Client, upid: &Upid) -> TaskState {
     let observed = if WITH_PROGRESS.contains(&upid.task_type()) {
-        client.observe_task_progress(&upid).await
+        client.observe_task_progress(upid).await
     } else {
-        client.observe_task(&upid).await
+        client.observe_task(upid).await
     };
     match observed {
         Ok(TaskObservation::Running { progress }) => TaskState::Running {
@@ -44,14 +38,6 @@ pub(super) async fn active_tasks(
         .await?
         .into_iter()
         .filter(|e| e.is_running())
-        .filter_map(|e| Upid::parse(&e.upid).ok())
-        .map(|upid| ActiveTask {
-            upid: upid.as_str().to_owned(),
-            type_: upid.task_type().to_owned(),
-            id: upid.id().to_owned(),
-            node: upid.node().to_owned(),
-            started_at: Timestamp::from_second(i64::from(upid.starttime()))
-                .unwrap_or(Timestamp::UNIX_EPOCH),
-        })
+        .filter_map(|e| e.parsed_upid())
         .collect())
 }

@@ -7,7 +7,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::decision::Decision;
 use super::input::{
     Heavy, ImageRef, Needs, Observation, PlacementRequest, PlanInput, ProviderState, SlotRequest,
-    TaskRef, TemplateRef,
+    TemplateRef,
 };
 use crate::api::{
     ConditionType, ProxmoxVM, ProxmoxVMStatus, Reason,
@@ -15,6 +15,7 @@ use crate::api::{
     provider_config::{Timing, go_duration},
     vm::{InFlightTask, PowerState, VmParameters},
 };
+use pve_client::{InvalidUpid, Upid};
 
 /// What every phase reads.
 pub(super) struct Ctx<'a> {
@@ -145,6 +146,11 @@ impl<'a> Ctx<'a> {
             .clone()
             .or_else(|| self.vm.metadata.name.clone())
             .unwrap_or_default()
+    }
+
+    /// The UPID of the task recorded in the status, parsed.
+    pub fn recorded_upid(&self) -> Option<Result<Upid, InvalidUpid>> {
+        self.task().map(|t| Upid::parse(&t.upid))
     }
 
     pub fn task(&self) -> Option<&InFlightTask> {
@@ -301,11 +307,14 @@ impl<'a> Ctx<'a> {
             && holds(ConditionType::Synced);
         Needs {
             idle,
+            // No VMID recorded or named, and one may be created: the
+            // scheduler reserves one before the plan records it.
+            allocate_vmid: self.external_name().is_none()
+                && self.spec.vmid.is_none()
+                && self.caps.create
+                && !self.deleting(),
             vmid: self.vmid(),
-            task: self.task().map(|t| TaskRef {
-                upid: t.upid.clone(),
-                node: t.node.clone(),
-            }),
+            task: self.recorded_upid().and_then(Result::ok),
             active_tasks_on: node.clone(),
             images,
             placement,

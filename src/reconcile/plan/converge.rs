@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
+use super::ha::HaCall;
 use super::input::{AgentState, ObservedVm, Power};
 use super::output::{Idle, KubeWrite, PveCall};
 use super::owner::{Ownership, ownership};
@@ -146,9 +147,9 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     super::seed::pending(ctx, out, vm, false);
     let vmid = ctx.vmid().unwrap_or_default();
     let node = vm.node.clone();
-    let step = if let Some(ha) = super::ha::converge(ctx, vm) {
+    let call = if let Some((doing, ha)) = super::ha::converge(ctx) {
         // Before a migration: a strict rule must already allow the target.
-        Some(ha)
+        return ha_write(ctx, out, vm, doing, ha);
     } else if let Some(migration) = super::motion::migration(ctx, out, vm) {
         Some(migration)
     } else if let Some(upload) = super::seed::upload(ctx, Some(&vm.node)) {
@@ -191,17 +192,10 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     } else {
         power_step(ctx, out, vm, vmid).or_else(|| template::conversion(ctx, vm, &diff))
     };
-    let Some((doing, call)) = step else {
+    let Some((doing, call)) = call else {
         return up_to_date(ctx, vm, &diff);
     };
-    if let Some(lock) = &vm.lock {
-        let say = Say::no(
-            Reason::VmLocked,
-            format!("VM {vmid} is locked ({lock}); waiting to continue {doing}"),
-        );
-        return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
-    }
-    if let Some(d) = task::gate(ctx, out, call.action()) {
+    if let Some(d) = held(ctx, out, vm, &doing, call.action()) {
         return d;
     }
     if matches!(&call, PveCall::Configure { changes, .. } if super::seed::attaches(ctx, changes)) {
@@ -210,13 +204,44 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     if call.action() == TaskAction::Configure && diff.password_version.is_some() {
         out.status.at_provider.password_version = diff.password_version.clone();
     }
-    if !call.starts_task() {
-        // Written synchronously: look again at once.
-        let say = Say::yes(Reason::ReconcileSuccess, doing);
-        return Decision::new(call, Some(Duration::ZERO), say);
-    }
     let say = Say::yes(Reason::WaitingForTask, doing);
     Decision::new(call, Some(ctx.timing.poll_interval), say)
+}
+
+/// An HA configuration write, unless a lock or a backoff holds it back.
+fn ha_write(ctx: &Ctx, out: &Out, vm: &ObservedVm, doing: String, call: HaCall) -> Decision {
+    if let Some(d) = held(ctx, out, vm, &doing, TaskAction::ConfigureHa) {
+        return d;
+    }
+    // Written synchronously: look again at once.
+    let say = Say::yes(Reason::ReconcileSuccess, doing);
+    Decision::new(call, Some(Duration::ZERO), say)
+}
+
+/// What holds back a change of the VM: its lock, or the backoff after the
+/// same action failed.
+fn held(
+    ctx: &Ctx,
+    out: &Out,
+    vm: &ObservedVm,
+    doing: &str,
+    action: TaskAction,
+) -> Option<Decision> {
+    if let Some(lock) = &vm.lock {
+        let say = Say::no(
+            Reason::VmLocked,
+            format!(
+                "VM {} is locked ({lock}); waiting to continue {doing}",
+                ctx.vmid_text()
+            ),
+        );
+        return Some(Decision::new(
+            Idle::Wait,
+            Some(ctx.timing.poll_interval),
+            say,
+        ));
+    }
+    task::gate(ctx, out, action)
 }
 
 fn keys(diff: &Diff) -> String {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
-use super::input::{PasswordState, Placement, SlotGrant, TemplateLookup, VmState};
+use super::input::{PasswordState, Placement, SlotGrant, TemplateLookup, VmState, VmidGrant};
 use super::output::{Idle, KubeWrite, PveCall, Sensitive};
 use super::render;
 use super::task;
@@ -30,6 +30,38 @@ const CAPACITY_RECHECK: Duration = Duration::from_secs(30);
 /// How long a resource may wait for a slot before it says it is stalled.
 const CAPACITY_STALLED_AFTER: Duration = Duration::from_secs(600);
 
+/// Records the VMID the scheduler reserved before the plan.
+fn record_allocation(ctx: &Ctx) -> Decision {
+    match &ctx.obs.allocated_vmid {
+        Some(VmidGrant::Reserved(vmid)) => {
+            let step = KubeWrite::RecordExternalName {
+                vmid: *vmid,
+                create_pending: true,
+            };
+            let say = Say::yes(
+                Reason::ReconcileSuccess,
+                format!("allocating a VMID: recording VMID {vmid}"),
+            );
+            Decision::new(step, Some(Duration::ZERO), say)
+        }
+        Some(VmidGrant::Unavailable(why)) => {
+            let retry = task::backoff(1);
+            let say = Say::no(
+                Reason::ReconcileError,
+                format!(
+                    "cannot allocate a VMID: {why}; retrying {}",
+                    super::decision::in_secs(retry)
+                ),
+            );
+            Decision::new(Idle::Wait, Some(retry), say).keep_ready()
+        }
+        None => {
+            let say = Say::no(Reason::ReconcileError, "no VMID was reserved");
+            Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say).keep_ready()
+        }
+    }
+}
+
 /// Decides for a VM that is absent (or whose VMID is not known yet).
 pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
     let Some(vmid) = ctx.vmid() else {
@@ -43,8 +75,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
                 ),
             );
         }
-        let say = Say::yes(Reason::ReconcileSuccess, "allocating a VMID");
-        return Decision::new(KubeWrite::AllocateVmid, Some(Duration::ZERO), say);
+        return record_allocation(ctx);
     };
     if ctx.obs.vm == VmState::Unknown {
         // Never create blindly: the VM must have been looked up.

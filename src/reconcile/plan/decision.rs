@@ -156,6 +156,16 @@ impl Out {
         }
     }
 
+    /// The output of a plan being settled after its step failed (see
+    /// [`super::settle`]): its status, events and finished task go on.
+    pub fn settling(plan: Plan) -> Self {
+        Self {
+            status: plan.status,
+            events: plan.events,
+            finished_task: plan.finished_task,
+        }
+    }
+
     pub fn event(&mut self, warning: bool, reason: &'static str, note: impl Into<String>) {
         self.events.push(Event {
             warning,
@@ -198,10 +208,7 @@ impl Out {
             self.set(ctx, ConditionType::Ready, say);
         }
         self.status.observed_generation = ctx.vm.metadata.generation;
-        let pending_task = step
-            .call()
-            .filter(|call| call.starts_task())
-            .map(|call| pending_task(ctx, call));
+        let pending_task = step.call().map(|call| pending_task(ctx, call));
         let connection = report::connection(ctx, &self.status);
         self.events.append(&mut events);
         Plan {
@@ -270,8 +277,8 @@ fn still_creating(ctx: &Ctx) -> bool {
         .is_some_and(|ready| ready.reason == Reason::Creating.as_str())
 }
 
-/// The in-flight record for the task a dispatching step starts; the glue
-/// fills in the UPID with [`Plan::task_started`].
+/// The in-flight record for the task a dispatching step starts;
+/// [`super::settle`] fills in the UPID Proxmox answered with.
 fn pending_task(ctx: &Ctx, call: &PveCall) -> InFlightTask {
     // A shutdown ends by itself after its own timeout; give it that plus
     // the usual margin before calling it late.

@@ -53,8 +53,8 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         );
         return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     }
-    if let Some((doing, call)) = super::ha::remove(ctx, vm) {
-        if let Some(d) = task::gate(ctx, out, call.action()) {
+    if let Some((doing, call)) = super::ha::remove(ctx) {
+        if let Some(d) = task::gate(ctx, out, TaskAction::ConfigureHa) {
             return d;
         }
         let say = Say::yes(Reason::ReconcileSuccess, doing);

@@ -10,8 +10,7 @@
 use pve_client::{HaAffinity, HaResourceSpec};
 
 use super::context::Ctx;
-use super::input::{HaView, ObservedVm};
-use super::output::PveCall;
+use super::input::HaView;
 use crate::api::vm::HighAvailability;
 
 /// One write of HA configuration.
@@ -78,7 +77,7 @@ fn wanted_affinity(ctx: &Ctx, ha: &HighAvailability, vmid: u32) -> Option<HaAffi
 }
 
 /// The next write that brings the VM's HA configuration to the spec.
-pub(super) fn converge(ctx: &Ctx, vm: &ObservedVm) -> Option<(String, PveCall)> {
+pub(super) fn converge(ctx: &Ctx) -> Option<(String, HaCall)> {
     let ha = ctx.spec.ha.as_ref()?;
     let view = ctx.obs.ha.as_ref()?;
     let vmid = ctx.vmid()?;
@@ -99,14 +98,7 @@ pub(super) fn converge(ctx: &Ctx, vm: &ObservedVm) -> Option<(String, PveCall)> 
         // The group must exist before a resource can name it.
         affinity_call(view, affinity).or_else(|| resource_call(view, resource))
     }?;
-    let doing = describe(&call, vmid);
-    Some((
-        doing,
-        PveCall::Ha {
-            node: vm.node.clone(),
-            call,
-        },
-    ))
+    Some((describe(&call, vmid), call))
 }
 
 fn resource_call(view: &HaView, wanted: HaResourceSpec) -> Option<HaCall> {
@@ -137,7 +129,7 @@ fn affinity_call(view: &HaView, wanted: Option<HaAffinity>) -> Option<HaCall> {
 /// Before the VM is destroyed: out of HA (so stopping it is not an HA
 /// request), then, on PVE 8, its group (PVE 9 purges the rule with the
 /// resource).
-pub(super) fn remove(ctx: &Ctx, vm: &ObservedVm) -> Option<(String, PveCall)> {
+pub(super) fn remove(ctx: &Ctx) -> Option<(String, HaCall)> {
     let view = ctx.obs.ha.as_ref()?;
     let vmid = ctx.vmid()?;
     let call = if view.resource.is_some() {
@@ -149,13 +141,7 @@ pub(super) fn remove(ctx: &Ctx, vm: &ObservedVm) -> Option<(String, PveCall)> {
     } else {
         return None;
     };
-    Some((
-        describe(&call, vmid),
-        PveCall::Ha {
-            node: vm.node.clone(),
-            call,
-        },
-    ))
+    Some((describe(&call, vmid), call))
 }
 
 fn describe(call: &HaCall, vmid: u32) -> String {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::Timestamp;
 
-pub use pve_client::TaskOutcome;
+pub use pve_client::{TaskOutcome, Upid};
 
 use super::output::Sensitive;
 use crate::api::{
@@ -85,13 +85,17 @@ pub enum ProviderState {
 /// What the glue should look at before calling [`super::plan`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Needs {
+    /// Reserve a free VMID for the resource (it has none recorded or named):
+    /// see [`Observation::allocated_vmid`].
+    pub allocate_vmid: bool,
     /// Look up this VMID cluster-wide (`/cluster/resources`), then on its
     /// node: `status/current`, `config` + `pending` (unless locked
     /// `create`/`clone`), and the guest agent's interfaces when running with
     /// the agent enabled.
     pub vmid: Option<u32>,
-    /// Status of this task (and its log tail when it stopped).
-    pub task: Option<TaskRef>,
+    /// Status of the task recorded in the status (and its log tail when it
+    /// stopped): its UPID, parsed from the status once, here.
+    pub task: Option<Upid>,
     /// List the active tasks on this node (`/nodes/{node}/tasks?source=active`);
     /// the VM's node when it exists.
     pub active_tasks_on: Option<String>,
@@ -145,6 +149,33 @@ pub enum Heavy {
     Clone,
 }
 
+impl Heavy {
+    /// The Proxmox task type of the work.
+    pub fn task_type(self) -> &'static str {
+        match self {
+            Self::Import => "qmcreate",
+            Self::Clone => "qmclone",
+        }
+    }
+
+    /// The heavy work a task of `task_type` is, if any.
+    pub fn of_task(task_type: &str) -> Option<Self> {
+        [Self::Import, Self::Clone]
+            .into_iter()
+            .find(|kind| kind.task_type() == task_type)
+    }
+}
+
+/// A VMID reserved for the resource before the plan, as placement and
+/// slots are: the plan records it in `crossplane.io/external-name`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VmidGrant {
+    /// This VMID is the resource's until the record is written (or fails).
+    Reserved(u32),
+    /// None could be reserved, and why.
+    Unavailable(String),
+}
+
 /// A slot to take before dispatching heavy work.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlotRequest {
@@ -152,15 +183,6 @@ pub struct SlotRequest {
     pub node: Option<String>,
     /// What kind of work.
     pub kind: Heavy,
-}
-
-/// A task to look at.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskRef {
-    /// The UPID.
-    pub upid: String,
-    /// Its node.
-    pub node: String,
 }
 
 /// An image volume to look for.
@@ -183,10 +205,26 @@ pub enum TemplateRef {
     Name(String),
 }
 
+/// How the VM was observed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Depth {
+    /// Power state and lock from the VM's own `status/current`.
+    #[default]
+    Full,
+    /// An idle VM: power state and lock from the shared cluster view (the
+    /// glue falls back to [`Depth::Full`] when the view does not show it as
+    /// expected). A plan from such a look may only conclude "up to date";
+    /// anything else asks for a full look first
+    /// ([`super::Idle::LookCloser`]).
+    Idle,
+}
+
 /// What the glue saw on Proxmox. Fields the [`Needs`] did not ask for stay
 /// at their defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observation {
+    /// How the VM was looked at.
+    pub depth: Depth,
     /// The VM named by the VMID.
     pub vm: VmState,
     /// The in-flight task from the status, if there is one.
@@ -195,6 +233,9 @@ pub struct Observation {
     pub active_tasks: Vec<ActiveTask>,
     /// Image volumes asked for: `true` when present.
     pub images: BTreeMap<String, bool>,
+    /// The VMID the scheduler reserved, when [`Needs::allocate_vmid`]
+    /// asked.
+    pub allocated_vmid: Option<VmidGrant>,
     /// The node chosen for the VM, when [`Needs::placement`] asked.
     pub placement: Option<Placement>,
     /// The clone template.
@@ -392,19 +433,13 @@ pub enum TaskState {
     Unreadable(String),
 }
 
-/// A task Proxmox lists as active on a node.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ActiveTask {
-    /// The UPID.
-    pub upid: String,
-    /// Task type (`qmcreate`, `download`, `vzdump`, ...).
-    pub type_: String,
-    /// Task ID: the VMID, or the file name for a download.
-    pub id: String,
-    /// Node it runs on.
-    pub node: String,
-    /// Start time from the UPID.
-    pub started_at: Timestamp,
+/// A task Proxmox lists as active on a node: its UPID says what it is
+/// (type, ID, node, start time).
+pub type ActiveTask = Upid;
+
+/// When an active task started, from its UPID.
+pub fn started_at(task: &ActiveTask) -> Timestamp {
+    Timestamp::from_second(i64::from(task.starttime())).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// The clone template, resolved.

@@ -5,6 +5,8 @@ use std::{collections::BTreeMap, fmt, time::Duration};
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use pve_client::vm::VmParams;
 
+use super::HaCall;
+
 use crate::api::{
     ProxmoxVMStatus,
     vm::{ChecksumAlgorithm, InFlightTask, TaskAction},
@@ -17,9 +19,9 @@ use crate::api::{
 pub struct Plan<S = Step> {
     /// The one thing to do now.
     pub step: S,
-    /// The status to write once the step succeeded (server-side apply; a
-    /// write equal to the current status is a no-op). When the step starts a
-    /// task, call [`Plan::task_started`] first.
+    /// The status to write once the step was carried out and the plan
+    /// settled with its outcome (server-side apply; a write equal to the
+    /// current status is a no-op).
     pub status: ProxmoxVMStatus,
     /// When to reconcile again after the step; `None`: only on change.
     pub requeue_after: Option<Duration>,
@@ -29,19 +31,9 @@ pub struct Plan<S = Step> {
     pub connection: Option<BTreeMap<String, String>>,
     /// The task this pass saw end, for the metrics.
     pub finished_task: Option<FinishedTask>,
-    /// The task a dispatching step starts, to be completed by `task_started`.
+    /// The task a dispatching step starts, recorded by [`super::settle`]
+    /// once Proxmox answered with its UPID.
     pub(super) pending_task: Option<InFlightTask>,
-}
-
-impl Plan {
-    /// Records the task the step started (its UPID as Proxmox returned it)
-    /// in the status, so later passes observe it instead of starting another.
-    pub fn task_started(&mut self, upid: &str) {
-        if let Some(mut task) = self.pending_task.take() {
-            task.upid = upid.to_owned();
-            self.status.at_provider.task = Some(task);
-        }
-    }
 }
 
 impl From<Plan<LocalStep>> for Plan {
@@ -69,13 +61,17 @@ pub struct FinishedTask {
     pub elapsed: Duration,
 }
 
-/// The one action of a pass, by where it acts.
+/// The one action of a pass, by where it acts. Every variant is something
+/// the glue carries out as it is: nothing is resolved or rewritten after
+/// the plan.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     /// A write of the ProxmoxVM's metadata.
     Kube(KubeWrite),
     /// A Proxmox call that starts a task.
     Pve(PveCall),
+    /// A synchronous write of the VM's HA configuration (no task).
+    Ha(HaCall),
     /// Nothing beyond writing the status.
     Idle(Idle),
 }
@@ -86,14 +82,25 @@ impl Step {
         match self {
             Self::Kube(w) => w.name(),
             Self::Pve(c) => c.name(),
+            Self::Ha(_) => "ConfigureHa",
             Self::Idle(i) => i.name(),
         }
     }
 
-    /// The Proxmox call, if the step is one.
+    /// The Proxmox call, if the step starts a task.
     pub fn pve(&self) -> Option<&PveCall> {
         match self {
             Self::Pve(call) => Some(call),
+            Self::Kube(_) | Self::Ha(_) | Self::Idle(_) => None,
+        }
+    }
+
+    /// What a failure of the step is recorded as (for backoff), if the step
+    /// changes anything on Proxmox.
+    pub fn action(&self) -> Option<TaskAction> {
+        match self {
+            Self::Pve(call) => Some(call.action()),
+            Self::Ha(_) => Some(TaskAction::ConfigureHa),
             Self::Kube(_) | Self::Idle(_) => None,
         }
     }
@@ -129,6 +136,12 @@ impl From<PveCall> for Step {
     }
 }
 
+impl From<HaCall> for Step {
+    fn from(c: HaCall) -> Self {
+        Self::Ha(c)
+    }
+}
+
 impl From<Idle> for Step {
     fn from(i: Idle) -> Self {
         Self::Idle(i)
@@ -160,9 +173,6 @@ pub enum KubeWrite {
         /// Also mark a create as possibly sent from now on.
         create_pending: bool,
     },
-    /// Take a free VMID from the provider's allocator, then do as
-    /// [`KubeWrite::RecordExternalName`] with `create_pending: true`.
-    AllocateVmid,
     /// Remove `crossplane.io/external-name` and the create annotations; the
     /// allocated VMID turned out to belong to another VM.
     ForgetExternalName,
@@ -179,7 +189,6 @@ impl KubeWrite {
     pub fn name(&self) -> &'static str {
         match self {
             Self::RecordExternalName { .. } => "RecordExternalName",
-            Self::AllocateVmid => "AllocateVmid",
             Self::ForgetExternalName => "ForgetExternalName",
             Self::AddFinalizer => "AddFinalizer",
             Self::RecordCreateSucceeded => "RecordCreateSucceeded",
@@ -191,7 +200,6 @@ impl KubeWrite {
     pub fn describe(&self) -> &'static str {
         match self {
             Self::RecordExternalName { .. } => "record the VMID",
-            Self::AllocateVmid => "allocate a VMID",
             Self::ForgetExternalName => "forget the VMID",
             Self::AddFinalizer => "add the finalizer",
             Self::RecordCreateSucceeded => "record the successful create",
@@ -200,7 +208,7 @@ impl KubeWrite {
     }
 }
 
-/// A Proxmox call that starts a task.
+/// A Proxmox call that starts a task (its UPID is recorded in the status).
 #[derive(Clone, Debug, PartialEq)]
 pub enum PveCall {
     /// `POST /nodes/{node}/storage/{storage}/download-url` (`content=import`).
@@ -309,13 +317,6 @@ pub enum PveCall {
         /// Live (the VM runs).
         online: bool,
     },
-    /// A synchronous write of the VM's HA configuration (no task).
-    Ha {
-        /// The VM's node (HA configuration is cluster-wide).
-        node: String,
-        /// What to write.
-        call: super::HaCall,
-    },
     /// `POST /nodes/{node}/qemu/{vmid}/template`.
     ConvertToTemplate {
         /// Node.
@@ -375,7 +376,6 @@ impl PveCall {
             Self::Destroy { .. } => TaskAction::Destroy,
             Self::Migrate { .. } => TaskAction::Migrate,
             Self::MoveDisk { .. } => TaskAction::MoveDisk,
-            Self::Ha { .. } => TaskAction::ConfigureHa,
             Self::UploadSeed { .. } => TaskAction::UploadSeed,
             Self::DeleteVolume { .. } => TaskAction::DeleteVolume,
             Self::ConvertToTemplate { .. } => TaskAction::Template,
@@ -396,7 +396,6 @@ impl PveCall {
             Self::Destroy { .. } => "Destroy",
             Self::Migrate { .. } => "Migrate",
             Self::MoveDisk { .. } => "MoveDisk",
-            Self::Ha { .. } => "ConfigureHa",
             Self::UploadSeed { .. } => "UploadSeed",
             Self::DeleteVolume { .. } => "DeleteVolume",
             Self::ConvertToTemplate { .. } => "ConvertToTemplate",
@@ -416,7 +415,6 @@ impl PveCall {
             | Self::Destroy { node, .. }
             | Self::Migrate { node, .. }
             | Self::MoveDisk { node, .. }
-            | Self::Ha { node, .. }
             | Self::UploadSeed { node, .. }
             | Self::DeleteVolume { node, .. }
             | Self::ConvertToTemplate { node, .. } => node,
@@ -444,15 +442,8 @@ impl PveCall {
             | Self::Shutdown { .. }
             | Self::Stop { .. }
             | Self::Destroy { .. }
-            | Self::Ha { .. }
             | Self::ConvertToTemplate { .. } => None,
         }
-    }
-
-    /// Whether the call starts a Proxmox task (HA configuration is written
-    /// synchronously).
-    pub fn starts_task(&self) -> bool {
-        !matches!(self, Self::Ha { .. })
     }
 }
 
@@ -473,6 +464,9 @@ pub enum Idle {
     Paused,
     /// The VM matches the spec.
     UpToDate,
+    /// A cheap look at an idle VM found something to do: look again in
+    /// full at once, changing nothing meanwhile.
+    LookCloser,
 }
 
 impl Idle {
@@ -485,6 +479,7 @@ impl Idle {
             Self::Refuse => "Refuse",
             Self::Paused => "Paused",
             Self::UpToDate => "UpToDate",
+            Self::LookCloser => "LookCloser",
         }
     }
 }

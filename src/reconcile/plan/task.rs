@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say, after, between, in_secs};
-use super::input::{ActiveTask, TaskOutcome, TaskState, VmState};
+use super::input::{ActiveTask, TaskOutcome, TaskState, VmState, started_at};
 use super::output::{FinishedTask, Idle, time};
 use super::owner::{Ownership, ownership};
 use crate::api::{
@@ -106,11 +106,11 @@ fn activity(ctx: &Ctx, action: TaskAction) -> Reason {
 /// failed; clears it and lets the later phases decide when it succeeded.
 pub(super) fn in_flight(ctx: &Ctx, out: &mut Out) -> Option<Decision> {
     let task = ctx.task()?.clone();
-    let observed = ctx
-        .obs
-        .task
-        .clone()
-        .unwrap_or_else(|| TaskState::Unreadable("it was not observed".into()));
+    let observed = match (ctx.obs.task.clone(), ctx.recorded_upid()) {
+        (Some(state), _) => state,
+        (None, Some(Err(e))) => TaskState::Unreadable(format!("the recorded UPID is invalid: {e}")),
+        (None, Some(Ok(_)) | None) => TaskState::Unreadable("it was not observed".into()),
+    };
     match observed {
         TaskState::Running { progress } => Some(running(ctx, out, &task, progress)),
         TaskState::NotFound if between(task.started_at.0, ctx.now) < NOT_VISIBLE_GRACE => {
@@ -288,15 +288,18 @@ pub(super) fn adopt(ctx: &Ctx, out: &mut Out) -> Option<Decision> {
         .map(|i| (i.file_name(), i.volume()))
         .collect();
     for t in &ctx.obs.active_tasks {
-        if t.id == vmid {
-            let action = VM_TASKS.into_iter().find(|a| a.pve_type() == t.type_);
+        if t.id() == vmid {
+            let action = VM_TASKS
+                .into_iter()
+                .find(|a| a.pve_type() == t.task_type())
+                .filter(|_| ours);
             return Some(match action {
-                Some(action) if ours => take_over(ctx, out, t, action, None),
-                _ => foreign_task(ctx, t),
+                Some(action) => take_over(ctx, out, t, action, None),
+                None => foreign_task(ctx, t),
             });
         }
-        if t.type_ == TaskAction::DownloadImage.pve_type()
-            && let Some((_, volume)) = images.iter().find(|(file, _)| *file == t.id)
+        if t.task_type() == TaskAction::DownloadImage.pve_type()
+            && let Some((_, volume)) = images.iter().find(|(file, _)| file == t.id())
         {
             let target = Some(volume.clone());
             return Some(take_over(ctx, out, t, TaskAction::DownloadImage, target));
@@ -312,31 +315,31 @@ fn take_over(
     action: TaskAction,
     target: Option<String>,
 ) -> Decision {
+    let started = started_at(t);
     out.status.at_provider.task = Some(InFlightTask {
-        upid: t.upid.clone(),
+        upid: t.to_string(),
         action,
-        type_: t.type_.clone(),
-        node: t.node.clone(),
+        type_: t.task_type().to_owned(),
+        node: t.node().to_owned(),
         target,
-        started_at: time(t.started_at),
-        deadline: time(after(t.started_at, ctx.timing.task_timeout)),
+        started_at: time(started),
+        deadline: time(after(started, ctx.timing.task_timeout)),
         progress: None,
-        summary: InFlightTask::summarize(&t.type_, None),
+        summary: InFlightTask::summarize(t.task_type(), None),
     });
     out.event(
         false,
         "TaskAdopted",
         format!(
-            "found {} {} already running; observing it instead of starting another",
-            t.type_, t.upid
+            "found {} {t} already running; observing it instead of starting another",
+            t.task_type()
         ),
     );
     let say = Say::yes(
         activity(ctx, action),
         format!(
-            "waiting for the {} (task {}, found running)",
-            action.describe(),
-            t.upid
+            "waiting for the {} (task {t}, found running)",
+            action.describe()
         ),
     );
     Decision::new(Idle::ObserveTask, Some(ctx.timing.poll_interval), say)
@@ -346,9 +349,8 @@ fn foreign_task(ctx: &Ctx, t: &ActiveTask) -> Decision {
     let say = Say::yes(
         Reason::WaitingForTask,
         format!(
-            "Proxmox task {} ({}) is running on VM {}; waiting for it to finish before looking again",
-            t.type_,
-            t.upid,
+            "Proxmox task {} ({t}) is running on VM {}; waiting for it to finish before looking again",
+            t.task_type(),
             ctx.vmid_text()
         ),
     );

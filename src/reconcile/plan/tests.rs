@@ -272,13 +272,11 @@ impl World {
 
     pub fn active(self, type_: &str, id: &str) -> Self {
         self.observe(|o| {
-            o.active_tasks.push(ActiveTask {
-                upid: format!("UPID:pve1:00009999:00ABCDEF:6B49D200:{type_}:{id}:root@pam:"),
-                type_: type_.into(),
-                id: id.into(),
-                node: "pve1".into(),
-                started_at: at(90),
-            })
+            // Started at(90).
+            let started = u32::try_from(at(90).as_second()).unwrap();
+            o.active_tasks.push(
+                Upid::encode("pve1", 0x9999, 0xABCDEF, started, type_, id, "root@pam").unwrap(),
+            )
         })
     }
 

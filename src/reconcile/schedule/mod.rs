@@ -20,6 +20,8 @@ use std::ops::RangeInclusive;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use pve_client::Upid;
+
 use super::plan::{Heavy, Placement, PlacementRequest, SlotGrant};
 use super::providers::ConfigKey;
 use super::wake::VmRef;
@@ -110,7 +112,7 @@ impl Scheduler {
     }
 
     /// The granted work of `uid` on `node` was dispatched as `upid`.
-    pub fn dispatched(&self, key: &ConfigKey, node: &str, uid: &str, upid: &str) {
+    pub fn dispatched(&self, key: &ConfigKey, node: &str, uid: &str, upid: &Upid) {
         self.with(key, |b| {
             b.slots
                 .entry(node.to_owned())
@@ -120,7 +122,7 @@ impl Scheduler {
     }
 
     /// A task of ours on `node` that never counts against a limit.
-    pub fn light_task(&self, key: &ConfigKey, node: &str, upid: &str) {
+    pub fn light_task(&self, key: &ConfigKey, node: &str, upid: &Upid) {
         self.with(key, |b| {
             b.slots
                 .entry(node.to_owned())

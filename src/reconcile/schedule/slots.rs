@@ -13,6 +13,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use pve_client::Upid;
+
 use super::super::plan::{Heavy, SlotGrant};
 use super::super::wake::VmRef;
 
@@ -28,7 +30,7 @@ const GRANT_EXPIRES: Duration = Duration::from_secs(600);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunningTask {
     /// Its UPID.
-    pub upid: String,
+    pub upid: Upid,
     /// What it counts as.
     pub kind: Heavy,
 }
@@ -38,7 +40,7 @@ pub struct RunningTask {
 struct Taken {
     kind: Heavy,
     /// The task once dispatched.
-    upid: Option<String>,
+    upid: Option<Upid>,
     /// Whether the active list has shown the task.
     listed: bool,
     /// When granted or dispatched.
@@ -64,7 +66,7 @@ pub struct NodeSlots {
     waiting: HashMap<String, Waiter>,
     /// UPIDs of this process's tasks that do not count (creates without
     /// imports), so the active list does not make them imports.
-    light: HashMap<String, Instant>,
+    light: HashMap<Upid, Instant>,
 }
 
 impl NodeSlots {
@@ -152,16 +154,16 @@ impl NodeSlots {
     }
 
     /// The granted work was dispatched as task `upid`.
-    pub fn dispatched(&mut self, uid: &str, upid: &str, now: Instant) {
+    pub fn dispatched(&mut self, uid: &str, upid: &Upid, now: Instant) {
         if let Some(t) = self.taken.get_mut(uid) {
-            t.upid = Some(upid.to_owned());
+            t.upid = Some(upid.clone());
             t.at = now;
         }
     }
 
     /// A task of this process that never counts (a create without imports).
-    pub fn light_task(&mut self, upid: &str, now: Instant) {
-        self.light.insert(upid.to_owned(), now);
+    pub fn light_task(&mut self, upid: &Upid, now: Instant) {
+        self.light.insert(upid.clone(), now);
     }
 
     /// Gives the slot back: the grant was not used, or its task ended.
@@ -188,13 +190,13 @@ impl NodeSlots {
     /// listed tasks that are not among them.
     fn in_use(&self, kind: Heavy, running: &[RunningTask]) -> u32 {
         let ours = self.taken.values().filter(|t| t.kind == kind);
-        let known: Vec<&str> = self
+        let known: Vec<&Upid> = self
             .taken
             .values()
-            .filter_map(|t| t.upid.as_deref())
+            .filter_map(|t| t.upid.as_ref())
             .collect();
         let others = running.iter().filter(|r| {
-            r.kind == kind && !known.contains(&r.upid.as_str()) && !self.light.contains_key(&r.upid)
+            r.kind == kind && !known.contains(&&r.upid) && !self.light.contains_key(&r.upid)
         });
         u32::try_from(ours.count() + others.count()).unwrap_or(u32::MAX)
     }
@@ -223,11 +225,16 @@ impl NodeSlots {
 mod tests {
     use super::*;
 
+    /// A qmcreate UPID on node `pve` whose task ID is `tag`.
+    fn upid(tag: &str) -> Upid {
+        Upid::encode("pve", 1, 1, 1, "qmcreate", tag, "root@pam").unwrap()
+    }
+
     fn running(upids: &[&str]) -> Vec<RunningTask> {
         upids
             .iter()
             .map(|u| RunningTask {
-                upid: (*u).into(),
+                upid: upid(u),
                 kind: Heavy::Import,
             })
             .collect()
@@ -275,9 +282,9 @@ mod tests {
         let mut slots = NodeSlots::default();
         let now = Instant::now();
         assert!(import(&mut slots, "a", 2, now));
-        slots.dispatched("a", "UPID:a", now);
+        slots.dispatched("a", &upid("a"), now);
         // The list shows a's task and someone else's import: 2 in use.
-        let list = running(&["UPID:a", "UPID:hand-made"]);
+        let list = running(&["a", "hand-made"]);
         let busy = slots.acquire("pve", ask("b"), Heavy::Import, 2, Some(&list), now);
         assert_eq!(
             busy,
@@ -291,7 +298,7 @@ mod tests {
         // a's task ended: the list no longer shows it, so its slot is free
         // even before a's own pass gives it back.
         let later = now + Duration::from_secs(3);
-        let list = running(&["UPID:hand-made"]);
+        let list = running(&["hand-made"]);
         assert!(granted(&slots.acquire(
             "pve",
             ask("b"),
@@ -303,7 +310,7 @@ mod tests {
         // A list that could not be read ends nothing.
         let mut slots = NodeSlots::default();
         assert!(import(&mut slots, "a", 1, now));
-        slots.dispatched("a", "UPID:a", now);
+        slots.dispatched("a", &upid("a"), now);
         let busy = slots.acquire(
             "pve",
             ask("b"),
@@ -340,7 +347,7 @@ mod tests {
         let mut slots = NodeSlots::default();
         let now = Instant::now();
         assert!(import(&mut slots, "a", 1, now));
-        slots.dispatched("a", "UPID:a", now);
+        slots.dispatched("a", &upid("a"), now);
         let soon = now + Duration::from_secs(2);
         assert!(!import(&mut slots, "b", 1, soon));
         let later = now + NOT_LISTED_GRACE;
@@ -377,8 +384,8 @@ mod tests {
     fn light_tasks_of_ours_do_not_count() {
         let mut slots = NodeSlots::default();
         let now = Instant::now();
-        slots.light_task("UPID:plain-create", now);
-        let list = running(&["UPID:plain-create"]);
+        slots.light_task(&upid("plain-create"), now);
+        let list = running(&["plain-create"]);
         assert!(granted(&slots.acquire(
             "pve",
             ask("a"),

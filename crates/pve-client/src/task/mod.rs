@@ -85,6 +85,11 @@ pub struct TaskListEntry {
 }
 
 impl TaskListEntry {
+    /// The entry's UPID, parsed; `None` for an entry that is not one.
+    pub fn parsed_upid(&self) -> Option<Upid> {
+        Upid::parse(&self.upid).ok()
+    }
+
     /// Whether the list says the task still runs.
     pub fn is_running(&self) -> bool {
         self.status.as_deref().is_none_or(|s| s == "RUNNING")

@@ -36,9 +36,20 @@ fn create_table() {
     let creating = Some((F, Reason::Creating));
     run_table(vec![
         (
-            "fresh resource gets a VMID",
-            World::new(),
-            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+            "fresh resource records the VMID the scheduler reserved",
+            World::new().observe(|o| o.allocated_vmid = Some(VmidGrant::Reserved(100))),
+            expect(
+                "RecordExternalName",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
+        ),
+        (
+            "fresh resource without a free VMID waits",
+            World::new().observe(|o| {
+                o.allocated_vmid = Some(VmidGrant::Unavailable("no free VMID in 100..=101".into()))
+            }),
+            expect("Wait", (F, Reason::ReconcileError), None),
         ),
         (
             "recorded VMID without pending mark",

@@ -12,7 +12,7 @@ struct Pve {
     vm: Option<ObservedVm>,
     image: bool,
     /// The running task and what it does when it ends.
-    task: Option<(String, TaskAction)>,
+    task: Option<(Upid, TaskAction)>,
     /// Every Proxmox step sent, in order.
     sent: Vec<String>,
 }
@@ -35,14 +35,19 @@ fn stored(key: &str, value: &str) -> String {
 }
 
 impl Pve {
-    fn start(&mut self, step: &Step) -> String {
+    fn start(&mut self, step: &Step) -> Upid {
         let action = step.pve().expect("a Proxmox step").action();
         self.sent.push(step.name().to_owned());
-        let upid = format!(
-            "UPID:pve1:{:08X}:00000001:6B49D200:{}:100:root@pam:",
-            self.sent.len(),
-            action.pve_type()
-        );
+        // A download's task ID is the file name; a VM task's, the VMID.
+        let id = if action == TaskAction::DownloadImage {
+            image_volume().rsplit('/').next().unwrap().to_owned()
+        } else {
+            "100".to_owned()
+        };
+        let pid = u32::try_from(self.sent.len()).unwrap();
+        let started = u32::try_from(T0).unwrap();
+        let upid =
+            Upid::encode("pve1", pid, 1, started, action.pve_type(), &id, "root@pam").unwrap();
         match step {
             Step::Pve(PveCall::CreateVm { params, .. }) => {
                 let config = VmConfig {
@@ -112,8 +117,7 @@ impl Pve {
                 *value = format!("{storage}:{rest}");
             }
             Step::Pve(
-                PveCall::Ha { .. }
-                | PveCall::UploadSeed { .. }
+                PveCall::UploadSeed { .. }
                 | PveCall::DeleteVolume { .. }
                 | PveCall::DownloadImage { .. }
                 | PveCall::Start { .. }
@@ -123,6 +127,7 @@ impl Pve {
                 | PveCall::ConvertToTemplate { .. },
             )
             | Step::Kube(_)
+            | Step::Ha(_)
             | Step::Idle(_) => {}
         }
         self.task = Some((upid.clone(), action));
@@ -162,24 +167,11 @@ impl Pve {
             .as_ref()
             .and_then(|s| s.at_provider.task.as_ref());
         let task = recorded.map(|t| match &self.task {
-            Some((upid, _)) if *upid == t.upid => TaskState::Running { progress: Some(50) },
-            _ => task_ok(),
+            Some((upid, _)) if upid.as_str() == t.upid => TaskState::Running { progress: Some(50) },
+            Some(_) | None => task_ok(),
         });
         // The node's active task list, as the glue reads it on every pass.
-        let active_tasks = match &self.task {
-            Some((upid, action)) => vec![ActiveTask {
-                upid: upid.clone(),
-                type_: action.pve_type().into(),
-                id: if *action == TaskAction::DownloadImage {
-                    image_volume().rsplit('/').next().unwrap().into()
-                } else {
-                    "100".into()
-                },
-                node: "pve1".into(),
-                started_at: world.now,
-            }],
-            None => vec![],
-        };
+        let active_tasks: Vec<ActiveTask> = self.task.iter().map(|(u, _)| u.clone()).collect();
         Observation {
             vm,
             task,
@@ -198,13 +190,15 @@ impl Pve {
             slot: Some(SlotGrant::Granted {
                 node: "pve1".into(),
             }),
+            // And the scheduler's VMID is always 100.
+            allocated_vmid: Some(VmidGrant::Reserved(100)),
             ..Observation::default()
         }
     }
 }
 
 /// Applies a Kubernetes step to the resource.
-fn apply_kube(world: &mut World, step: &Step, nextid: u32) {
+fn apply_kube(world: &mut World, step: &Step) {
     let now = world.now.to_string();
     let ann = |w: &mut World, k: &str, v: &str| {
         w.vm.metadata
@@ -213,10 +207,6 @@ fn apply_kube(world: &mut World, step: &Step, nextid: u32) {
             .insert(k.into(), v.into());
     };
     match step {
-        Step::Kube(KubeWrite::AllocateVmid) => {
-            ann(world, meta::EXTERNAL_NAME, &nextid.to_string());
-            ann(world, meta::EXTERNAL_CREATE_PENDING, &now);
-        }
         Step::Kube(KubeWrite::RecordExternalName {
             vmid,
             create_pending,
@@ -247,7 +237,7 @@ fn apply_kube(world: &mut World, step: &Step, nextid: u32) {
                 annotations.remove(key);
             }
         }
-        Step::Pve(_) | Step::Idle(_) => {}
+        Step::Pve(_) | Step::Ha(_) | Step::Idle(_) => {}
     }
 }
 
@@ -271,13 +261,13 @@ fn drive(
         let mut write_status = true;
         if plan.step.pve().is_some() {
             let upid = pve.start(&plan.step);
-            plan.task_started(&upid);
+            plan = settle(&world.input(), plan, Ok(Done::Started(upid)));
             if !lost && lose_status_after == Some(plan.step.name()) {
                 lost = true;
                 write_status = false;
             }
         } else {
-            apply_kube(&mut world, &plan.step, 100);
+            apply_kube(&mut world, &plan.step);
         }
         if write_status {
             world.vm.status = Some(plan.status.clone());
@@ -308,7 +298,11 @@ fn image_flow_reaches_ready_with_each_step_once() {
         ["DownloadImage", "CreateVm", "ResizeDisk", "Start"],
         "passes: {steps:?}"
     );
-    for k8s in ["AllocateVmid", "AddFinalizer", "RecordCreateSucceeded"] {
+    for k8s in [
+        "RecordExternalName",
+        "AddFinalizer",
+        "RecordCreateSucceeded",
+    ] {
         assert_eq!(
             steps.iter().filter(|s| **s == k8s).count(),
             1,

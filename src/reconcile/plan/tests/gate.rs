@@ -156,16 +156,16 @@ fn act_failures() {
     let planned = world.run();
     assert_eq!(planned.step.name(), "CreateVm");
 
-    let conflict = act_failed(&world.input(), &planned, ActFailure::Conflict);
+    let conflict = settle(&world.input(), planned.clone(), Err(ActFailure::Conflict));
     assert_eq!(conflict.requeue_after, Some(Duration::ZERO));
     assert_eq!(conflict.status.at_provider.last_failure, None);
 
-    let failed = act_failed(
+    let failed = settle(
         &world.input(),
-        &planned,
-        ActFailure::Failed(
+        planned.clone(),
+        Err(ActFailure::Failed(
             "500 unable to create VM 100 - VM 100 already exists on node 'pve2'".into(),
-        ),
+        )),
     );
     assert_eq!(failed.step, Step::Idle(Idle::Wait));
     assert_eq!(failed.requeue_after, Some(Duration::from_secs(10)));
@@ -181,10 +181,10 @@ fn act_failures() {
     assert!(message.contains("already exists"), "{message}");
     assert!(failed.status.at_provider.task.is_none());
 
-    let locked = act_failed(
+    let locked = settle(
         &world.input(),
-        &planned,
-        ActFailure::Locked("VM is locked (backup)".into()),
+        planned.clone(),
+        Err(ActFailure::Locked("VM is locked (backup)".into())),
     );
     let (_, reason, _) = condition(&locked, ConditionType::Synced).unwrap();
     assert_eq!(reason, "VmLocked");

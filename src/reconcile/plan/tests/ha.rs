@@ -9,7 +9,7 @@ use crate::reconcile::plan::{AffinityView, HaCall, HaResourceView, HaView};
 
 fn ha_call(plan: &Plan) -> &HaCall {
     match &plan.step {
-        Step::Pve(PveCall::Ha { call, .. }) => call,
+        Step::Ha(call) => call,
         other => panic!("want an HA write, got {other:?}"),
     }
 }

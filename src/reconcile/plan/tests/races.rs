@@ -167,12 +167,12 @@ fn a_create_refused_because_the_vmid_exists_gives_an_allocated_vmid_up() {
         .slot_granted("pve1");
     let planned = world.run();
     assert_eq!(planned.step.name(), "CreateVm");
-    let failed = act_failed(
+    let failed = settle(
         &world.input(),
-        &planned,
-        ActFailure::Taken(
+        planned.clone(),
+        Err(ActFailure::Taken(
             "already exists: unable to create VM 100 - VM 100 already exists on node 'pve1'".into(),
-        ),
+        )),
     );
     assert_eq!(failed.requeue_after, Some(Duration::ZERO));
     assert!(

@@ -33,7 +33,7 @@ fn writing_the_planned_status_back_changes_nothing() {
         };
         let second = again.run();
         let mut first_status = first.status.clone();
-        // A step that starts a task records it only via `task_started`.
+        // A step that starts a task records it only when settled.
         first_status.at_provider.task = second.status.at_provider.task.clone();
         assert_eq!(second.status, first_status, "step {:?}", first.step);
     }
@@ -41,21 +41,34 @@ fn writing_the_planned_status_back_changes_nothing() {
 
 #[test]
 fn a_started_task_is_recorded_with_its_deadline() {
-    let mut plan = World::new()
+    let world = World::new()
         .pending()
         .absent()
         .node("pve1")
         .image(true)
         .finalizer()
-        .slot_granted("pve1")
-        .run();
+        .slot_granted("pve1");
+    let plan = world.run();
     assert_eq!(plan.step.name(), "CreateVm");
     assert!(
         plan.status.at_provider.task.is_none(),
         "nothing recorded before dispatch"
     );
-    plan.task_started("UPID:pve1:0000AAAA:00000001:6B49D264:qmcreate:100:root@pam:");
+    let upid = "UPID:pve1:0000AAAA:00000001:6B49D264:qmcreate:100:root@pam:";
+    let plan = settle(
+        &world.input(),
+        plan,
+        Ok(Done::Started(Upid::parse(upid).unwrap())),
+    );
     let task = plan.status.at_provider.task.as_ref().expect("recorded");
+    assert_eq!(task.upid, upid);
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == "TaskStarted" && e.note.contains(upid)),
+        "{:?}",
+        plan.events
+    );
     assert_eq!(task.action, TaskAction::Create);
     assert_eq!(task.type_, "qmcreate");
     assert_eq!(task.node, "pve1");

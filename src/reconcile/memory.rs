@@ -1,0 +1,173 @@
+//! What the controller remembers of each resource between its passes, in
+//! one table under one lock: the count of failed passes (for backoff), the
+//! resourceVersion of our last write (so a pass may read the cache), and
+//! when its VM was last observed in full.
+//!
+//! All of it is a hint that a restart may lose: a new process starts with
+//! an empty table, reads every object afresh once and observes every VM in
+//! full, which is always safe. So a lock poisoned by a panicking pass is
+//! recovered rather than propagated: the entries are plain values that a
+//! panic cannot leave half-written.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::plan::Depth;
+
+/// The first backoff after a failed pass, doubling up to [`BACKOFF_MAX`].
+const BACKOFF_BASE: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// The longest an idle VM goes without a full observation (a paused VM,
+/// for one, shows as `running` in the cluster view).
+const FULL_LOOK_EVERY: Duration = Duration::from_secs(600);
+
+/// One resource's entry.
+#[derive(Debug, Default)]
+struct Entry {
+    /// Consecutive failed passes.
+    failures: u32,
+    /// The resourceVersion of our last write (or fresh read).
+    last_write: Option<String>,
+    /// When the VM was last observed in full.
+    full_look: Option<Instant>,
+}
+
+/// Per-resource memory, by resource UID.
+#[derive(Debug, Default)]
+pub struct Memory {
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+impl Memory {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn with<T>(&self, uid: &str, f: impl FnOnce(&mut Entry) -> T) -> T {
+        f(self.lock().entry(uid.to_owned()).or_default())
+    }
+
+    /// Records a failed pass and returns how long to wait before retrying:
+    /// 1 s doubling to 60 s (kube-runtime keeps no such count, and
+    /// `error_policy` is not told about successes).
+    pub fn failed(&self, uid: &str) -> Duration {
+        let n = self.with(uid, |e| {
+            e.failures = e.failures.saturating_add(1);
+            e.failures
+        });
+        backoff(n)
+    }
+
+    /// Forgets the failures of a resource whose pass succeeded.
+    pub fn succeeded(&self, uid: &str) {
+        if let Some(entry) = self.lock().get_mut(uid) {
+            entry.failures = 0;
+        }
+    }
+
+    /// Whether the cached object (`cached` resourceVersion) is at least as
+    /// new as our last write: it is that very version, or we wrote nothing.
+    /// resourceVersions are compared for equality only, as Kubernetes asks:
+    /// any difference costs one GET, never a wrong decision.
+    pub fn cache_is_current(&self, uid: &str, cached: Option<&str>) -> bool {
+        match self.lock().get(uid).and_then(|e| e.last_write.as_deref()) {
+            None => true,
+            Some(ours) => cached == Some(ours),
+        }
+    }
+
+    /// Records the version a write (or a fresh read) produced.
+    pub fn saw(&self, uid: &str, version: Option<String>) {
+        self.with(uid, |e| e.last_write = version);
+    }
+
+    /// The depth to observe the resource's VM at, given that it looks idle.
+    pub fn depth(&self, uid: &str, idle: bool) -> Depth {
+        let recent = self
+            .lock()
+            .get(uid)
+            .and_then(|e| e.full_look)
+            .is_some_and(|at| at.elapsed() < FULL_LOOK_EVERY);
+        if idle && recent {
+            Depth::Idle
+        } else {
+            Depth::Full
+        }
+    }
+
+    /// The resource's VM was just observed in full.
+    pub fn looked_in_full(&self, uid: &str) {
+        self.with(uid, |e| e.full_look = Some(Instant::now()));
+    }
+
+    /// The next look at the resource's VM must be a full one.
+    pub fn look_closer(&self, uid: &str) {
+        self.with(uid, |e| e.full_look = None);
+    }
+
+    /// Forgets a resource that is gone.
+    pub fn forget(&self, uid: &str) {
+        self.lock().remove(uid);
+    }
+}
+
+/// The delay after `n` consecutive failures.
+fn backoff(n: u32) -> Duration {
+    let exp = n.saturating_sub(1).min(16);
+    (BACKOFF_BASE * 2u32.pow(exp)).min(BACKOFF_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_one_second_to_a_minute_and_resets() {
+        let memory = Memory::default();
+        let seen: Vec<u64> = (0..8).map(|_| memory.failed("a").as_secs()).collect();
+        assert_eq!(seen, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(memory.failed("b").as_secs(), 1, "per resource");
+        memory.succeeded("a");
+        assert_eq!(memory.failed("a").as_secs(), 1);
+    }
+
+    #[test]
+    fn the_cache_is_current_when_it_shows_our_last_write() {
+        let memory = Memory::default();
+        assert!(
+            memory.cache_is_current("a", Some("5")),
+            "nothing written yet"
+        );
+        memory.saw("a", Some("7".into()));
+        assert!(!memory.cache_is_current("a", Some("5")), "the cache lags");
+        assert!(
+            !memory.cache_is_current("a", Some("9")),
+            "another write: read afresh"
+        );
+        assert!(memory.cache_is_current("a", Some("7")));
+        memory.forget("a");
+        assert!(memory.cache_is_current("a", Some("5")));
+    }
+
+    #[test]
+    fn an_idle_vm_is_looked_at_cheaply_only_after_a_recent_full_look() {
+        let memory = Memory::default();
+        assert_eq!(memory.depth("a", true), Depth::Full, "never looked at");
+        memory.looked_in_full("a");
+        assert_eq!(memory.depth("a", true), Depth::Idle);
+        assert_eq!(memory.depth("a", false), Depth::Full, "not idle");
+        memory.look_closer("a");
+        assert_eq!(memory.depth("a", true), Depth::Full, "asked to look closer");
+    }
+
+    #[test]
+    fn one_table_for_everything_a_resource_leaves_behind() {
+        let memory = Memory::default();
+        memory.failed("a");
+        memory.saw("a", Some("7".into()));
+        memory.looked_in_full("a");
+        memory.forget("a");
+        assert!(memory.lock().is_empty());
+    }
+}

@@ -1,0 +1,291 @@
+//! Reservations: every decision the scheduler makes for a pass (a VMID,
+//! a node, an import or clone slot) is made before the plan, from what the
+//! pass observed, and written into the plan's [`Observation`] for the plan
+//! to use as it is. After the step, [`Reserved::settle`] tells the scheduler
+//! what became of them. The decisions themselves are in [`super::schedule`].
+
+use std::collections::BTreeSet;
+
+use kube::ResourceExt;
+
+use super::context::Context;
+use super::identity::Identity;
+use super::observe::Sources;
+use super::plan::{
+    ActFailure, Done, Heavy, KubeWrite, Needs, Observation, Plan, PveCall, SlotGrant, Step,
+    TemplateLookup, VmState, VmidGrant,
+};
+use super::providers::{ConfigKey, Connection};
+use super::schedule::{Candidates, LabelCounts, RunningTask, vmids};
+use super::wake::VmRef;
+use crate::api::{ProxmoxVM, vm::TaskAction};
+
+/// What the scheduler reserved for one pass, to be settled after its step.
+#[must_use = "a reservation is settled after the step"]
+#[derive(Debug)]
+pub struct Reserved {
+    /// The VMID reserved for the resource to record.
+    vmid: Option<u32>,
+    /// The slot granted for a create or clone.
+    slot: Option<Slot>,
+}
+
+/// A slot granted to this pass.
+#[derive(Clone, Debug)]
+struct Slot {
+    node: String,
+    kind: Heavy,
+}
+
+/// Reserves what `needs` asks for, into `obs`: a VMID, a node, a slot.
+pub async fn reserve(
+    ctx: &Context,
+    from: Sources<'_>,
+    conn: &Connection,
+    (vm, id): (&ProxmoxVM, &Identity),
+    needs: &Needs,
+    obs: &mut Observation,
+) -> Result<Reserved, pve_client::Error> {
+    let mut reserved = Reserved::none();
+    if needs.allocate_vmid {
+        let grant = allocate_vmid(ctx, from, conn, id).await;
+        if let VmidGrant::Reserved(vmid) = grant {
+            reserved.vmid = Some(vmid);
+        }
+        obs.allocated_vmid = Some(grant);
+    }
+    let template_node = match &obs.template {
+        Some(TemplateLookup::Found { node, .. }) => Some(node.clone()),
+        Some(TemplateLookup::NotFound | TemplateLookup::Ambiguous(_)) | None => None,
+    };
+    if let (Some(request), Some(vmid)) = (&needs.placement, needs.vmid) {
+        let view = from.view().await?;
+        let labelled = label_counts(ctx, &conn.key, vm, request.spread_by.as_ref());
+        let candidates = Candidates {
+            view: &view,
+            labelled: &labelled,
+            template_node: template_node.as_deref(),
+        };
+        obs.placement = Some(
+            ctx.scheduler
+                .place(&conn.key, &id.uid, vmid, request, candidates),
+        );
+    }
+    // A slot is taken only when a create or clone may follow: the VM was
+    // looked up and is not there.
+    let Some(request) = needs.slot.as_ref().filter(|_| obs.vm == VmState::Absent) else {
+        return Ok(reserved);
+    };
+    let Some(node) = request.node.clone().or(template_node) else {
+        return Ok(reserved);
+    };
+    let running = running_heavy(from.client, &node).await;
+    let (grant, woken) = ctx.scheduler.acquire_slot(
+        &conn.key,
+        &node,
+        (&id.uid, &id.object_ref()),
+        (request.kind, &conn.limits),
+        running.as_deref(),
+    );
+    wake(ctx, woken);
+    if matches!(grant, SlotGrant::Granted { .. }) {
+        reserved.slot = Some(Slot {
+            node: node.clone(),
+            kind: request.kind,
+        });
+    }
+    obs.slot = Some(grant);
+    Ok(reserved)
+}
+
+/// The lowest free VMID of the config's range for this resource.
+async fn allocate_vmid(
+    ctx: &Context,
+    from: Sources<'_>,
+    conn: &Connection,
+    id: &Identity,
+) -> VmidGrant {
+    let next_id = match ctx.inventory.next_id(&conn.key, from.client).await {
+        Ok(next_id) => next_id,
+        Err(e) => {
+            return VmidGrant::Unavailable(format!("cannot read the cluster's next-id range: {e}"));
+        }
+    };
+    let range = vmids::range(conn.vmid_range, next_id);
+    let view = match from.view().await {
+        Ok(view) => view,
+        Err(e) => {
+            return VmidGrant::Unavailable(format!("cannot list the cluster's VMIDs: {e}"));
+        }
+    };
+    let mut used: BTreeSet<u32> = view.vmids.clone();
+    used.extend(recorded_vmids(ctx, &conn.key));
+    match ctx
+        .scheduler
+        .allocate_vmid(&conn.key, &id.uid, range.clone(), &used)
+    {
+        Some(vmid) => {
+            ctx.metrics.vmid_allocated();
+            VmidGrant::Reserved(vmid)
+        }
+        None => VmidGrant::Unavailable(format!(
+            "no free VMID in {}..={} (every one is used on the cluster or by a ProxmoxVM)",
+            range.start(),
+            range.end()
+        )),
+    }
+}
+
+/// The heavy tasks the node lists as running (the shared, batched active
+/// list); `None` when it cannot be read.
+async fn running_heavy(client: &pve_client::Client, node: &str) -> Option<Vec<RunningTask>> {
+    let listed = client.active_tasks(node).await.ok()?;
+    Some(
+        listed
+            .into_iter()
+            .filter(|e| e.is_running())
+            .filter_map(|e| {
+                let upid = e.parsed_upid()?;
+                let kind = Heavy::of_task(upid.task_type())?;
+                Some(RunningTask { upid, kind })
+            })
+            .collect(),
+    )
+}
+
+/// For `SpreadByLabel`: per node, the other ProxmoxVMs of this config with
+/// the same label value (by the node their status records).
+fn label_counts(
+    ctx: &Context,
+    key: &ConfigKey,
+    vm: &ProxmoxVM,
+    spread_by: Option<&(String, String)>,
+) -> LabelCounts {
+    let mut counts = LabelCounts::new();
+    let Some((label, value)) = spread_by else {
+        return counts;
+    };
+    let me = vm.uid();
+    for other in ctx.store.state() {
+        let Ok(other) = &other.0 else { continue };
+        let same = other
+            .labels()
+            .get(label)
+            .map(String::as_str)
+            .unwrap_or_default()
+            == value;
+        if other.uid() == me || !same || ConfigKey::of(other) != *key {
+            continue;
+        }
+        if let Some(node) = other
+            .status
+            .as_ref()
+            .and_then(|s| s.at_provider.node.clone())
+        {
+            *counts.entry(node).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// VMIDs recorded in the external-name annotation of ProxmoxVMs of this
+/// config.
+fn recorded_vmids(ctx: &Context, key: &ConfigKey) -> impl Iterator<Item = u32> {
+    let key = key.clone();
+    ctx.store.state().into_iter().filter_map(move |obj| {
+        let vm = obj.0.as_ref().ok()?;
+        if ConfigKey::of(vm) != key {
+            return None;
+        }
+        vm.external_name()?.parse().ok()
+    })
+}
+
+fn wake(ctx: &Context, who: Vec<VmRef>) {
+    for vm in who {
+        ctx.waker.wake(vm);
+    }
+}
+
+impl Reserved {
+    /// Nothing reserved (the pass could not observe).
+    pub fn none() -> Self {
+        Self {
+            vmid: None,
+            slot: None,
+        }
+    }
+
+    /// Tells the scheduler what became of this pass's reservations and
+    /// what the step did: a granted slot is taken by the task it started or
+    /// given back; a reserved VMID is kept once recorded, else given back;
+    /// a heavy task the pass saw end frees its slot.
+    pub fn settle(
+        self,
+        ctx: &Context,
+        conn: &Connection,
+        (vm, id): (&ProxmoxVM, &Identity),
+        plan: &Plan,
+        outcome: &Result<Done, ActFailure>,
+    ) {
+        let key = &conn.key;
+        let uid = id.uid.as_str();
+        let started = match outcome {
+            Ok(Done::Started(upid)) => Some(upid),
+            Ok(Done::Nothing | Done::Written(_)) | Err(_) => None,
+        };
+        let ok = outcome.is_ok();
+        if let Some(slot) = &self.slot {
+            let dispatched_heavy = match (&plan.step, slot.kind) {
+                (Step::Pve(PveCall::CreateVm { .. }), Heavy::Import)
+                | (Step::Pve(PveCall::CloneVm { .. }), Heavy::Clone) => started,
+                (Step::Pve(_) | Step::Kube(_) | Step::Ha(_) | Step::Idle(_), _) => None,
+            };
+            match dispatched_heavy {
+                Some(upid) => ctx.scheduler.dispatched(key, &slot.node, uid, upid),
+                None => wake(
+                    ctx,
+                    ctx.scheduler
+                        .release_slot(key, &slot.node, uid, &conn.limits),
+                ),
+            }
+        }
+        if let (Some(upid), Step::Pve(PveCall::CreateVm { node, .. })) = (started, &plan.step)
+            && self.slot.is_none()
+        {
+            ctx.scheduler.light_task(key, node, upid);
+        }
+        // The heavy task this pass saw end gives its slot back at once.
+        if let Some(done) = &plan.finished_task
+            && let Some(task) = vm.status.as_ref().and_then(|s| s.at_provider.task.as_ref())
+            && matches!(task.action, TaskAction::Create | TaskAction::Clone)
+            && done.type_ == task.type_
+        {
+            wake(
+                ctx,
+                ctx.scheduler
+                    .release_slot(key, &task.node, uid, &conn.limits),
+            );
+        }
+        if let Some(vmid) = self.vmid {
+            let recorded = ok
+                && plan.step
+                    == Step::Kube(KubeWrite::RecordExternalName {
+                        vmid,
+                        create_pending: true,
+                    });
+            if !recorded {
+                ctx.scheduler.release_vmid(key, uid);
+            }
+        }
+        if ok && plan.step == Step::Kube(KubeWrite::ForgetExternalName) {
+            if let Some(vmid) = vm.external_name().and_then(|v| v.parse().ok()) {
+                ctx.scheduler.vmid_taken(key, vmid);
+            }
+            ctx.scheduler.release_vmid(key, uid);
+        }
+        if ok && plan.step == Step::Kube(KubeWrite::RemoveFinalizer) {
+            ctx.scheduler.forget(key, uid);
+        }
+    }
+}
