@@ -31,6 +31,17 @@ impl Identity {
         })
     }
 
+    /// No one: what an object without a namespace, name or UID (which the
+    /// API server never stores) is taken for. Its empty UID matches no
+    /// owner marker, so it owns nothing.
+    pub fn nobody() -> Self {
+        Self {
+            namespace: String::new(),
+            name: String::new(),
+            uid: String::new(),
+        }
+    }
+
     /// The reference the controller queues passes by.
     pub fn object_ref(&self) -> VmRef {
         ObjectRef::new(&self.name).within(&self.namespace)

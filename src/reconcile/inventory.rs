@@ -94,7 +94,7 @@ impl ClusterView {
                 (_, Some(vmid)) => {
                     view.vmids.insert(vmid);
                 }
-                _ => {}
+                (_, None) => {}
             }
         }
         view.nodes.sort_by(|a, b| a.name.cmp(&b.name));

@@ -126,7 +126,7 @@ async fn pass(
     let needs = match plan::preflight(&vm, now) {
         Preflight::Decided(plan) => {
             let input = PlanInput::unresolved(&vm, now);
-            let outcome = act_local(&ctx.kube, &vm, &plan.step, now).await;
+            let outcome = act_local(&ctx.kube, (&vm, id), &plan.step, now).await;
             let plan = plan::settle(&input, (*plan).into(), outcome.clone());
             return report(ctx, id, &input, plan, &outcome).await;
         }
@@ -138,7 +138,7 @@ async fn pass(
     };
     let (input, reserved) = observe_and_reserve(ctx, &connection, (&vm, id), &needs, now).await?;
     let plan = plan::plan(&input);
-    let outcome = act(&ctx.kube, &connection.client, &vm, &plan.step, now).await;
+    let outcome = act(&ctx.kube, &connection.client, (&vm, id), &plan.step, now).await;
     reserved.settle(ctx, &connection, (&vm, id), &plan, &outcome);
     let plan = plan::settle(&input, plan, outcome.clone());
     report(ctx, id, &input, plan, &outcome).await
@@ -189,7 +189,7 @@ async fn observe_and_reserve<'a>(
         .or_else(|| vm.spec.for_provider.node.clone());
     let depth = ctx.memory.depth(&id.uid, needs.idle);
     let mut input = input(vm, connection.state(), Observation::default(), now);
-    let observed = match observe(from, vm, needs, node_hint.as_deref(), depth).await {
+    let observed = match observe(from, (vm, id), needs, node_hint.as_deref(), depth).await {
         Ok(mut observed) => {
             match reserve(ctx, from, connection, (vm, id), needs, &mut observed).await {
                 Ok(reserved) => Ok((observed, reserved)),
@@ -269,7 +269,7 @@ async fn report(
     }
     log_synced_change(vm, &plan);
     // After a metadata write the status goes onto the new version.
-    let written = status::write(&ctx.kube, vm, &plan.status).await;
+    let written = status::write(&ctx.kube, (vm, id), &plan.status).await;
     for event in &plan.events {
         ctx.events.publish(vm, event).await;
     }

@@ -367,7 +367,7 @@ fn identity(ctx: &Ctx) -> Option<Decision> {
                 ),
             ),
         )),
-        _ => None,
+        (None, _) | (Some(Ok(_)), _) => None,
     }
 }
 

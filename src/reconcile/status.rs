@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::error::{Error, is_not_found};
+use super::identity::Identity;
 use super::settings::FIELD_MANAGER;
 use crate::api::{ProxmoxVM, ProxmoxVMStatus};
 
@@ -20,14 +21,14 @@ use crate::api::{ProxmoxVM, ProxmoxVMStatus};
 /// finalizer was removed) is not an error.
 pub async fn write(
     kube: &kube::Client,
-    vm: &ProxmoxVM,
+    (vm, id): (&ProxmoxVM, &Identity),
     status: &ProxmoxVMStatus,
 ) -> Result<Option<String>, Error> {
     if vm.status.as_ref() == Some(status) {
         return Ok(None);
     }
-    let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
-    apply(&api, &vm.name_any(), status).await
+    let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &id.namespace);
+    apply(&api, &id.name, status).await
 }
 
 /// Server-side applies `status` to the status subresource of the object

@@ -8,6 +8,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Map, Value, json};
 
+use super::super::identity::Identity;
 use super::super::plan::KubeWrite;
 use crate::api::{ProxmoxVM, meta};
 
@@ -63,20 +64,16 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value 
 /// Sends the write; returns the resourceVersion it produced.
 pub(super) async fn apply(
     kube: &kube::Client,
-    vm: &ProxmoxVM,
+    (vm, id): (&ProxmoxVM, &Identity),
     write: &KubeWrite,
     now: Timestamp,
 ) -> Result<Option<String>, kube::Error> {
-    let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
+    let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &id.namespace);
     let body = patch(vm, write, now);
-    tracing::debug!(vm = %vm.name_any(), write = write.name(), "writing metadata");
-    api.patch(
-        &vm.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&body),
-    )
-    .await
-    .map(|written| written.resource_version())
+    tracing::debug!(vm = %id, write = write.name(), "writing metadata");
+    api.patch(&id.name, &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .map(|written| written.resource_version())
 }
 
 #[cfg(test)]

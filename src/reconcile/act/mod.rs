@@ -12,6 +12,7 @@ use k8s_openapi::jiff::Timestamp;
 use pve_client::ErrorClass;
 
 use super::error::is_conflict;
+use super::identity::Identity;
 use super::plan::{ActFailure, Done, KubeWrite, LocalStep, Step};
 use crate::api::ProxmoxVM;
 
@@ -20,12 +21,12 @@ use crate::api::ProxmoxVM;
 pub async fn act(
     kube: &kube::Client,
     pve: &pve_client::Client,
-    vm: &ProxmoxVM,
+    of: (&ProxmoxVM, &Identity),
     step: &Step,
     now: Timestamp,
 ) -> Result<Done, ActFailure> {
     match step {
-        Step::Kube(write) => write_metadata(kube, vm, write, now).await,
+        Step::Kube(write) => write_metadata(kube, of, write, now).await,
         Step::Pve(call) => pve::start(pve, call).await.map(Done::Started),
         Step::Ha(call) => ha::write(pve, call)
             .await
@@ -38,23 +39,23 @@ pub async fn act(
 /// Carries out a step decided before Proxmox was contacted.
 pub async fn act_local(
     kube: &kube::Client,
-    vm: &ProxmoxVM,
+    of: (&ProxmoxVM, &Identity),
     step: &LocalStep,
     now: Timestamp,
 ) -> Result<Done, ActFailure> {
     match step {
-        LocalStep::Kube(write) => write_metadata(kube, vm, write, now).await,
+        LocalStep::Kube(write) => write_metadata(kube, of, write, now).await,
         LocalStep::Idle(_) => Ok(Done::Nothing),
     }
 }
 
 async fn write_metadata(
     kube: &kube::Client,
-    vm: &ProxmoxVM,
+    of: (&ProxmoxVM, &Identity),
     write: &KubeWrite,
     now: Timestamp,
 ) -> Result<Done, ActFailure> {
-    kube_write::apply(kube, vm, write, now)
+    kube_write::apply(kube, of, write, now)
         .await
         .map(Done::Written)
         .map_err(kube_failure)

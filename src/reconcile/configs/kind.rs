@@ -80,11 +80,16 @@ pub fn spec_changes<K: Resource>(
                     obj.meta().generation.unwrap_or_default(),
                     obj.meta().deletion_timestamp.is_some(),
                 );
-                let uid = obj.uid().unwrap_or_default();
-                (seen.insert(uid, version) != Some(version)).then_some(Ok(obj))
+                let changed = match obj.uid() {
+                    Some(uid) => seen.insert(uid, version) != Some(version),
+                    None => true,
+                };
+                changed.then_some(Ok(obj))
             }
             Ok(watcher::Event::Delete(obj)) => {
-                seen.remove(&obj.uid().unwrap_or_default());
+                if let Some(uid) = obj.uid() {
+                    seen.remove(&uid);
+                }
                 Some(Ok(obj))
             }
             Ok(watcher::Event::Init | watcher::Event::InitDone) => None,

@@ -165,14 +165,20 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
         }
     }
     protected?;
-    ctx.failures.succeeded(&config.uid().unwrap_or_default());
+    if let Some(uid) = config.uid() {
+        ctx.failures.succeeded(&uid);
+    }
     Ok(Action::requeue(check.next))
 }
 
 /// After a failed pass (Kubernetes refused or did not answer): retry with
 /// backoff.
 pub fn error_policy<K: ConfigObject>(config: Arc<K>, error: &Error, ctx: Arc<Ctx>) -> Action {
-    let delay = ctx.failures.failed(&config.uid().unwrap_or_default());
+    let Some(uid) = config.uid() else {
+        // No stored object lacks a UID; nothing to count a failure against.
+        return Action::await_change();
+    };
+    let delay = ctx.failures.failed(&uid);
     tracing::warn!(config = %config.key(), %error, retry_in_ms = delay.as_millis() as u64, "provider config pass failed");
     Action::requeue(delay)
 }

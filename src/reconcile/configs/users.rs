@@ -121,7 +121,7 @@ impl Tap {
                 }
             }
             watcher::Event::Delete(vm) => {
-                if let Some(key) = self.configs.remove(&vm.uid().unwrap_or_default()) {
+                if let Some(key) = vm.uid().and_then(|uid| self.configs.remove(&uid)) {
                     self.triggers.send(&key);
                 }
             }

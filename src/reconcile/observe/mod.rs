@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, ResourceExt};
 
 use super::error::{Error, is_not_found};
+use super::identity::Identity;
 use super::inventory::{ClusterView, Inventory};
 use super::plan::{
     Depth, ImageRef, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
@@ -72,7 +73,7 @@ impl Sources<'_> {
 /// (saves a cluster-wide lookup when it is there).
 pub async fn observe(
     from: Sources<'_>,
-    vm: &ProxmoxVM,
+    (vm, id): (&ProxmoxVM, &Identity),
     needs: &Needs,
     node_hint: Option<&str>,
     depth: Depth,
@@ -94,7 +95,7 @@ pub async fn observe(
     if let Some(vmid) = needs.vmid {
         let idle = match (depth, node_hint) {
             (Depth::Idle, Some(node)) => vm::idle_vm_state(from, vmid, node).await?,
-            _ => None,
+            (Depth::Idle, None) | (Depth::Full, _) => None,
         };
         obs.vm = match idle {
             Some(state) => {
@@ -131,12 +132,11 @@ pub async fn observe(
         // The ISOs are on the VM's node (or where it was last seen).
         let (node, running) = match &obs.vm {
             VmState::Present(v) => (Some(v.node.as_str()), v.power == Power::Running),
-            _ => (node_hint, false),
+            VmState::Absent | VmState::Unknown => (node_hint, false),
         };
         if let Some(node) = node {
-            let namespace = vm.namespace().unwrap_or_default();
             let read = seed::SeedRead {
-                namespace: &namespace,
+                namespace: &id.namespace,
                 spec,
                 vmid,
                 node,
@@ -147,8 +147,7 @@ pub async fn observe(
         }
     }
     if let Some((name, key)) = &needs.password {
-        let namespace = vm.namespace().unwrap_or_default();
-        obs.password = Some(password(from.kube, &namespace, name, key).await?);
+        obs.password = Some(password(from.kube, &id.namespace, name, key).await?);
     }
     Ok(obs)
 }
@@ -198,7 +197,7 @@ fn template_lookup(view: &ClusterView, wanted: &TemplateRef) -> TemplateLookup {
             match matching.as_slice() {
                 [] => TemplateLookup::NotFound,
                 [one] => found(*one),
-                _ => TemplateLookup::Ambiguous(matching),
+                [_, _, ..] => TemplateLookup::Ambiguous(matching),
             }
         }
     }

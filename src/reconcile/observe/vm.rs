@@ -73,10 +73,12 @@ pub(super) async fn idle_vm_state(
     let Some(listed) = view.vms.get(&vmid) else {
         return Ok(None);
     };
-    let power = match listed.status.as_str() {
-        "running" => Power::Running,
-        "stopped" => Power::Stopped,
-        _ => return Ok(None),
+    let power = if listed.status == "running" {
+        Power::Running
+    } else if listed.status == "stopped" {
+        Power::Stopped
+    } else {
+        return Ok(None);
     };
     if listed.node != node || listed.lock.is_some() {
         return Ok(None);
@@ -106,7 +108,8 @@ fn power(status: &VmStatus) -> Power {
         ("running", Some("paused" | "suspended" | "prelaunch")) => Power::Paused,
         ("running", _) => Power::Running,
         ("stopped", _) => Power::Stopped,
-        _ => Power::Unknown,
+        // Proxmox's other states (`unknown` while a node is out of reach).
+        (_, _) => Power::Unknown,
     }
 }
 

@@ -92,7 +92,20 @@ impl Want {
                 Want::Memory(mib) => *mib == defaults::MEMORY_MIB,
                 Want::OnBoot(on) => *on == defaults::ONBOOT,
                 Want::Description(d) => owner::user_part(d).is_empty(),
-                _ => false,
+                // Nothing shown is no default for these.
+                Want::Name(_)
+                | Want::CpuType(_)
+                | Want::Agent(_)
+                | Want::Tags(_)
+                | Want::ScsiHw(_)
+                | Want::Net { .. }
+                | Want::CiUser(_)
+                | Want::SshKeys(_)
+                | Want::IpConfig { .. }
+                | Want::Nameservers(_)
+                | Want::SearchDomain(_)
+                | Want::Cdrom { .. }
+                | Want::Hw(_) => false,
             };
         };
         match self {

@@ -15,11 +15,14 @@ use crate::api::{
     provider_config::{Timing, go_duration},
     vm::{InFlightTask, PowerState, VmParameters},
 };
+use crate::reconcile::identity::Identity;
 use pve_client::{InvalidUpid, Upid};
 
 /// What every phase reads.
 pub(super) struct Ctx<'a> {
     pub vm: &'a ProxmoxVM,
+    /// Who the resource is, resolved once.
+    pub id: Identity,
     /// The provider config; `None` in preflight.
     pub provider: Option<&'a ProviderState>,
     pub spec: &'a VmParameters,
@@ -45,10 +48,13 @@ impl<'a> Ctx<'a> {
         };
         let timing = match &input.provider {
             Some(ProviderState::Ready { timing, .. }) => *timing,
-            _ => Timing::default(),
+            Some(ProviderState::NotFound { .. } | ProviderState::Unusable { .. }) | None => {
+                Timing::default()
+            }
         };
         Self {
             vm: input.vm,
+            id: Identity::of(&input.vm.metadata).unwrap_or_else(Identity::nobody),
             provider: input.provider.as_ref(),
             spec: &input.vm.spec.for_provider,
             status: input.vm.status.clone().unwrap_or_default(),
@@ -127,16 +133,12 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn uid(&self) -> &str {
-        self.vm.metadata.uid.as_deref().unwrap_or_default()
+        &self.id.uid
     }
 
     /// This resource's owner marker line (see [`super::owner`]).
     pub fn marker_line(&self) -> String {
-        super::owner::marker_line(
-            self.vm.metadata.namespace.as_deref().unwrap_or_default(),
-            self.vm.metadata.name.as_deref().unwrap_or_default(),
-            self.uid(),
-        )
+        super::owner::marker_line(&self.id.namespace, &self.id.name, self.uid())
     }
 
     /// The VM's name on Proxmox: the spec's, else the resource's.
@@ -260,7 +262,7 @@ impl<'a> Ctx<'a> {
                     volume: image.volume(),
                 })
                 .collect(),
-            _ => vec![],
+            (Some(_), false) | (None, _) => vec![],
         };
         let template = self.spec.clone.as_ref().filter(|_| creating).and_then(|c| {
             match (c.template_vmid, &c.template_name) {

@@ -118,7 +118,9 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
     }
     let whose = match owner {
         Ownership::Foreign(uid) => format!("belongs to another resource (uid {uid})"),
-        _ => "was not created by this resource (its description has no owner marker)".into(),
+        Ownership::Ours | Ownership::Unmarked => {
+            "was not created by this resource (its description has no owner marker)".into()
+        }
     };
     let hint = ctx.marker_line();
     let message = format!(
@@ -268,7 +270,8 @@ fn power_step(ctx: &Ctx, out: &Out, vm: &ObservedVm, vmid: u32) -> Option<(Strin
                 timeout: ctx.timing.shutdown_timeout,
             },
         )),
-        _ => None,
+        (true, Power::Running | Power::Paused | Power::Unknown)
+        | (false, Power::Stopped | Power::Paused | Power::Unknown) => None,
     }
 }
 

@@ -194,7 +194,9 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
                     "the template name matches several VMs ({ids:?}); name it by templateVmid"
                 ),
                 Some(TemplateLookup::NotFound) => "the clone template does not exist".into(),
-                _ => "the clone template was not looked up".into(),
+                Some(TemplateLookup::Found { .. }) | None => {
+                    "the clone template was not looked up".into()
+                }
             };
             let say = Say::no(Reason::TemplateNotFound, why);
             return Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say);
@@ -291,7 +293,7 @@ fn password(ctx: &Ctx) -> Result<Option<(Sensitive, String)>, Box<Decision>> {
         other => {
             let why = match other {
                 Some(PasswordState::Missing(why)) => why.clone(),
-                _ => "it was not read".into(),
+                Some(PasswordState::Available { .. }) | None => "it was not read".into(),
             };
             let say = Say::no(
                 Reason::SecretNotFound,

@@ -255,8 +255,10 @@ fn observed_readiness(ctx: &Ctx, synced: Option<&Say>) -> Say {
                 )
             }
         }
-        _ if ctx.caps.create => Say::no(Reason::Creating, doing),
-        _ => Say::no(
+        super::VmState::Absent | super::VmState::Unknown if ctx.caps.create => {
+            Say::no(Reason::Creating, doing)
+        }
+        super::VmState::Absent | super::VmState::Unknown => Say::no(
             Reason::Unavailable,
             format!("VM {} does not exist", ctx.vmid_text()),
         ),

@@ -110,7 +110,8 @@ fn password(ctx: &Ctx, d: &mut Diff) {
         Some(PasswordState::Missing(why)) => {
             d.problems.push(format!("cloud-init password: {why}"));
         }
-        _ => {}
+        // Applied already, or not asked for.
+        Some(PasswordState::Available { .. }) | None => {}
     }
 }
 

@@ -50,11 +50,7 @@ fn sid(vmid: u32) -> String {
 }
 
 fn comment(ctx: &Ctx) -> String {
-    format!(
-        "managed by crossplane-provider-proxmox: {}/{}",
-        ctx.vm.metadata.namespace.as_deref().unwrap_or_default(),
-        ctx.vm.metadata.name.as_deref().unwrap_or_default()
-    )
+    format!("managed by crossplane-provider-proxmox: {}", ctx.id)
 }
 
 /// The affinity the spec asks for: `allowedNodes`, else `node`.

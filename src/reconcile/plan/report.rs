@@ -64,7 +64,7 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             at.mac_addresses = macs(vm);
             let ips = match &vm.agent {
                 AgentState::Interfaces(ifaces) => addresses(ifaces),
-                _ => vec![],
+                AgentState::NotAsked | AgentState::NoAnswer(_) => vec![],
             };
             at.ip_address = ips
                 .iter()

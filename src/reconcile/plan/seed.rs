@@ -142,7 +142,7 @@ pub(super) fn pending(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, changing: bool)
         (Some(then), Some(now)) if then == now => {}
         // Started again (or stopped): the guest reads the new seed.
         (Some(_), _) if ctx.obs.seed.is_some() => at.seed_changed_under_pid = None,
-        _ => {}
+        (Some(_), _) | (None, _) => {}
     }
 }
 

@@ -47,7 +47,7 @@ pub(super) fn record_failure(
     let at = &mut out.status.at_provider;
     let count = match &at.last_failure {
         Some(f) if f.action == action => f.count.saturating_add(1),
-        _ => 1,
+        Some(_) | None => 1,
     };
     at.last_failure = Some(TaskFailure {
         action,
@@ -98,7 +98,20 @@ fn activity(ctx: &Ctx, action: TaskAction) -> Reason {
     match action {
         TaskAction::DownloadImage => Reason::DownloadingImage,
         TaskAction::Create if ctx.imports() => Reason::ImportingDisk,
-        _ => Reason::WaitingForTask,
+        TaskAction::Create
+        | TaskAction::Clone
+        | TaskAction::Configure
+        | TaskAction::ResizeDisk
+        | TaskAction::Start
+        | TaskAction::Shutdown
+        | TaskAction::Stop
+        | TaskAction::Destroy
+        | TaskAction::Migrate
+        | TaskAction::MoveDisk
+        | TaskAction::ConfigureHa
+        | TaskAction::UploadSeed
+        | TaskAction::DeleteVolume
+        | TaskAction::Template => Reason::WaitingForTask,
     }
 }
 

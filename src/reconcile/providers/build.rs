@@ -73,7 +73,8 @@ fn credentials(secret: &Secret) -> Result<Credentials, Problem> {
                 password: PveSecret::new(password),
             })
         }
-        _ => Err(invalid(format!(
+        // Any other combination of keys present and absent.
+        (_, _, _, _) => Err(invalid(format!(
             "the credentials Secret {name} must hold the keys {SECRET_KEY_TOKEN_ID} and {SECRET_KEY_TOKEN_SECRET} (an API token), or {SECRET_KEY_USERNAME} and {SECRET_KEY_PASSWORD}"
         ))),
     }

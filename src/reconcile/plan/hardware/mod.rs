@@ -139,7 +139,7 @@ impl HwWant {
                     // target of all the memory.
                     (None, None) => true,
                     (None, Some(Ok(h))) => h == *memory,
-                    _ => false,
+                    (Some(_), None) | (_, Some(Err(_))) => false,
                 }
             }
             Self::Numa(on) => observed.map_or(Some(defaults::NUMA), parse_bool) == Some(*on),

@@ -147,7 +147,15 @@ impl Pve {
                 self.vm.as_mut().unwrap().power = Power::Stopped
             }
             TaskAction::Destroy => self.vm = None,
-            _ => {}
+            // The model shows nothing of these.
+            TaskAction::Configure
+            | TaskAction::ResizeDisk
+            | TaskAction::Migrate
+            | TaskAction::MoveDisk
+            | TaskAction::ConfigureHa
+            | TaskAction::UploadSeed
+            | TaskAction::DeleteVolume
+            | TaskAction::Template => {}
         }
     }
 

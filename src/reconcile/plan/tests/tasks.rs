@@ -13,15 +13,15 @@ fn finished(exit: &str) -> TaskState {
         "transferred 1.1 GiB of 2.2 GiB (50.00%)".into(),
         format!("TASK ERROR: {exit}"),
     ];
-    match exit {
-        "OK" => task_ok(),
-        _ => match exit.strip_prefix("WARNINGS: ") {
-            Some(n) => TaskState::Finished(TaskOutcome::Succeeded {
-                warnings: n.parse().expect("a count"),
-                warning_lines: tail,
-            }),
-            None => task_failed(exit, tail),
-        },
+    if exit == "OK" {
+        return task_ok();
+    }
+    match exit.strip_prefix("WARNINGS: ") {
+        Some(n) => TaskState::Finished(TaskOutcome::Succeeded {
+            warnings: n.parse().expect("a count"),
+            warning_lines: tail,
+        }),
+        None => task_failed(exit, tail),
     }
 }
 
