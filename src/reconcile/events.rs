@@ -23,9 +23,9 @@ use serde_json::json;
 
 use self::correlate::{Correlator, Occurrence, Outcome, Series, Write};
 use super::error::is_not_found;
-use super::metrics::{EventWrite, Metrics};
 use super::plan;
-use super::settings::COMPONENT;
+use crate::reconcile::runtime::metrics::{EventWrite, Metrics};
+use crate::reconcile::runtime::settings::COMPONENT;
 
 /// Longest message kept (the API server's events stay readable).
 const MAX_MESSAGE: usize = 1024;

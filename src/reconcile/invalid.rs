@@ -19,8 +19,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::error::Error;
-use super::settings::{COMPONENT, FIELD_MANAGER};
 use crate::api::{Condition, ConditionStatus, ConditionType, ProviderSettings, ProxmoxVM, Reason};
+use crate::reconcile::runtime::settings::{COMPONENT, FIELD_MANAGER};
 
 /// The condition that says an object cannot be read.
 #[derive(Clone, Copy, Debug)]

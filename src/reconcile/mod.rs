@@ -5,52 +5,31 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`runtime`] | start/stop: metrics server, leader election, controller |
-//! | [`controller`] | what is watched and what triggers a pass |
+//! | [`plan`] | the decisions: spec + observed Proxmox state + status → the next step (pure) |
+//! | [`pass`] | one pass as one line: read → preflight → connect → observe and reserve → plan → act → settle → report |
+//! | [`schedule`] | what many resources share, decided atomically: VMIDs, placement, per-node import/clone slots |
+//! | [`runtime`] | the process around the passes: leader election, the controller and what triggers a pass, memory, queue, wake-ups, metrics |
 //! | [`configs`] | provider config status: Ready, Proxmox version, users |
-//! | [`pass`] | one pass: read → preflight → connect → observe → schedule → plan → act → status |
 //! | [`providers`] | provider configs → one shared Proxmox client each |
-//! | [`observe`] | filling the plan's `Observation` from Proxmox and Kubernetes |
-//! | [`act`] | carrying out the plan's one step |
-//! | [`status`] | server-side apply of the status, only when changed |
-//! | [`events`] | core v1 events, aggregated |
-//! | [`connection`] | the connection Secret |
-//! | [`schedule`] | VMIDs, placement, per-node import/clone slots, decided atomically |
-//! | [`assign`] | what a pass reads for the scheduler and tells it afterwards |
 //! | [`inventory`] | each provider config's cluster view, one read per poll interval |
-//! | [`queue`] | fair (first come, first served) admission of passes |
-//! | [`writes`] | our last writes, so passes can read the cache safely |
-//! | [`wake`] | waking a resource when its task ended or a slot freed |
-//! | [`backoff`] | per-resource error backoff |
-//! | [`metrics`], [`server`] | Prometheus metrics, `/metrics` `/healthz` `/readyz` |
+//! | [`events`] | core v1 events, aggregated |
+//! | [`identity`] | who a resource is, resolved once per pass |
+//! | [`nocloud`] | the `customCloudInit` seed ISO's files |
+//! | [`invalid`] | objects that do not match the schema |
 
-pub mod act;
 pub mod configs;
-pub mod connection;
-pub mod context;
-pub mod controller;
 pub mod error;
 pub mod events;
 pub mod identity;
 pub mod invalid;
 pub mod inventory;
-pub mod memory;
-pub mod metrics;
 pub mod nocloud;
-pub mod observe;
 pub mod pass;
 pub mod plan;
 pub mod providers;
-pub mod queue;
-pub mod read;
-pub mod reserve;
 pub mod runtime;
 pub mod schedule;
-pub mod server;
-pub mod settings;
-pub mod status;
-pub mod wake;
 
 pub use error::Error;
+pub use runtime::settings::{LeaderElection, Settings};
 pub use runtime::{Runtime, run};
-pub use settings::{LeaderElection, Settings};

@@ -18,23 +18,29 @@ use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use tracing::Instrument;
 
-use super::act::{act, act_local};
-use super::context::Context;
+pub mod act;
+pub mod connection_secret;
+pub mod observe;
+pub mod read;
+pub mod reserve;
+pub mod status;
+
 use super::error::Error;
 use super::identity::Identity;
-use super::observe::{Failure, Sources, observe};
 use super::plan::{
     self, ActFailure, Done, Idle, KubeWrite, Needs, Observation, ObserveError, Plan, PlanInput,
     Preflight, ProviderState, Step,
 };
 use super::providers::Connection;
-use super::read::current;
-use super::reserve::{Reserved, reserve};
-use super::{connection, status};
+use super::runtime::context::Context;
 use crate::api::ProxmoxVM;
+use act::{act, act_local};
+use observe::{Failure, Sources, observe};
+use read::current;
+use reserve::{Reserved, reserve};
 
 /// The controller's reconcile function. Passes are admitted in arrival
-/// order (see [`super::queue`]).
+/// order (see [`crate::reconcile::runtime::queue`]).
 pub async fn reconcile(
     obj: Arc<DeserializeGuard<ProxmoxVM>>,
     ctx: Arc<Context>,
@@ -280,7 +286,7 @@ async fn report(
     if let Some(data) = &plan.connection
         && vm.metadata.deletion_timestamp.is_none()
     {
-        connection::publish(&ctx.kube, vm, data).await?;
+        connection_secret::publish(&ctx.kube, vm, data).await?;
     }
     tracing::debug!(%step, status_written = written, requeue = ?plan.requeue_after, "pass done");
     let action = match plan.requeue_after {

@@ -13,12 +13,20 @@ use kube_lease_manager::LeaseManagerBuilder;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::controller;
+pub mod context;
+pub mod controller;
+pub mod memory;
+pub mod metrics;
+pub mod queue;
+pub mod server;
+pub mod settings;
+pub mod wake;
+
 use super::error::Error;
-use super::metrics::Metrics;
-use super::server::{self, Readiness};
-use super::settings::{LeaderElection, Settings};
 use crate::api::ProxmoxVM;
+use metrics::Metrics;
+use server::Readiness;
+use settings::{LeaderElection, Settings};
 
 /// A shutdown signal that many waiters can share.
 type Stop = Shared<BoxFuture<'static, ()>>;

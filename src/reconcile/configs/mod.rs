@@ -53,11 +53,11 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use self::reconcile::{Ctx, error_policy, reconcile};
-use super::controller::scoped;
 use super::events::Events;
-use super::memory::Memory;
 use super::providers::{ConfigKey, Providers, SecretName};
 use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind};
+use crate::reconcile::runtime::controller::scoped;
+use crate::reconcile::runtime::memory::Memory;
 
 /// Secrets that never hold Proxmox credentials or CA bundles, and are many.
 const SECRET_FIELDS: &str = "type!=kubernetes.io/service-account-token,type!=helm.sh/release.v1";

@@ -22,10 +22,10 @@ use crate::api::ProviderConfigKind;
 use crate::reconcile::error::Error;
 use crate::reconcile::events::Events;
 use crate::reconcile::invalid;
-use crate::reconcile::memory::Memory;
+use crate::reconcile::pass::status;
 use crate::reconcile::plan;
 use crate::reconcile::providers::{ConfigKey, Providers};
-use crate::reconcile::status;
+use crate::reconcile::runtime::memory::Memory;
 
 /// How long a pass waits for the VM cache to be filled (users are counted
 /// from it).

@@ -20,7 +20,7 @@ use kube::runtime::watcher;
 use super::Triggers;
 use crate::api::ProxmoxVM;
 use crate::reconcile::providers::ConfigKey;
-use crate::reconcile::server::Readiness;
+use crate::reconcile::runtime::server::Readiness;
 
 type Guarded = DeserializeGuard<ProxmoxVM>;
 

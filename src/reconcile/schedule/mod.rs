@@ -24,8 +24,8 @@ use pve_client::Upid;
 
 use super::plan::{Heavy, Placement, PlacementRequest, SlotGrant};
 use super::providers::ConfigKey;
-use super::wake::VmRef;
 use crate::api::provider_config::Limits;
+use crate::reconcile::runtime::wake::VmRef;
 
 /// The per-node limit of `kind`.
 fn limit_of(limits: &Limits, kind: Heavy) -> u32 {

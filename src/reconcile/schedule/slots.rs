@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use pve_client::Upid;
 
 use super::super::plan::{Heavy, SlotGrant};
-use super::super::wake::VmRef;
+use crate::reconcile::runtime::wake::VmRef;
 
 /// A dispatched task the active list has not shown for this long is taken
 /// as ended (a new task is listed within a second or two; the grace covers

@@ -57,7 +57,7 @@ pub struct Controller {
     stop: Option<oneshot::Sender<()>>,
     join: JoinHandle<Result<(), provider_proxmox::reconcile::Error>>,
     /// Its metrics, to read directly.
-    pub metrics: std::sync::Arc<provider_proxmox::reconcile::metrics::Metrics>,
+    pub metrics: std::sync::Arc<provider_proxmox::reconcile::runtime::metrics::Metrics>,
     /// Where it serves /metrics, /healthz, /readyz, if asked to.
     pub addr: Option<std::net::SocketAddr>,
 }

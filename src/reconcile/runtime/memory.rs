@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::plan::Depth;
+use crate::reconcile::plan::Depth;
 
 /// The first backoff after a failed pass, doubling up to [`BACKOFF_MAX`].
 const BACKOFF_BASE: Duration = Duration::from_secs(1);

@@ -11,10 +11,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::error::{Error, is_not_found};
-use super::identity::Identity;
-use super::settings::FIELD_MANAGER;
 use crate::api::{ProxmoxVM, ProxmoxVMStatus};
+use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::identity::Identity;
+use crate::reconcile::runtime::settings::FIELD_MANAGER;
 
 /// Writes `status` unless `vm` already has it; returns the resourceVersion
 /// of the write, if it wrote. A resource that is gone (deleted after its

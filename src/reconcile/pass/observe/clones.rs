@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use pve_client::Client;
 use pve_client::vm::{Drive, DriveFile, is_disk_key};
 
-use super::super::plan::VmConfig;
+use crate::reconcile::plan::VmConfig;
 
 /// VMIDs (other than `vmid`) using a base volume of the template `config`.
 pub async fn linked(

@@ -1,5 +1,5 @@
 //! The kube-runtime Controller of ProxmoxVMs, and the provider config
-//! controllers ([`super::configs`]) beside it: what is watched and what
+//! controllers ([`crate::reconcile::configs`]) beside it: what is watched and what
 //! triggers a pass.
 //!
 //! * ProxmoxVMs in all namespaces, through `DeserializeGuard` (one
@@ -33,15 +33,15 @@ use kube::runtime::reflector;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use kube::{Api, Resource};
 
-use super::configs::{self, Tap, Users};
-use super::connection::MANAGED_BY;
 use super::context::Context;
 use super::metrics::Metrics;
-use super::pass::{error_policy, reconcile};
 use super::server::Readiness;
 use super::settings::Settings;
 use super::wake::{Waker, watch_tasks};
 use crate::api::ProxmoxVM;
+use crate::reconcile::configs::{self, Tap, Users};
+use crate::reconcile::pass::connection_secret::MANAGED_BY;
+use crate::reconcile::pass::{error_policy, reconcile};
 
 /// Runs the controllers until `stop` resolves (then lets running passes
 /// finish).
@@ -112,7 +112,7 @@ pub async fn run(
 }
 
 /// An API for all namespaces, or only `namespace`.
-pub(super) fn scoped<K>(kube: &kube::Client, namespace: Option<&str>) -> Api<K>
+pub(crate) fn scoped<K>(kube: &kube::Client, namespace: Option<&str>) -> Api<K>
 where
     K: Resource<Scope = kube::core::NamespaceResourceScope>,
     K::DynamicType: Default,

@@ -29,9 +29,9 @@ use kube::runtime::reflector::ObjectRef;
 use pve_client::Upid;
 
 use super::context::Context;
-use super::identity::Identity;
-use super::providers::ConfigKey;
 use crate::api::ProxmoxVM;
+use crate::reconcile::identity::Identity;
+use crate::reconcile::providers::ConfigKey;
 
 /// A reference to a ProxmoxVM, as the controller's triggers take it.
 pub type VmRef = ObjectRef<DeserializeGuard<ProxmoxVM>>;

@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 
-use super::settings::{COMPONENT, FIELD_MANAGER};
 use crate::api::ProxmoxVM;
+use crate::reconcile::runtime::settings::{COMPONENT, FIELD_MANAGER};
 
 /// The label on connection Secrets (and the selector the controller watches
 /// Secrets with).

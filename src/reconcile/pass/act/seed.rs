@@ -3,9 +3,9 @@
 
 use pve_client::{Client, Upid};
 
-use super::super::nocloud::SeedFiles;
-use super::super::plan::ActFailure;
 use super::proxmox_failure;
+use crate::reconcile::nocloud::SeedFiles;
+use crate::reconcile::plan::ActFailure;
 
 /// Builds the ISO and starts its upload (`imgcopy` task).
 pub(super) async fn upload(

@@ -18,15 +18,15 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, ResourceExt};
 
-use super::error::{Error, is_not_found};
-use super::identity::Identity;
-use super::inventory::{ClusterView, Inventory};
-use super::plan::{
+use crate::api::ProxmoxVM;
+use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::identity::Identity;
+use crate::reconcile::inventory::{ClusterView, Inventory};
+use crate::reconcile::plan::{
     Depth, ImageRef, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
     TemplateLookup, TemplateRef, VmState,
 };
-use super::providers::{ConfigKey, secret_value};
-use crate::api::ProxmoxVM;
+use crate::reconcile::providers::{ConfigKey, secret_value};
 use pve_client::{self, Client};
 
 /// Why an observation could not be completed.

@@ -5,11 +5,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use pve_client::Client;
 
-use super::super::error::is_not_found;
-use super::super::nocloud::SeedFiles;
-use super::super::plan::{SeedView, seed_prefix};
 use super::Failure;
 use crate::api::vm::{CloudInitSource, CustomCloudInit};
+use crate::reconcile::error::is_not_found;
+use crate::reconcile::nocloud::SeedFiles;
+use crate::reconcile::plan::{SeedView, seed_prefix};
 
 /// What to read.
 pub(super) struct SeedRead<'a> {

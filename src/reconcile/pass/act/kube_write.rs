@@ -8,9 +8,9 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Map, Value, json};
 
-use super::super::identity::Identity;
-use super::super::plan::KubeWrite;
 use crate::api::{ProxmoxVM, meta};
+use crate::reconcile::identity::Identity;
+use crate::reconcile::plan::KubeWrite;
 
 /// The merge patch for a write.
 pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value {

@@ -17,8 +17,8 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use tokio::net::TcpListener;
 
-use super::error::Error;
 use super::metrics::Metrics;
+use crate::reconcile::error::Error;
 
 /// What `/readyz` answers from.
 #[derive(Debug, Default)]

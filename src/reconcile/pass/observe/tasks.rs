@@ -1,6 +1,6 @@
 //! The in-flight task and the node's active tasks.
 
-use super::super::plan::{ActiveTask, TaskState};
+use crate::reconcile::plan::{ActiveTask, TaskState};
 use pve_client::{self, Client, TaskObservation, Upid};
 
 /// Task types whose log reports progress (`transferred X of Y (pp%)`); only

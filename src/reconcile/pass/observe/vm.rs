@@ -1,8 +1,8 @@
 //! The VM named by the VMID: where it is, its power state, lock, config
 //! (current and pending) and the guest agent's interfaces.
 
-use super::super::plan::{AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState};
 use super::Sources;
+use crate::reconcile::plan::{AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState};
 use pve_client::{self, AgentNetwork, Client, vm::AgentConfig, vm::VmStatus};
 
 /// Finds and reads the VM. Looks on `node_hint` first; only when it is not

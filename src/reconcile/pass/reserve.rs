@@ -2,23 +2,23 @@
 //! a node, an import or clone slot) is made before the plan, from what the
 //! pass observed, and written into the plan's [`Observation`] for the plan
 //! to use as it is. After the step, [`Reserved::settle`] tells the scheduler
-//! what became of them. The decisions themselves are in [`super::schedule`].
+//! what became of them. The decisions themselves are in [`crate::reconcile::schedule`].
 
 use std::collections::BTreeSet;
 
 use kube::ResourceExt;
 
-use super::context::Context;
-use super::identity::Identity;
 use super::observe::Sources;
-use super::plan::{
+use crate::api::{ProxmoxVM, vm::TaskAction};
+use crate::reconcile::identity::Identity;
+use crate::reconcile::plan::{
     ActFailure, Done, Heavy, KubeWrite, Needs, Observation, Plan, PveCall, SlotGrant, Step,
     TemplateLookup, VmState, VmidGrant,
 };
-use super::providers::{ConfigKey, Connection};
-use super::schedule::{Candidates, LabelCounts, RunningTask, vmids};
-use super::wake::VmRef;
-use crate::api::{ProxmoxVM, vm::TaskAction};
+use crate::reconcile::providers::{ConfigKey, Connection};
+use crate::reconcile::runtime::context::Context;
+use crate::reconcile::runtime::wake::VmRef;
+use crate::reconcile::schedule::{Candidates, LabelCounts, RunningTask, vmids};
 
 /// What the scheduler reserved for one pass, to be settled after its step.
 #[must_use = "a reservation is settled after the step"]

@@ -11,10 +11,10 @@ mod seed;
 use k8s_openapi::jiff::Timestamp;
 use pve_client::ErrorClass;
 
-use super::error::is_conflict;
-use super::identity::Identity;
-use super::plan::{ActFailure, Done, KubeWrite, LocalStep, Step};
 use crate::api::ProxmoxVM;
+use crate::reconcile::error::is_conflict;
+use crate::reconcile::identity::Identity;
+use crate::reconcile::plan::{ActFailure, Done, KubeWrite, LocalStep, Step};
 
 /// Carries out `step` for `vm` (as read at the start of the pass: metadata
 /// writes carry its resourceVersion and fail with 409 if it is stale).

@@ -5,16 +5,16 @@ use std::sync::Arc;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 
-use super::events::Events;
-use super::inventory::Inventory;
 use super::memory::Memory;
 use super::metrics::Metrics;
-use super::providers::Providers;
 use super::queue::Queue;
-use super::schedule::Scheduler;
 use super::settings::Settings;
 use super::wake::Waker;
 use crate::api::ProxmoxVM;
+use crate::reconcile::events::Events;
+use crate::reconcile::inventory::Inventory;
+use crate::reconcile::providers::Providers;
+use crate::reconcile::schedule::Scheduler;
 
 /// The controller's shared state.
 pub struct Context {

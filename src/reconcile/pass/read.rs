@@ -5,10 +5,10 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
-use super::context::Context;
-use super::error::Error;
-use super::identity::Identity;
 use crate::api::ProxmoxVM;
+use crate::reconcile::error::Error;
+use crate::reconcile::identity::Identity;
+use crate::reconcile::runtime::context::Context;
 
 /// The resource for this pass; `None`: it is gone.
 pub async fn current(
