@@ -4,10 +4,13 @@
 //! disk is a warning, protection is cleared only to delete, and a template
 //! built by one resource is cloned by another and not destroyed while its
 //! linked clone exists. A mapped device missing on the VM's node fails
-//! the start as in Proxmox, and the retry succeeds once it is mapped.
+//! the start as in Proxmox, and the retry succeeds once it is mapped; a
+//! delete meanwhile does not wait out the retry's backoff.
 
 use crate::reconcile::{DEADLINE, Env, condition, manifests};
 use crate::support;
+use std::time::Duration;
+
 use kube::api::DeleteParams;
 use pve_client::vm::{Startup, VmParams};
 use pve_sim::{SimConfig, Simulator, state::file::StateFile};
@@ -145,6 +148,53 @@ async fn a_start_without_the_mapping_on_its_node_is_reported_until_it_exists() {
     let vmid = env.vmid("gpu").await;
     env.wait_ready("gpu").await;
     assert_eq!(env.sim.power(vmid).await, "running");
+}
+
+/// A delete wins over the retry of a start that keeps failing: the VM goes
+/// at once, not after the start's backoff (issue 20, item 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_does_not_wait_out_the_backoff_of_a_failing_start() {
+    let env = Env::start("hwdel").await;
+    let spec = manifests::imported(json!({
+        "machine": {"type": "q35"},
+        "pciDevices": [{"slot": "hostpci0", "mapping": "gpu", "pcie": true}],
+    }));
+    env.apply(&manifests::vm("gpu", spec)).await;
+    // The second failure: the next retry is 20 s away, the one after 40 s.
+    env.wait_vm("gpu", "the start to have failed twice", |vm| {
+        let failure = vm
+            .status
+            .as_ref()
+            .and_then(|s| s.at_provider.last_failure.as_ref());
+        failure
+            .filter(|f| f.count >= 2)
+            .map(|_| ())
+            .ok_or_else(|| format!("last failure: {failure:?}"))
+    })
+    .await;
+    let vmid = env.vmid("gpu").await;
+    env.vms()
+        .delete("gpu", &DeleteParams::default())
+        .await
+        .expect("delete");
+    // Well within the backoff: only a delete that does not wait it out
+    // gets here.
+    support::poll(
+        "the VM and its resource to be gone",
+        Duration::from_secs(12),
+        || async {
+            let left = env.vms().get_opt("gpu").await.expect("GET");
+            match left {
+                None => Ok(()),
+                Some(vm) => Err(format!("still there: {}", crate::reconcile::brief(&vm))),
+            }
+        },
+    )
+    .await;
+    assert!(
+        !env.sim.vmids().await.contains(&vmid),
+        "VM {vmid} destroyed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

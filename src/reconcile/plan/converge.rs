@@ -311,7 +311,13 @@ fn up_to_date(ctx: &Ctx, vm: &ObservedVm, diff: &Diff) -> Decision {
             ),
         )
     } else if !problems.is_empty() {
-        Say::no(Reason::InvalidSpec, problems.join("; "))
+        // A missing Secret or ConfigMap is waited for, not a spec to fix.
+        let reason = if diff.missing_data {
+            Reason::SecretNotFound
+        } else {
+            Reason::InvalidSpec
+        };
+        Say::no(reason, problems.join("; "))
     } else if !ctx.tolerates(&vm.node) {
         // HA, its load balancer, a migration or a person moved our VM. It
         // is followed where it is: not moved back, not created again.

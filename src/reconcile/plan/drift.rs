@@ -24,6 +24,8 @@ pub(super) struct Diff {
     pub resizes: Vec<(String, u64)>,
     /// What the spec asks and the provider will not do, for people.
     pub problems: Vec<String>,
+    /// Among them, a Secret, ConfigMap or key the spec names is missing.
+    pub missing_data: bool,
     /// The password Secret version the changes apply, if they set it.
     pub password_version: Option<String>,
     /// Disks to move: slot and the storage the spec names.
@@ -64,6 +66,7 @@ pub(super) fn diff(ctx: &Ctx, config: &VmConfig) -> Result<Diff, String> {
     password(ctx, &mut d);
     if let Some(why) = super::seed::unreadable(ctx) {
         d.problems.push(why);
+        d.missing_data = true;
     }
     disks(ctx, config, &mut d)?;
     Ok(d)
@@ -109,6 +112,7 @@ fn password(ctx: &Ctx, d: &mut Diff) {
         }
         Some(PasswordState::Missing(why)) => {
             d.problems.push(format!("cloud-init password: {why}"));
+            d.missing_data = true;
         }
         // Applied already, or not asked for.
         Some(PasswordState::Available { .. }) | None => {}

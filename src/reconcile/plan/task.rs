@@ -241,6 +241,11 @@ fn finished(
         // A shutdown that timed out is followed by a hard stop at once.
         return None;
     }
+    if ctx.deleting() && !deletes(task.action) {
+        // A delete wins over the retry of a create, start or update: it
+        // goes on in this pass, not after the backoff.
+        return None;
+    }
     let say = Say::no(
         Reason::TaskFailed,
         format!(
@@ -250,6 +255,28 @@ fn finished(
         ),
     );
     Some(Decision::new(Idle::Wait, Some(retry), say))
+}
+
+/// Whether `action` is a step of a delete (its failure is retried with
+/// backoff even while the resource is being deleted).
+fn deletes(action: TaskAction) -> bool {
+    match action {
+        TaskAction::Shutdown
+        | TaskAction::Stop
+        | TaskAction::Destroy
+        | TaskAction::ConfigureHa
+        | TaskAction::DeleteVolume => true,
+        TaskAction::DownloadImage
+        | TaskAction::Create
+        | TaskAction::Clone
+        | TaskAction::Configure
+        | TaskAction::ResizeDisk
+        | TaskAction::Start
+        | TaskAction::Migrate
+        | TaskAction::MoveDisk
+        | TaskAction::UploadSeed
+        | TaskAction::Template => false,
+    }
 }
 
 /// The actions whose tasks carry the VMID as task ID (a clone's ID is the

@@ -35,6 +35,33 @@ fn delete_table() {
             expect("Stop", (T, Reason::WaitingForTask), gone),
         ),
         (
+            "a start that failed after the deletion: destroy now, no backoff",
+            deleting()
+                .task(TaskAction::Start, 70)
+                .task_state(task_failed(
+                    "PCI device mapping not found for 'gpu'",
+                    vec![],
+                ))
+                .failed(TaskAction::Start, 2, 60)
+                .present(our_vm(Power::Stopped)),
+            expect("Destroy", (T, Reason::WaitingForTask), gone),
+        ),
+        (
+            "a start still failing from before the deletion: destroy now",
+            deleting()
+                .failed(TaskAction::Start, 3, 95)
+                .present(our_vm(Power::Stopped)),
+            expect("Destroy", (T, Reason::WaitingForTask), gone),
+        ),
+        (
+            "a failed destroy backs off while deleting",
+            deleting()
+                .task(TaskAction::Destroy, 70)
+                .task_state(task_failed("can't lock file", vec![]))
+                .present(our_vm(Power::Stopped)),
+            expect("Wait", (F, Reason::TaskFailed), gone),
+        ),
+        (
             "a shutdown failure from before the deletion does not count",
             deleting()
                 .failed(TaskAction::Shutdown, 1, 10)

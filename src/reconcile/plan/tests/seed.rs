@@ -219,6 +219,8 @@ fn missing_data_is_reported_and_the_vm_not_started_without_it() {
         message.contains("customCloudInit user-data: Secret default/seed does not exist"),
         "{message}"
     );
+    let (status, reason, _) = condition(&plan, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "SecretNotFound"));
 }
 
 #[test]

@@ -141,3 +141,27 @@ fn secrets_never_show_in_debug_output() {
     assert!(!printed.contains("hunter2"), "{printed}");
     assert!(printed.contains("<redacted>"));
 }
+
+#[test]
+fn a_started_task_is_named_by_the_type_proxmox_gave_it() {
+    // An HA-managed VM is started by the HA manager: the task is a
+    // `hastart`, not the `qmstart` a plain start would be.
+    let world = World::new().created().present(our_vm(Power::Stopped));
+    let plan = world.run();
+    assert_eq!(plan.step.name(), "Start", "{:?}", plan.step);
+    let upid = Upid::encode("pve1", 7, 7, 1_800_000_100, "hastart", "100", "root@pam").unwrap();
+    let plan = settle(&world.input(), plan, Ok(Done::Started(upid)));
+    let task = plan.status.at_provider.task.as_ref().expect("recorded");
+    assert_eq!(
+        (task.action, task.type_.as_str()),
+        (TaskAction::Start, "hastart")
+    );
+    let started: Vec<&str> = plan
+        .events
+        .iter()
+        .filter(|e| e.reason == "TaskStarted")
+        .map(|e| e.note.as_str())
+        .collect();
+    assert_eq!(started.len(), 1, "{:?}", plan.events);
+    assert!(started[0].starts_with("started hastart "), "{started:?}");
+}
