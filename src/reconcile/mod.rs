@@ -20,7 +20,7 @@
 //! | [`inventory`] | each provider config's cluster view, one read per poll interval |
 //! | [`queue`] | fair (first come, first served) admission of passes |
 //! | [`writes`] | our last writes, so passes can read the cache safely |
-//! | [`wake`] | waking a resource when its task ended or a slot freed |
+//! | [`wake`] | waking a resource when its task ended, a slot freed, its template got further or a Secret/ConfigMap it reads changed |
 //! | [`backoff`] | per-resource error backoff |
 //! | [`metrics`], [`server`] | Prometheus metrics, `/metrics` `/healthz` `/readyz` |
 

@@ -141,6 +141,7 @@ async fn pass(obj: &DeserializeGuard<ProxmoxVM>, ctx: &Context) -> Result<Outcom
         inventory: &ctx.inventory,
         key: &connection.key,
         max_age: connection.timing.poll_interval,
+        store: &ctx.store,
     };
     let node_hint = vm
         .status
