@@ -91,6 +91,9 @@ pub enum Reason {
     TemplateNotFound,
     /// Synced=True: waiting for a per-node import or clone slot.
     WaitingForCapacity,
+    /// Synced=True: a clone waits for its source, declared by another
+    /// ProxmoxVM with `template: true`, to become a template.
+    WaitingForTemplate,
     /// Synced=False: waiting for a per-node slot for longer than 10 minutes.
     CapacityStalled,
     /// Synced=True: our VM runs on a node outside `node`/`allowedNodes`
@@ -135,6 +138,7 @@ impl Reason {
             Self::SecretNotFound => "SecretNotFound",
             Self::TemplateNotFound => "TemplateNotFound",
             Self::WaitingForCapacity => "WaitingForCapacity",
+            Self::WaitingForTemplate => "WaitingForTemplate",
             Self::CapacityStalled => "CapacityStalled",
             Self::OutsidePlacement => "OutsidePlacement",
             Self::AgentResponding => "AgentResponding",

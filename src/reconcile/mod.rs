@@ -8,7 +8,7 @@
 //! | [`plan`] | the decisions: spec + observed Proxmox state + status → the next step (pure) |
 //! | [`pass`] | one pass as one line: read → preflight → connect → observe and reserve → plan → act → settle → report |
 //! | [`schedule`] | what many resources share, decided atomically: VMIDs, placement, per-node import/clone slots |
-//! | [`runtime`] | the process around the passes: leader election, the controller and what triggers a pass, memory, queue, wake-ups, metrics |
+//! | [`runtime`] | the process around the passes: leader election, the controller and what triggers a pass, memory, queue, wake-ups (a task ended, a slot freed, a template got further, a Secret or ConfigMap read changed), metrics |
 //! | [`configs`] | provider config status: Ready, Proxmox version, users |
 //! | [`providers`] | provider configs → one shared Proxmox client each |
 //! | [`inventory`] | each provider config's cluster view, one read per poll interval |

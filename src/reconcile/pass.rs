@@ -187,6 +187,7 @@ async fn observe_and_reserve<'a>(
         inventory: &ctx.inventory,
         key: &connection.key,
         max_age: connection.timing.poll_interval,
+        store: &ctx.store,
     };
     let node_hint = vm
         .status

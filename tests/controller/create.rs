@@ -259,3 +259,98 @@ fn sha256_hex(text: &str) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// A template and a linked clone of it applied together, with a resync
+/// interval of half an hour (nothing here waits that long, so only a
+/// trigger explains what happens): the clone waits for the template's
+/// ProxmoxVM without reporting an error, and is cloned once the
+/// conversion ended, woken by that resource's status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_clone_applied_with_its_template_waits_and_is_cloned_once_it_is_converted() {
+    let options = reconcile::Options {
+        provider: json!({"resyncInterval": "30m"}),
+        ..reconcile::Options::default()
+    };
+    let env = Env::start_with("clonewake", options).await;
+    // Every Synced reason the clone ever shows.
+    let reasons = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let watch = {
+        let reasons = std::sync::Arc::clone(&reasons);
+        let events = kube::runtime::watcher(
+            env.vms(),
+            kube::runtime::watcher::Config::default().fields("metadata.name=web"),
+        );
+        tokio::spawn(async move {
+            use futures::StreamExt;
+            let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(events));
+            while let Some(event) = events.next().await {
+                if let Ok(vm) = event
+                    && let Some(synced) = condition(&vm, "Synced")
+                {
+                    reasons.lock().unwrap().push(synced.reason.clone());
+                }
+            }
+        })
+    };
+
+    env.apply(&manifests::vm(
+        "golden",
+        manifests::imported(json!({"template": true, "powerState": "Stopped"})),
+    ))
+    .await;
+    env.apply(&manifests::vm(
+        "web",
+        json!({"node": "pve", "clone": {"templateName": "golden", "full": false}, "memory": "1Gi"}),
+    ))
+    .await;
+    let waiting = env.wait_synced_reason("web", "WaitingForTemplate").await;
+    assert!(is_true(&waiting), "waiting is no failure: {waiting:?}");
+    let message = waiting.message.unwrap_or_default();
+    assert!(message.contains("/golden"), "{message}");
+    env.wait_vm("golden", "converted and Ready", |vm| {
+        let at = &vm.status.as_ref().ok_or("no status")?.at_provider;
+        let ready = condition(vm, "Ready").is_some_and(is_true);
+        (ready && at.task.is_none())
+            .then_some(())
+            .ok_or_else(|| "not converted and Ready yet".to_owned())
+    })
+    .await;
+    env.wait_ready("web").await;
+    watch.abort();
+
+    let template = env.vmid("golden").await;
+    let requests = env.sim.requests().await;
+    let at = |route: &str| {
+        requests
+            .iter()
+            .position(|r| r["method"] == "POST" && r["route"] == route)
+            .unwrap_or_else(|| panic!("POST {route} was sent"))
+    };
+    assert!(
+        at("/nodes/{node}/qemu/{vmid}/template") < at("/nodes/{node}/qemu/{vmid}/clone"),
+        "cloned after the conversion"
+    );
+    let clones = env
+        .sim
+        .requests_to("POST", "/nodes/{node}/qemu/{vmid}/clone")
+        .await;
+    assert_eq!(clones.len(), 1, "{clones:?}");
+    assert_eq!(clones[0]["params"]["vmid"], template.to_string());
+    assert_eq!(clones[0]["params"]["full"], "0");
+    let reasons = reasons.lock().unwrap().clone();
+    assert!(
+        reasons.iter().any(|r| r == "WaitingForTemplate"),
+        "{reasons:?}"
+    );
+    assert!(
+        !reasons.iter().any(|r| r == "TemplateNotFound"),
+        "the clone never says its template is missing: {reasons:?}"
+    );
+    let woken = format!("clone={}/web", env.ns.name());
+    assert!(
+        reconcile::logs::text().lines().any(|l| l
+            .contains("the template's resource changed; waking its clone")
+            && l.contains(&woken)),
+        "woken by the template's resource"
+    );
+}

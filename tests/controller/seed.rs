@@ -4,9 +4,12 @@
 //! starts again) and the old one deleted; the ISO goes with the VM; the
 //! data never shows in the status, events or logs.
 
-use crate::reconcile::{Env, Sim, manifests};
-use crate::support;
+use provider_proxmox::api::ProxmoxVM;
 use serde_json::json;
+
+use crate::reconcile::configs::has_reason;
+use crate::reconcile::{DEADLINE, Env, Options, Sim, condition, manifests};
+use crate::support;
 
 /// A value only the Secret holds.
 const MARK: &str = "s33d-passw0rd-in-user-data";
@@ -18,9 +21,13 @@ fn user_data(version: u32) -> String {
 }
 
 async fn secret(env: &Env, version: u32) {
+    secret_named(env, "web-seed", version).await;
+}
+
+async fn secret_named(env: &Env, name: &str, version: u32) {
     env.apply(&json!({
         "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "web-seed"},
+        "metadata": {"name": name},
         "stringData": {"user-data": user_data(version)},
     }))
     .await;
@@ -109,16 +116,12 @@ async fn custom_cloud_init_is_a_seed_iso_replaced_on_change_and_deleted_with_the
         .await;
     let pid = vm.status.unwrap().at_provider.seed_changed_under_pid;
     assert!(pid.is_some());
-    support::poll(
-        "the old seed deleted",
-        crate::reconcile::DEADLINE,
-        || async {
-            let isos = seed_isos(&env.sim, vmid).await;
-            (isos.len() == 1 && isos != first)
-                .then_some(())
-                .ok_or(format!("{isos:?}"))
-        },
-    )
+    support::poll("the old seed deleted", DEADLINE, || async {
+        let isos = seed_isos(&env.sim, vmid).await;
+        (isos.len() == 1 && isos != first)
+            .then_some(())
+            .ok_or(format!("{isos:?}"))
+    })
     .await;
     let second = seed_isos(&env.sim, vmid).await;
     assert!(ide2(&env.sim, vmid).await.starts_with(&second[0]));
@@ -151,4 +154,99 @@ async fn custom_cloud_init_is_a_seed_iso_replaced_on_change_and_deleted_with_the
     env.wait_gone("web").await;
     assert!(!env.sim.vmids().await.contains(&vmid));
     assert_eq!(seed_isos(&env.sim, vmid).await, Vec::<String>::new());
+}
+
+/// Waits for a seed ISO of `vmid` that is not in `known`; returns them.
+async fn new_seed(env: &Env, vmid: u32, known: &[String], what: &str) -> Vec<String> {
+    support::poll(what, DEADLINE, || async {
+        let new: Vec<String> = seed_isos(&env.sim, vmid)
+            .await
+            .into_iter()
+            .filter(|iso| !known.contains(iso))
+            .collect();
+        (!new.is_empty())
+            .then_some(new)
+            .ok_or_else(|| format!("no new seed ISO yet (known: {known:?})"))
+    })
+    .await
+}
+
+/// Synced says `InvalidSpec` naming what is missing.
+fn missing(vm: &ProxmoxVM, what: &str) -> Result<(), String> {
+    let synced = condition(vm, "Synced").ok_or("no Synced condition")?;
+    let message = synced.message.as_deref().unwrap_or_default();
+    (synced.reason == "InvalidSpec" && message.contains(what) && message.contains("does not exist"))
+        .then_some(())
+        .ok_or_else(|| format!("not waiting for {what}"))
+}
+
+/// With a resync interval of half an hour (nothing here waits that long,
+/// so only a trigger explains what happens), Secrets and ConfigMaps
+/// created or changed after the ProxmoxVMs reading them take effect: the
+/// metadata watches wake those VMs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_and_config_maps_created_or_changed_after_the_vm_wake_it() {
+    let options = Options {
+        provider: json!({"resyncInterval": "30m"}),
+        ..Options::default()
+    };
+    let env = Env::start_with("seedwake", options).await;
+    // Ready first, so that its becoming Ready wakes no VM later.
+    env.wait_config("pve", "Ready", |s| has_reason(s, "Available"))
+        .await;
+    let ns = env.ns.name().to_owned();
+    let mut spec = manifests::imported(json!({
+        "customCloudInit": {
+            "userData": {"secretKeyRef": {"name": "late-seed", "key": "user-data"}},
+            "networkConfig": {"configMapKeyRef": {"name": "late-net", "key": "network-config"}},
+        },
+    }));
+    let fields = spec.as_object_mut().unwrap();
+    fields.remove("cloudInit");
+    fields.remove("agent");
+    env.apply(&manifests::vm("web", spec)).await;
+    let config_map = format!("ConfigMap {ns}/late-net");
+    env.wait_vm("web", "waiting for its ConfigMap", |vm| {
+        missing(vm, &config_map)
+    })
+    .await;
+    let vmid = env.vmid("web").await;
+
+    // The ConfigMap created: the VM goes on to what is missing next.
+    let network = |config: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "late-net"},
+            "data": {"network-config": config},
+        })
+    };
+    env.apply(&network("version: 2\n")).await;
+    let secret = format!("Secret {ns}/late-seed");
+    env.wait_vm("web", "waiting for its Secret", |vm| missing(vm, &secret))
+        .await;
+    // The Secret created: the seed is uploaded and the VM started.
+    secret_named(&env, "late-seed", 1).await;
+    env.wait_ready("web").await;
+    let mut known = seed_isos(&env.sim, vmid).await;
+    assert_eq!(known.len(), 1, "{known:?}");
+
+    // Each changed: a new seed ISO each time.
+    secret_named(&env, "late-seed", 2).await;
+    known.extend(new_seed(&env, vmid, &known, "a new seed after the Secret changed").await);
+    env.apply(&network("version: 2\nethernets: {}\n")).await;
+    new_seed(&env, vmid, &known, "a new seed after the ConfigMap changed").await;
+
+    // The cloud-init password's Secret, created after its VM.
+    let mut pw = manifests::imported(json!({}));
+    pw["cloudInit"]["passwordSecretRef"] = json!({"name": "late-pw", "key": "password"});
+    pw.as_object_mut().unwrap().remove("agent");
+    env.apply(&manifests::vm("pw", pw)).await;
+    env.wait_synced_reason("pw", "SecretNotFound").await;
+    env.apply(&json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "late-pw"},
+        "stringData": {"password": "l4te-passw0rd"},
+    }))
+    .await;
+    env.wait_ready("pw").await;
 }

@@ -59,8 +59,10 @@ use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind};
 use crate::reconcile::runtime::controller::scoped;
 use crate::reconcile::runtime::memory::Memory;
 
-/// Secrets that never hold Proxmox credentials or CA bundles, and are many.
-const SECRET_FIELDS: &str = "type!=kubernetes.io/service-account-token,type!=helm.sh/release.v1";
+/// Secrets that never hold Proxmox credentials, CA bundles or cloud-init
+/// data, and are many (also left out of the VM controller's Secret watch).
+pub(super) const SECRET_FIELDS: &str =
+    "type!=kubernetes.io/service-account-token,type!=helm.sh/release.v1";
 
 /// Config passes at once, per kind.
 const CONCURRENCY: u16 = 4;

@@ -56,7 +56,10 @@ pub async fn reserve(
     }
     let template_node = match &obs.template {
         Some(TemplateLookup::Found { node, .. }) => Some(node.clone()),
-        Some(TemplateLookup::NotFound | TemplateLookup::Ambiguous(_)) | None => None,
+        Some(
+            TemplateLookup::NotFound | TemplateLookup::Ambiguous(_) | TemplateLookup::Coming { .. },
+        )
+        | None => None,
     };
     if let (Some(request), Some(vmid)) = (&needs.placement, needs.vmid) {
         let view = from.view().await?;

@@ -173,9 +173,21 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
 
 fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decision {
     let (template, template_node) = match &ctx.obs.template {
-        // A linked clone shares the template's base disks: wait for the
-        // VM to become one (e.g. a ProxmoxVM with `template: true` still
-        // being built).
+        // Another ProxmoxVM declares the source with `template: true` and
+        // is still building it: wait, which is no error. Its status
+        // changing wakes this resource (see `wake`); the resync interval
+        // is only the fallback.
+        Some(TemplateLookup::Coming { resource }) => {
+            let say = Say::yes(
+                Reason::WaitingForTemplate,
+                format!(
+                    "waiting for ProxmoxVM {resource} to become a template; cloned as soon as it is"
+                ),
+            );
+            return Decision::new(Idle::Wait, Some(ctx.resync_interval()), say);
+        }
+        // A linked clone shares the template's base disks, and no
+        // ProxmoxVM will make this VM a template.
         Some(TemplateLookup::Found {
             vmid,
             template: false,
@@ -183,7 +195,9 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
         }) if !clone.full => {
             let say = Say::no(
                 Reason::TemplateNotFound,
-                format!("VM {vmid} is not a template (yet); a linked clone needs one"),
+                format!(
+                    "VM {vmid} is not a template, and no ProxmoxVM of this provider config declares it with template: true; a linked clone needs a template"
+                ),
             );
             return Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say);
         }
@@ -194,7 +208,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
                     "the template name matches several VMs ({ids:?}); name it by templateVmid"
                 ),
                 Some(TemplateLookup::NotFound) => "the clone template does not exist".into(),
-                Some(TemplateLookup::Found { .. }) | None => {
+                Some(TemplateLookup::Found { .. } | TemplateLookup::Coming { .. }) | None => {
                     "the clone template was not looked up".into()
                 }
             };
@@ -299,9 +313,12 @@ fn password(ctx: &Ctx) -> Result<Option<(Sensitive, String)>, Box<Decision>> {
                 Reason::SecretNotFound,
                 format!("cannot read the cloud-init password Secret: {why}"),
             );
+            // Creating or changing the Secret wakes this resource (the
+            // controller watches Secrets' metadata); the resync interval
+            // is only the fallback.
             Err(Box::new(Decision::new(
                 Idle::Wait,
-                Some(Duration::from_secs(30)),
+                Some(ctx.resync_interval()),
                 say,
             )))
         }

@@ -458,6 +458,13 @@ pub enum TemplateLookup {
     NotFound,
     /// Several VMs have the name.
     Ambiguous(Vec<u32>),
+    /// Not a template yet, but a ProxmoxVM of the same provider config
+    /// declares it with `template: true`: it will be one (its VM is being
+    /// created, configured or converted).
+    Coming {
+        /// That ProxmoxVM, `namespace/name`.
+        resource: String,
+    },
 }
 
 /// The cloud-init password Secret.

@@ -9,6 +9,13 @@
 //!   spec change, a pause annotation or a deletion does.
 //! * Connection Secrets (owned, labelled): a deleted or edited one is
 //!   written again.
+//! * The metadata of Secrets and ConfigMaps (never their data): one that
+//!   appears, changes or goes wakes the ProxmoxVMs of its namespace that
+//!   read it by name (`customCloudInit`, the cloud-init password; see
+//!   [`super::wake::readers`]).
+//! * A template's ProxmoxVM getting further (a task ended, Ready changed)
+//!   wakes the clones waiting for it ([`super::wake::Templates`], on the VM
+//!   watch, before the cache takes the change in).
 //! * Wake-ups from the provider config controllers: a config created,
 //!   deleted, changed in its spec, fixed (Ready again) or whose Secret
 //!   changed requeues every ProxmoxVM that refers to it (found in this
@@ -26,8 +33,8 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::channel::mpsc;
-use k8s_openapi::api::core::v1::Secret;
-use kube::core::DeserializeGuard;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::core::{DeserializeGuard, PartialObjectMeta};
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
@@ -37,7 +44,7 @@ use super::context::Context;
 use super::metrics::Metrics;
 use super::server::Readiness;
 use super::settings::Settings;
-use super::wake::{Waker, watch_tasks};
+use super::wake::{Referenced, Templates, Waker, readers, watch_tasks};
 use crate::api::ProxmoxVM;
 use crate::reconcile::configs::{self, Tap, Users};
 use crate::reconcile::pass::connection_secret::MANAGED_BY;
@@ -58,8 +65,10 @@ pub async fn run(
     let users = Users::new(reader.clone(), wake.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
+    let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
     let vms = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
+        .inspect(move |event| templates.see(event))
         .reflect(writer)
         .inspect(move |event| tap.see(event))
         .applied_objects()
@@ -72,6 +81,20 @@ pub async fn run(
     let secrets = watcher::Config::default().labels(&format!("{}={}", MANAGED_BY.0, MANAGED_BY.1));
     let concurrency = settings.max_concurrent_reconciles;
     let namespace = settings.namespace.clone();
+    // `PartialObjectMeta`: metadata-only requests, never the data.
+    let read_secrets = watcher(
+        scoped::<PartialObjectMeta<Secret>>(&kube, namespace.as_deref()),
+        watcher::Config::default().fields(configs::SECRET_FIELDS),
+    )
+    .default_backoff()
+    .touched_objects();
+    let read_maps = watcher(
+        scoped::<PartialObjectMeta<ConfigMap>>(&kube, namespace.as_deref()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects();
+    let (secret_store, map_store) = (reader.clone(), reader.clone());
     let ctx = Arc::new(Context::new(
         kube.clone(),
         settings,
@@ -81,6 +104,12 @@ pub async fn run(
     ));
     let controller = Controller::for_stream(vms, reader)
         .owns(scoped::<Secret>(&kube, namespace.as_deref()), secrets)
+        .watches_stream(read_secrets, move |secret| {
+            readers(&secret_store, Referenced::Secret, &secret.metadata)
+        })
+        .watches_stream(read_maps, move |map| {
+            readers(&map_store, Referenced::ConfigMap, &map.metadata)
+        })
         .reconcile_on(wakeups)
         // No limit here: every due pass starts and waits for its turn in
         // the controller's own first-come-first-served queue (see

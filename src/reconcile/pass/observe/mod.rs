@@ -5,7 +5,7 @@
 //! The in-flight task is read before the VM, so the VM is at least as fresh
 //! as the task's outcome.
 
-mod clones;
+pub(crate) mod clones;
 mod ha;
 mod seed;
 mod tasks;
@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::Store;
 use kube::{Api, ResourceExt};
 
 use crate::api::ProxmoxVM;
@@ -58,6 +60,9 @@ pub struct Sources<'a> {
     pub key: &'a ConfigKey,
     /// How old a cluster view may be (the poll interval).
     pub max_age: Duration,
+    /// The controller's cache of ProxmoxVMs (a clone's template may be
+    /// declared by one).
+    pub store: &'a Store<DeserializeGuard<ProxmoxVM>>,
 }
 
 impl Sources<'_> {
@@ -117,7 +122,8 @@ pub async fn observe(
     }
     obs.images = images(client, &needs.images).await?;
     if let Some(template) = &needs.template {
-        obs.template = Some(template_lookup(from.view().await?.as_ref(), template));
+        let looked_up = template_lookup(from.view().await?.as_ref(), template);
+        obs.template = Some(clones::template_source(client, from.store, vm, looked_up).await?);
     }
     if let (true, Some(vmid)) = (needs.ha, needs.vmid) {
         obs.ha = Some(ha::ha_view(client, vmid).await?);

@@ -373,3 +373,23 @@ fn a_clone_names_source_target_and_marker() {
     assert_eq!(*target_node, None);
     assert_eq!(same_node.status.at_provider.node.as_deref(), Some("pve2"));
 }
+
+#[test]
+fn a_missing_password_secret_waits_for_its_creation_to_wake_it() {
+    let plan = ready_to_create()
+        .password("1")
+        .observe(|o| {
+            o.password = Some(PasswordState::Missing(
+                "Secret ns/web-pw does not exist".into(),
+            ))
+        })
+        .run();
+    let (status, reason, message) = condition(&plan, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "SecretNotFound"));
+    assert!(message.contains("ns/web-pw does not exist"), "{message}");
+    assert_eq!(
+        plan.requeue_after,
+        Some(std::time::Duration::from_secs(60)),
+        "the resync interval: the Secret's creation wakes it (metadata watch)"
+    );
+}

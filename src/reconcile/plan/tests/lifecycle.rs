@@ -211,11 +211,29 @@ fn a_linked_clone_waits_for_its_template() {
                 })
             })
     };
+    // Not on Proxmox yet, or not a template yet: the same to the plan.
+    let coming = |full: bool| {
+        cloning(full, false).observe(|o| {
+            o.template = Some(TemplateLookup::Coming {
+                resource: "ns/golden".into(),
+            })
+        })
+    };
     run_table(vec![
         (
-            "linked, not a template yet: wait",
+            "linked, a plain VM no ProxmoxVM declares a template: missing",
             cloning(false, false),
             expect("Wait", (F, Reason::TemplateNotFound), None),
+        ),
+        (
+            "linked, a ProxmoxVM with template: true builds it: wait, no error",
+            coming(false),
+            expect("Wait", (T, Reason::WaitingForTemplate), None),
+        ),
+        (
+            "full, a ProxmoxVM with template: true builds it: wait too",
+            coming(true),
+            expect("Wait", (T, Reason::WaitingForTemplate), None),
         ),
         (
             "linked, a template: clone",
@@ -228,4 +246,43 @@ fn a_linked_clone_waits_for_its_template() {
             expect("CloneVm", (T, Reason::WaitingForTask), None),
         ),
     ]);
+}
+
+#[test]
+fn a_clone_waiting_for_its_template_is_woken_and_only_falls_back_to_the_resync() {
+    let world = World::new().pending().absent().finalizer().spec(|s| {
+        s.disks.clear();
+        s.clone =
+            Some(serde_json::from_value(json!({"templateName": "golden", "full": false})).unwrap());
+    });
+    let waiting = world
+        .clone()
+        .observe(|o| {
+            o.template = Some(TemplateLookup::Coming {
+                resource: "ns/golden".into(),
+            })
+        })
+        .run();
+    let (status, reason, message) = condition(&waiting, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (T, "WaitingForTemplate"));
+    assert!(message.contains("ProxmoxVM ns/golden"), "{message}");
+    assert_eq!(
+        waiting.requeue_after,
+        Some(std::time::Duration::from_secs(60)),
+        "the resync interval: the template's resource wakes it"
+    );
+    assert_eq!(
+        condition(&waiting, ConditionType::Ready).unwrap().1,
+        "Creating"
+    );
+    // A template that truly does not exist is still looked for by itself.
+    let missing = world
+        .observe(|o| o.template = Some(TemplateLookup::NotFound))
+        .run();
+    let (status, reason, _) = condition(&missing, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "TemplateNotFound"));
+    assert_eq!(
+        missing.requeue_after,
+        Some(std::time::Duration::from_secs(30))
+    );
 }
