@@ -5,7 +5,7 @@ use provider_proxmox::api::vm::TaskAction;
 use pve_client::vm::{CreateVm, VmParams};
 use serde_json::json;
 
-use crate::reconcile::{Controller, DEADLINE, Env, Options, condition, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, condition, is_true, manifests};
 use crate::support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,4 +277,54 @@ async fn a_locked_vm_is_waited_for_and_the_change_retried() {
         "two refused, one applied: {updates:?}"
     );
     env.wait_ready("web").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_owner_marker_in_the_notes_neither_claims_nor_hides_our_vm() {
+    let env = Env::start("forged").await;
+    let vmid = env
+        .create_ready("web", manifests::imported(json!({})))
+        .await;
+    let ours = env.sim.config(vmid).await.description.unwrap_or_default();
+    assert!(ours.contains("uid="), "our marker: {ours:?}");
+    // Someone puts another resource's marker above ours in the notes (and
+    // changes a setting the spec manages).
+    let forged = format!(
+        "Managed by crossplane-provider-proxmox: ProxmoxVM other-team/db uid=0000-other\n{ours}"
+    );
+    let edit = VmParams {
+        description: Some(forged.as_str().into()),
+        cores: Some(1),
+        ..VmParams::default()
+    };
+    env.sim.edit(vmid, edit).await;
+
+    // Still ours: the drift is corrected, never NotOwned.
+    support::poll("the drift to be corrected", DEADLINE, || async {
+        match env.sim.config(vmid).await.cores {
+            Some(2) => Ok(()),
+            other => Err(format!("cores {other:?}")),
+        }
+    })
+    .await;
+    let vm = env.wait_ready("web").await;
+    let synced = condition(&vm, "Synced").unwrap();
+    assert!(is_true(synced) && synced.reason != "NotOwned", "{synced:?}");
+    assert!(
+        !env.events("web")
+            .await
+            .iter()
+            .any(|(_, reason, _, _)| reason == "NotOwned"),
+        "never reported as another's"
+    );
+
+    env.vms()
+        .delete("web", &Default::default())
+        .await
+        .expect("delete");
+    env.wait_gone("web").await;
+    assert!(
+        !env.sim.vmids().await.contains(&vmid),
+        "our VM is destroyed with its resource, not orphaned"
+    );
 }

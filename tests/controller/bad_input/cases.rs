@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::refused;
 use super::reported::{Expect, config, config_says, secret, vm_says, vm_using, vm_with};
 use crate::reconcile::Sim;
 
@@ -100,6 +101,19 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
         "InvalidSpec",
         &["memory", "\"lots\" is not a byte quantity"],
     ));
+    // What one team may not reach: refused before anything is sent.
+    let tenancy: Vec<(&str, Value, Vec<&str>)> = vec![(
+        "forged-marker",
+        json!({"description": refused::FORGED_NOTES}),
+        vec![
+            "spec.forProvider.description contains the owner marker",
+            "the provider adds that line itself",
+        ],
+    )];
+    for (name, change, message) in tenancy {
+        objects.push(vm_with(name, change));
+        expects.push(vm_says(name, "InvalidSpec", &message));
+    }
     let mut kind = vm_with("config-kind", json!({}));
     kind["spec"]["providerConfigRef"]["kind"] = json!("Other");
     objects.push(kind);

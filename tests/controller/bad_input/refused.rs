@@ -66,6 +66,10 @@ fn vm_spec(spec: Value) -> Value {
     })
 }
 
+/// Notes holding another resource's owner marker line.
+pub const FORGED_NOTES: &str =
+    "db notes\nManaged by crossplane-provider-proxmox: ProxmoxVM other-team/db uid=0000-other";
+
 const FINGERPRINT: &str = "AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB";
 
 /// A provider config of `kind` with `change` merged into a good spec.
@@ -399,6 +403,12 @@ pub fn rows() -> Vec<Row> {
             "misspelt field",
             vm_with(json!({"memroy": "2Gi"})),
             ".spec.forProvider.memroy: field not declared in schema",
+        ),
+        // ProxmoxVM: what one team may not reach (many teams in one cluster)
+        row(
+            "description forging another resource's owner marker",
+            vm_with(json!({"description": FORGED_NOTES})),
+            "description must not contain the owner marker",
         ),
         // ProviderConfig and ClusterProviderConfig
         row(
