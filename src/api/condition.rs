@@ -89,6 +89,9 @@ pub enum Reason {
     SecretNotFound,
     /// Synced=False: the clone template is missing or ambiguous.
     TemplateNotFound,
+    /// Synced=False: the clone source is a VM that is not a template;
+    /// nothing is cloned until it is one.
+    NotATemplate,
     /// Synced=True: waiting for a per-node import or clone slot.
     WaitingForCapacity,
     /// Synced=False: waiting for a per-node slot for longer than 10 minutes.
@@ -134,6 +137,7 @@ impl Reason {
             Self::InvalidSpec => "InvalidSpec",
             Self::SecretNotFound => "SecretNotFound",
             Self::TemplateNotFound => "TemplateNotFound",
+            Self::NotATemplate => "NotATemplate",
             Self::WaitingForCapacity => "WaitingForCapacity",
             Self::CapacityStalled => "CapacityStalled",
             Self::OutsidePlacement => "OutsidePlacement",

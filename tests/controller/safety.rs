@@ -328,3 +328,34 @@ async fn a_forged_owner_marker_in_the_notes_neither_claims_nor_hides_our_vm() {
         "our VM is destroyed with its resource, not orphaned"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_template_is_cloned_never_a_running_hand_made_vm() {
+    let env = Env::start("notemplate").await;
+    hand_made_vm(&env, 777, true).await;
+    let writes = env.sim.writes_to_vm(777).await.len();
+    env.apply(&manifests::vm(
+        "copy",
+        json!({
+            "clone": {"templateVmid": 777},
+            "cpu": {"cores": 1},
+            "networks": [{"slot": "net0", "bridge": "vmbr0"}],
+        }),
+    ))
+    .await;
+
+    let synced = env.wait_synced_reason("copy", "NotATemplate").await;
+    let message = synced.message.unwrap_or_default();
+    assert!(message.contains("VM 777 is not a template"), "{message}");
+    let clones = env
+        .sim
+        .requests_to("POST", "/nodes/{node}/qemu/{vmid}/clone")
+        .await;
+    assert!(clones.is_empty(), "nothing cloned: {clones:?}");
+    assert_eq!(env.sim.vmids().await, vec![777, 9000], "no VM created");
+    assert_eq!(
+        env.sim.writes_to_vm(777).await.len(),
+        writes,
+        "777 untouched"
+    );
+}

@@ -142,17 +142,21 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
 
 fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decision {
     let (template, template_node) = match &ctx.obs.template {
-        // A linked clone shares the template's base disks: wait for the
-        // VM to become one (e.g. a ProxmoxVM with `template: true` still
-        // being built).
+        // Only templates are clone sources: a full clone of any VM would
+        // copy another team's disks, and a linked clone shares the
+        // template's base disks. Wait for the VM to become one (e.g. a
+        // ProxmoxVM with `template: true` still being built); nothing is
+        // cloned meanwhile.
         Some(TemplateLookup::Found {
             vmid,
             template: false,
             ..
-        }) if !clone.full => {
+        }) => {
             let say = Say::no(
-                Reason::TemplateNotFound,
-                format!("VM {vmid} is not a template (yet); a linked clone needs one"),
+                Reason::NotATemplate,
+                format!(
+                    "VM {vmid} is not a template (yet): only a Proxmox template (template: 1) can be cloned; nothing is cloned until it is one"
+                ),
             );
             return Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say);
         }

@@ -1,5 +1,5 @@
 //! What one namespace's spec may not reach in a Proxmox shared by many
-//! teams: another resource's owner marker.
+//! teams: another resource's owner marker, the disks of other VMs.
 //!
 //! The CRD refuses the same at apply time (CEL, in `src/api/vm`); this
 //! refuses objects written around the schema (an older or looser CRD), before
@@ -20,5 +20,66 @@ pub(super) fn refusal(spec: &VmParameters) -> Option<String> {
             "spec.forProvider.description contains the owner marker {PREFIX:?}: the provider adds that line itself; remove it"
         ));
     }
+    for (i, disk) in spec.disks.iter().enumerate() {
+        let Some(volume) = &disk.import_from else {
+            continue;
+        };
+        if volume_path(volume).any(|part| part == "..") {
+            problems.push(format!(
+                "spec.forProvider.disks[{i}].importFrom {volume:?} contains a .. path part"
+            ));
+        } else if let Some(owner) = vm_disk_of(volume) {
+            problems.push(format!(
+                "spec.forProvider.disks[{i}].importFrom {volume:?} is a disk of VM {owner}: only import volumes (storage:import/...) and templates' base volumes (base-N-...) can be imported; clone a template instead"
+            ));
+        }
+    }
     (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// The `/`-separated parts of a volume ID's name (after `storage:`).
+fn volume_path(volume: &str) -> std::str::Split<'_, char> {
+    volume
+        .split_once(':')
+        .map_or(volume, |(_, name)| name)
+        .split('/')
+}
+
+/// The VM whose own disk the volume is (`vm-777-disk-0`,
+/// `777/vm-777-disk-0.qcow2`, a linked clone's `base-9000-disk-0/vm-777-disk-0`),
+/// or `None` for import volumes and templates' base volumes.
+pub(super) fn vm_disk_of(volume: &str) -> Option<u32> {
+    let mut parts = volume_path(volume).peekable();
+    if parts.peek() == Some(&"import") {
+        return None;
+    }
+    parts.find_map(|part| {
+        let rest = part
+            .strip_prefix("vm-")
+            .or_else(|| part.strip_prefix("subvol-"))?;
+        let (id, _) = rest.split_once('-')?;
+        id.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disks_of_vms_are_not_import_sources() {
+        for (volume, owner) in [
+            ("local-lvm:vm-777-disk-0", Some(777)),
+            ("local:777/vm-777-disk-0.qcow2", Some(777)),
+            ("zfs:base-9000-disk-0/vm-101-disk-0", Some(101)),
+            ("zfs:subvol-300-disk-0", Some(300)),
+            ("local-lvm:base-9000-disk-0", None),
+            ("local:9000/base-9000-disk-0.qcow2", None),
+            ("local:import/jammy.qcow2", None),
+            ("local:import/vm-100-disk-0.qcow2", None),
+            ("local-lvm:myvm-1-disk", None),
+        ] {
+            assert_eq!(vm_disk_of(volume), owner, "{volume}");
+        }
+    }
 }

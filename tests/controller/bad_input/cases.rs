@@ -102,14 +102,32 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
         &["memory", "\"lots\" is not a byte quantity"],
     ));
     // What one team may not reach: refused before anything is sent.
-    let tenancy: Vec<(&str, Value, Vec<&str>)> = vec![(
-        "forged-marker",
-        json!({"description": refused::FORGED_NOTES}),
-        vec![
-            "spec.forProvider.description contains the owner marker",
-            "the provider adds that line itself",
-        ],
-    )];
+    let tenancy: Vec<(&str, Value, Vec<&str>)> = vec![
+        (
+            "forged-marker",
+            json!({"description": refused::FORGED_NOTES}),
+            vec![
+                "spec.forProvider.description contains the owner marker",
+                "the provider adds that line itself",
+            ],
+        ),
+        (
+            "import-vm-disk",
+            json!({"disks": [{"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:vm-777-disk-0"}]}),
+            vec![
+                "spec.forProvider.disks[0].importFrom \"local-lvm:vm-777-disk-0\" is a disk of VM 777",
+                "clone a template instead",
+            ],
+        ),
+        (
+            "import-dot-dot",
+            json!({"disks": [{"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:import/../images/777/vm-777-disk-0.qcow2"}]}),
+            vec![
+                "spec.forProvider.disks[0].importFrom",
+                "contains a .. path part",
+            ],
+        ),
+    ];
     for (name, change, message) in tenancy {
         objects.push(vm_with(name, change));
         expects.push(vm_says(name, "InvalidSpec", &message));

@@ -410,6 +410,27 @@ pub fn rows() -> Vec<Row> {
             vm_with(json!({"description": FORGED_NOTES})),
             "description must not contain the owner marker",
         ),
+        row(
+            "importFrom another VM's disk",
+            vm_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:vm-777-disk-0"}),
+            ),
+            "importFrom names a disk of a VM (vm-N-...)",
+        ),
+        row(
+            "importFrom another VM's disk on a directory storage",
+            vm_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:777/vm-777-disk-0.qcow2"}),
+            ),
+            "importFrom names a disk of a VM (vm-N-...)",
+        ),
+        row(
+            "importFrom with a .. path part",
+            vm_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:import/../images/777/vm-777-disk-0.qcow2"}),
+            ),
+            "importFrom must not contain .. path parts",
+        ),
         // ProviderConfig and ClusterProviderConfig
         row(
             "endpoint without scheme",

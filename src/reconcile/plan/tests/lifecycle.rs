@@ -215,7 +215,7 @@ fn a_linked_clone_waits_for_its_template() {
         (
             "linked, not a template yet: wait",
             cloning(false, false),
-            expect("Wait", (F, Reason::TemplateNotFound), None),
+            expect("Wait", (F, Reason::NotATemplate), None),
         ),
         (
             "linked, a template: clone",
@@ -223,8 +223,13 @@ fn a_linked_clone_waits_for_its_template() {
             expect("CloneVm", (T, Reason::WaitingForTask), None),
         ),
         (
-            "full clone of a plain VM: clone",
+            "full clone of a plain VM: wait, nothing is cloned",
             cloning(true, false),
+            expect("Wait", (F, Reason::NotATemplate), None),
+        ),
+        (
+            "full clone of a template: clone",
+            cloning(true, true),
             expect("CloneVm", (T, Reason::WaitingForTask), None),
         ),
     ]);

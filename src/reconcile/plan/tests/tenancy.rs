@@ -1,5 +1,6 @@
 //! Many teams in one cluster: what a spec may not reach (another resource's
-//! owner marker), refused before anything is sent to Proxmox.
+//! owner marker, VMs that are not templates and their disks), refused before
+//! anything is sent to Proxmox.
 
 use super::*;
 
@@ -68,6 +69,85 @@ fn tenancy_table() {
             expect("Destroy", (T, Reason::WaitingForTask), gone),
         ),
     ]);
+}
+
+/// A resource about to clone VM 777, found as `template` says.
+fn cloning_777(template: bool) -> World {
+    World::new()
+        .pending()
+        .absent()
+        .finalizer()
+        .slot_granted("pve1")
+        .spec(|s| {
+            s.disks.clear();
+            s.clone = Some(serde_json::from_value(json!({"templateVmid": 777})).unwrap());
+        })
+        .observe(move |o| {
+            o.template = Some(TemplateLookup::Found {
+                vmid: 777,
+                node: "pve1".into(),
+                template,
+            })
+        })
+}
+
+/// A resource whose disk imports `volume`.
+fn importing(volume: &str) -> World {
+    let volume = volume.to_owned();
+    World::new().spec(move |s| {
+        s.disks[0].image = None;
+        s.disks[0].import_from = Some(volume);
+    })
+}
+
+#[test]
+fn clone_and_import_sources() {
+    let creating = Some((F, Reason::Creating));
+    run_table(vec![
+        (
+            "a full clone of a VM that is not a template: nothing is cloned",
+            cloning_777(false),
+            expect("Wait", (F, Reason::NotATemplate), None),
+        ),
+        (
+            "... once it is a template: cloned",
+            cloning_777(true),
+            expect("CloneVm", (T, Reason::WaitingForTask), None),
+        ),
+        (
+            "importing another VM's disk is refused",
+            importing("local-lvm:vm-777-disk-0"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "... also on a directory storage",
+            importing("local:777/vm-777-disk-0.qcow2"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "... and a volume path with ..",
+            importing("local:import/../../777/vm-777-disk-0.qcow2"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "a template's base volume can be imported",
+            importing("local-lvm:base-9000-disk-0"),
+            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+        ),
+        (
+            "an import volume can be imported",
+            importing("local:import/jammy.qcow2"),
+            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+        ),
+    ]);
+    let message = synced_message(&importing("local-lvm:vm-777-disk-0").run());
+    assert!(
+        message.contains("spec.forProvider.disks[0].importFrom")
+            && message.contains("a disk of VM 777"),
+        "{message}"
+    );
+    let message = synced_message(&cloning_777(false).run());
+    assert!(message.contains("VM 777 is not a template"), "{message}");
 }
 
 #[test]
