@@ -1,5 +1,6 @@
 //! What one namespace's spec may not reach in a Proxmox shared by many
-//! teams: another resource's owner marker, the disks of other VMs.
+//! teams: another resource's owner marker, the disks of other VMs, host
+//! paths outside plain device names.
 //!
 //! The CRD refuses the same at apply time (CEL, in `src/api/vm`); this
 //! refuses objects written around the schema (an older or looser CRD), before
@@ -20,6 +21,14 @@ pub(super) fn refusal(spec: &VmParameters) -> Option<String> {
             "spec.forProvider.description contains the owner marker {PREFIX:?}: the provider adds that line itself; remove it"
         ));
     }
+    for (i, port) in spec.hardware.serial_ports.iter().enumerate() {
+        if !serial_device(&port.device) {
+            problems.push(format!(
+                "spec.forProvider.serialPorts[{i}].device {:?} is neither socket nor a device name under /dev/ (letters, digits, . _ - and /, no empty, . or .. parts)",
+                port.device
+            ));
+        }
+    }
     for (i, disk) in spec.disks.iter().enumerate() {
         let Some(volume) = &disk.import_from else {
             continue;
@@ -35,6 +44,21 @@ pub(super) fn refusal(spec: &VmParameters) -> Option<String> {
         }
     }
     (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// `socket`, or `/dev/` and parts of `[A-Za-z0-9._-]`, none empty or only
+/// dots (`/dev/ttyS0`, `/dev/serial/by-id/usb-FTDI_...`).
+pub(super) fn serial_device(device: &str) -> bool {
+    let part = |p: &str| {
+        !p.is_empty()
+            && p.bytes().any(|b| b != b'.')
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    };
+    device == "socket"
+        || device
+            .strip_prefix("/dev/")
+            .is_some_and(|path| path.split('/').all(part))
 }
 
 /// The `/`-separated parts of a volume ID's name (after `storage:`).
@@ -65,6 +89,34 @@ pub(super) fn vm_disk_of(volume: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serial_devices_are_plain_device_names() {
+        for good in [
+            "socket",
+            "/dev/ttyS0",
+            "/dev/ttyUSB1",
+            "/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A1-if00-port0",
+            "/dev/.hidden",
+        ] {
+            assert!(serial_device(good), "{good}");
+        }
+        for bad in [
+            "/dev/../etc/shadow",
+            "/dev/serial/../../etc/shadow",
+            "/dev/./ttyS0",
+            "/dev//ttyS0",
+            "/dev/ttyS0/",
+            "/dev/",
+            "/dev/tty S0",
+            "/dev/tty;rm",
+            "/etc/shadow",
+            "Socket",
+            "/dev/..",
+        ] {
+            assert!(!serial_device(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn disks_of_vms_are_not_import_sources() {

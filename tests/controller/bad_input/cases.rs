@@ -112,6 +112,14 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
             ],
         ),
         (
+            "serial-shadow",
+            json!({"serialPorts": [{"slot": "serial0", "device": "/dev/../etc/shadow"}]}),
+            vec![
+                "spec.forProvider.serialPorts[0].device \"/dev/../etc/shadow\"",
+                "neither socket nor a device name under /dev/",
+            ],
+        ),
+        (
             "import-vm-disk",
             json!({"disks": [{"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:vm-777-disk-0"}]}),
             vec![

@@ -411,6 +411,16 @@ pub fn rows() -> Vec<Row> {
             "description must not contain the owner marker",
         ),
         row(
+            "serial device leaving /dev",
+            vm_with(json!({"serialPorts": [{"slot": "serial0", "device": "/dev/../etc/shadow"}]})),
+            "serialPorts device must be socket or a device name under /dev/",
+        ),
+        row(
+            "serial device with an empty part",
+            vm_with(json!({"serialPorts": [{"slot": "serial0", "device": "/dev//ttyS0"}]})),
+            "serialPorts device must be socket or a device name under /dev/",
+        ),
+        row(
             "importFrom another VM's disk",
             vm_disk(
                 json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:vm-777-disk-0"}),

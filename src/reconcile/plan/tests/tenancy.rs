@@ -1,6 +1,6 @@
 //! Many teams in one cluster: what a spec may not reach (another resource's
-//! owner marker, VMs that are not templates and their disks), refused before
-//! anything is sent to Proxmox.
+//! owner marker, VMs that are not templates and their disks, host paths),
+//! refused before anything is sent to Proxmox.
 
 use super::*;
 
@@ -148,6 +148,44 @@ fn clone_and_import_sources() {
     );
     let message = synced_message(&cloning_777(false).run());
     assert!(message.contains("VM 777 is not a template"), "{message}");
+}
+
+/// A resource with a serial port on `device`.
+fn serial(device: &str) -> World {
+    let port = json!([{"slot": "serial0", "device": device}]);
+    World::new().spec(move |s| s.hardware.serial_ports = serde_json::from_value(port).unwrap())
+}
+
+#[test]
+fn serial_devices_are_device_names() {
+    let creating = Some((F, Reason::Creating));
+    run_table(vec![
+        (
+            "a path leaving /dev is refused",
+            serial("/dev/../etc/shadow"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "... as is an empty part",
+            serial("/dev//ttyS0"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "a device by id is fine",
+            serial("/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A1-if00-port0"),
+            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+        ),
+        (
+            "a socket is fine",
+            serial("socket"),
+            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+        ),
+    ]);
+    let message = synced_message(&serial("/dev/../etc/shadow").run());
+    assert!(
+        message.contains("spec.forProvider.serialPorts[0].device \"/dev/../etc/shadow\""),
+        "{message}"
+    );
 }
 
 #[test]
