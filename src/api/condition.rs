@@ -89,6 +89,9 @@ pub enum Reason {
     SecretNotFound,
     /// Synced=False: the clone template is missing or ambiguous.
     TemplateNotFound,
+    /// Synced=False: the connection Secret is another resource's or was not
+    /// made by the provider; it is not written.
+    ConnectionSecretConflict,
     /// Synced=False: the clone source is a VM that is not a template;
     /// nothing is cloned until it is one.
     NotATemplate,
@@ -138,6 +141,7 @@ impl Reason {
             Self::SecretNotFound => "SecretNotFound",
             Self::TemplateNotFound => "TemplateNotFound",
             Self::NotATemplate => "NotATemplate",
+            Self::ConnectionSecretConflict => "ConnectionSecretConflict",
             Self::WaitingForCapacity => "WaitingForCapacity",
             Self::CapacityStalled => "CapacityStalled",
             Self::OutsidePlacement => "OutsidePlacement",

@@ -370,6 +370,17 @@ async fn finish(
         ctx.metrics
             .task_finished(&task.type_, task.succeeded, task.elapsed);
     }
+    // The connection Secret before the status, which says when it is not
+    // this resource's to write.
+    let published = match &plan.connection {
+        Some(data) if vm.metadata.deletion_timestamp.is_none() => {
+            connection::publish(&ctx.kube, vm, data).await
+        }
+        _ => Ok(None),
+    };
+    if let Ok(Some(why)) = &published {
+        plan::connection_refused(&mut plan, vm, input.now, why);
+    }
     log_synced_change(vm, &plan);
     // After a metadata write the status goes onto the new version.
     let written = status::write(&ctx.kube, vm, &plan.status).await;
@@ -380,11 +391,7 @@ async fn finish(
         ctx.writes.saw(&uid, Some(version.clone()));
     }
     let written = written?.is_some();
-    if let Some(data) = &plan.connection
-        && vm.metadata.deletion_timestamp.is_none()
-    {
-        connection::publish(&ctx.kube, vm, data).await?;
-    }
+    published?;
     tracing::debug!(%step, status_written = written, requeue = ?plan.requeue_after, "pass done");
     let action = match plan.requeue_after {
         Some(after) => Action::requeue(after),

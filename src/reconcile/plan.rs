@@ -59,6 +59,7 @@ pub use output::{
 };
 pub use owner::{Ownership, marker_line, ownership};
 pub use seed::seed_prefix;
+pub use tenancy::connection_refused;
 
 use crate::api::{
     ProxmoxVM, Reason,

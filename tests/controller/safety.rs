@@ -5,7 +5,7 @@ use provider_proxmox::api::vm::TaskAction;
 use pve_client::vm::{CreateVm, VmParams};
 use serde_json::json;
 
-use crate::reconcile::{Controller, DEADLINE, Env, Options, condition, is_true, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, brief, condition, is_true, manifests};
 use crate::support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -357,5 +357,90 @@ async fn only_a_template_is_cloned_never_a_running_hand_made_vm() {
         env.sim.writes_to_vm(777).await.len(),
         writes,
         "777 untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_secret_is_written_only_when_it_is_the_resources_own() {
+    let env = Env::start("connsecret").await;
+    let with_secret = |name: &str, secret: &str| {
+        let mut vm = manifests::vm(name, manifests::imported(json!({})));
+        vm["spec"]["writeConnectionSecretToRef"] = json!({"name": secret});
+        vm
+    };
+    env.apply(&with_secret("alpha", "alpha-conn")).await;
+    env.wait_ready("alpha").await;
+    let alpha = env.vm("alpha").await;
+    let alpha_uid = alpha.metadata.uid.clone().unwrap();
+    let alpha_vmid = env.vmid("alpha").await.to_string();
+    support::poll("alpha's connection Secret", DEADLINE, || async {
+        match env.secret("alpha-conn").await.and_then(|s| s.data) {
+            Some(data) if data.contains_key("vmid") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    env.apply(&json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-password"},
+        "type": "Opaque",
+        "stringData": {"password": "not-for-the-provider"},
+    }))
+    .await;
+    let unrelated = env.secret("db-password").await.unwrap();
+
+    // Another resource's Secret, and one nobody's resource made.
+    env.apply(&with_secret("beta", "alpha-conn")).await;
+    env.apply(&with_secret("gamma", "db-password")).await;
+    for (name, secret) in [("beta", "alpha-conn"), ("gamma", "db-password")] {
+        let synced = env
+            .wait_synced_reason(name, "ConnectionSecretConflict")
+            .await;
+        let message = synced.message.unwrap_or_default();
+        assert!(
+            message.contains(&format!("connection Secret {secret}")),
+            "{name}: {message}"
+        );
+        // The VM itself is created and runs as requested.
+        env.wait_vm(name, "Ready", |vm| {
+            condition(vm, "Ready")
+                .filter(|c| is_true(c))
+                .map(|_| ())
+                .ok_or_else(|| brief(vm))
+        })
+        .await;
+    }
+    let beta = env.vm("beta").await;
+    let beta_message = condition(&beta, "Synced").unwrap().message.clone();
+    assert!(
+        beta_message
+            .unwrap_or_default()
+            .contains(&format!("belongs to ProxmoxVM alpha (uid {alpha_uid})")),
+        "names the owner"
+    );
+
+    let conn = env.secret("alpha-conn").await.unwrap();
+    let owners: Vec<_> = conn
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|r| r.uid.clone())
+        .collect();
+    assert_eq!(owners, [alpha_uid], "still alpha's alone");
+    assert_eq!(
+        conn.data.unwrap()["vmid"].0,
+        alpha_vmid.as_bytes(),
+        "alpha's data"
+    );
+    let after = env.secret("db-password").await.unwrap();
+    assert_eq!(
+        after.data, unrelated.data,
+        "the unrelated Secret is unchanged"
+    );
+    assert_eq!(after.metadata.owner_references, None);
+    assert_eq!(
+        after.metadata.resource_version, unrelated.metadata.resource_version,
+        "never written"
     );
 }

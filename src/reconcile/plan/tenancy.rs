@@ -1,13 +1,20 @@
 //! What one namespace's spec may not reach in a Proxmox shared by many
 //! teams: another resource's owner marker, the disks of other VMs, host
-//! paths outside plain device names.
+//! paths outside plain device names; and in the cluster, a connection Secret
+//! that is not this resource's.
 //!
-//! The CRD refuses the same at apply time (CEL, in `src/api/vm`); this
-//! refuses objects written around the schema (an older or looser CRD), before
-//! anything is sent to Proxmox.
+//! The CRD refuses the spec's part at apply time (CEL, in `src/api/vm`);
+//! this refuses objects written around the schema (an older or looser CRD),
+//! before anything is sent to Proxmox.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+use super::output::Plan;
 use super::owner::PREFIX;
+use crate::api::condition::find;
 use crate::api::vm::VmParameters;
+use crate::api::{Condition, ConditionStatus, ConditionType, ProxmoxVM, Reason, set_condition};
 
 /// Why the spec is refused, naming each field, or `None`.
 pub(super) fn refusal(spec: &VmParameters) -> Option<String> {
@@ -44,6 +51,41 @@ pub(super) fn refusal(spec: &VmParameters) -> Option<String> {
         }
     }
     (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// The plan once the connection Secret was not written because it is not
+/// this resource's (`why`): Synced=False `ConnectionSecretConflict` naming
+/// it, unless Synced already says something is wrong with the VM, whose
+/// message then ends with it. Ready, the step and the VM are as planned.
+pub fn connection_refused(plan: &mut Plan, vm: &ProxmoxVM, now: Timestamp, why: &str) {
+    let synced = find(&plan.status.conditions, ConditionType::Synced);
+    let (reason, message) = match synced {
+        Some(c) if c.status == ConditionStatus::False => (
+            c.reason.clone(),
+            format!("{}; also: {why}", c.message.as_deref().unwrap_or_default()),
+        ),
+        Some(c) => (
+            Reason::ConnectionSecretConflict.as_str().to_owned(),
+            format!(
+                "{why} (the VM itself: {})",
+                c.message.as_deref().unwrap_or("as planned")
+            ),
+        ),
+        None => (
+            Reason::ConnectionSecretConflict.as_str().to_owned(),
+            why.to_owned(),
+        ),
+    };
+    let mut condition = Condition::new(
+        ConditionType::Synced,
+        ConditionStatus::False,
+        Reason::ConnectionSecretConflict,
+        message,
+        Time(now),
+    );
+    condition.reason = reason;
+    condition.observed_generation = vm.metadata.generation;
+    set_condition(&mut plan.status.conditions, condition);
 }
 
 /// `socket`, or `/dev/` and parts of `[A-Za-z0-9._-]`, none empty or only

@@ -375,5 +375,21 @@ pub fn provider_knows(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
         objects.push(vm_with(name, change));
         expects.push(vm_says(name, reason, &message));
     }
+    // A connection Secret that exists and is not the resource's.
+    objects.push(secret(
+        "someones-secret",
+        json!({"token": "not-for-the-provider"}),
+    ));
+    let mut foreign = vm_with("conn-foreign", json!({}));
+    foreign["spec"]["writeConnectionSecretToRef"] = json!({"name": "someones-secret"});
+    objects.push(foreign);
+    expects.push(vm_says(
+        "conn-foreign",
+        "ConnectionSecretConflict",
+        &[
+            "the connection Secret someones-secret (writeConnectionSecretToRef) exists and was not made by this resource",
+            "name a Secret that does not exist yet",
+        ],
+    ));
     (objects, expects)
 }

@@ -203,3 +203,32 @@ fn a_forged_marker_is_refused_before_proxmox_naming_the_field() {
         "{message}"
     );
 }
+
+#[test]
+fn a_connection_secret_not_ours_is_said_on_synced_and_nothing_else_changes() {
+    let why = "the connection Secret db-conn (writeConnectionSecretToRef) belongs to ProxmoxVM db (uid u-2)";
+    let world = World::new().created().present(our_vm(Power::Running));
+    let planned = world.run();
+    let mut plan = planned.clone();
+    connection_refused(&mut plan, &world.vm, world.now, why);
+    assert_eq!(plan.step, planned.step, "the VM's step is unchanged");
+    assert_eq!(plan.requeue_after, planned.requeue_after);
+    let (status, reason, message) = condition(&plan, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "ConnectionSecretConflict"));
+    assert!(message.contains(why), "{message}");
+    assert_eq!(
+        condition(&plan, ConditionType::Ready),
+        condition(&planned, ConditionType::Ready),
+        "Ready is the VM's"
+    );
+
+    // A VM problem stays first; the Secret is added to its message.
+    let failing = World::new()
+        .created()
+        .spec(|s| s.description = Some(forged_notes()));
+    let mut plan = failing.run();
+    connection_refused(&mut plan, &failing.vm, failing.now, why);
+    let (status, reason, message) = condition(&plan, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "InvalidSpec"));
+    assert!(message.ends_with(&format!("; also: {why}")), "{message}");
+}
