@@ -89,6 +89,12 @@ pub enum Reason {
     SecretNotFound,
     /// Synced=False: the clone template is missing or ambiguous.
     TemplateNotFound,
+    /// Synced=False: the connection Secret is another resource's or was not
+    /// made by the provider; it is not written.
+    ConnectionSecretConflict,
+    /// Synced=False: the clone source is a VM that is not a template;
+    /// nothing is cloned until it is one.
+    NotATemplate,
     /// Synced=True: waiting for a per-node import or clone slot.
     WaitingForCapacity,
     /// Synced=True: a clone waits for its source, declared by another
@@ -137,6 +143,8 @@ impl Reason {
             Self::InvalidSpec => "InvalidSpec",
             Self::SecretNotFound => "SecretNotFound",
             Self::TemplateNotFound => "TemplateNotFound",
+            Self::NotATemplate => "NotATemplate",
+            Self::ConnectionSecretConflict => "ConnectionSecretConflict",
             Self::WaitingForCapacity => "WaitingForCapacity",
             Self::WaitingForTemplate => "WaitingForTemplate",
             Self::CapacityStalled => "CapacityStalled",

@@ -253,7 +253,7 @@ async fn report(
     ctx: &Context,
     id: &Identity,
     input: &PlanInput<'_>,
-    plan: Plan,
+    mut plan: Plan,
     outcome: &Result<Done, ActFailure>,
 ) -> Result<Outcome, Error> {
     let vm = input.vm;
@@ -274,6 +274,17 @@ async fn report(
         ctx.metrics
             .task_finished(&task.type_, task.succeeded, task.elapsed);
     }
+    // The connection Secret before the status, which says when it is not
+    // this resource's to write.
+    let published = match &plan.connection {
+        Some(data) if vm.metadata.deletion_timestamp.is_none() => {
+            connection_secret::publish(&ctx.kube, vm, data).await
+        }
+        Some(_) | None => Ok(None),
+    };
+    if let Ok(Some(why)) = &published {
+        plan::connection_refused(&mut plan, vm, input.now, why);
+    }
     log_synced_change(vm, &plan);
     // After a metadata write the status goes onto the new version.
     let written = status::write(&ctx.kube, (vm, id), &plan.status).await;
@@ -284,11 +295,7 @@ async fn report(
         ctx.memory.saw(&id.uid, Some(version.clone()));
     }
     let written = written?.is_some();
-    if let Some(data) = &plan.connection
-        && vm.metadata.deletion_timestamp.is_none()
-    {
-        connection_secret::publish(&ctx.kube, vm, data).await?;
-    }
+    published?;
     tracing::debug!(%step, status_written = written, requeue = ?plan.requeue_after, "pass done");
     let action = match plan.requeue_after {
         Some(after) => Action::requeue(after),

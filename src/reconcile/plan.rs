@@ -36,6 +36,7 @@ mod report;
 mod seed;
 mod task;
 mod template;
+mod tenancy;
 mod warning;
 
 #[cfg(test)]
@@ -58,6 +59,7 @@ pub use output::{
 };
 pub use owner::{Ownership, marker_line, ownership};
 pub use seed::seed_prefix;
+pub use tenancy::connection_refused;
 
 use crate::api::{
     ProxmoxVM, Reason,
@@ -269,6 +271,12 @@ fn gate(ctx: &Ctx) -> Option<Decision<LocalStep>> {
     }
     if let PolicyMode::Invalid(message) = policy_mode(&ctx.vm.spec.management_policies) {
         let say = Say::no(Reason::InvalidSpec, message);
+        return Some(Decision::new(Idle::Refuse, None, say).keep_ready());
+    }
+    if !ctx.deleting()
+        && let Some(why) = tenancy::refusal(ctx.spec)
+    {
+        let say = Say::no(Reason::InvalidSpec, format!("refused: {why}"));
         return Some(Decision::new(Idle::Refuse, None, say).keep_ready());
     }
     if ctx.deleting() && !ctx.has_finalizer() {

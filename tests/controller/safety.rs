@@ -5,7 +5,7 @@ use provider_proxmox::api::vm::TaskAction;
 use pve_client::vm::{CreateVm, VmParams};
 use serde_json::json;
 
-use crate::reconcile::{Controller, DEADLINE, Env, Options, condition, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, brief, condition, is_true, manifests};
 use crate::support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,4 +277,170 @@ async fn a_locked_vm_is_waited_for_and_the_change_retried() {
         "two refused, one applied: {updates:?}"
     );
     env.wait_ready("web").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_owner_marker_in_the_notes_neither_claims_nor_hides_our_vm() {
+    let env = Env::start("forged").await;
+    let vmid = env
+        .create_ready("web", manifests::imported(json!({})))
+        .await;
+    let ours = env.sim.config(vmid).await.description.unwrap_or_default();
+    assert!(ours.contains("uid="), "our marker: {ours:?}");
+    // Someone puts another resource's marker above ours in the notes (and
+    // changes a setting the spec manages).
+    let forged = format!(
+        "Managed by crossplane-provider-proxmox: ProxmoxVM other-team/db uid=0000-other\n{ours}"
+    );
+    let edit = VmParams {
+        description: Some(forged.as_str().into()),
+        cores: Some(1),
+        ..VmParams::default()
+    };
+    env.sim.edit(vmid, edit).await;
+
+    // Still ours: the drift is corrected, never NotOwned.
+    support::poll("the drift to be corrected", DEADLINE, || async {
+        match env.sim.config(vmid).await.cores {
+            Some(2) => Ok(()),
+            other => Err(format!("cores {other:?}")),
+        }
+    })
+    .await;
+    let vm = env.wait_ready("web").await;
+    let synced = condition(&vm, "Synced").unwrap();
+    assert!(is_true(synced) && synced.reason != "NotOwned", "{synced:?}");
+    assert!(
+        !env.events("web")
+            .await
+            .iter()
+            .any(|(_, reason, _, _)| reason == "NotOwned"),
+        "never reported as another's"
+    );
+
+    env.vms()
+        .delete("web", &Default::default())
+        .await
+        .expect("delete");
+    env.wait_gone("web").await;
+    assert!(
+        !env.sim.vmids().await.contains(&vmid),
+        "our VM is destroyed with its resource, not orphaned"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_template_is_cloned_never_a_running_hand_made_vm() {
+    let env = Env::start("notemplate").await;
+    hand_made_vm(&env, 777, true).await;
+    let writes = env.sim.writes_to_vm(777).await.len();
+    env.apply(&manifests::vm(
+        "copy",
+        json!({
+            "clone": {"templateVmid": 777},
+            "cpu": {"cores": 1},
+            "networks": [{"slot": "net0", "bridge": "vmbr0"}],
+        }),
+    ))
+    .await;
+
+    let synced = env.wait_synced_reason("copy", "NotATemplate").await;
+    let message = synced.message.unwrap_or_default();
+    assert!(message.contains("VM 777 is not a template"), "{message}");
+    let clones = env
+        .sim
+        .requests_to("POST", "/nodes/{node}/qemu/{vmid}/clone")
+        .await;
+    assert!(clones.is_empty(), "nothing cloned: {clones:?}");
+    assert_eq!(env.sim.vmids().await, vec![777, 9000], "no VM created");
+    assert_eq!(
+        env.sim.writes_to_vm(777).await.len(),
+        writes,
+        "777 untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_secret_is_written_only_when_it_is_the_resources_own() {
+    let env = Env::start("connsecret").await;
+    let with_secret = |name: &str, secret: &str| {
+        let mut vm = manifests::vm(name, manifests::imported(json!({})));
+        vm["spec"]["writeConnectionSecretToRef"] = json!({"name": secret});
+        vm
+    };
+    env.apply(&with_secret("alpha", "alpha-conn")).await;
+    env.wait_ready("alpha").await;
+    let alpha = env.vm("alpha").await;
+    let alpha_uid = alpha.metadata.uid.clone().unwrap();
+    let alpha_vmid = env.vmid("alpha").await.to_string();
+    support::poll("alpha's connection Secret", DEADLINE, || async {
+        match env.secret("alpha-conn").await.and_then(|s| s.data) {
+            Some(data) if data.contains_key("vmid") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    env.apply(&json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-password"},
+        "type": "Opaque",
+        "stringData": {"password": "not-for-the-provider"},
+    }))
+    .await;
+    let unrelated = env.secret("db-password").await.unwrap();
+
+    // Another resource's Secret, and one nobody's resource made.
+    env.apply(&with_secret("beta", "alpha-conn")).await;
+    env.apply(&with_secret("gamma", "db-password")).await;
+    for (name, secret) in [("beta", "alpha-conn"), ("gamma", "db-password")] {
+        let synced = env
+            .wait_synced_reason(name, "ConnectionSecretConflict")
+            .await;
+        let message = synced.message.unwrap_or_default();
+        assert!(
+            message.contains(&format!("connection Secret {secret}")),
+            "{name}: {message}"
+        );
+        // The VM itself is created and runs as requested.
+        env.wait_vm(name, "Ready", |vm| {
+            condition(vm, "Ready")
+                .filter(|c| is_true(c))
+                .map(|_| ())
+                .ok_or_else(|| brief(vm))
+        })
+        .await;
+    }
+    let beta = env.vm("beta").await;
+    let beta_message = condition(&beta, "Synced").unwrap().message.clone();
+    assert!(
+        beta_message
+            .unwrap_or_default()
+            .contains(&format!("belongs to ProxmoxVM alpha (uid {alpha_uid})")),
+        "names the owner"
+    );
+
+    let conn = env.secret("alpha-conn").await.unwrap();
+    let owners: Vec<_> = conn
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|r| r.uid.clone())
+        .collect();
+    assert_eq!(owners, [alpha_uid], "still alpha's alone");
+    assert_eq!(
+        conn.data.unwrap()["vmid"].0,
+        alpha_vmid.as_bytes(),
+        "alpha's data"
+    );
+    let after = env.secret("db-password").await.unwrap();
+    assert_eq!(
+        after.data, unrelated.data,
+        "the unrelated Secret is unchanged"
+    );
+    assert_eq!(after.metadata.owner_references, None);
+    assert_eq!(
+        after.metadata.resource_version, unrelated.metadata.resource_version,
+        "never written"
+    );
 }

@@ -74,7 +74,27 @@ fn firmware_console_and_device_rules() {
         (
             "serial device",
             json!({"serialPorts": [{"slot": "serial1", "device": "tty0"}]}),
-            Some("must be socket or a host device"),
+            Some("serialPorts device must be socket or a device name under /dev/"),
+        ),
+        (
+            "serial device by id",
+            json!({"serialPorts": [{"slot": "serial1", "device": "/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A1-if00-port0"}]}),
+            None,
+        ),
+        (
+            "serial device leaving /dev",
+            json!({"serialPorts": [{"slot": "serial1", "device": "/dev/../etc/shadow"}]}),
+            Some("serialPorts device must be socket or a device name under /dev/"),
+        ),
+        (
+            "serial device with a . part",
+            json!({"serialPorts": [{"slot": "serial1", "device": "/dev/./ttyS0"}]}),
+            Some("serialPorts device must be socket or a device name under /dev/"),
+        ),
+        (
+            "serial device with an empty part",
+            json!({"serialPorts": [{"slot": "serial1", "device": "/dev/serial//x"}]}),
+            Some("serialPorts device must be socket or a device name under /dev/"),
         ),
         (
             "gpu by mapping",

@@ -56,6 +56,51 @@ fn proxmox_vm_create_rules() {
             Some("must be a Proxmox volume ID"),
         ),
         (
+            "import of another VM's disk",
+            with_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:vm-777-disk-0"}),
+            ),
+            Some("importFrom names a disk of a VM"),
+        ),
+        (
+            "import of a linked clone's disk",
+            with_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "zfs:base-9000-disk-0/vm-101-disk-0"}),
+            ),
+            Some("importFrom names a disk of a VM"),
+        ),
+        (
+            "import of a template's disk",
+            with_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:base-9000-disk-0"}),
+            ),
+            None,
+        ),
+        (
+            "import volume named like a VM disk",
+            with_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:import/vm-100-disk-0.qcow2"}),
+            ),
+            None,
+        ),
+        (
+            "import with ..",
+            with_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:import/../x.qcow2"}),
+            ),
+            Some("importFrom must not contain .. path parts"),
+        ),
+        (
+            "description with the owner marker",
+            json!({"description": "notes\nManaged by crossplane-provider-proxmox: ProxmoxVM other/db uid=u-2"}),
+            Some("description must not contain the owner marker"),
+        ),
+        (
+            "description without it",
+            json!({"description": "managed by the db team"}),
+            None,
+        ),
+        (
             "checksum length",
             with_disk(short_checksum),
             Some("checksum length does not match"),

@@ -14,13 +14,19 @@ pub struct SerialPort {
         .message("slot must be serial0 ... serial3"))]
     pub slot: String,
     /// `socket` (default): a port the web console (xterm.js) and `qm
-    /// terminal` attach to. A host device such as `/dev/ttyS0` needs root.
+    /// terminal` attach to. A host device such as `/dev/ttyS0` needs root:
+    /// `/dev/` and names of letters, digits, `.`, `_` and `-` separated by
+    /// `/` (no empty, `.` or `..` parts).
     #[serde(default = "socket")]
     #[schemars(length(max = 64))]
-    #[x_kube(validation = Rule::new("self == 'socket' || self.matches('^/dev/.+$')")
-        .message("must be socket or a host device such as /dev/ttyS0"))]
+    #[x_kube(validation = Rule::new(SERIAL_DEVICE)
+        .message("serialPorts device must be socket or a device name under /dev/ such as /dev/ttyS0 (letters, digits, . _ - and /, no empty, . or .. parts)"))]
     pub device: String,
 }
+
+/// `socket`, or `/dev/` and path parts of `[A-Za-z0-9._-]` that are not
+/// only dots (checked again by the plan: `plan::tenancy`).
+const SERIAL_DEVICE: &str = "self == 'socket' || self.matches('^/dev/[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*)*$')";
 
 fn socket() -> String {
     "socket".into()

@@ -157,8 +157,11 @@ pub struct VmParameters {
 
     /// VM description (notes). The provider appends a line marking the VM as
     /// owned by this resource; keep that line if you edit the notes in Proxmox.
+    /// The notes may not contain such a line themselves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 7680))]
+    #[x_kube(validation = Rule::new("!self.contains('Managed by crossplane-provider-proxmox:')")
+        .message("description must not contain the owner marker \"Managed by crossplane-provider-proxmox:\": the provider adds that line itself"))]
     pub description: Option<String>,
 
     /// Resource pool the VM is put in at creation (create only).

@@ -6,12 +6,19 @@
 //! controller ownerReference), so a cluster's garbage collector removes it
 //! with the resource, and labelled so the controller watches only its own
 //! Secrets.
+//!
+//! Only a Secret this resource owns (its controller ownerReference holds the
+//! resource's UID) or one that does not exist yet is written: a new one is
+//! created first (empty, so a Secret made meanwhile by someone else is a
+//! conflict, not a takeover), then its data applied. Another resource's
+//! Secret, or any other existing one, is left as it is and reported on the
+//! resource (see [`publish`]).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Patch, PatchParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
 use crate::api::ProxmoxVM;
@@ -48,28 +55,75 @@ pub fn secret(vm: &ProxmoxVM, data: &BTreeMap<String, String>) -> Option<Secret>
     Some(secret)
 }
 
-/// Applies the connection Secret of `vm` with `data`.
+/// Writes the connection Secret of `vm` with `data`, if it is this
+/// resource's to write. `Ok(Some(why))`: it is not (another resource's
+/// Secret, or one made by someone else), and nothing was written.
 pub async fn publish(
     kube: &kube::Client,
     vm: &ProxmoxVM,
     data: &BTreeMap<String, String>,
-) -> Result<(), kube::Error> {
+) -> Result<Option<String>, kube::Error> {
     let Some(secret) = secret(vm, data) else {
-        return Ok(());
+        return Ok(None);
     };
     let name = secret.name_any();
+    let uid = vm.uid().unwrap_or_default();
+    let api = Api::<Secret>::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
+    let existing = match api.get_opt(&name).await? {
+        Some(existing) => existing,
+        None => {
+            // Reserve the name: an empty Secret of ours, or a 409 when
+            // someone else's appeared meanwhile.
+            let mut empty = secret.clone();
+            empty.data = None;
+            let params = PostParams {
+                field_manager: Some(FIELD_MANAGER.to_owned()),
+                ..PostParams::default()
+            };
+            match api.create(&params, &empty).await {
+                Ok(created) => created,
+                // Made meanwhile: judged like one found (gone again: the
+                // pass fails and is retried).
+                Err(kube::Error::Api(status)) if status.code == 409 => api.get(&name).await?,
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    if let Some(why) = not_ours(&existing, &uid) {
+        return Ok(Some(format!(
+            "the connection Secret {name} (writeConnectionSecretToRef) {why}; it is left as it is: name a Secret that does not exist yet"
+        )));
+    }
     let mut body = serde_json::to_value(&secret).map_err(kube::Error::SerdeError)?;
     // Server-side apply wants the type information in the body.
     body["apiVersion"] = "v1".into();
     body["kind"] = "Secret".into();
-    Api::<Secret>::namespaced(kube.clone(), &vm.namespace().unwrap_or_default())
-        .patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&body),
-        )
-        .await
-        .map(drop)
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&body),
+    )
+    .await
+    .map(|_| None)
+}
+
+/// Why an existing Secret is not the resource `uid`'s to write, if it is
+/// not: its controller ownerReference must hold that UID.
+fn not_ours(existing: &Secret, uid: &str) -> Option<String> {
+    let controller = existing
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true));
+    match controller {
+        Some(owner) if !uid.is_empty() && owner.uid == uid => None,
+        Some(owner) => Some(format!(
+            "belongs to {} {} (uid {})",
+            owner.kind, owner.name, owner.uid
+        )),
+        None => Some("exists and was not made by this resource".to_owned()),
+    }
 }
 
 #[cfg(test)]
@@ -94,9 +148,20 @@ mod tests {
             ("ProxmoxVM", "u-1")
         );
         assert_eq!(owner.controller, Some(true));
-        assert_eq!(s.data.unwrap()["vmid"].0, b"100");
+        assert_eq!(s.data.as_ref().unwrap()["vmid"].0, b"100");
         let mut no_ref = vm.clone();
         no_ref.spec.write_connection_secret_to_ref = None;
         assert!(secret(&no_ref, &data).is_none());
+
+        assert_eq!(not_ours(&s, "u-1"), None, "ours");
+        let theirs = not_ours(&s, "u-2").unwrap();
+        assert!(theirs.contains("ProxmoxVM web (uid u-1)"), "{theirs}");
+        let unowned = Secret::default();
+        assert!(
+            not_ours(&unowned, "u-1")
+                .unwrap()
+                .contains("not made by this resource")
+        );
+        assert!(not_ours(&s, "").is_some(), "an empty UID owns nothing");
     }
 }

@@ -186,17 +186,20 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
             );
             return Decision::new(Idle::Wait, Some(ctx.resync_interval()), say);
         }
-        // A linked clone shares the template's base disks, and no
-        // ProxmoxVM will make this VM a template.
+        // Only templates are clone sources: a full clone of any VM would
+        // copy another team's disks, and a linked clone shares the
+        // template's base disks. Wait for the VM to become one (e.g. a
+        // ProxmoxVM with `template: true` still being built); nothing is
+        // cloned meanwhile.
         Some(TemplateLookup::Found {
             vmid,
             template: false,
             ..
-        }) if !clone.full => {
+        }) => {
             let say = Say::no(
-                Reason::TemplateNotFound,
+                Reason::NotATemplate,
                 format!(
-                    "VM {vmid} is not a template, and no ProxmoxVM of this provider config declares it with template: true; a linked clone needs a template"
+                    "VM {vmid} is not a template (yet): only a Proxmox template (template: 1) can be cloned; nothing is cloned until it is one"
                 ),
             );
             return Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say);

@@ -4,11 +4,16 @@
 //! It is passed in the create/clone call itself, so the VM carries it from
 //! its first moment; a VM without it (or with another resource's UID) is
 //! never modified or deleted.
+//!
+//! The provider writes the marker as the last line of the description, after
+//! the spec's notes, and only the last marker line counts: a marker-like line
+//! in the notes can neither claim the VM for another resource nor hide this
+//! one's (the spec may not contain one anyway, see `tenancy`).
 
 use super::input::VmConfig;
 
 /// What starts the marker line.
-const PREFIX: &str = "Managed by crossplane-provider-proxmox:";
+pub(super) const PREFIX: &str = "Managed by crossplane-provider-proxmox:";
 
 /// Who owns a VM, according to its description.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,15 +31,15 @@ pub fn marker_line(namespace: &str, name: &str, uid: &str) -> String {
     format!("{PREFIX} ProxmoxVM {namespace}/{name} uid={uid}")
 }
 
-/// Reads the owner UID from a description, if it carries a marker.
+/// Reads the owner UID from a description: that of its last marker line,
+/// the one the provider writes after the notes.
 fn marker_uid(description: &str) -> Option<&str> {
-    description
+    let rest = description
         .lines()
         .filter_map(|line| line.trim().strip_prefix(PREFIX))
-        .find_map(|rest| {
-            rest.split_whitespace()
-                .find_map(|word| word.strip_prefix("uid="))
-        })
+        .next_back()?;
+    rest.split_whitespace()
+        .find_map(|word| word.strip_prefix("uid="))
 }
 
 /// Who owns the VM with this config, as seen by the resource with `uid`.
@@ -99,6 +104,37 @@ mod tests {
         ];
         for (name, desc, want) in cases {
             assert_eq!(ownership(&config(desc.as_deref()), "u-1"), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_the_last_marker_line_counts() {
+        let ours = marker_line("team-a", "web", "u-1");
+        let forged = marker_line("team-b", "db", "u-2");
+        let cases = [
+            (
+                "a forged marker in the notes, ours after it",
+                description(Some(&format!("notes\n{forged}")), &ours),
+                Ownership::Ours,
+            ),
+            (
+                "ours, then notes added in Proxmox below it",
+                format!("{ours}\nmore notes\n"),
+                Ownership::Ours,
+            ),
+            (
+                "another resource's marker after ours",
+                format!("{ours}\n{forged}"),
+                Ownership::Foreign("u-2".into()),
+            ),
+            (
+                "a last marker line without a uid",
+                format!("{ours}\n{PREFIX} ProxmoxVM x/y"),
+                Ownership::Unmarked,
+            ),
+        ];
+        for (name, desc, want) in cases {
+            assert_eq!(ownership(&config(Some(&desc)), "u-1"), want, "{name}");
         }
     }
 

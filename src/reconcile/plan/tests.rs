@@ -14,6 +14,7 @@ mod races;
 mod seed;
 mod status;
 mod tasks;
+mod tenancy;
 
 use std::collections::BTreeMap;
 

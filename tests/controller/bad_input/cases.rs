@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::refused;
 use super::reported::{Expect, config, config_says, secret, vm_says, vm_using, vm_with};
 use crate::reconcile::Sim;
 
@@ -100,6 +101,45 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
         "InvalidSpec",
         &["memory", "\"lots\" is not a byte quantity"],
     ));
+    // What one team may not reach: refused before anything is sent.
+    let tenancy: Vec<(&str, Value, Vec<&str>)> = vec![
+        (
+            "forged-marker",
+            json!({"description": refused::FORGED_NOTES}),
+            vec![
+                "spec.forProvider.description contains the owner marker",
+                "the provider adds that line itself",
+            ],
+        ),
+        (
+            "serial-shadow",
+            json!({"serialPorts": [{"slot": "serial0", "device": "/dev/../etc/shadow"}]}),
+            vec![
+                "spec.forProvider.serialPorts[0].device \"/dev/../etc/shadow\"",
+                "neither socket nor a device name under /dev/",
+            ],
+        ),
+        (
+            "import-vm-disk",
+            json!({"disks": [{"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:vm-777-disk-0"}]}),
+            vec![
+                "spec.forProvider.disks[0].importFrom \"local-lvm:vm-777-disk-0\" is a disk of VM 777",
+                "clone a template instead",
+            ],
+        ),
+        (
+            "import-dot-dot",
+            json!({"disks": [{"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:import/../images/777/vm-777-disk-0.qcow2"}]}),
+            vec![
+                "spec.forProvider.disks[0].importFrom",
+                "contains a .. path part",
+            ],
+        ),
+    ];
+    for (name, change, message) in tenancy {
+        objects.push(vm_with(name, change));
+        expects.push(vm_says(name, "InvalidSpec", &message));
+    }
     let mut kind = vm_with("config-kind", json!({}));
     kind["spec"]["providerConfigRef"]["kind"] = json!("Other");
     objects.push(kind);
@@ -335,5 +375,21 @@ pub fn provider_knows(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
         objects.push(vm_with(name, change));
         expects.push(vm_says(name, reason, &message));
     }
+    // A connection Secret that exists and is not the resource's.
+    objects.push(secret(
+        "someones-secret",
+        json!({"token": "not-for-the-provider"}),
+    ));
+    let mut foreign = vm_with("conn-foreign", json!({}));
+    foreign["spec"]["writeConnectionSecretToRef"] = json!({"name": "someones-secret"});
+    objects.push(foreign);
+    expects.push(vm_says(
+        "conn-foreign",
+        "ConnectionSecretConflict",
+        &[
+            "the connection Secret someones-secret (writeConnectionSecretToRef) exists and was not made by this resource",
+            "name a Secret that does not exist yet",
+        ],
+    ));
     (objects, expects)
 }

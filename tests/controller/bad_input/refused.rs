@@ -66,6 +66,10 @@ fn vm_spec(spec: Value) -> Value {
     })
 }
 
+/// Notes holding another resource's owner marker line.
+pub const FORGED_NOTES: &str =
+    "db notes\nManaged by crossplane-provider-proxmox: ProxmoxVM other-team/db uid=0000-other";
+
 const FINGERPRINT: &str = "AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB";
 
 /// A provider config of `kind` with `change` merged into a good spec.
@@ -399,6 +403,43 @@ pub fn rows() -> Vec<Row> {
             "misspelt field",
             vm_with(json!({"memroy": "2Gi"})),
             ".spec.forProvider.memroy: field not declared in schema",
+        ),
+        // ProxmoxVM: what one team may not reach (many teams in one cluster)
+        row(
+            "description forging another resource's owner marker",
+            vm_with(json!({"description": FORGED_NOTES})),
+            "description must not contain the owner marker",
+        ),
+        row(
+            "serial device leaving /dev",
+            vm_with(json!({"serialPorts": [{"slot": "serial0", "device": "/dev/../etc/shadow"}]})),
+            "serialPorts device must be socket or a device name under /dev/",
+        ),
+        row(
+            "serial device with an empty part",
+            vm_with(json!({"serialPorts": [{"slot": "serial0", "device": "/dev//ttyS0"}]})),
+            "serialPorts device must be socket or a device name under /dev/",
+        ),
+        row(
+            "importFrom another VM's disk",
+            vm_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:vm-777-disk-0"}),
+            ),
+            "importFrom names a disk of a VM (vm-N-...)",
+        ),
+        row(
+            "importFrom another VM's disk on a directory storage",
+            vm_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:777/vm-777-disk-0.qcow2"}),
+            ),
+            "importFrom names a disk of a VM (vm-N-...)",
+        ),
+        row(
+            "importFrom with a .. path part",
+            vm_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:import/../images/777/vm-777-disk-0.qcow2"}),
+            ),
+            "importFrom must not contain .. path parts",
         ),
         // ProviderConfig and ClusterProviderConfig
         row(

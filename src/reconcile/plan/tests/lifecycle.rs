@@ -223,7 +223,7 @@ fn a_linked_clone_waits_for_its_template() {
         (
             "linked, a plain VM no ProxmoxVM declares a template: missing",
             cloning(false, false),
-            expect("Wait", (F, Reason::TemplateNotFound), None),
+            expect("Wait", (F, Reason::NotATemplate), None),
         ),
         (
             "linked, a ProxmoxVM with template: true builds it: wait, no error",
@@ -241,8 +241,13 @@ fn a_linked_clone_waits_for_its_template() {
             expect("CloneVm", (T, Reason::WaitingForTask), None),
         ),
         (
-            "full clone of a plain VM: clone",
+            "full clone of a plain VM: wait, nothing is cloned",
             cloning(true, false),
+            expect("Wait", (F, Reason::NotATemplate), None),
+        ),
+        (
+            "full clone of a template: clone",
+            cloning(true, true),
             expect("CloneVm", (T, Reason::WaitingForTask), None),
         ),
     ]);

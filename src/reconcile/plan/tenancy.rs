@@ -1,0 +1,179 @@
+//! What one namespace's spec may not reach in a Proxmox shared by many
+//! teams: another resource's owner marker, the disks of other VMs, host
+//! paths outside plain device names; and in the cluster, a connection Secret
+//! that is not this resource's.
+//!
+//! The CRD refuses the spec's part at apply time (CEL, in `src/api/vm`);
+//! this refuses objects written around the schema (an older or looser CRD),
+//! before anything is sent to Proxmox.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+use super::output::Plan;
+use super::owner::PREFIX;
+use crate::api::condition::find;
+use crate::api::vm::VmParameters;
+use crate::api::{Condition, ConditionStatus, ConditionType, ProxmoxVM, Reason, set_condition};
+
+/// Why the spec is refused, naming each field, or `None`.
+pub(super) fn refusal(spec: &VmParameters) -> Option<String> {
+    let mut problems = vec![];
+    if spec
+        .description
+        .as_deref()
+        .is_some_and(|d| d.contains(PREFIX))
+    {
+        problems.push(format!(
+            "spec.forProvider.description contains the owner marker {PREFIX:?}: the provider adds that line itself; remove it"
+        ));
+    }
+    for (i, port) in spec.hardware.serial_ports.iter().enumerate() {
+        if !serial_device(&port.device) {
+            problems.push(format!(
+                "spec.forProvider.serialPorts[{i}].device {:?} is neither socket nor a device name under /dev/ (letters, digits, . _ - and /, no empty, . or .. parts)",
+                port.device
+            ));
+        }
+    }
+    for (i, disk) in spec.disks.iter().enumerate() {
+        let Some(volume) = &disk.import_from else {
+            continue;
+        };
+        if volume_path(volume).any(|part| part == "..") {
+            problems.push(format!(
+                "spec.forProvider.disks[{i}].importFrom {volume:?} contains a .. path part"
+            ));
+        } else if let Some(owner) = vm_disk_of(volume) {
+            problems.push(format!(
+                "spec.forProvider.disks[{i}].importFrom {volume:?} is a disk of VM {owner}: only import volumes (storage:import/...) and templates' base volumes (base-N-...) can be imported; clone a template instead"
+            ));
+        }
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// The plan once the connection Secret was not written because it is not
+/// this resource's (`why`): Synced=False `ConnectionSecretConflict` naming
+/// it, unless Synced already says something is wrong with the VM, whose
+/// message then ends with it. Ready, the step and the VM are as planned.
+pub fn connection_refused(plan: &mut Plan, vm: &ProxmoxVM, now: Timestamp, why: &str) {
+    let synced = find(&plan.status.conditions, ConditionType::Synced);
+    let (reason, message) = match synced {
+        Some(c) if c.status == ConditionStatus::False => (
+            c.reason.clone(),
+            format!("{}; also: {why}", c.message.as_deref().unwrap_or_default()),
+        ),
+        Some(c) => (
+            Reason::ConnectionSecretConflict.as_str().to_owned(),
+            format!(
+                "{why} (the VM itself: {})",
+                c.message.as_deref().unwrap_or("as planned")
+            ),
+        ),
+        None => (
+            Reason::ConnectionSecretConflict.as_str().to_owned(),
+            why.to_owned(),
+        ),
+    };
+    let mut condition = Condition::new(
+        ConditionType::Synced,
+        ConditionStatus::False,
+        Reason::ConnectionSecretConflict,
+        message,
+        Time(now),
+    );
+    condition.reason = reason;
+    condition.observed_generation = vm.metadata.generation;
+    set_condition(&mut plan.status.conditions, condition);
+}
+
+/// `socket`, or `/dev/` and parts of `[A-Za-z0-9._-]`, none empty or only
+/// dots (`/dev/ttyS0`, `/dev/serial/by-id/usb-FTDI_...`).
+pub(super) fn serial_device(device: &str) -> bool {
+    let part = |p: &str| {
+        !p.is_empty()
+            && p.bytes().any(|b| b != b'.')
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    };
+    device == "socket"
+        || device
+            .strip_prefix("/dev/")
+            .is_some_and(|path| path.split('/').all(part))
+}
+
+/// The `/`-separated parts of a volume ID's name (after `storage:`).
+fn volume_path(volume: &str) -> std::str::Split<'_, char> {
+    volume
+        .split_once(':')
+        .map_or(volume, |(_, name)| name)
+        .split('/')
+}
+
+/// The VM whose own disk the volume is (`vm-777-disk-0`,
+/// `777/vm-777-disk-0.qcow2`, a linked clone's `base-9000-disk-0/vm-777-disk-0`),
+/// or `None` for import volumes and templates' base volumes.
+pub(super) fn vm_disk_of(volume: &str) -> Option<u32> {
+    let mut parts = volume_path(volume).peekable();
+    if parts.peek() == Some(&"import") {
+        return None;
+    }
+    parts.find_map(|part| {
+        let rest = part
+            .strip_prefix("vm-")
+            .or_else(|| part.strip_prefix("subvol-"))?;
+        let (id, _) = rest.split_once('-')?;
+        id.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serial_devices_are_plain_device_names() {
+        for good in [
+            "socket",
+            "/dev/ttyS0",
+            "/dev/ttyUSB1",
+            "/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A1-if00-port0",
+            "/dev/.hidden",
+        ] {
+            assert!(serial_device(good), "{good}");
+        }
+        for bad in [
+            "/dev/../etc/shadow",
+            "/dev/serial/../../etc/shadow",
+            "/dev/./ttyS0",
+            "/dev//ttyS0",
+            "/dev/ttyS0/",
+            "/dev/",
+            "/dev/tty S0",
+            "/dev/tty;rm",
+            "/etc/shadow",
+            "Socket",
+            "/dev/..",
+        ] {
+            assert!(!serial_device(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn disks_of_vms_are_not_import_sources() {
+        for (volume, owner) in [
+            ("local-lvm:vm-777-disk-0", Some(777)),
+            ("local:777/vm-777-disk-0.qcow2", Some(777)),
+            ("zfs:base-9000-disk-0/vm-101-disk-0", Some(101)),
+            ("zfs:subvol-300-disk-0", Some(300)),
+            ("local-lvm:base-9000-disk-0", None),
+            ("local:9000/base-9000-disk-0.qcow2", None),
+            ("local:import/jammy.qcow2", None),
+            ("local:import/vm-100-disk-0.qcow2", None),
+            ("local-lvm:myvm-1-disk", None),
+        ] {
+            assert_eq!(vm_disk_of(volume), owner, "{volume}");
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Many teams in one cluster: what a spec may not reach (another resource's
+//! owner marker, VMs that are not templates and their disks, host paths),
+//! refused before anything is sent to Proxmox.
+
+use super::*;
+
+/// Notes with another resource's marker line in them.
+fn forged_notes() -> String {
+    format!(
+        "team notes\n{}",
+        marker_line("other-team", "db", "uid-of-other-team")
+    )
+}
+
+/// Our VM whose notes carry a forged marker above ours.
+fn ours_with_forged_notes(power: Power) -> ObservedVm {
+    let mut vm = our_vm(power);
+    let ours = marker_line("default", "web", UID);
+    vm.config.as_mut().unwrap().current.insert(
+        "description".into(),
+        format!("{}\n\n{ours}", forged_notes()),
+    );
+    vm
+}
+
+#[test]
+fn tenancy_table() {
+    let gone = Some((F, Reason::Deleting));
+    run_table(vec![
+        (
+            "a description with an owner marker is refused",
+            World::new().spec(|s| s.description = Some(forged_notes())),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "... also once the VM exists",
+            World::new()
+                .created()
+                .spec(|s| s.description = Some(forged_notes()))
+                .present(our_vm(Power::Running)),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "... but it can still be deleted",
+            World::new()
+                .created()
+                .deleting()
+                .spec(|s| s.description = Some(forged_notes()))
+                .present(our_vm(Power::Running)),
+            expect("Shutdown", (T, Reason::WaitingForTask), gone),
+        ),
+        (
+            "our VM with a forged marker above ours is ours",
+            World::new()
+                .created()
+                .present(ours_with_forged_notes(Power::Running)),
+            expect(
+                "UpToDate",
+                (T, Reason::ReconcileSuccess),
+                Some((T, Reason::Available)),
+            ),
+        ),
+        (
+            "... and is destroyed with its resource",
+            World::new()
+                .created()
+                .deleting()
+                .present(ours_with_forged_notes(Power::Stopped)),
+            expect("Destroy", (T, Reason::WaitingForTask), gone),
+        ),
+    ]);
+}
+
+/// A resource about to clone VM 777, found as `template` says.
+fn cloning_777(template: bool) -> World {
+    World::new()
+        .pending()
+        .absent()
+        .finalizer()
+        .slot_granted("pve1")
+        .spec(|s| {
+            s.disks.clear();
+            s.clone = Some(serde_json::from_value(json!({"templateVmid": 777})).unwrap());
+        })
+        .observe(move |o| {
+            o.template = Some(TemplateLookup::Found {
+                vmid: 777,
+                node: "pve1".into(),
+                template,
+            })
+        })
+}
+
+/// A resource whose disk imports `volume`.
+fn importing(volume: &str) -> World {
+    let volume = volume.to_owned();
+    World::new().spec(move |s| {
+        s.disks[0].image = None;
+        s.disks[0].import_from = Some(volume);
+    })
+}
+
+#[test]
+fn clone_and_import_sources() {
+    let creating = Some((F, Reason::Creating));
+    run_table(vec![
+        (
+            "a full clone of a VM that is not a template: nothing is cloned",
+            cloning_777(false),
+            expect("Wait", (F, Reason::NotATemplate), None),
+        ),
+        (
+            "... once it is a template: cloned",
+            cloning_777(true),
+            expect("CloneVm", (T, Reason::WaitingForTask), None),
+        ),
+        (
+            "importing another VM's disk is refused",
+            importing("local-lvm:vm-777-disk-0"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "... also on a directory storage",
+            importing("local:777/vm-777-disk-0.qcow2"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "... and a volume path with ..",
+            importing("local:import/../../777/vm-777-disk-0.qcow2"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "a template's base volume can be imported",
+            importing("local-lvm:base-9000-disk-0"),
+            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+        ),
+        (
+            "an import volume can be imported",
+            importing("local:import/jammy.qcow2"),
+            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+        ),
+    ]);
+    let message = synced_message(&importing("local-lvm:vm-777-disk-0").run());
+    assert!(
+        message.contains("spec.forProvider.disks[0].importFrom")
+            && message.contains("a disk of VM 777"),
+        "{message}"
+    );
+    let message = synced_message(&cloning_777(false).run());
+    assert!(message.contains("VM 777 is not a template"), "{message}");
+}
+
+/// A resource with a serial port on `device`.
+fn serial(device: &str) -> World {
+    let port = json!([{"slot": "serial0", "device": device}]);
+    World::new().spec(move |s| s.hardware.serial_ports = serde_json::from_value(port).unwrap())
+}
+
+#[test]
+fn serial_devices_are_device_names() {
+    let creating = Some((F, Reason::Creating));
+    run_table(vec![
+        (
+            "a path leaving /dev is refused",
+            serial("/dev/../etc/shadow"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "... as is an empty part",
+            serial("/dev//ttyS0"),
+            expect("Refuse", (F, Reason::InvalidSpec), None),
+        ),
+        (
+            "a device by id is fine",
+            serial("/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A1-if00-port0"),
+            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+        ),
+        (
+            "a socket is fine",
+            serial("socket"),
+            expect("AllocateVmid", (T, Reason::ReconcileSuccess), creating),
+        ),
+    ]);
+    let message = synced_message(&serial("/dev/../etc/shadow").run());
+    assert!(
+        message.contains("spec.forProvider.serialPorts[0].device \"/dev/../etc/shadow\""),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_forged_marker_is_refused_before_proxmox_naming_the_field() {
+    let world = World::new().spec(|s| s.description = Some(forged_notes()));
+    let Preflight::Decided(plan) = preflight(&world.vm, world.now) else {
+        panic!("decided without Proxmox");
+    };
+    assert_eq!(plan.step, LocalStep::Idle(Idle::Refuse));
+    let message = world.run();
+    let message = synced_message(&message);
+    assert!(
+        message.contains("spec.forProvider.description")
+            && message.contains("Managed by crossplane-provider-proxmox:"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_connection_secret_not_ours_is_said_on_synced_and_nothing_else_changes() {
+    let why = "the connection Secret db-conn (writeConnectionSecretToRef) belongs to ProxmoxVM db (uid u-2)";
+    let world = World::new().created().present(our_vm(Power::Running));
+    let planned = world.run();
+    let mut plan = planned.clone();
+    connection_refused(&mut plan, &world.vm, world.now, why);
+    assert_eq!(plan.step, planned.step, "the VM's step is unchanged");
+    assert_eq!(plan.requeue_after, planned.requeue_after);
+    let (status, reason, message) = condition(&plan, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "ConnectionSecretConflict"));
+    assert!(message.contains(why), "{message}");
+    assert_eq!(
+        condition(&plan, ConditionType::Ready),
+        condition(&planned, ConditionType::Ready),
+        "Ready is the VM's"
+    );
+
+    // A VM problem stays first; the Secret is added to its message.
+    let failing = World::new()
+        .created()
+        .spec(|s| s.description = Some(forged_notes()));
+    let mut plan = failing.run();
+    connection_refused(&mut plan, &failing.vm, failing.now, why);
+    let (status, reason, message) = condition(&plan, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "InvalidSpec"));
+    assert!(message.ends_with(&format!("; also: {why}")), "{message}");
+}
