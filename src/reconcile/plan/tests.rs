@@ -152,7 +152,11 @@ impl World {
                 timing: Default::default(),
                 limits: Default::default(),
             },
-            obs: Observation::default(),
+            // The scheduler reserves VMID 100 whenever asked to.
+            obs: Observation {
+                allocated_vmid: Some(VmidGrant::Reserved(100)),
+                ..Observation::default()
+            },
             now: at(100),
             observe_error: None,
         }

@@ -37,7 +37,7 @@ fn create_table() {
     run_table(vec![
         (
             "fresh resource records the VMID the scheduler reserved",
-            World::new().observe(|o| o.allocated_vmid = Some(VmidGrant::Reserved(100))),
+            World::new(),
             expect(
                 "RecordExternalName",
                 (T, Reason::ReconcileSuccess),
