@@ -132,12 +132,20 @@ fn clone_and_import_sources() {
         (
             "a template's base volume can be imported",
             importing("local-lvm:base-9000-disk-0"),
-            expect("RecordExternalName", (T, Reason::ReconcileSuccess), creating),
+            expect(
+                "RecordExternalName",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
         ),
         (
             "an import volume can be imported",
             importing("local:import/jammy.qcow2"),
-            expect("RecordExternalName", (T, Reason::ReconcileSuccess), creating),
+            expect(
+                "RecordExternalName",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
         ),
     ]);
     let message = synced_message(&importing("local-lvm:vm-777-disk-0").run());
@@ -173,12 +181,20 @@ fn serial_devices_are_device_names() {
         (
             "a device by id is fine",
             serial("/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A1-if00-port0"),
-            expect("RecordExternalName", (T, Reason::ReconcileSuccess), creating),
+            expect(
+                "RecordExternalName",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
         ),
         (
             "a socket is fine",
             serial("socket"),
-            expect("RecordExternalName", (T, Reason::ReconcileSuccess), creating),
+            expect(
+                "RecordExternalName",
+                (T, Reason::ReconcileSuccess),
+                creating,
+            ),
         ),
     ]);
     let message = synced_message(&serial("/dev/../etc/shadow").run());
