@@ -140,10 +140,33 @@ impl Inventory {
         client: &Client,
         max_age: Duration,
     ) -> Result<Arc<ClusterView>, pve_client::Error> {
+        self.view_where(key, client, |at| at.elapsed() < max_age)
+            .await
+    }
+
+    /// The cluster as read at `since` or later: a pass whose own lookup
+    /// contradicts the view asks for one at least as new as that lookup
+    /// (passes asking together share one read).
+    pub async fn view_since(
+        &self,
+        key: &ConfigKey,
+        client: &Client,
+        since: Instant,
+    ) -> Result<Arc<ClusterView>, pve_client::Error> {
+        self.view_where(key, client, |at| at >= since).await
+    }
+
+    /// The cached view while `usable(read at)`, else a new read.
+    async fn view_where(
+        &self,
+        key: &ConfigKey,
+        client: &Client,
+        usable: impl Fn(Instant) -> bool,
+    ) -> Result<Arc<ClusterView>, pve_client::Error> {
         let cached = self.cached(key);
         let mut guard = cached.view.lock().await;
         if let Some((at, view)) = guard.as_ref()
-            && at.elapsed() < max_age
+            && usable(*at)
         {
             return Ok(Arc::clone(view));
         }

@@ -67,6 +67,16 @@ pub struct Sources<'a> {
 
 impl Sources<'_> {
     /// The cluster, read at most one poll interval ago.
+    /// The cluster, read at `since` or later.
+    pub async fn view_since(
+        &self,
+        since: std::time::Instant,
+    ) -> Result<Arc<ClusterView>, pve_client::Error> {
+        self.inventory
+            .view_since(self.key, self.client, since)
+            .await
+    }
+
     pub async fn view(&self) -> Result<Arc<ClusterView>, pve_client::Error> {
         self.inventory
             .view(self.key, self.client, self.max_age)

@@ -1,7 +1,10 @@
 //! The VM named by the VMID: where it is, its power state, lock, config
 //! (current and pending) and the guest agent's interfaces.
 
+use std::time::Instant;
+
 use super::Sources;
+use crate::reconcile::inventory::ClusterView;
 use crate::reconcile::plan::{AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState};
 use pve_client::{self, AgentNetwork, Client, vm::AgentConfig, vm::VmStatus};
 
@@ -13,6 +16,7 @@ pub(super) async fn vm_state(
     node_hint: Option<&str>,
 ) -> Result<VmState, pve_client::Error> {
     let client = from.client;
+    let looked = Instant::now();
     let hinted = match node_hint {
         Some(node) => match client.vm_status(node, vmid).await {
             Ok(status) => Some((node.to_owned(), status)),
@@ -25,13 +29,21 @@ pub(super) async fn vm_state(
     let (node, status) = match hinted {
         Some(found) => found,
         None => {
-            let listed = from.view().await?.vms.get(&vmid).map(|vm| vm.node.clone());
-            let Some(node) = listed else {
+            let listed = |view: &ClusterView| view.vms.get(&vmid).map(|vm| vm.node.clone());
+            let mut node = listed(from.view().await?.as_ref());
+            if node.is_some() && node.as_deref() == node_hint {
+                // The view is older than the lookup that just missed the
+                // VM there: it was moved (HA, the balancer, a migration) or
+                // destroyed meanwhile. A view read after that lookup says
+                // where it is now.
+                node = listed(from.view_since(looked).await?.as_ref());
+            }
+            let Some(node) = node else {
                 return Ok(VmState::Absent);
             };
             if node_hint == Some(node.as_str()) {
-                // The view is older than the lookup that just missed it:
-                // the VM was destroyed or moved meanwhile. Look again later
+                // Even a view newer than the lookup shows it there: it is
+                // between two states this very moment. Look again later
                 // rather than take it for gone.
                 return Err(pve_client::Error::Transient {
                     status: None,
@@ -187,6 +199,80 @@ async fn agent(client: &Client, node: &str, vmid: u32) -> AgentState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::ProviderConfigKind;
+    use crate::reconcile::inventory::Inventory;
+    use crate::reconcile::providers::ConfigKey;
+    use pve_client::{ClientConfig, Credentials};
+    use pve_sim::{SimConfig, Simulator};
+
+    /// A VM that moved after the shared cluster view was read is found
+    /// where it went, not reported as an error (issue 20, item 2: HA or its
+    /// balancer moving a VM mid-look made Synced flap).
+    #[tokio::test]
+    async fn a_vm_moved_since_the_view_was_read_is_found_where_it_went() {
+        pve_client::install_crypto_provider();
+        let sim = Simulator::start(SimConfig {
+            time_scale: 0.01,
+            nodes: vec!["pve".into(), "pve2".into()],
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let mut config = ClientConfig::new(
+            &sim.base_url(),
+            Credentials::token_from_str(pve_sim::DEFAULT_API_TOKEN).unwrap(),
+        )
+        .unwrap();
+        config.tls.pinned_fingerprints = vec![sim.fingerprint().parse().unwrap()];
+        let client = Client::new(config).unwrap();
+        let kube = kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap()))
+            .unwrap();
+        let inventory = Inventory::default();
+        let key = ConfigKey {
+            kind: ProviderConfigKind::ClusterProviderConfig,
+            namespace: String::new(),
+            name: "default".into(),
+        };
+        let (store, _writer) = kube::runtime::reflector::store();
+        let from = Sources {
+            store: &store,
+            kube: &kube,
+            client: &client,
+            inventory: &inventory,
+            key: &key,
+            max_age: std::time::Duration::from_secs(600),
+        };
+        // The view is read while template 9000 is on pve ...
+        assert_eq!(from.view().await.unwrap().vms[&9000].node, "pve");
+        // ... then the balancer moves it.
+        let ca = reqwest::Certificate::from_pem(sim.ca_pem().as_bytes()).unwrap();
+        let control = reqwest::Client::builder()
+            .tls_certs_only([ca])
+            .build()
+            .unwrap();
+        let answer = control
+            .post(format!("{}/_sim/migrate", sim.base_url()))
+            .json(&serde_json::json!({"vmid": 9000, "node": "pve2"}))
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success());
+        for _ in 0..200 {
+            let resources = client.cluster_resources(None).await.unwrap();
+            let moved = resources
+                .iter()
+                .any(|r| r.vmid == Some(9000) && r.node.as_deref() == Some("pve2"));
+            if moved {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let seen = vm_state(from, 9000, Some("pve")).await;
+        match seen {
+            Ok(VmState::Present(vm)) => assert_eq!(vm.node, "pve2"),
+            other => panic!("want the VM on pve2, got {other:?}"),
+        }
+    }
 
     fn status(s: &str, qmp: Option<&str>) -> VmStatus {
         serde_json::from_value(serde_json::json!({"vmid": 100, "status": s, "qmpstatus": qmp}))
