@@ -19,6 +19,10 @@ use crate::api::{
     vm::{InFlightTask, TaskAction, TaskFailure},
 };
 
+/// How many lines of a failed task's log (before its `TASK ERROR:` line)
+/// its condition quotes.
+const WHY_LINES: usize = 3;
+
 /// A task Proxmox does not know yet may just not be visible yet (cluster
 /// file system sync); after this long it is taken as lost.
 const NOT_VISIBLE_GRACE: Duration = Duration::from_secs(60);
@@ -226,7 +230,24 @@ fn finished(
             log_tail,
         } => (exit_status, log_tail),
     };
-    let retry = record_failure(ctx, out, task.action, exit_status);
+    // The log lines before Proxmox's own `TASK ERROR:` line say why
+    // (`can't migrate local disk ...`): the condition carries them too.
+    let why: Vec<&str> = log_tail
+        .iter()
+        .map(String::as_str)
+        .filter(|line| !line.starts_with("TASK ERROR:") && !line.trim().is_empty())
+        .filter(|line| pve_client::task::parse_progress(line).is_none())
+        .collect();
+    let why = match why.len().checked_sub(WHY_LINES) {
+        Some(skip) => &why[skip..],
+        None => &why[..],
+    };
+    let reported = if why.is_empty() {
+        exit_status.clone()
+    } else {
+        format!("{exit_status} ({})", why.join(" | "))
+    };
+    let retry = record_failure(ctx, out, task.action, &reported);
     let tail = if log_tail.is_empty() {
         String::new()
     } else {
@@ -249,7 +270,7 @@ fn finished(
     let say = Say::no(
         Reason::TaskFailed,
         format!(
-            "the {} failed: {exit_status}; retrying {}",
+            "the {} failed: {reported}; retrying {}",
             task.action.describe(),
             in_secs(retry)
         ),

@@ -280,6 +280,27 @@ fn a_failed_task_backs_off_and_says_why() {
             .any(|e| e.warning && e.reason == "TaskFailed" && e.note.contains("TASK ERROR"))
     );
 
+    // The lines that say why are in the condition, not only in the event.
+    let migration = World::new()
+        .created()
+        .present(our_vm(Power::Running))
+        .task(TaskAction::Migrate, 70)
+        .task_state(task_failed(
+            "migration aborted",
+            vec![
+                "starting migration of VM 100 to node 'pve2'".into(),
+                "can't migrate local disk 'local:iso/seed.iso': local cdrom image".into(),
+                "TASK ERROR: migration aborted".into(),
+            ],
+        ))
+        .run();
+    let message = synced_message(&migration);
+    assert!(
+        message.contains("migration aborted (starting migration of VM 100 to node 'pve2' | can't migrate local disk 'local:iso/seed.iso': local cdrom image)"),
+        "{message}"
+    );
+    assert!(!message.contains("TASK ERROR"), "{message}");
+
     let second = importing()
         .failed(TaskAction::Create, 1, 5)
         .task_state(finished("unable to create VM 100 - checksum mismatch"))
