@@ -14,7 +14,16 @@
 #   5. runs `proxmox-provider run` (logs to a file),
 #   6. applies examples/vm-100.yaml and shows its progress until it is Ready,
 #   7. prints `kubectl get proxmoxvm -o wide` and how to keep using it, and
-#      waits. Ctrl-C tears everything down.
+#      waits. Ctrl-C (or SIGTERM, SIGHUP) tears everything down and exits 0.
+#
+# Ctrl-C: the terminal sends SIGINT to its whole foreground process group.
+# proxmox-provider and pve-sim run in process groups of their own, so it
+# reaches only this script (and the command it waits for), which then stops
+# them in order: the provider first (with DEMO_USE_CURRENT_CLUSTER=1 it must
+# still run to delete the VM), then pve-sim, then the control plane. Under
+# `make demo` on a terminal, make would get the SIGINT too; this script takes
+# the terminal for itself first (see "the terminal" below), so make sees a
+# clean exit 0.
 #
 # Environment (all optional):
 #   DEMO_USE_CURRENT_CLUSTER=1  use $KUBECONFIG's current context instead of a
@@ -33,6 +42,47 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+
+# --- Ctrl-C -------------------------------------------------------------------
+# A shell started with SIGINT ignored (a background job of a script, some
+# harnesses) cannot trap it: Ctrl-C, or a SIGINT to the process group, would
+# not end the demo (it used to stop only the provider and pve-sim, which set
+# their own handlers, and the demo then failed with "stopped unexpectedly").
+# So run again with SIGINT at its default (GNU env): it is this script's
+# teardown wherever it comes from. Where env cannot, a warning below says how
+# to stop the demo.
+if [[ "$(trap -p INT)" == "trap -- '' SIGINT" && -z "${DEMO_SIGINT_RESET:-}" ]] &&
+  env --default-signal=INT true 2>/dev/null; then
+  DEMO_SIGINT_RESET=1 exec env --default-signal=INT "$BASH" "${BASH_SOURCE[0]}" "$@"
+fi
+
+# --- the terminal -------------------------------------------------------------
+# Under `make demo` make shares the terminal's foreground process group with
+# this script, so Ctrl-C reaches make as well, and GNU make then waits for
+# the recipe and kills itself with the same SIGINT however the recipe ended
+# ("make: *** [demo] Interrupt", status 130). So when this script is on a
+# terminal, in its foreground group and not that group's leader (started by
+# make or another script, not by an interactive shell), it runs itself again
+# as a foreground job: with job control on, bash gives the job a process
+# group of its own and the terminal. Ctrl-C then reaches only the demo, and
+# make sees its exit status 0. (Linux: read from /proc; elsewhere the demo
+# runs as it is.)
+foreground_but_not_leader() {
+  local stat fields
+  stat="$(cat "/proc/$$/stat" 2>/dev/null)" || return 1
+  read -r -a fields <<<"${stat##*) }" # state ppid pgrp session tty_nr tpgid ...
+  [[ "${fields[2]}" == "${fields[5]}" && "${fields[2]}" != "$$" ]]
+}
+if [[ -z "${DEMO_OWN_GROUP:-}" && -t 0 ]] && foreground_but_not_leader; then
+  set -m
+  status=0
+  DEMO_OWN_GROUP=1 "$BASH" "${BASH_SOURCE[0]}" "$@" || status=$?
+  exit "$status"
+fi
+if [[ -n "${DEMO_OWN_GROUP:-}" ]]; then
+  # Ctrl-Z would stop this job while make, which cannot resume it, goes on.
+  trap '' TSTP
+fi
 dir="${DEMO_DIR:-$root/.work/demo}"
 manifest="${DEMO_MANIFEST:-examples/vm-100.yaml}"
 cargo="${CARGO:-cargo}"
@@ -44,7 +94,7 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'demo: error: %s\n' "$*" >&2; exit 1; }
 
 # --- teardown -----------------------------------------------------------------
-sim_pid="" provider_pid="" cluster_started=0 applied_vm=0
+sim_pid="" provider_pid="" cluster_started=0 applied_vm=0 stopping=""
 # shellcheck disable=SC2317 # called from the EXIT trap
 stop_pid() { # PID NAME: SIGTERM, then SIGKILL after 15 s
   local pid="$1" name="$2"
@@ -58,9 +108,12 @@ stop_pid() { # PID NAME: SIGTERM, then SIGKILL after 15 s
 # shellcheck disable=SC2317 # the EXIT trap
 cleanup() {
   local status=$?
-  trap - EXIT INT TERM
+  # A second Ctrl-C must not cut the teardown short: it would leave the
+  # provider and pve-sim running (they are not in this process group).
+  trap '' INT TERM HUP
+  trap - EXIT
   echo >&2
-  say "tearing down"
+  say "${stopping:+$stopping; }tearing down"
   if [[ "$current_cluster" == 1 && "$applied_vm" == 1 && -n "$provider_pid" ]]; then
     # The provider is still up: let it destroy the VM and release the resource.
     "$kubectl" delete -f "$manifest" --wait --timeout=60s >/dev/null 2>&1 || true
@@ -69,6 +122,9 @@ cleanup() {
   fi
   stop_pid "$provider_pid" proxmox-provider
   stop_pid "$sim_pid" pve-sim
+  # One started just before the interrupt, before its PID was recorded.
+  local job
+  for job in $(jobs -p); do stop_pid "$job" "process $job"; done
   if [[ "$cluster_started" == 1 ]]; then
     "$bin/testenv" down --dir "$dir/cluster" >/dev/null 2>&1 || say "testenv down failed; run: $bin/testenv down --dir $dir/cluster"
   fi
@@ -77,7 +133,17 @@ cleanup() {
 }
 trap cleanup EXIT
 # Ctrl-C is how the demo is meant to end: a clean exit, not an error.
-trap 'exit 0' INT TERM
+trap 'stopping=interrupted; exit 0' INT
+trap 'stopping=terminated; exit 0' TERM
+trap 'stopping="hung up"; exit 0' HUP
+if [[ "$(trap -p INT)" == "trap -- '' SIGINT" ]]; then
+  # Inherited, and env could not reset it (see "Ctrl-C" above).
+  say "SIGINT is ignored in this shell, so Ctrl-C cannot stop the demo; stop it with: kill -TERM $$"
+fi
+# in_own_group CMD...: runs CMD in the background in a process group of its
+# own (job control on for just this command), with no terminal input, so the
+# terminal's Ctrl-C does not reach it; cleanup stops it.
+in_own_group() { set -m; "$@" </dev/null & set +m; }
 
 # --- 1. build -----------------------------------------------------------------
 [[ -f "$manifest" ]] || die "$manifest is missing (the examples come from the packaging branch)"
@@ -116,9 +182,9 @@ token_secret="$(cat /proc/sys/kernel/random/uuid 2>/dev/null || echo "demo-$RAND
 token_id='root@pam!demo'
 say "starting pve-sim on $sim_listen"
 # shellcheck disable=SC2086 # DEMO_SIM_FLAGS is a list of flags
-"$bin/pve-sim" --listen "$sim_listen" --api-token "$token_id=$token_secret" \
+in_own_group "$bin/pve-sim" --listen "$sim_listen" --api-token "$token_id=$token_secret" \
   ${DEMO_SIM_FLAGS:-} --ca-out "$dir/pve-sim-ca.pem" \
-  >"$dir/pve-sim.out" 2>"$dir/pve-sim.log" &
+  >"$dir/pve-sim.out" 2>"$dir/pve-sim.log"
 sim_pid=$!
 for _ in $(seq 100); do
   grep -q '^fingerprint ' "$dir/pve-sim.out" 2>/dev/null && break
@@ -156,9 +222,9 @@ EOF
 metrics_addr="${DEMO_METRICS_ADDR:-127.0.0.1:8080}"
 if port_taken "$metrics_addr"; then metrics_addr="127.0.0.1:0"; fi
 say "starting proxmox-provider run (logs: $dir/provider.log)"
-POD_NAMESPACE=crossplane-system "$bin/proxmox-provider" run \
+POD_NAMESPACE=crossplane-system in_own_group "$bin/proxmox-provider" run \
   --kubeconfig "$kubeconfig" --metrics-addr "$metrics_addr" --log-format text \
-  >"$dir/provider.log" 2>&1 &
+  >"$dir/provider.log" 2>&1
 provider_pid=$!
 for _ in $(seq 100); do
   grep -q 'serving /metrics' "$dir/provider.log" 2>/dev/null && break

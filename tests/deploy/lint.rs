@@ -173,7 +173,7 @@ fn dockerignore_is_an_allow_list() {
     );
 }
 
-/// Every shell script of the repository's packaging.
+/// Every shell script of the repository's packaging, and `make demo`'s.
 fn scripts() -> Vec<std::path::PathBuf> {
     let mut files = vec![];
     for dir in ["scripts", "hack/tools"] {
@@ -184,6 +184,7 @@ fn scripts() -> Vec<std::path::PathBuf> {
             }
         }
     }
+    files.push(repo().join("hack/demo.sh"));
     files.sort();
     files
 }
@@ -195,6 +196,7 @@ fn scripts_pass_shellcheck_and_are_executable() {
         "scripts/kind-e2e.sh",
         "scripts/pve-sim-tls.sh",
         "scripts/build-xpkg.sh",
+        "hack/demo.sh",
     ] {
         assert!(files.contains(&repo().join(expected)), "{expected} missing");
     }

@@ -18,6 +18,7 @@ pub mod support;
 
 pub mod tools;
 
+mod demo;
 mod examples;
 mod gitops;
 mod lint;

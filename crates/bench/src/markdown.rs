@@ -13,7 +13,7 @@ use crate::cli::Variant;
 use crate::clock::utc_minute;
 use crate::report::Report;
 use crate::stats::Dist;
-use crate::summary::Summary;
+use crate::summary::{Summary, repo_relative};
 
 /// A table cell: a number (ratios are taken of these) or text.
 enum Cell {
@@ -264,7 +264,17 @@ fn details(md: &mut String, s: &Summary) {
     ];
     let _ = writeln!(md, "\nProxmox requests per VM (in all), by endpoint:\n");
     table(md, &proxmox, n);
-    let _ = writeln!(md, "\nLogs and raw records: `{}`", s.dir);
+    let _ = writeln!(md, "\n{}", records_line(&s.dir, &testenv::repo_root()));
+}
+
+/// Where a variant's logs and raw records are, relative to the repository
+/// root (results recorded before the bench wrote relative paths carry
+/// absolute ones).
+fn records_line(dir: &str, root: &Path) -> String {
+    format!(
+        "Logs and raw records: `{}`",
+        repo_relative(Path::new(dir), root)
+    )
 }
 
 fn table(md: &mut String, phases: &[(&str, Option<&BTreeMap<String, u64>>)], n: f64) {
@@ -329,5 +339,27 @@ mod tests {
         assert!(doc.starts_with("# Benchmarks\n\nIntro.\n\n<!-- bench:before-100 -->\nnew\n"));
         assert!(doc.contains("<!-- bench:after-100 -->\nother\n<!-- /bench:after-100 -->"));
         assert!(!doc.contains("old"));
+    }
+
+    #[test]
+    fn record_directories_are_written_relative_to_the_repository() {
+        let root = Path::new("/home/someone/checkout");
+        for (dir, shown) in [
+            (
+                "/home/someone/checkout/.work/bench/batched",
+                ".work/bench/batched",
+            ),
+            (".work/bench/per-task", ".work/bench/per-task"),
+            ("/home/someone/checkout", "."),
+        ] {
+            let line = records_line(dir, root);
+            assert_eq!(line, format!("Logs and raw records: `{shown}`"), "{dir}");
+            assert!(!line.contains("/home/"), "{line}");
+        }
+        // Outside the repository there is no relative form to write.
+        assert_eq!(
+            records_line("/srv/bench/batched", root),
+            "Logs and raw records: `/srv/bench/batched`"
+        );
     }
 }

@@ -76,6 +76,13 @@ mod tests {
                     report.variants.len(),
                     "one detail section per variant"
                 );
+                // Results name no directory of the machine they ran on.
+                for line in section
+                    .lines()
+                    .filter(|l| l.starts_with("Logs and raw records:"))
+                {
+                    assert!(!line.contains("`/"), "{}: {line}", path.display());
+                }
                 rendered += 1;
             }
         }

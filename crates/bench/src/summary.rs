@@ -1,6 +1,7 @@
 //! The figures of one run, computed from its records.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +83,8 @@ pub struct Summary {
     pub delete_seconds: Option<f64>,
     pub idle_seconds: Option<f64>,
     pub stalls: Vec<String>,
+    /// The run's logs and raw records, relative to the repository root
+    /// when they are inside it ([`repo_relative`]).
     pub dir: String,
     pub headline: Headline,
 }
@@ -165,8 +168,29 @@ fn figures(run: &Run, import_limit: usize, nodes: &[String], time_scale: f64) ->
         delete_seconds: delete.filter(|_| p.all_gone.is_some()).map(|(a, b)| b - a),
         idle_seconds: idle.map(|(a, b)| b - a),
         stalls: run.stalls.clone(),
-        dir: run.dir.display().to_string(),
+        dir: repo_relative(&run.dir, &testenv::repo_root()),
         headline: Headline::default(),
+    }
+}
+
+/// `path` relative to the repository `root` when it lies inside it, else
+/// as given. The bench makes its work directory absolute for the processes
+/// it starts; what it records and writes into BENCHMARKS.md must not name
+/// the directories of the machine it ran on.
+pub fn repo_relative(path: &Path, root: &Path) -> String {
+    let inside = path
+        .strip_prefix(root)
+        .ok()
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            // The same directories reached through a symlink.
+            let (path, root) = (path.canonicalize().ok()?, root.canonicalize().ok()?);
+            path.strip_prefix(root).ok().map(Path::to_path_buf)
+        });
+    match inside {
+        Some(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
+        Some(relative) => relative.display().to_string(),
+        None => path.display().to_string(),
     }
 }
 
