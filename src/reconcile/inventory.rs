@@ -61,6 +61,8 @@ pub struct ClusterView {
     pub vms: HashMap<u32, VmView>,
     /// Every guest's VMID (QEMU and LXC: they share the VMID space).
     pub vmids: BTreeSet<u32>,
+    /// The storages shared by the nodes (a volume on one is on every node).
+    pub shared_storages: BTreeSet<String>,
 }
 
 impl ClusterView {
@@ -90,6 +92,11 @@ impl ClusterView {
                             name: r.name,
                         },
                     );
+                }
+                ("storage", None) => {
+                    if let (true, Some(storage)) = (r.shared, r.storage) {
+                        view.shared_storages.insert(storage);
+                    }
                 }
                 (_, Some(vmid)) => {
                     view.vmids.insert(vmid);

@@ -186,3 +186,42 @@ async fn succeeded(env: &Env, task_type: &str) {
     })
     .await;
 }
+
+/// A VM whose `customCloudInit` seed ISO is on node-local storage cannot
+/// migrate (Proxmox refuses a local CD-ROM): a changed `node` is refused
+/// with a reason that says so, and no migration is sent (issue 20, item 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_iso_on_local_storage_refuses_the_migration_and_says_why() {
+    let env = env_with("mvseed", two_nodes()).await;
+    env.apply(&json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "web-seed"},
+        "stringData": {"user-data": "#cloud-config\nhostname: web\n"},
+    }))
+    .await;
+    let mut spec = manifests::imported(json!({
+        "node": "pve",
+        "customCloudInit": {
+            "userData": {"secretKeyRef": {"name": "web-seed", "key": "user-data"}},
+        },
+    }));
+    spec.as_object_mut().unwrap().remove("cloudInit");
+    let vmid = env.create_ready("web", spec).await;
+    env.patch_vm("web", json!({"spec": {"forProvider": {"node": "pve2"}}}))
+        .await;
+    let refused = env.wait_synced_reason("web", "InvalidSpec").await;
+    let message = refused.message.unwrap_or_default();
+    assert!(
+        message.contains("seed ISO is on storage local, which is not shared"),
+        "{message}"
+    );
+    assert_eq!(
+        env.sim
+            .count("POST", "/nodes/{node}/qemu/{vmid}/migrate")
+            .await,
+        0,
+        "no migration was sent"
+    );
+    assert_eq!(node_of(&env, vmid).await, "pve");
+    assert!(is_true(condition(&env.vm("web").await, "Ready").unwrap()));
+}

@@ -57,6 +57,9 @@ pub struct Resource {
     pub name: Option<String>,
     #[serde(default, deserialize_with = "lenient::bool_any")]
     pub template: bool,
+    /// A storage entry: the storage is shared by the nodes (`shared: 1`).
+    #[serde(default, deserialize_with = "lenient::bool_any")]
+    pub shared: bool,
     #[serde(default)]
     pub lock: Option<String>,
     #[serde(default)]

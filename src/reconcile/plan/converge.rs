@@ -153,7 +153,10 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
         // Before a migration: a strict rule must already allow the target.
         return ha_write(ctx, out, vm, doing, ha);
     } else if let Some(migration) = super::motion::migration(ctx, out, vm) {
-        Some(migration)
+        match migration {
+            Ok(migration) => Some(migration),
+            Err(refused) => return *refused,
+        }
     } else if let Some(upload) = super::seed::upload(ctx, Some(&vm.node)) {
         // Before the config names it.
         Some(upload)

@@ -264,6 +264,10 @@ pub struct SeedView {
     pub volumes: Vec<String>,
     /// The QEMU process ID of the running VM.
     pub pid: Option<u64>,
+    /// Whether the seed's storage is shared by the nodes. Proxmox migrates
+    /// no VM with a CD-ROM on a storage that is not (`can't migrate local
+    /// disk ...: local cdrom image`).
+    pub shared: bool,
 }
 
 /// The VM's HA configuration as Proxmox has it.

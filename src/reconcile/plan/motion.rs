@@ -8,14 +8,22 @@
 //! VM moved behind its back while `node` stayed the same is followed, never
 //! moved back.
 
+use pve_client::vm::{Drive, DriveFile};
+
 use super::context::Ctx;
-use super::decision::Out;
+use super::decision::{Decision, Out, Say};
 use super::input::{ObservedVm, Power};
-use super::output::PveCall;
+use super::output::{Idle, PveCall};
+use crate::api::Reason;
 
 /// The migration the spec asks for, if any; records `targetNode` when the
-/// VM is where `node` says.
-pub(super) fn migration(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Option<(String, PveCall)> {
+/// VM is where `node` says. A migration Proxmox would refuse is refused
+/// here, saying why (`Err`).
+pub(super) fn migration(
+    ctx: &Ctx,
+    out: &mut Out,
+    vm: &ObservedVm,
+) -> Option<Result<(String, PveCall), Box<Decision>>> {
     let wanted = ctx.spec.node.as_ref()?;
     let at = &mut out.status.at_provider;
     if *wanted == vm.node {
@@ -32,9 +40,20 @@ pub(super) fn migration(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Option<(St
         return None;
     }
     let vmid = ctx.vmid().unwrap_or_default();
+    if let Some(storage) = local_seed(ctx, vm) {
+        let say = Say::no(
+            Reason::InvalidSpec,
+            format!(
+                "VM {vmid} cannot migrate to node {wanted}: its customCloudInit seed ISO is on storage {storage}, which is not shared, and Proxmox migrates no VM with a local CD-ROM; set customCloudInit.storage to a shared storage with content iso, or leave node as it is"
+            ),
+        );
+        return Some(Err(Box::new(
+            Decision::new(Idle::Refuse, None, say).keep_ready(),
+        )));
+    }
     let online = vm.power == Power::Running;
     let how = if online { "live" } else { "offline" };
-    Some((
+    Some(Ok((
         format!(
             "migrating VM {vmid} from node {} to node {wanted} ({how})",
             vm.node
@@ -45,7 +64,37 @@ pub(super) fn migration(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Option<(St
             target: wanted.clone(),
             online,
         },
-    ))
+    )))
+}
+
+/// The storage of the seed ISO attached to the VM, when it is not shared.
+fn local_seed(ctx: &Ctx, vm: &ObservedVm) -> Option<String> {
+    let spec = ctx.spec.custom_cloud_init.as_ref()?;
+    ctx.obs.seed.as_ref().filter(|s| !s.shared)?;
+    let attached = vm.config.as_ref()?.current.get(&spec.drive_slot)?;
+    let drive = Drive::parse(attached).ok()?;
+    match drive.file {
+        DriveFile::Volume { storage, name }
+            if storage == spec.storage && seed_named(ctx, &name) =>
+        {
+            Some(storage)
+        }
+        DriveFile::Volume { .. }
+        | DriveFile::None
+        | DriveFile::HostCdrom
+        | DriveFile::Path(_)
+        | DriveFile::Alloc { .. }
+        | DriveFile::AllocCloudInit { .. } => None,
+    }
+}
+
+/// Whether a volume name is one of this VM's seed ISOs.
+fn seed_named(ctx: &Ctx, name: &str) -> bool {
+    let Some(vmid) = ctx.vmid() else {
+        return false;
+    };
+    name.strip_prefix("iso/")
+        .is_some_and(|file| file.starts_with(&super::seed::seed_prefix(vmid)))
 }
 
 /// The first disk move the drift asks for.

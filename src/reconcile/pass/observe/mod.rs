@@ -159,7 +159,9 @@ pub async fn observe(
                 deleting: vm.metadata.deletion_timestamp.is_some(),
                 running,
             };
-            obs.seed = Some(seed::seed_view(from.kube, client, read).await?);
+            let mut seen = seed::seed_view(from.kube, client, read).await?;
+            seen.shared = from.view().await?.shared_storages.contains(&spec.storage);
+            obs.seed = Some(seen);
         }
     }
     if let Some((name, key)) = &needs.password {

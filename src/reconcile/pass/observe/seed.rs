@@ -62,6 +62,7 @@ pub(super) async fn seed_view(
         data,
         volumes,
         pid,
+        shared: false,
     })
 }
 

@@ -26,6 +26,7 @@ fn seeded(power: Power, user_data: &[u8], volumes: &[String]) -> World {
         data: Ok(files(user_data)),
         volumes: volumes.to_vec(),
         pid: (power == Power::Running).then_some(42),
+        shared: false,
     };
     World::new()
         .created()
@@ -242,4 +243,34 @@ fn the_isos_go_with_the_vm() {
         .absent()
         .run();
     assert_eq!(done.step, Step::Kube(KubeWrite::RemoveFinalizer));
+}
+
+/// The seed attached on `local` (not shared), the spec moved to pve2.
+fn attached_and_moved(shared: bool) -> World {
+    let mut vm = our_vm(Power::Running);
+    vm.config
+        .as_mut()
+        .unwrap()
+        .current
+        .insert("ide3".into(), format!("{},media=cdrom", volume(SECRET)));
+    seeded(Power::Running, SECRET, &[volume(SECRET)])
+        .present(vm)
+        .observe(|o| o.seed.as_mut().unwrap().shared = shared)
+        .spec(|s| s.node = Some("pve2".into()))
+        .status(|s| s.at_provider.target_node = Some("pve1".into()))
+}
+
+#[test]
+fn a_seed_on_local_storage_refuses_the_migration_proxmox_would_refuse() {
+    let refused = attached_and_moved(false).run();
+    assert_eq!(refused.step, Step::Idle(Idle::Refuse), "{:?}", refused.step);
+    let (status, reason, message) = condition(&refused, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "InvalidSpec"));
+    assert!(
+        message.contains("seed ISO is on storage local, which is not shared"),
+        "{message}"
+    );
+    // On shared ISO storage the same spec migrates.
+    let migrates = attached_and_moved(true).run();
+    assert_eq!(migrates.step.name(), "Migrate", "{:?}", migrates.step);
 }
