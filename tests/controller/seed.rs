@@ -175,9 +175,11 @@ async fn new_seed(env: &Env, vmid: u32, known: &[String], what: &str) -> Vec<Str
 fn missing(vm: &ProxmoxVM, what: &str) -> Result<(), String> {
     let synced = condition(vm, "Synced").ok_or("no Synced condition")?;
     let message = synced.message.as_deref().unwrap_or_default();
-    (synced.reason == "SecretNotFound" && message.contains(what) && message.contains("does not exist"))
-        .then_some(())
-        .ok_or_else(|| format!("not waiting for {what}"))
+    (synced.reason == "SecretNotFound"
+        && message.contains(what)
+        && message.contains("does not exist"))
+    .then_some(())
+    .ok_or_else(|| format!("not waiting for {what}"))
 }
 
 /// With a resync interval of half an hour (nothing here waits that long,
