@@ -278,7 +278,7 @@ async fn report(
     // this resource's to write.
     let published = match &plan.connection {
         Some(data) if vm.metadata.deletion_timestamp.is_none() => {
-            connection_secret::publish(&ctx.kube, vm, data).await
+            connection_secret::publish(&ctx.kube, (vm, id), data).await
         }
         Some(_) | None => Ok(None),
     };

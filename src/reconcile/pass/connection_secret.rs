@@ -22,6 +22,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
 use crate::api::ProxmoxVM;
+use crate::reconcile::identity::Identity;
 use crate::reconcile::runtime::settings::{COMPONENT, FIELD_MANAGER};
 
 /// The label on connection Secrets (and the selector the controller watches
@@ -60,15 +61,15 @@ pub fn secret(vm: &ProxmoxVM, data: &BTreeMap<String, String>) -> Option<Secret>
 /// Secret, or one made by someone else), and nothing was written.
 pub async fn publish(
     kube: &kube::Client,
-    vm: &ProxmoxVM,
+    (vm, id): (&ProxmoxVM, &Identity),
     data: &BTreeMap<String, String>,
 ) -> Result<Option<String>, kube::Error> {
     let Some(secret) = secret(vm, data) else {
         return Ok(None);
     };
     let name = secret.name_any();
-    let uid = vm.uid().unwrap_or_default();
-    let api = Api::<Secret>::namespaced(kube.clone(), &vm.namespace().unwrap_or_default());
+    let uid = id.uid.as_str();
+    let api = Api::<Secret>::namespaced(kube.clone(), &id.namespace);
     let existing = match api.get_opt(&name).await? {
         Some(existing) => existing,
         None => {
@@ -89,7 +90,7 @@ pub async fn publish(
             }
         }
     };
-    if let Some(why) = not_ours(&existing, &uid) {
+    if let Some(why) = not_ours(&existing, uid) {
         return Ok(Some(format!(
             "the connection Secret {name} (writeConnectionSecretToRef) {why}; it is left as it is: name a Secret that does not exist yet"
         )));
