@@ -177,10 +177,13 @@ impl Inventory {
         {
             return Ok(Arc::clone(view));
         }
+        // Stamped with the time it was asked, not answered: `view_since`
+        // must not take a read that began before its lookup for a newer one.
+        let asked = Instant::now();
         let view = Arc::new(ClusterView::from_resources(
             client.cluster_resources(None).await?,
         ));
-        *guard = Some((Instant::now(), Arc::clone(&view)));
+        *guard = Some((asked, Arc::clone(&view)));
         Ok(view)
     }
 

@@ -197,12 +197,10 @@ async fn observe_and_reserve<'a>(
     let depth = ctx.memory.depth(&id.uid, needs.idle);
     let mut input = input(vm, connection.state(), Observation::default(), now);
     let observed = match observe(from, (vm, id), needs, node_hint.as_deref(), depth).await {
-        Ok(mut observed) => {
-            match reserve(ctx, from, connection, (vm, id), needs, &mut observed).await {
-                Ok(reserved) => Ok((observed, reserved)),
-                Err(e) => Err(Failure::Proxmox(e)),
-            }
-        }
+        Ok(mut observed) => match reserve(ctx, from, connection, id, needs, &mut observed).await {
+            Ok(reserved) => Ok((observed, reserved)),
+            Err(e) => Err(Failure::Proxmox(e)),
+        },
         Err(e) => Err(e),
     };
     let reserved = match observed {

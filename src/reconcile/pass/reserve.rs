@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 
 use kube::ResourceExt;
 
+use pve_client::TaskListEntry;
+
 use super::observe::Sources;
 use crate::api::{ProxmoxVM, vm::TaskAction};
 use crate::reconcile::identity::Identity;
@@ -42,7 +44,7 @@ pub async fn reserve(
     ctx: &Context,
     from: Sources<'_>,
     conn: &Connection,
-    (vm, id): (&ProxmoxVM, &Identity),
+    id: &Identity,
     needs: &Needs,
     obs: &mut Observation,
 ) -> Result<Reserved, pve_client::Error> {
@@ -63,7 +65,7 @@ pub async fn reserve(
     };
     if let (Some(request), Some(vmid)) = (&needs.placement, needs.vmid) {
         let view = from.view().await?;
-        let labelled = label_counts(ctx, &conn.key, vm, request.spread_by.as_ref());
+        let labelled = label_counts(ctx, &conn.key, id, request.spread_by.as_ref());
         let candidates = Candidates {
             view: &view,
             labelled: &labelled,
@@ -145,10 +147,9 @@ async fn running_heavy(client: &pve_client::Client, node: &str) -> Option<Vec<Ru
     let listed = client.active_tasks(node).await.ok()?;
     Some(
         listed
-            .into_iter()
-            .filter(|e| e.is_running())
-            .filter_map(|e| {
-                let upid = e.parsed_upid()?;
+            .iter()
+            .filter_map(TaskListEntry::running_upid)
+            .filter_map(|upid| {
                 let kind = Heavy::of_task(upid.task_type())?;
                 Some(RunningTask { upid, kind })
             })
@@ -161,14 +162,14 @@ async fn running_heavy(client: &pve_client::Client, node: &str) -> Option<Vec<Ru
 fn label_counts(
     ctx: &Context,
     key: &ConfigKey,
-    vm: &ProxmoxVM,
+    id: &Identity,
     spread_by: Option<&(String, String)>,
 ) -> LabelCounts {
     let mut counts = LabelCounts::new();
     let Some((label, value)) = spread_by else {
         return counts;
     };
-    let me = vm.uid();
+    let me = Some(id.uid.clone());
     for other in ctx.store.state() {
         let Ok(other) = &other.0 else { continue };
         let same = other

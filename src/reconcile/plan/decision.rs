@@ -145,12 +145,8 @@ pub(super) struct Out {
 
 impl Out {
     pub fn new(ctx: &Ctx) -> Self {
-        Self::from_status(ctx.status.clone())
-    }
-
-    pub fn from_status(status: ProxmoxVMStatus) -> Self {
         Self {
-            status,
+            status: ctx.status.clone(),
             events: vec![],
             finished_task: None,
         }

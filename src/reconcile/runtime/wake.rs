@@ -158,7 +158,7 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
         for InFlight { vm, uid, upid } in tasks {
             let running = listed
                 .iter()
-                .any(|e| e.is_running() && e.parsed_upid().as_ref() == Some(&upid));
+                .any(|e| e.running_upid().as_ref() == Some(&upid));
             if !running {
                 woken.insert(uid, upid);
                 ctx.waker.wake(vm);

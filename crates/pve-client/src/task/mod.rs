@@ -85,9 +85,12 @@ pub struct TaskListEntry {
 }
 
 impl TaskListEntry {
-    /// The entry's UPID, parsed; `None` for an entry that is not one.
-    pub fn parsed_upid(&self) -> Option<Upid> {
-        Upid::parse(&self.upid).ok()
+    /// The UPID of a task the list says still runs; `None` for one that
+    /// ended, or an entry whose UPID does not parse.
+    pub fn running_upid(&self) -> Option<Upid> {
+        self.is_running()
+            .then(|| Upid::parse(&self.upid).ok())
+            .flatten()
     }
 
     /// Whether the list says the task still runs.
@@ -251,5 +254,17 @@ mod tests {
         let e: TaskListEntry =
             serde_json::from_str(r#"{"upid":"x","status":"OK","endtime":5}"#).unwrap();
         assert!(!e.is_running());
+    }
+
+    #[test]
+    fn a_running_entry_gives_its_parsed_upid_and_others_none() {
+        let upid = "UPID:pve:0000AAAA:00000001:6B49D264:qmcreate:100:root@pam:";
+        let entry = |upid: &str, status: &str| -> TaskListEntry {
+            serde_json::from_value(serde_json::json!({"upid": upid, "status": status})).unwrap()
+        };
+        let running = entry(upid, "RUNNING").running_upid().expect("running");
+        assert_eq!((running.task_type(), running.id()), ("qmcreate", "100"));
+        assert_eq!(entry(upid, "OK").running_upid(), None, "ended");
+        assert_eq!(entry("x", "RUNNING").running_upid(), None, "not a UPID");
     }
 }

@@ -1,7 +1,7 @@
 //! The in-flight task and the node's active tasks.
 
 use crate::reconcile::plan::{ActiveTask, TaskState};
-use pve_client::{self, Client, TaskObservation, Upid};
+use pve_client::{self, Client, TaskListEntry, TaskObservation, Upid};
 
 /// Task types whose log reports progress (`transferred X of Y (pp%)`); only
 /// for these is the log read while they run.
@@ -36,8 +36,7 @@ pub(super) async fn active_tasks(
     Ok(client
         .active_tasks(node)
         .await?
-        .into_iter()
-        .filter(|e| e.is_running())
-        .filter_map(|e| e.parsed_upid())
+        .iter()
+        .filter_map(TaskListEntry::running_upid)
         .collect())
 }
