@@ -238,10 +238,7 @@ fn finished(
         .filter(|line| !line.starts_with("TASK ERROR:") && !line.trim().is_empty())
         .filter(|line| pve_client::task::parse_progress(line).is_none())
         .collect();
-    let why = match why.len().checked_sub(WHY_LINES) {
-        Some(skip) => &why[skip..],
-        None => &why[..],
-    };
+    let why = &why[why.len().saturating_sub(WHY_LINES)..];
     let reported = if why.is_empty() {
         exit_status.clone()
     } else {
