@@ -50,6 +50,8 @@ pub struct VmView {
     pub template: bool,
     /// Its name, once the stats show it.
     pub name: Option<String>,
+    /// Seconds since it started (a restart makes it go down).
+    pub uptime: Option<u64>,
 }
 
 /// The cluster at one moment.
@@ -90,6 +92,7 @@ impl ClusterView {
                             lock: r.lock.filter(|l| !l.is_empty()),
                             template: r.template,
                             name: r.name,
+                            uptime: r.uptime,
                         },
                     );
                 }

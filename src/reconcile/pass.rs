@@ -145,6 +145,10 @@ async fn pass(
     let (input, reserved) = observe_and_reserve(ctx, &connection, (&vm, id), &needs, now).await?;
     let plan = plan::plan(&input);
     let outcome = act(&ctx.kube, &connection.client, (&vm, id), &plan.step, now).await;
+    if plan.step.reaches_proxmox() {
+        // Sent, or maybe sent: the last look no longer tells what the VM is.
+        ctx.memory.touched(&id.uid);
+    }
     reserved.settle(ctx, &connection, (&vm, id), &plan, &outcome);
     let plan = plan::settle(&input, plan, outcome.clone());
     report(ctx, id, &input, plan, &outcome).await
@@ -188,6 +192,7 @@ async fn observe_and_reserve<'a>(
         key: &connection.key,
         max_age: connection.timing.poll_interval,
         store: &ctx.store,
+        memory: &ctx.memory,
     };
     let node_hint = vm
         .status
@@ -261,7 +266,10 @@ async fn report(
             // The resource may be gone any moment now.
             ctx.memory.forget(&id.uid);
         }
-        Ok(Done::Written(version)) => ctx.memory.saw(&id.uid, version.clone()),
+        Ok(Done::Written(version)) => {
+            ctx.memory.saw(&id.uid, version.clone());
+            ctx.memory.wrote_metadata(&id.uid);
+        }
         Ok(Done::Started(_) | Done::Nothing) => {}
         Err(failure) => tracing::info!(%step, ?failure, "the step failed"),
     }

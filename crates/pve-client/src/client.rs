@@ -114,12 +114,13 @@ impl Client {
         let node = req_node(&path);
         let req = ApiRequest::new(method, path, params, CallKind::StartsTask);
         let result = self.call(&req).await;
+        let upid = result.and_then(|envelope| upid_from_envelope(&req.endpoint(), &envelope.body));
         // Whatever the answer, a task may now run on the node: the next
-        // active-task list must be fetched after this moment.
+        // list of its running tasks must be fetched after this moment.
         if let Some(node) = node {
-            self.observer_state().invalidate(&node).await;
+            self.observer_state().dispatched(&node, upid.as_ref().ok());
         }
-        upid_from_envelope(&req.endpoint(), &result?.body)
+        upid
     }
 
     /// A `multipart/form-data` upload that starts a task; returns its UPID.
@@ -133,10 +134,11 @@ impl Client {
         let mut req = ApiRequest::new(Method::POST, path, params, CallKind::StartsTask);
         req.upload = Some(upload);
         let result = self.call(&req).await;
+        let upid = result.and_then(|envelope| upid_from_envelope(&req.endpoint(), &envelope.body));
         if let Some(node) = node {
-            self.observer_state().invalidate(&node).await;
+            self.observer_state().dispatched(&node, upid.as_ref().ok());
         }
-        upid_from_envelope(&req.endpoint(), &result?.body)
+        upid
     }
 
     pub(crate) fn http(&self) -> &reqwest::Client {

@@ -72,6 +72,9 @@ pub struct Resource {
     /// Storage content types, comma-separated.
     #[serde(default)]
     pub content: Option<String>,
+    /// Seconds since the guest (or node) started; 0 when stopped.
+    #[serde(default, deserialize_with = "lenient::opt_u64")]
+    pub uptime: Option<u64>,
     #[serde(default, deserialize_with = "lenient::opt_u64")]
     pub maxmem: Option<u64>,
     #[serde(default, deserialize_with = "lenient::opt_u64")]

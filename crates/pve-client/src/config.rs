@@ -137,9 +137,8 @@ impl RetryPolicy {
 /// How task observation asks the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ObserveMode {
-    /// One `GET /nodes/{node}/tasks?source=active` per node per interval
-    /// answers for every task in flight there; only finished tasks cost a
-    /// request of their own.
+    /// One `GET /nodes/{node}/tasks` per node per [`TaskOptions::list_every`]
+    /// answers for every task in flight there, and for those that ended.
     #[default]
     Batched,
     /// One `GET .../tasks/{upid}/status` per task per observation.
@@ -149,9 +148,15 @@ pub enum ObserveMode {
 /// Task polling and waiting.
 #[derive(Clone, Debug)]
 pub struct TaskOptions {
-    /// How often a waiting caller polls, and how long the batched observer
-    /// reuses one active-task list.
+    /// How often a waiting caller polls, and the longest the batched
+    /// observer reuses one task list.
     pub poll_interval: Duration,
+    /// How long the batched observer reuses one node's task list (at most
+    /// `poll_interval`). One request per node answers for every task there,
+    /// so asking it often costs little, and a task's end is known sooner:
+    /// the next step (a freed import slot's next create among them) waits
+    /// for it.
+    pub list_every: Duration,
     /// How long [`crate::Client::wait_task`] waits before giving up.
     pub task_timeout: Duration,
     /// How long `400 no such task` right after dispatch means "not visible
@@ -172,6 +177,7 @@ impl Default for TaskOptions {
     fn default() -> Self {
         Self {
             poll_interval: Duration::from_secs(3),
+            list_every: Duration::from_secs(1),
             task_timeout: Duration::from_secs(10 * 60),
             not_visible_grace: Duration::from_secs(30),
             log_tail_lines: 20,

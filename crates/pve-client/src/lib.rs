@@ -49,7 +49,7 @@ pub use error::{Error, ErrorClass, Result};
 pub use ha::{HaAffinity, HaGroup, HaResource, HaResourceSpec, HaRule, ha_nodes};
 pub use hook::{RequestHook, RequestRecord};
 pub use node::NodeInfo;
-pub use observer::ObserveOptions;
+pub use observer::{ListedTask, ObserveOptions};
 pub use retry::CallKind;
 pub use secret::Secret;
 pub use storage::{Checksum, DownloadContent, DownloadUrl, StorageContent};

@@ -5,17 +5,21 @@
 //! that question must not cost one request per task per poll. So, in
 //! [`ObserveMode::Batched`] (the default):
 //!
-//! * one `GET /nodes/{node}/tasks?source=active` per node per poll interval
-//!   answers for every task on that node: listed as `RUNNING` means running
-//!   (a task that just stopped stays listed as `RUNNING` until PVE's
-//!   archival pass, usually at once and at most pvestatd's 10 s cycle, then
-//!   drops out); listed with another status means finished (PVE shows exit
-//!   statuses there only while it cannot write its task index). The list is
-//!   fetched by one caller while the others wait for it (single flight per
-//!   node) and then reused until the interval has passed;
-//! * only a task missing from the list (finished and archived, or newer
-//!   than the list) costs a `GET .../status` of its own, and a failed task
-//!   one more for its log tail;
+//! * one `GET /nodes/{node}/tasks?source=all&since=T` per node per list
+//!   interval (a second by default) answers for every task on that node, running or finished,
+//!   where `T` is the start of the oldest task observed there whose end is
+//!   not known yet: the active part lists it as `RUNNING` while it runs (a
+//!   task that just stopped stays listed as `RUNNING` until PVE's archival
+//!   pass, usually at once and at most pvestatd's 10 s cycle), and the
+//!   archive part lists it with its exit status once it ended. With no such
+//!   task the list is `source=active` (what runs there: for adoption and
+//!   the task watcher). The list is fetched by one caller while the others
+//!   wait for it (single flight per node) and then reused until the
+//!   interval has passed; it is asked for only while tasks are observed or
+//!   followed there;
+//! * only a task missing from the list (newer than the list, or started
+//!   before the `since` it was fetched with) costs a `GET .../status` of
+//!   its own; a failed task costs one more request for its log tail;
 //! * a finished task's outcome is cached, so observing it again is free.
 //!
 //! The request rate therefore grows with the number of nodes and of tasks
@@ -69,6 +73,8 @@ pub(crate) struct ObserverState {
 struct NodeSlot {
     /// Held while the list is fetched: the single-flight lock.
     snapshot: tokio::sync::Mutex<Option<Arc<ActiveSnapshot>>>,
+    /// When this client last started a task on the node (or tried to).
+    dispatched: Mutex<Option<Instant>>,
 }
 
 /// One node's active-task list at one moment.
@@ -112,6 +118,17 @@ impl ActiveSnapshot {
     }
 }
 
+/// What a node's task list says of one task (see [`Client::listed_task`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListedTask {
+    /// It runs (or was started after the list was fetched).
+    Running,
+    /// It ended.
+    Finished,
+    /// The list does not show it.
+    NotListed,
+}
+
 /// A task's presence in an active list.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Listed {
@@ -124,6 +141,9 @@ pub(crate) enum Listed {
 #[derive(Debug, Clone)]
 struct TaskBook {
     first_seen: Instant,
+    /// When this client started the task (its UPID came back to a write):
+    /// a list fetched before cannot show it, and says nothing of it.
+    started_here: Option<Instant>,
     last_seen: Instant,
     outcome: Option<TaskOutcome>,
     log_cursor: u64,
@@ -136,6 +156,7 @@ impl TaskBook {
     fn new(now: Instant) -> Self {
         Self {
             first_seen: now,
+            started_here: None,
             last_seen: now,
             outcome: None,
             log_cursor: 0,
@@ -144,10 +165,13 @@ impl TaskBook {
         }
     }
 
-    /// Whether the progress is worth a log read now.
+    /// Whether the progress is worth a log read now: once the task has run
+    /// for `every` since it was first seen, then every `every`. A task that
+    /// ends sooner costs no log read at all (its progress would be out of
+    /// date before anyone saw it).
     fn progress_due(&self, now: Instant, every: std::time::Duration) -> bool {
-        self.progress_read
-            .is_none_or(|at| now.saturating_duration_since(at) >= every)
+        let since = self.progress_read.unwrap_or(self.first_seen);
+        now.saturating_duration_since(since) >= every
     }
 }
 
@@ -198,11 +222,43 @@ impl ObserverState {
         Arc::clone(nodes.entry(node.to_owned()).or_default())
     }
 
-    /// Forgets the node's active list: a task was just started there, so a
-    /// list fetched before cannot tell whether it runs. Waits for a fetch in
-    /// flight, so no list older than this call survives it.
-    pub(crate) async fn invalidate(&self, node: &str) {
-        *self.node_slot(node).snapshot.lock().await = None;
+    /// A task was just started on `node` (or may have been: `upid` is what
+    /// came back). A list of the node's running tasks asked for after this
+    /// ([`Client::active_tasks`]) is fetched after it, so it shows the task;
+    /// observing the task itself reuses the current list and takes the
+    /// task's absence there for "not listed yet", i.e. running.
+    pub(crate) fn dispatched(&self, node: &str, upid: Option<&Upid>) {
+        let now = Instant::now();
+        *self
+            .node_slot(node)
+            .dispatched
+            .lock()
+            .expect("observer node slot poisoned") = Some(now);
+        if let Some(upid) = upid {
+            self.touch(upid, now);
+            self.update(upid, |book| book.started_here = Some(now));
+        }
+    }
+
+    /// When this client last started a task on `node`.
+    fn last_dispatch(&self, node: &str) -> Option<Instant> {
+        *self
+            .node_slot(node)
+            .dispatched
+            .lock()
+            .expect("observer node slot poisoned")
+    }
+
+    /// The start of the oldest task on `node` whose end is not known yet:
+    /// the `since` of the node's next list.
+    fn oldest_unfinished(&self, node: &str) -> Option<u32> {
+        self.tasks
+            .lock()
+            .expect("observer task map poisoned")
+            .iter()
+            .filter(|(upid, book)| book.outcome.is_none() && upid.node() == node)
+            .map(|(upid, _)| upid.starttime())
+            .min()
     }
 
     /// Number of tasks currently tracked (for tests and metrics).
@@ -253,10 +309,15 @@ impl Client {
         }
 
         if opts.mode == ObserveMode::Batched {
-            match self.active_snapshot(upid.node()).await {
+            match self.active_snapshot(upid.node(), None).await {
                 Ok(snapshot) => match snapshot.lookup(upid) {
                     Listed::Running => return self.running(upid, &book, opts.progress).await,
                     Listed::Finished(status) => return self.finished(upid, &status).await,
+                    Listed::Absent if book.started_here > Some(snapshot.fetched_at) => {
+                        // Started after the list was fetched: the next one
+                        // shows it.
+                        return self.running(upid, &book, opts.progress).await;
+                    }
                     Listed::Absent => {}
                 },
                 Err(err) => {
@@ -331,20 +392,30 @@ impl Client {
         Ok(TaskObservation::Running { progress })
     }
 
-    /// The node's active list, fetched at most once per poll interval no
-    /// matter how many callers ask.
-    async fn active_snapshot(&self, node: &str) -> Result<Arc<ActiveSnapshot>> {
+    /// The node's task list, fetched at most once per poll interval no
+    /// matter how many callers ask, and after `after` when given.
+    async fn active_snapshot(
+        &self,
+        node: &str,
+        after: Option<Instant>,
+    ) -> Result<Arc<ActiveSnapshot>> {
         let slot = self.observer_state().node_slot(node);
         let mut guard = slot.snapshot.lock().await;
-        let interval = self.task_options().poll_interval;
+        let options = self.task_options();
+        let interval = options.list_every.min(options.poll_interval);
         if let Some(snapshot) = guard.as_ref()
             && snapshot.fetched_at.elapsed() < interval
+            && after.is_none_or(|after| snapshot.fetched_at > after)
         {
             return Ok(Arc::clone(snapshot));
         }
+        // Finished tasks too, as far back as a task observed here whose end
+        // is not known: their exit status comes with the list.
+        let since = self.observer_state().oldest_unfinished(node);
         let filter = TaskListFilter {
-            source: Some("active".to_owned()),
+            source: Some(if since.is_some() { "all" } else { "active" }.to_owned()),
             limit: Some(ACTIVE_LIST_LIMIT),
+            since,
             ..TaskListFilter::default()
         };
         let entries = self.list_tasks(node, &filter).await?;
@@ -366,7 +437,47 @@ impl Client {
     /// appear only while PVE cannot write its task index (see
     /// [`TaskListEntry::is_running`]).
     pub async fn active_tasks(&self, node: &str) -> Result<Vec<TaskListEntry>> {
-        Ok(self.active_snapshot(node).await?.listed.clone())
+        let after = self.observer_state().last_dispatch(node);
+        Ok(self.active_snapshot(node, after).await?.listed.clone())
+    }
+
+    /// The node's current task list, as shared for task observation: at most
+    /// one poll interval old, and possibly fetched before this client's last
+    /// task there (for counting what runs, where a task just started is
+    /// accounted for otherwise).
+    pub async fn latest_tasks(&self, node: &str) -> Result<Vec<TaskListEntry>> {
+        Ok(self.active_snapshot(node, None).await?.listed.clone())
+    }
+
+    /// Whether the node's current list shows `upid` running, without a
+    /// request of its own beyond the shared list (the task watcher's
+    /// question). A task this client started after the list was fetched
+    /// counts as running; [`ListedTask::NotListed`] is for the pass to look
+    /// into.
+    pub async fn listed_task(&self, upid: &Upid) -> Result<ListedTask> {
+        let state = self.observer_state();
+        let book = state.touch(upid, Instant::now());
+        if book.outcome.is_some() {
+            return Ok(ListedTask::Finished);
+        }
+        let snapshot = self.active_snapshot(upid.node(), None).await?;
+        Ok(match snapshot.lookup(upid) {
+            Listed::Running => ListedTask::Running,
+            Listed::Finished(_) => ListedTask::Finished,
+            Listed::Absent if book.started_here > Some(snapshot.fetched_at) => ListedTask::Running,
+            Listed::Absent => ListedTask::NotListed,
+        })
+    }
+
+    /// Makes the observer answer for these tasks in the next list of their
+    /// node (they are followed without being observed one by one: the task
+    /// watcher).
+    pub fn follow_tasks<'a>(&self, upids: impl IntoIterator<Item = &'a Upid>) {
+        let state = self.observer_state();
+        let now = Instant::now();
+        for upid in upids {
+            state.touch(upid, now);
+        }
     }
 
     /// Number of tasks the observer remembers.

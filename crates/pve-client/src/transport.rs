@@ -12,6 +12,7 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::form::Params;
 use crate::hook::RequestRecord;
+use crate::limit::Priority;
 use crate::request::{ApiPath, ApiRequest, Envelope};
 use crate::retry::{self, CallKind};
 use crate::secret::{Secret, redact};
@@ -146,7 +147,16 @@ impl Client {
             status = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
         );
-        let _slot = self.limiter().acquire().instrument(span.clone()).await;
+        let priority = if req.method == Method::GET {
+            Priority::Read
+        } else {
+            Priority::Write
+        };
+        let _slot = self
+            .limiter()
+            .acquire(priority)
+            .instrument(span.clone())
+            .await;
         let started = Instant::now();
         let outcome = async {
             let response = builder.send().await.map_err(transport_error)?;

@@ -28,6 +28,14 @@ pub struct Lifecycle {
     /// waits (Synced=False, TemplateInUse) until they are gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<bool>,
+
+    /// When this resource is deleted, stop the running VM at once (as
+    /// pulling its power) instead of asking the guest to shut down. The
+    /// default (false) asks the guest, waits the provider config's
+    /// `tasks.shutdownTimeout`, then stops it. For VMs whose guest has
+    /// nothing to save, a stop is quicker and never times out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_on_delete: Option<bool>,
 }
 
 /// Start order at node boot (`startup`): lower orders start first and stop

@@ -11,6 +11,7 @@ use kube::ResourceExt;
 use pve_client::TaskListEntry;
 
 use super::observe::Sources;
+use super::observe::known::Known;
 use crate::api::{ProxmoxVM, vm::TaskAction};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::plan::{
@@ -53,6 +54,10 @@ pub async fn reserve(
         let grant = allocate_vmid(ctx, from, conn, id).await;
         if let VmidGrant::Reserved(vmid) = grant {
             reserved.vmid = Some(vmid);
+            // Free on the cluster as just listed: no VM to look up until a
+            // create is sent (which Proxmox refuses if the VMID was taken
+            // meanwhile).
+            ctx.memory.remember(&id.uid, Some(Known::absent(vmid)));
         }
         obs.allocated_vmid = Some(grant);
     }
@@ -144,7 +149,9 @@ async fn allocate_vmid(
 /// The heavy tasks the node lists as running (the shared, batched active
 /// list); `None` when it cannot be read.
 async fn running_heavy(client: &pve_client::Client, node: &str) -> Option<Vec<RunningTask>> {
-    let listed = client.active_tasks(node).await.ok()?;
+    // A task dispatched since the list was fetched holds its slot anyway
+    // (see `schedule::slots`): any recent list will do.
+    let listed = client.latest_tasks(node).await.ok()?;
     Some(
         listed
             .iter()

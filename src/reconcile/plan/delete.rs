@@ -71,7 +71,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
     let node = vm.node.clone();
     let vmid = ctx.vmid().unwrap_or_default();
     let (doing, call) = match vm.power {
-        Power::Running if !shutdown_failed_since_deletion(ctx, out) => (
+        Power::Running if !stops_hard(ctx) && !shutdown_failed_since_deletion(ctx, out) => (
             format!("shutting VM {vmid} down before destroying it"),
             PveCall::Shutdown {
                 node,
@@ -79,8 +79,8 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
                 timeout: ctx.timing.shutdown_timeout,
             },
         ),
-        // A paused VM cannot shut down; one whose shutdown timed out is
-        // stopped hard.
+        // A paused VM cannot shut down; one whose shutdown timed out, or
+        // whose spec says so, is stopped hard.
         Power::Running | Power::Paused => (
             format!("stopping VM {vmid} before destroying it"),
             PveCall::Stop { node, vmid },
@@ -108,6 +108,11 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         Some(ctx.timing.poll_interval),
         Say::yes(Reason::WaitingForTask, doing),
     )
+}
+
+/// `lifecycle.stopOnDelete`: no graceful shutdown first.
+fn stops_hard(ctx: &Ctx) -> bool {
+    ctx.spec.lifecycle.stop_on_delete == Some(true)
 }
 
 fn shutdown_failed_since_deletion(ctx: &Ctx, out: &Out) -> bool {

@@ -95,6 +95,14 @@ impl Step {
         }
     }
 
+    /// Whether carrying out the step sends anything to Proxmox.
+    pub fn reaches_proxmox(&self) -> bool {
+        match self {
+            Self::Pve(_) | Self::Ha(_) => true,
+            Self::Kube(_) | Self::Idle(_) => false,
+        }
+    }
+
     /// What a failure of the step is recorded as (for backoff), if the step
     /// changes anything on Proxmox.
     pub fn action(&self) -> Option<TaskAction> {

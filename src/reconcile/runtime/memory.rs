@@ -1,7 +1,9 @@
 //! What the controller remembers of each resource between its passes, in
 //! one table under one lock: the count of failed passes (for backoff), the
-//! resourceVersion of our last write (so a pass may read the cache), and
-//! when its VM was last observed in full.
+//! resourceVersion of our last write (so a pass may read the cache), when
+//! its VM was last observed in full, and what that look showed (so the
+//! next pass need not ask Proxmox again what it already said: see
+//! `pass::observe::known`).
 //!
 //! All of it is a hint that a restart may lose: a new process starts with
 //! an empty table, reads every object afresh once and observes every VM in
@@ -13,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::reconcile::pass::observe::known::Known;
 use crate::reconcile::plan::Depth;
 
 /// The first backoff after a failed pass, doubling up to [`BACKOFF_MAX`].
@@ -31,6 +34,8 @@ struct Entry {
     last_write: Option<String>,
     /// When the VM was last observed in full.
     full_look: Option<Instant>,
+    /// What the last look showed.
+    known: Option<Known>,
 }
 
 /// Per-resource memory, by resource UID.
@@ -104,6 +109,32 @@ impl Memory {
     /// The next look at the resource's VM must be a full one.
     pub fn look_closer(&self, uid: &str) {
         self.with(uid, |e| e.full_look = None);
+    }
+
+    /// What the last look at the resource's VM showed.
+    pub fn known(&self, uid: &str) -> Option<Known> {
+        self.lock().get(uid).and_then(|e| e.known.clone())
+    }
+
+    /// Keeps what this look showed (`None`: nothing worth keeping).
+    pub fn remember(&self, uid: &str, known: Option<Known>) {
+        self.with(uid, |e| e.known = known);
+    }
+
+    /// Something was sent to the resource's VM (or may have been): what
+    /// the last look showed no longer holds as it was.
+    pub fn touched(&self, uid: &str) {
+        if let Some(known) = self.lock().get_mut(uid).and_then(|e| e.known.as_mut()) {
+            known.touched = true;
+        }
+    }
+
+    /// The pass wrote the resource's metadata: the pass that write
+    /// triggers may reuse its look.
+    pub fn wrote_metadata(&self, uid: &str) {
+        if let Some(known) = self.lock().get_mut(uid).and_then(|e| e.known.as_mut()) {
+            known.written = true;
+        }
     }
 
     /// Forgets a resource that is gone.

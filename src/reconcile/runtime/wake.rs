@@ -2,12 +2,13 @@
 //! its next timer.
 //!
 //! * **A task ended.** The task watcher looks at every node with tasks of
-//!   ProxmoxVMs in flight, through the node's active-task list that the
-//!   config's client already fetches for task observation (one request per
-//!   node per poll interval, shared), and wakes each resource whose task the
-//!   list no longer shows running. So the next step follows a task's end
-//!   within about half a poll interval on average, and a resource waiting
-//!   on its task does not need a pass of its own every poll interval.
+//!   ProxmoxVMs in flight, through the node's task list that the config's
+//!   client already fetches for task observation (one request per node per
+//!   list interval, a second by default, shared, with the exit statuses of
+//!   the tasks that ended), and wakes each resource whose task the list
+//!   shows ended (or does not show at all). So the next step follows a
+//!   task's end within about a second, and a resource waiting on its task
+//!   needs no pass of its own meanwhile.
 //! * **A slot freed.** The scheduler hands a node's freed import or clone
 //!   slot to the resource that has waited longest for one (see
 //!   `schedule::slots`); the pass that freed it wakes that resource.
@@ -39,7 +40,7 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-use pve_client::Upid;
+use pve_client::{ListedTask, Upid};
 
 use super::context::Context;
 use crate::api::condition::{ConditionType, find};
@@ -60,9 +61,9 @@ pub fn vm_ref(vm: &ProxmoxVM) -> VmRef {
     }
 }
 
-/// How often the watcher looks. The active lists it reads are refetched at
-/// most once per poll interval, whatever this is.
-const TICK: Duration = Duration::from_millis(500);
+/// How often the watcher looks. The task lists it reads are refetched at
+/// most once per list interval, whatever this is.
+const TICK: Duration = Duration::from_millis(250);
 /// A task younger than this may not be in a list fetched before it started.
 const JUST_STARTED: Duration = Duration::from_secs(2);
 
@@ -148,20 +149,21 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
     }
     // Forget resources whose task is no longer recorded.
     woken.retain(|uid, upid| live.get(uid) == Some(upid));
-    for ((key, node), tasks) in in_flight {
+    for ((key, _node), tasks) in in_flight {
         let Some(client) = ctx.providers.client_of(&key) else {
             continue;
         };
-        let Ok(listed) = client.active_tasks(&node).await else {
-            continue;
-        };
+        // All of them into the node's next list, before it is fetched.
+        client.follow_tasks(tasks.iter().map(|t| &t.upid));
         for InFlight { vm, uid, upid } in tasks {
-            let running = listed
-                .iter()
-                .any(|e| e.running_upid().as_ref() == Some(&upid));
-            if !running {
-                woken.insert(uid, upid);
-                ctx.waker.wake(vm);
+            match client.listed_task(&upid).await {
+                Ok(ListedTask::Running) => {}
+                Ok(ListedTask::Finished | ListedTask::NotListed) => {
+                    woken.insert(uid, upid);
+                    ctx.waker.wake(vm);
+                }
+                // The list could not be read: the resource's timer stays.
+                Err(_) => break,
             }
         }
     }

@@ -72,7 +72,8 @@ impl Client {
             .opt("typefilter", filter.typefilter.as_deref())
             .opt_flag("errors", filter.errors)
             .opt("start", filter.start)
-            .opt("limit", filter.limit);
+            .opt("limit", filter.limit)
+            .opt("since", filter.since);
         self.get(ApiPath::new("/nodes/{node}/tasks", &[node]), params)
             .await
     }

@@ -110,6 +110,8 @@ pub struct TaskListFilter {
     pub start: Option<u32>,
     /// PVE defaults to 50 (and treats 0 as 50).
     pub limit: Option<u32>,
+    /// Only tasks that started at this UNIX time or later.
+    pub since: Option<u32>,
 }
 
 /// Parsed exit status.

@@ -150,7 +150,9 @@ async fn waiting_can_be_cancelled() {
 #[tokio::test]
 async fn a_task_not_visible_yet_is_not_a_failure() {
     let h = Harness::start().await;
-    let client = h.client();
+    // Every observation with a list fetched after the start (a task
+    // started after the list was fetched counts as running).
+    let client = h.client_with(|c| c.tasks.poll_interval = Duration::ZERO);
     cloned_vm(&client, 505).await;
     h.fault(json!({"fault": "task-hidden", "task_type": "qmstart", "ms": 400, "count": 1}))
         .await;
@@ -168,7 +170,10 @@ async fn a_task_not_visible_yet_is_not_a_failure() {
 #[tokio::test]
 async fn a_task_unknown_past_the_grace_is_an_error() {
     let h = Harness::start().await;
-    let client = h.client_with(|c| c.tasks.not_visible_grace = Duration::from_millis(100));
+    let client = h.client_with(|c| {
+        c.tasks.not_visible_grace = Duration::from_millis(100);
+        c.tasks.poll_interval = Duration::ZERO;
+    });
     cloned_vm(&client, 506).await;
     h.fault(json!({"fault": "task-hidden", "task_type": "qmstart", "ms": 600000, "count": 1}))
         .await;
@@ -189,19 +194,34 @@ async fn a_task_unknown_past_the_grace_is_an_error() {
 
 #[tokio::test]
 async fn progress_costs_a_log_read_at_most_every_progress_interval() {
-    let h = Harness::start_scaled(0.1).await;
-    let client = h.client();
+    let h = Harness::start_scaled(1.0).await;
+    let every = Duration::from_millis(500);
+    let client = h.client_with(|c| c.tasks.progress_every = every);
     let upid = start_import(&client, 508).await;
+    let log_reads = || async {
+        h.requests()
+            .await
+            .into_iter()
+            .filter(|r| r["route"] == "/nodes/{node}/tasks/{upid}/log")
+            .count()
+    };
     for _ in 0..5 {
         client.observe_task_progress(&upid).await.unwrap();
     }
-    let reads = h
-        .requests()
-        .await
-        .into_iter()
-        .filter(|r| r["route"] == "/nodes/{node}/tasks/{upid}/log")
-        .count();
-    assert_eq!(reads, 1, "five observations within 15 s read the log once");
+    assert_eq!(
+        log_reads().await,
+        0,
+        "a task that has not run for the interval yet costs no log read"
+    );
+    tokio::time::sleep(every).await;
+    for _ in 0..5 {
+        client.observe_task_progress(&upid).await.unwrap();
+    }
+    assert_eq!(
+        log_reads().await,
+        1,
+        "five observations within the interval read the log once"
+    );
 }
 
 #[tokio::test]

@@ -7,13 +7,14 @@
 
 pub(crate) mod clones;
 mod ha;
+pub(crate) mod known;
 mod seed;
 mod tasks;
 mod vm;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::core::DeserializeGuard;
@@ -29,6 +30,7 @@ use crate::reconcile::plan::{
     TemplateLookup, TemplateRef, VmState,
 };
 use crate::reconcile::providers::{ConfigKey, secret_value};
+use crate::reconcile::runtime::memory::Memory;
 use pve_client::{self, Client};
 
 /// Why an observation could not be completed.
@@ -63,6 +65,8 @@ pub struct Sources<'a> {
     /// The controller's cache of ProxmoxVMs (a clone's template may be
     /// declared by one).
     pub store: &'a Store<DeserializeGuard<ProxmoxVM>>,
+    /// What earlier passes saw of each resource's VM.
+    pub memory: &'a Memory,
 }
 
 impl Sources<'_> {
@@ -107,18 +111,16 @@ pub async fn observe(
             return Ok(obs);
         }
     }
+    // Whether this process knows every task it started for the resource
+    // to be recorded in its status (or ended): then no running task of ours
+    // can be missing from it, and the node's running tasks need not be
+    // listed to find one.
+    let mut sure = false;
     if let Some(vmid) = needs.vmid {
-        let idle = match (depth, node_hint) {
-            (Depth::Idle, Some(node)) => vm::idle_vm_state(from, vmid, node).await?,
-            (Depth::Idle, None) | (Depth::Full, _) => None,
-        };
-        obs.vm = match idle {
-            Some(state) => {
-                obs.depth = Depth::Idle;
-                state
-            }
-            None => vm::vm_state(from, vmid, node_hint).await?,
-        };
+        let look = look_at_vm(from, (vm, id), vmid, obs.task.as_ref(), node_hint, depth).await?;
+        obs.vm = look.state;
+        obs.depth = look.depth;
+        sure = look.sure;
     }
     if needs.linked_clones
         && let (VmState::Present(seen), Some(vmid)) = (&obs.vm, needs.vmid)
@@ -127,10 +129,16 @@ pub async fn observe(
     {
         obs.linked_clones = Some(clones::linked(client, &seen.node, vmid, config).await?);
     }
-    if let Some(node) = &needs.active_tasks_on {
+    obs.images = images(client, &needs.images).await?;
+    // A missing image may be downloading already (another resource's task).
+    let downloading = obs.images.values().any(|present| !present);
+    if let Some(node) = needs
+        .active_tasks_on
+        .as_ref()
+        .filter(|_| !sure || downloading)
+    {
         obs.active_tasks = tasks::active_tasks(client, node).await?;
     }
-    obs.images = images(client, &needs.images).await?;
     if let Some(template) = &needs.template {
         let looked_up = template_lookup(from.view().await?.as_ref(), template);
         obs.template = Some(clones::template_source(client, from.store, vm, looked_up).await?);
@@ -168,6 +176,98 @@ pub async fn observe(
         obs.password = Some(password(from.kube, &id.namespace, name, key).await?);
     }
     Ok(obs)
+}
+
+/// What a look at the VM found.
+struct Looked {
+    state: VmState,
+    depth: Depth,
+    /// Nothing this process sent the VM is unaccounted for (see `observe`).
+    sure: bool,
+}
+
+/// Looks at the VM as what is known of it allows (see [`known`]), and
+/// remembers what was seen.
+async fn look_at_vm(
+    from: Sources<'_>,
+    (vm, id): (&ProxmoxVM, &Identity),
+    vmid: u32,
+    task: Option<&TaskState>,
+    node_hint: Option<&str>,
+    depth: Depth,
+) -> Result<Looked, Failure> {
+    let before = from.memory.known(&id.uid);
+    let recorded = vm.status.as_ref().and_then(|s| s.at_provider.task.as_ref());
+    let recorded = match (recorded, task) {
+        (Some(t), Some(state)) => Some(known::RecordedTask {
+            action: t.action,
+            state,
+            node: t.node.as_str(),
+            type_: t.type_.as_str(),
+        }),
+        (Some(_), None) | (None, _) => None,
+    };
+    let now = Instant::now();
+    // Known, and either untouched since or touched by the task recorded.
+    let sure = before
+        .as_ref()
+        .is_some_and(|k| k.vmid == vmid && (!k.touched || recorded.is_some()));
+    let mut asked_agent = true;
+    let mut uptime = None;
+    let mut look = known::look(before.as_ref(), vmid, recorded, depth, now);
+    if look == known::Look::Full && recorded.is_none() && vm.metadata.deletion_timestamp.is_some() {
+        let view = from.view().await?;
+        if let Some(deleting) =
+            known::look_to_delete(before.as_ref(), vmid, view.vms.get(&vmid), now)
+        {
+            look = deleting;
+        }
+    }
+    let (state, depth) = match look {
+        known::Look::Known(state) => {
+            asked_agent = false;
+            (state, Depth::Full)
+        }
+        known::Look::AfterTask {
+            vm,
+            read_config,
+            ask_agent,
+        } => {
+            asked_agent = ask_agent;
+            let state = vm::carried(from.client, vmid, vm, read_config, ask_agent).await?;
+            (state, Depth::Full)
+        }
+        known::Look::Idle => {
+            let agent = |up: Option<u64>| {
+                let kept = before.as_ref().and_then(|k| match &k.vm {
+                    VmState::Present(seen) => Some(seen.agent.clone()),
+                    VmState::Absent | VmState::Unknown => None,
+                });
+                match kept {
+                    Some(answer) if !known::agent_due_idle(before.as_ref(), vmid, up, now) => {
+                        vm::Agent::Keep(answer)
+                    }
+                    Some(_) | None => vm::Agent::Ask,
+                }
+            };
+            let idle = match node_hint {
+                Some(node) => vm::idle_vm_state(from, vmid, node, agent).await?,
+                None => None,
+            };
+            match idle {
+                Some((state, up, asked)) => {
+                    asked_agent = asked;
+                    uptime = up;
+                    (state, Depth::Idle)
+                }
+                None => (vm::vm_state(from, vmid, node_hint).await?, Depth::Full),
+            }
+        }
+        known::Look::Full => (vm::vm_state(from, vmid, node_hint).await?, Depth::Full),
+    };
+    let kept = known::remember(before.as_ref(), vmid, &state, asked_agent, uptime, now);
+    from.memory.remember(&id.uid, kept);
+    Ok(Looked { state, depth, sure })
 }
 
 /// Which of the image volumes exist (one content listing per storage).

@@ -66,21 +66,24 @@ pub(super) async fn vm_state(
         lock,
         template: status.template,
     };
-    match read_vm(client, vmid, seen).await {
+    match read_vm(client, vmid, seen, Agent::Ask).await {
         Err(pve_client::Error::NotFound { .. }) => Ok(VmState::Absent),
         other => other.map(VmState::Present),
     }
 }
 
 /// An idle VM, checked cheaply: where it is, its power state and lock from
-/// the shared cluster view (no request of its own), then its config and
-/// agent. `None` when the view does not show it as expected (on `node`,
-/// unlocked, running or stopped): then the VM is observed in full.
+/// the shared cluster view (no request of its own), then its config, and
+/// its agent when `agent` says so for the uptime the view shows. `None`
+/// when the view does not show it as expected (on `node`, unlocked, running
+/// or stopped): then the VM is observed in full. Also gives the uptime and
+/// whether the agent was asked.
 pub(super) async fn idle_vm_state(
     from: Sources<'_>,
     vmid: u32,
     node: &str,
-) -> Result<Option<VmState>, pve_client::Error> {
+    agent: impl FnOnce(Option<u64>) -> Agent,
+) -> Result<Option<(VmState, Option<u64>, bool)>, pve_client::Error> {
     let view = from.view().await?;
     let Some(listed) = view.vms.get(&vmid) else {
         return Ok(None);
@@ -101,10 +104,48 @@ pub(super) async fn idle_vm_state(
         lock: None,
         template: listed.template,
     };
-    match read_vm(from.client, vmid, seen).await {
+    let uptime = listed.uptime;
+    let agent = agent(uptime);
+    let asked = agent == Agent::Ask;
+    match read_vm(from.client, vmid, seen, agent).await {
         Err(pve_client::Error::NotFound { .. }) => Ok(None),
-        other => other.map(|vm| Some(VmState::Present(vm))),
+        other => other.map(|vm| Some((VmState::Present(vm), uptime, asked))),
     }
+}
+
+/// Whether a look asks the guest agent, or keeps what it said last.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Agent {
+    Ask,
+    Keep(AgentState),
+}
+
+/// A VM whose state is known but for its config (read when `read_config`)
+/// and its agent (asked when `ask_agent`): see `known`.
+pub(super) async fn carried(
+    client: &Client,
+    vmid: u32,
+    mut vm: ObservedVm,
+    read_config: bool,
+    ask_agent: bool,
+) -> Result<VmState, pve_client::Error> {
+    if read_config {
+        vm.config = match config(client, &vm.node, vmid).await {
+            Ok(config) => Some(config),
+            Err(pve_client::Error::NotFound { .. }) => return Ok(VmState::Absent),
+            Err(e) => return Err(e),
+        };
+    }
+    if ask_agent && vm.power == Power::Running && agent_enabled(vm.config.as_ref()) {
+        vm.agent = agent(client, &vm.node, vmid).await;
+    }
+    Ok(VmState::Present(vm))
+}
+
+fn agent_enabled(config: Option<&VmConfig>) -> bool {
+    config
+        .and_then(|c| c.current.get("agent"))
+        .is_some_and(|a| AgentConfig::parse(a).enabled)
 }
 
 /// What was seen of a VM before its config was read.
@@ -125,7 +166,12 @@ fn power(status: &VmStatus) -> Power {
     }
 }
 
-async fn read_vm(client: &Client, vmid: u32, seen: Seen) -> Result<ObservedVm, pve_client::Error> {
+async fn read_vm(
+    client: &Client,
+    vmid: u32,
+    seen: Seen,
+    asked: Agent,
+) -> Result<ObservedVm, pve_client::Error> {
     let Seen {
         node,
         power,
@@ -138,14 +184,13 @@ async fn read_vm(client: &Client, vmid: u32, seen: Seen) -> Result<ObservedVm, p
     } else {
         Some(config(client, &node, vmid).await?)
     };
-    let agent_enabled = config
-        .as_ref()
-        .and_then(|c| c.current.get("agent"))
-        .is_some_and(|a| AgentConfig::parse(a).enabled);
-    let agent = if power == Power::Running && agent_enabled {
-        agent(client, &node, vmid).await
-    } else {
+    let agent = if power != Power::Running || !agent_enabled(config.as_ref()) {
         AgentState::NotAsked
+    } else {
+        match asked {
+            Agent::Ask => agent(client, &node, vmid).await,
+            Agent::Keep(answer) => answer,
+        }
     };
     Ok(ObservedVm {
         node,
@@ -234,7 +279,9 @@ mod tests {
             name: "default".into(),
         };
         let (store, _writer) = kube::runtime::reflector::store();
+        let memory = crate::reconcile::runtime::memory::Memory::default();
         let from = Sources {
+            memory: &memory,
             store: &store,
             kube: &kube,
             client: &client,
