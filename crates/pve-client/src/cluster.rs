@@ -72,6 +72,9 @@ pub struct Resource {
     /// Storage content types, comma-separated.
     #[serde(default)]
     pub content: Option<String>,
+    /// A storage entry's plugin (`lvmthin`, `lvm`, `dir`, `zfspool`, ...).
+    #[serde(default)]
+    pub plugintype: Option<String>,
     #[serde(default, deserialize_with = "lenient::opt_u64")]
     pub maxmem: Option<u64>,
     #[serde(default, deserialize_with = "lenient::opt_u64")]
