@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::refused;
 use super::reported::{
-    Expect, config, config_says, secret, vm_says, vm_using, vm_warns, vm_with,
+    Expect, config, config_says, config_warns, secret, vm_says, vm_using, vm_warns, vm_with,
 };
 use crate::reconcile::{Sim, manifests};
 
@@ -168,6 +168,15 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
             vec!["endpoint \"ftp://pve.example.com\"", "must be https://"],
         ),
         (
+            "endpoint-http",
+            json!({"endpoint": "http://127.0.0.1:8006"}),
+            "InvalidConfig",
+            vec![
+                "endpoint is http://: every request would carry the API token or password in clear",
+                "set tls.insecureAllowPlainHTTP: true",
+            ],
+        ),
+        (
             "resync-days",
             json!({"resyncInterval": "1d"}),
             "InvalidConfig",
@@ -211,9 +220,7 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
 /// Specs no VM can be made of on the simulator's nodes, the reason and
 /// the message they end up with: nothing is created for any of them.
 pub fn limit_rows() -> Vec<(&'static str, Value, &'static str, Vec<&'static str>)> {
-    let ip = |ip: &str, gateway: &str| {
-        json!({"cloudInit": {"user": "ubuntu", "ipConfigs": [{"interface": "net0", "ip": ip, "gateway": gateway}]}})
-    };
+    let ip = |ip: &str, gateway: &str| json!({"cloudInit": {"user": "ubuntu", "ipConfigs": [{"interface": "net0", "ip": ip, "gateway": gateway}]}});
     vec![
         (
             "vcpus-64",
@@ -395,6 +402,21 @@ pub fn provider_knows(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
         );
     }
 
+    // Plain HTTP, allowed loudly: said on the config while it is set.
+    let http = sim.handle.base_url().replacen("https://", "http://", 1);
+    objects.push(config(
+        sim,
+        "plain-http-allowed",
+        json!({"endpoint": http, "tls": {"insecureAllowPlainHTTP": true}}),
+    ));
+    expects.push(config_warns(
+        "plain-http-allowed",
+        "InsecureTransport",
+        &[
+            "the endpoint is http:// (tls.insecureAllowPlainHTTP)",
+            "carries the API token or password unencrypted",
+        ],
+    ));
     let mut missing = vm_using("missing-config", "no-such-config");
     missing["metadata"]["name"] = json!("missing-config");
     objects.push(missing);

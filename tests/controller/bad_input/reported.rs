@@ -73,6 +73,15 @@ pub fn config_says(name: &str, reason: &'static str, message: &[&str]) -> Expect
     }
 }
 
+/// A ProviderConfig `name` expected Warning=True with `reason` and `message`.
+pub fn config_warns(name: &str, reason: &'static str, message: &[&str]) -> Expect {
+    Expect {
+        type_: "Warning",
+        status: "True",
+        ..config_says(name, reason, message)
+    }
+}
+
 /// A ProviderConfig `name` like the test's `pve` (the sim, its fingerprint
 /// pinned, its credentials) with `change` merged into the spec.
 pub fn config(sim: &Sim, name: &str, change: Value) -> Value {
