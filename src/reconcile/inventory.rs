@@ -187,6 +187,14 @@ impl Inventory {
         self.view_where(key, client, |at| at >= since).await
     }
 
+    /// The last view read, however old, without reading one: for what
+    /// only reports (a Warning) and is worth no request.
+    pub async fn last_view(&self, key: &ConfigKey) -> Option<Arc<ClusterView>> {
+        let cached = self.cached(key);
+        let guard = cached.view.lock().await;
+        guard.as_ref().map(|(_, view)| Arc::clone(view))
+    }
+
     /// The cached view while `usable(read at)`, else a new read.
     async fn view_where(
         &self,

@@ -130,8 +130,8 @@ fn vm_spec_node(needs: &Needs, obs: &Observation, template_node: Option<&str>) -
     }
 }
 
-/// What `node` has, from the shared cluster view; for a VM still to be
-/// created, its bridges too (read once per node and interval, see
+/// What `node` has, from the shared cluster view (for an existing VM, the
+/// last one read: no request); for a VM still to be created, its bridges too (read once per node and interval, see
 /// [`crate::reconcile::inventory::Inventory::bridges`]). Bridges that
 /// cannot be read are `None`: the create is not held up for them.
 async fn host(
@@ -140,7 +140,16 @@ async fn host(
     obs: &Observation,
 ) -> Result<Option<HostView>, pve_client::Error> {
     let Some(node) = node else { return Ok(None) };
-    let view = from.view().await?;
+    // A create is checked against a view of at most one poll interval; an
+    // existing VM (the thin-storage Warning) takes the last one read by
+    // anyone, and costs no request.
+    let view = match obs.vm {
+        VmState::Absent => from.view().await?,
+        VmState::Present(_) | VmState::Unknown => match from.inventory.last_view(from.key).await {
+            Some(view) => view,
+            None => return Ok(None),
+        },
+    };
     let Some(seen) = view.nodes.iter().find(|n| n.name == node) else {
         return Ok(None);
     };
