@@ -52,8 +52,11 @@ enum LogFormat {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Address serving /metrics, /healthz and /readyz.
-    #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    /// Address serving /metrics, /healthz and /readyz, without
+    /// authentication: loopback by default, so only the host (or the Pod)
+    /// reaches it. A Deployment passes 0.0.0.0:8080 so the kubelet's probes
+    /// and Prometheus reach it, and its network policy decides who may.
+    #[arg(long, env = "METRICS_ADDR", default_value = "127.0.0.1:8080")]
     metrics_addr: SocketAddr,
     /// Elect a leader among replicas (Lease crossplane-provider-proxmox in
     /// POD_NAMESPACE); only the leader reconciles.

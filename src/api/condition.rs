@@ -119,6 +119,19 @@ pub enum Reason {
     /// Warning=True: OVMF without an EFI disk (Proxmox uses temporary EFI
     /// variables that are lost at every start).
     NoEfiDisk,
+    /// Synced=False: the spec asks for more than the VM's node or storage
+    /// has (vCPUs, memory, a disk on storage that cannot overprovision), or
+    /// no allowed node can take it; nothing is created.
+    ExceedsNodeLimits,
+    /// Synced=False: a NIC names a bridge or VNet the VM's node does not
+    /// have (Proxmox would create the VM and refuse to start it).
+    BridgeNotFound,
+    /// Warning=True: disks larger than the free space of their thin
+    /// storage, which overprovisions: the VM works until the storage fills.
+    Overprovisioned,
+    /// Warning=True: an annotation the provider reads is invalid (ignored)
+    /// or out of range (clamped).
+    InvalidAnnotation,
 }
 
 impl Reason {
@@ -155,6 +168,10 @@ impl Reason {
             Self::AgentNotResponding => "AgentNotResponding",
             Self::TemplateInUse => "TemplateInUse",
             Self::NoEfiDisk => "NoEfiDisk",
+            Self::ExceedsNodeLimits => "ExceedsNodeLimits",
+            Self::BridgeNotFound => "BridgeNotFound",
+            Self::Overprovisioned => "Overprovisioned",
+            Self::InvalidAnnotation => "InvalidAnnotation",
         }
     }
 }

@@ -11,16 +11,21 @@
 //! a decision to act on a VM is always made from the VM's own
 //! `status/current`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pve_client::{Client, Resource};
 
+use super::plan::StorageView;
 use super::providers::ConfigKey;
 
 /// How long the cluster's `next-id` setting is trusted.
 const OPTIONS_FOR: Duration = Duration::from_secs(600);
+
+/// How long a node's bridges are trusted: they are read only for creates,
+/// once per node and interval however many VMs are created there.
+const BRIDGES_FOR: Duration = Duration::from_secs(120);
 
 /// One node.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,6 +38,8 @@ pub struct NodeView {
     pub max_memory: u64,
     /// Memory in use in bytes.
     pub memory: u64,
+    /// Logical CPUs (`maxcpu`; 0 when not shown).
+    pub cpus: u32,
 }
 
 /// One QEMU guest.
@@ -65,6 +72,8 @@ pub struct ClusterView {
     pub vmids: BTreeSet<u32>,
     /// The storages shared by the nodes (a volume on one is on every node).
     pub shared_storages: BTreeSet<String>,
+    /// Per node, its storages by ID.
+    pub storages: BTreeMap<String, BTreeMap<String, StorageView>>,
 }
 
 impl ClusterView {
@@ -79,6 +88,7 @@ impl ClusterView {
                     online: r.status.as_deref() == Some("online"),
                     max_memory: r.maxmem.unwrap_or_default(),
                     memory: r.mem.unwrap_or_default(),
+                    cpus: r.maxcpu.map_or(0, |c| c as u32),
                 }),
                 ("qemu", Some(vmid)) => {
                     view.vmids.insert(vmid);
@@ -97,8 +107,17 @@ impl ClusterView {
                     );
                 }
                 ("storage", None) => {
-                    if let (true, Some(storage)) = (r.shared, r.storage) {
-                        view.shared_storages.insert(storage);
+                    let Some(storage) = r.storage else { continue };
+                    if r.shared {
+                        view.shared_storages.insert(storage.clone());
+                    }
+                    if let Some(node) = r.node {
+                        let seen = StorageView {
+                            plugin: r.plugintype.unwrap_or_default(),
+                            total: r.maxdisk.unwrap_or_default(),
+                            used: r.disk.unwrap_or_default(),
+                        };
+                        view.storages.entry(node).or_default().insert(storage, seen);
                     }
                 }
                 (_, Some(vmid)) => {
@@ -123,11 +142,16 @@ impl ClusterView {
 /// The `next-id` range: `(lower, upper)` as the cluster sets them.
 pub type NextId = Option<(Option<u64>, Option<u64>)>;
 
+/// A node's bridges and VNets.
+type Bridges = Arc<BTreeSet<String>>;
+
 #[derive(Debug, Default)]
 struct Cached {
     /// The last view and when it was read; the lock is the single flight.
     view: tokio::sync::Mutex<Option<(Instant, Arc<ClusterView>)>>,
     options: tokio::sync::Mutex<Option<(Instant, NextId)>>,
+    /// Node → its bridges and VNets, and when they were read.
+    bridges: tokio::sync::Mutex<HashMap<String, (Instant, Bridges)>>,
 }
 
 /// The views of every provider config.
@@ -164,6 +188,14 @@ impl Inventory {
         since: Instant,
     ) -> Result<Arc<ClusterView>, pve_client::Error> {
         self.view_where(key, client, |at| at >= since).await
+    }
+
+    /// The last view read, however old, without reading one: for what
+    /// only reports (a Warning) and is worth no request.
+    pub async fn last_view(&self, key: &ConfigKey) -> Option<Arc<ClusterView>> {
+        let cached = self.cached(key);
+        let guard = cached.view.lock().await;
+        guard.as_ref().map(|(_, view)| Arc::clone(view))
     }
 
     /// The cached view while `usable(read at)`, else a new read.
@@ -219,6 +251,35 @@ impl Inventory {
         };
         *guard = Some((Instant::now(), next_id));
         Ok(next_id)
+    }
+
+    /// The bridges and VNets a NIC may name on `node`
+    /// (`/nodes/{node}/network?type=any_bridge`), read at most
+    /// [`BRIDGES_FOR`] ago; one read serves every pass waiting meanwhile.
+    pub async fn bridges(
+        &self,
+        key: &ConfigKey,
+        client: &Client,
+        node: &str,
+    ) -> Result<Bridges, pve_client::Error> {
+        let cached = self.cached(key);
+        let mut guard = cached.bridges.lock().await;
+        if let Some((at, bridges)) = guard.get(node)
+            && at.elapsed() < BRIDGES_FOR
+        {
+            return Ok(Arc::clone(bridges));
+        }
+        let asked = Instant::now();
+        let bridges: Bridges = Arc::new(
+            client
+                .node_bridges(node)
+                .await?
+                .into_iter()
+                .map(|i| i.iface)
+                .collect(),
+        );
+        guard.insert(node.to_owned(), (asked, Arc::clone(&bridges)));
+        Ok(bridges)
     }
 
     /// Forgets a config that is gone.

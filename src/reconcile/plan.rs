@@ -27,6 +27,7 @@ mod drift;
 mod ha;
 mod hardware;
 mod input;
+mod limits;
 mod motion;
 mod output;
 mod owner;
@@ -49,9 +50,10 @@ use k8s_openapi::jiff::Timestamp;
 pub use ha::{HaCall, affinity_id};
 pub use input::{
     ActiveTask, AffinityView, AgentState, Depth, GuestInterface, HaResourceView, HaView, Heavy,
-    ImageRef, Needs, Observation, ObserveError, ObservedVm, PasswordState, Placement,
+    HostView, ImageRef, Needs, Observation, ObserveError, ObservedVm, PasswordState, Placement,
     PlacementRequest, PlanInput, Power, ProviderState, SeedView, SlotGrant, SlotRequest,
-    TaskOutcome, TaskState, TemplateLookup, TemplateRef, VmConfig, VmState, VmidGrant, started_at,
+    StorageView, TaskOutcome, TaskState, TemplateLookup, TemplateRef, VmConfig, VmState, VmidGrant,
+    started_at,
 };
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
@@ -274,7 +276,7 @@ fn gate(ctx: &Ctx) -> Option<Decision<LocalStep>> {
         return Some(Decision::new(Idle::Refuse, None, say).keep_ready());
     }
     if !ctx.deleting()
-        && let Some(why) = tenancy::refusal(ctx.spec)
+        && let Some(why) = refusal(ctx)
     {
         let say = Say::no(Reason::InvalidSpec, format!("refused: {why}"));
         return Some(Decision::new(Idle::Refuse, None, say).keep_ready());
@@ -301,6 +303,14 @@ fn gate(ctx: &Ctx) -> Option<Decision<LocalStep>> {
         ));
     }
     None
+}
+
+/// Why the spec is refused before anything is sent, naming each field:
+/// what one tenant may not reach, and addresses no VM can use.
+fn refusal(ctx: &Ctx) -> Option<String> {
+    let mut problems: Vec<String> = tenancy::refusal(ctx.spec).into_iter().collect();
+    problems.extend(limits::addresses(ctx.spec));
+    (!problems.is_empty()).then(|| problems.join("; "))
 }
 
 /// The provider config must be usable for anything further.

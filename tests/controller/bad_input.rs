@@ -67,6 +67,10 @@ async fn invalid_objects_are_reported_while_a_valid_vm_converges() {
     env.wait_ready("odd-poll-interval").await;
     reported::wait_all(env.ns.name(), &expects).await;
     assert!(expects.len() >= 40, "{} rows", expects.len());
+    let limited: Vec<&str> = cases::limit_rows().iter().map(|r| r.0).collect();
+    reported::nothing_created(env.ns.name(), &env.sim, &limited).await;
+    env.wait_ready("poll-banana").await;
+    env.wait_ready("poll-zero").await;
     // Still running, never panicked, stops cleanly.
     env.stop_controller().await;
 }

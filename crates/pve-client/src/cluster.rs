@@ -75,6 +75,9 @@ pub struct Resource {
     /// Seconds since the guest (or node) started; 0 when stopped.
     #[serde(default, deserialize_with = "lenient::opt_u64")]
     pub uptime: Option<u64>,
+    /// A storage entry's plugin (`lvmthin`, `lvm`, `dir`, `zfspool`, ...).
+    #[serde(default)]
+    pub plugintype: Option<String>,
     #[serde(default, deserialize_with = "lenient::opt_u64")]
     pub maxmem: Option<u64>,
     #[serde(default, deserialize_with = "lenient::opt_u64")]

@@ -48,7 +48,7 @@ pub use config::{
 pub use error::{Error, ErrorClass, Result};
 pub use ha::{HaAffinity, HaGroup, HaResource, HaResourceSpec, HaRule, ha_nodes};
 pub use hook::{RequestHook, RequestRecord};
-pub use node::NodeInfo;
+pub use node::{NetworkInterface, NodeInfo};
 pub use observer::{ListedTask, ObserveOptions};
 pub use retry::CallKind;
 pub use secret::Secret;

@@ -1,4 +1,4 @@
-//! Node endpoints: the node list.
+//! Node endpoints: the node list, a node's network interfaces.
 
 use serde::Deserialize;
 
@@ -26,9 +26,30 @@ pub struct NodeInfo {
     pub ssl_fingerprint: Option<String>,
 }
 
+/// An entry of `GET /nodes/{node}/network`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct NetworkInterface {
+    /// `vmbr0`, `eno1`, a VNet's name.
+    pub iface: String,
+    /// `bridge`, `OVSBridge`, `vnet`, `eth`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
 impl Client {
     /// `GET /nodes`.
     pub async fn nodes(&self) -> Result<Vec<NodeInfo>> {
         self.get(ApiPath::new("/nodes", &[]), Params::new()).await
+    }
+
+    /// `GET /nodes/{node}/network?type=any_bridge`: what a NIC's `bridge`
+    /// may name on the node, its Linux and OVS bridges and the SDN VNets
+    /// the token may see.
+    pub async fn node_bridges(&self, node: &str) -> Result<Vec<NetworkInterface>> {
+        self.get(
+            ApiPath::new("/nodes/{node}/network", &[node]),
+            Params::new().opt("type", Some("any_bridge")),
+        )
+        .await
     }
 }

@@ -152,21 +152,62 @@ pub(crate) fn client_config(opts: &TlsOptions) -> Result<rustls::ClientConfig> {
     Ok(config)
 }
 
+/// The trust anchors of a PEM bundle. webpki checks no anchor's dates, so
+/// an anchor outside its validity (expired, or not valid yet) is left out
+/// here, as `openssl verify` refuses a chain to one; a bundle with no
+/// anchor left is refused, naming them.
 fn roots_from_pem(pem: &str) -> Result<RootCertStore> {
+    roots_from_pem_at(pem, std::time::SystemTime::now())
+}
+
+fn roots_from_pem_at(pem: &str, now: std::time::SystemTime) -> Result<RootCertStore> {
     let mut roots = RootCertStore::empty();
     let mut reader = pem.as_bytes();
     let mut count = 0;
+    let mut outdated = vec![];
+    let now = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     for cert in rustls_pemfile::certs(&mut reader) {
         let cert = cert.map_err(|e| Error::config(format!("invalid CA bundle: {e}")))?;
+        count += 1;
+        if let Some(why) = outside_validity(&cert, now) {
+            tracing::warn!(certificate = %why, "CA bundle certificate left out: not valid now");
+            outdated.push(why);
+            continue;
+        }
         roots
             .add(cert)
             .map_err(|e| Error::config(format!("invalid CA certificate: {e}")))?;
-        count += 1;
     }
     if count == 0 {
         return Err(Error::config("CA bundle contains no PEM certificate"));
     }
+    if roots.is_empty() {
+        return Err(Error::config(format!(
+            "no certificate of the CA bundle is valid now: {}",
+            outdated.join("; ")
+        )));
+    }
     Ok(roots)
+}
+
+/// Why a certificate is not valid at `now` (seconds since the epoch), or
+/// `None`. A certificate that cannot be parsed here is left to rustls.
+fn outside_validity(cert: &rustls::pki_types::CertificateDer<'_>, now: i64) -> Option<String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let validity = parsed.validity();
+    let subject = parsed.subject().to_string();
+    if validity.not_after.timestamp() < now {
+        Some(format!("{subject} expired on {}", validity.not_after))
+    } else if validity.not_before.timestamp() > now {
+        Some(format!(
+            "{subject} is not valid before {}",
+            validity.not_before
+        ))
+    } else {
+        None
+    }
 }
 
 fn system_roots() -> RootCertStore {
@@ -305,6 +346,38 @@ mod tests {
         // Colons in the wrong places.
         let shifted = format!("4:E{}", &FP[2..]);
         assert!(shifted.parse::<Fingerprint>().is_err());
+    }
+
+    /// A self-signed CA valid from `from` to `to` (years), as PEM.
+    fn ca(name: &str, from: i32, to: i32) -> String {
+        let mut params = rcgen::CertificateParams::new(vec![]).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.not_before = rcgen::date_time_ymd(from, 1, 1);
+        params.not_after = rcgen::date_time_ymd(to, 1, 1);
+        let key = rcgen::KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().pem()
+    }
+
+    #[test]
+    fn ca_anchors_outside_their_validity_are_not_trusted() {
+        let now = std::time::SystemTime::now();
+        let expired = ca("expired CA", 2000, 2001);
+        let future = ca("future CA", 2400, 2500);
+        let valid = ca("valid CA", 2000, 2400);
+        let e = roots_from_pem_at(&expired, now).unwrap_err().to_string();
+        assert!(
+            e.contains("no certificate of the CA bundle is valid now")
+                && e.contains("CN=expired CA expired on"),
+            "{e}"
+        );
+        let e = roots_from_pem_at(&future, now).unwrap_err().to_string();
+        assert!(e.contains("CN=future CA is not valid before"), "{e}");
+        let roots = roots_from_pem_at(&format!("{expired}{valid}{future}"), now).unwrap();
+        assert_eq!(roots.len(), 1, "only the valid anchor is trusted");
+        assert_eq!(roots_from_pem_at(&valid, now).unwrap().len(), 1);
     }
 
     #[test]

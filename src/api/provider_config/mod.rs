@@ -119,16 +119,24 @@ provider_config_kind! {
     ]
 }
 
+/// What a config with an `http://` endpoint says without the opt-in.
+pub const PLAIN_HTTP_REFUSED: &str = "endpoint is http://: every request would carry the API token or password in clear; use https://, or set tls.insecureAllowPlainHTTP: true to accept that";
+
 /// Endpoint, credentials and tuning shared by both provider config kinds.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("!self.endpoint.startsWith('http://') || (has(self.tls) && has(self.tls.insecureAllowPlainHTTP) && self.tls.insecureAllowPlainHTTP)")
+        .message(PLAIN_HTTP_REFUSED)
+)]
 pub struct ProviderSettings {
     /// URL of the Proxmox VE API, e.g. `https://pve.example.com:8006`.
-    /// `http://` is accepted only for loopback addresses (simulators).
+    /// `http://` only with `tls.insecureAllowPlainHTTP: true` (the token
+    /// crosses the network in clear; the config then has a Warning).
     #[schemars(length(max = 2048))]
     #[x_kube(
-        validation = Rule::new("self.startsWith('https://') || (self.startsWith('http://') && url(self).getHostname() in ['localhost', '127.0.0.1', '::1'])")
-            .message("endpoint must be an https:// URL such as https://pve.example.com:8006 (http:// only for localhost)"),
+        validation = Rule::new("self.startsWith('https://') || self.startsWith('http://')")
+            .message("endpoint must be an https:// URL such as https://pve.example.com:8006"),
         validation = Rule::new("isURL(self) && url(self).getHostname() != ''")
             .message("endpoint must be a URL with a host name")
     )]
@@ -275,6 +283,17 @@ pub struct TlsSettings {
     /// Accept any certificate. Only for tests; prefer `fingerprint`.
     #[serde(default, rename = "insecureSkipTLSVerify")]
     pub insecure_skip_tls_verify: bool,
+
+    /// Allow an `http://` endpoint: every request then carries the API
+    /// token or password unencrypted, readable by anyone on the path. Only
+    /// for a simulator or a proxy on the same host; the config has a
+    /// Warning condition (`InsecureTransport`) while it is set and used.
+    #[serde(
+        default,
+        rename = "insecureAllowPlainHTTP",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub insecure_allow_plain_http: bool,
 }
 
 /// How Proxmox tasks are polled.

@@ -52,6 +52,10 @@ pub enum ConfigReason {
     /// The config was deleted and stays while ProxmoxVMs use it (the
     /// message names them).
     Deleting,
+    /// Warning=True: the config sends credentials unencrypted
+    /// (`tls.insecureAllowPlainHTTP` with an `http://` endpoint) or accepts
+    /// any certificate (`tls.insecureSkipTLSVerify`).
+    InsecureTransport,
 }
 
 impl ConfigReason {
@@ -67,6 +71,7 @@ impl ConfigReason {
             Self::Unreachable => "Unreachable",
             Self::ProxmoxError => "ProxmoxError",
             Self::Deleting => "Deleting",
+            Self::InsecureTransport => "InsecureTransport",
         }
     }
 }

@@ -115,7 +115,7 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
         &check.outcome,
         users.len(),
         blocked.as_deref(),
-        meta.generation,
+        (meta.generation, report::insecure(config.settings())),
         Time(Timestamp::now()),
     );
     if old != Some(&new) {

@@ -7,8 +7,25 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::probe::Outcome;
-use crate::api::provider_config::{ConfigReason, ProviderConfigStatus};
+use crate::api::provider_config::{ConfigReason, ProviderConfigStatus, ProviderSettings};
 use crate::api::{Condition, ConditionStatus, ConditionType, condition, set_condition};
+
+/// What the Warning condition says about the settings' transport, if
+/// anything: credentials in clear, or no certificate verification.
+pub fn insecure(settings: &ProviderSettings) -> Option<String> {
+    let mut problems = vec![];
+    if settings.endpoint.starts_with("http://") && settings.tls.insecure_allow_plain_http {
+        problems.push(
+            "the endpoint is http:// (tls.insecureAllowPlainHTTP): every request carries the API token or password unencrypted, readable by anyone on the network path; use https://",
+        );
+    }
+    if settings.tls.insecure_skip_tls_verify {
+        problems.push(
+            "tls.insecureSkipTLSVerify accepts any certificate: anyone on the network path can impersonate Proxmox and read the credentials; pin tls.fingerprint or give tls.caBundle",
+        );
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
 
 /// The status after a check. Unchanged conditions keep their
 /// `lastTransitionTime`; the version is shown only while Ready. `blocked`:
@@ -18,7 +35,7 @@ pub fn status(
     outcome: &Outcome,
     users: usize,
     blocked: Option<&str>,
-    generation: Option<i64>,
+    (generation, insecure): (Option<i64>, Option<String>),
     now: Time,
 ) -> ProviderConfigStatus {
     let (status, reason, message) = match (blocked, outcome) {
@@ -44,12 +61,26 @@ pub fn status(
         Condition {
             type_: ConditionType::Ready.as_str().into(),
             status,
-            last_transition_time: now,
+            last_transition_time: now.clone(),
             reason: reason.as_str().into(),
             message: Some(message),
             observed_generation: generation,
         },
     );
+    match insecure {
+        Some(message) => set_condition(
+            &mut conditions,
+            Condition {
+                type_: ConditionType::Warning.as_str().into(),
+                status: ConditionStatus::True,
+                last_transition_time: now,
+                reason: ConfigReason::InsecureTransport.as_str().into(),
+                message: Some(message),
+                observed_generation: generation,
+            },
+        ),
+        None => conditions.retain(|c| c.type_ != ConditionType::Warning.as_str()),
+    }
     ProviderConfigStatus {
         observed_generation: generation,
         conditions,
@@ -93,9 +124,57 @@ mod tests {
         Err(Problem::new(ConfigReason::Unauthorized, "refused"))
     }
 
+    fn settings(endpoint: &str, tls: serde_json::Value) -> ProviderSettings {
+        serde_json::from_value(serde_json::json!({
+            "endpoint": endpoint,
+            "credentials": {"source": "Secret", "secretRef": {"name": "pve"}},
+            "tls": tls,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn insecure_transport_is_a_warning_while_it_is_set() {
+        let http = settings(
+            "http://127.0.0.1:8006",
+            serde_json::json!({"insecureAllowPlainHTTP": true}),
+        );
+        let why = insecure(&http).unwrap();
+        assert!(why.contains("the endpoint is http://"), "{why}");
+        let s = status(
+            None,
+            &Ok("9.1.1".into()),
+            0,
+            None,
+            (Some(1), Some(why)),
+            at(10),
+        );
+        let warning = condition::find(&s.conditions, ConditionType::Warning).unwrap();
+        assert_eq!(
+            (warning.status, warning.reason.as_str()),
+            (ConditionStatus::True, "InsecureTransport")
+        );
+        let skip = settings(
+            "https://pve.example:8006",
+            serde_json::json!({"insecureSkipTLSVerify": true}),
+        );
+        assert!(insecure(&skip).unwrap().contains("accepts any certificate"));
+        let safe = settings("https://pve.example:8006", serde_json::json!({}));
+        assert_eq!(insecure(&safe), None);
+        let fixed = status(
+            Some(&s),
+            &Ok("9.1.1".into()),
+            0,
+            None,
+            (Some(2), None),
+            at(20),
+        );
+        assert!(condition::find(&fixed.conditions, ConditionType::Warning).is_none());
+    }
+
     #[test]
     fn ready_with_version_users_and_generation() {
-        let s = status(None, &Ok("9.1.1".into()), 3, None, Some(2), at(10));
+        let s = status(None, &Ok("9.1.1".into()), 3, None, (Some(2), None), at(10));
         assert!(is_ready(Some(&s)));
         assert_eq!(s.version.as_deref(), Some("9.1.1"));
         assert_eq!(s.users, Some(3));
@@ -109,18 +188,39 @@ mod tests {
 
     #[test]
     fn the_same_outcome_gives_the_same_status() {
-        let first = status(None, &unauthorized(), 0, None, Some(1), at(10));
-        let again = status(Some(&first), &unauthorized(), 0, None, Some(1), at(20));
+        let first = status(None, &unauthorized(), 0, None, (Some(1), None), at(10));
+        let again = status(
+            Some(&first),
+            &unauthorized(),
+            0,
+            None,
+            (Some(1), None),
+            at(20),
+        );
         assert_eq!(first, again, "nothing to write");
-        let fixed = status(Some(&again), &Ok("9.1.1".into()), 0, None, Some(1), at(30));
+        let fixed = status(
+            Some(&again),
+            &Ok("9.1.1".into()),
+            0,
+            None,
+            (Some(1), None),
+            at(30),
+        );
         assert_eq!(fixed.conditions[0].last_transition_time, at(30));
         assert_eq!(reason(Some(&fixed)), Some("Available"));
     }
 
     #[test]
     fn not_ready_says_why_and_shows_no_version() {
-        let ready = status(None, &Ok("9.1.1".into()), 1, None, Some(1), at(10));
-        let s = status(Some(&ready), &unauthorized(), 1, None, Some(1), at(20));
+        let ready = status(None, &Ok("9.1.1".into()), 1, None, (Some(1), None), at(10));
+        let s = status(
+            Some(&ready),
+            &unauthorized(),
+            1,
+            None,
+            (Some(1), None),
+            at(20),
+        );
         assert!(!is_ready(Some(&s)));
         assert_eq!(reason(Some(&s)), Some("Unauthorized"));
         assert_eq!(s.conditions[0].message.as_deref(), Some("refused"));
@@ -129,14 +229,14 @@ mod tests {
 
     #[test]
     fn a_config_deleted_in_use_says_why_it_stays() {
-        let ready = status(None, &Ok("9.1.1".into()), 2, None, Some(1), at(10));
+        let ready = status(None, &Ok("9.1.1".into()), 2, None, (Some(1), None), at(10));
         let why = "cannot be deleted: 2 ProxmoxVMs use it: ns/a, ns/b";
         let s = status(
             Some(&ready),
             &Ok("9.1.1".into()),
             2,
             Some(why),
-            Some(1),
+            (Some(1), None),
             at(20),
         );
         assert!(!is_ready(Some(&s)));

@@ -15,8 +15,8 @@ use super::observe::known::Known;
 use crate::api::{ProxmoxVM, vm::TaskAction};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::plan::{
-    ActFailure, Done, Heavy, KubeWrite, Needs, Observation, Plan, PveCall, SlotGrant, Step,
-    TemplateLookup, VmState, VmidGrant,
+    ActFailure, Done, Heavy, HostView, KubeWrite, Needs, Observation, Placement, Plan, PveCall,
+    SlotGrant, Step, TemplateLookup, VmState, VmidGrant,
 };
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::context::Context;
@@ -81,6 +81,14 @@ pub async fn reserve(
                 .place(&conn.key, &id.uid, vmid, request, candidates),
         );
     }
+    if needs.host {
+        obs.host = host(
+            from,
+            vm_spec_node(needs, obs, template_node.as_deref()),
+            obs,
+        )
+        .await?;
+    }
     // A slot is taken only when a create or clone may follow: the VM was
     // looked up and is not there.
     let Some(request) = needs.slot.as_ref().filter(|_| obs.vm == VmState::Absent) else {
@@ -106,6 +114,67 @@ pub async fn reserve(
     }
     obs.slot = Some(grant);
     Ok(reserved)
+}
+
+/// The node the VM is on or is to be created on: where it is, else
+/// `spec.node` or its recorded placement, else what placement chose, else
+/// (a clone) the template's node.
+fn vm_spec_node(needs: &Needs, obs: &Observation, template_node: Option<&str>) -> Option<String> {
+    match &obs.vm {
+        VmState::Present(vm) => Some(vm.node.clone()),
+        VmState::Absent => needs
+            .active_tasks_on
+            .clone()
+            .or_else(|| match &obs.placement {
+                Some(Placement::Chosen { node, .. }) => Some(node.clone()),
+                Some(Placement::NoNode { .. }) | None => None,
+            })
+            .or_else(|| template_node.map(str::to_owned)),
+        // Not looked at this pass (its task runs): where it was placed.
+        VmState::Unknown => needs.active_tasks_on.clone(),
+    }
+}
+
+/// What `node` has, from the shared cluster view (for an existing VM, the
+/// last one read: no request); for a VM still to be created, its bridges too (read once per node and interval, see
+/// [`crate::reconcile::inventory::Inventory::bridges`]). Bridges that
+/// cannot be read are `None`: the create is not held up for them.
+async fn host(
+    from: Sources<'_>,
+    node: Option<String>,
+    obs: &Observation,
+) -> Result<Option<HostView>, pve_client::Error> {
+    let Some(node) = node else { return Ok(None) };
+    // A create is checked against a view of at most one poll interval; an
+    // existing VM (the thin-storage Warning) takes the last one read by
+    // anyone, and costs no request.
+    let view = match obs.vm {
+        VmState::Absent => from.view().await?,
+        VmState::Present(_) | VmState::Unknown => match from.inventory.last_view(from.key).await {
+            Some(view) => view,
+            None => return Ok(None),
+        },
+    };
+    let Some(seen) = view.nodes.iter().find(|n| n.name == node) else {
+        return Ok(None);
+    };
+    let bridges = match obs.vm {
+        VmState::Absent => match from.inventory.bridges(from.key, from.client, &node).await {
+            Ok(bridges) => Some(bridges.as_ref().clone()),
+            Err(e) => {
+                tracing::warn!(%node, error = %e, "cannot read the node's bridges; NICs are not checked against them");
+                None
+            }
+        },
+        VmState::Present(_) | VmState::Unknown => None,
+    };
+    Ok(Some(HostView {
+        cpus: seen.cpus,
+        memory: seen.max_memory,
+        storages: view.storages.get(&node).cloned().unwrap_or_default(),
+        bridges,
+        node,
+    }))
 }
 
 /// The lowest free VMID of the config's range for this resource.

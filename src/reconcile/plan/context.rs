@@ -214,8 +214,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// The VM's memory in bytes (for placement).
-    fn memory_bytes(&self) -> u64 {
+    pub fn memory_bytes(&self) -> u64 {
         self.spec.memory.bytes().unwrap_or_default()
+    }
+
+    /// The VM's vCPUs: sockets × cores (qemu-server's `maxcpus`).
+    pub fn vcpus(&self) -> u32 {
+        self.spec.cpu.sockets.saturating_mul(self.spec.cpu.cores)
     }
 
     /// Whether the create imports disks (and so counts against the node's
@@ -233,7 +238,7 @@ impl<'a> Ctx<'a> {
             .annotation(meta::POLL_INTERVAL)
             .and_then(go_duration)
             .map_or(self.timing.resync_interval, |d| {
-                d.max(Duration::from_secs(5))
+                d.max(super::limits::MIN_POLL_INTERVAL)
             })
     }
 
@@ -281,6 +286,7 @@ impl<'a> Ctx<'a> {
         let placement = (creating && node.is_none()).then(|| PlacementRequest {
             allowed: self.spec.allowed_nodes.clone(),
             memory: self.memory_bytes(),
+            cpus: self.vcpus(),
             policy: self.spec.placement.policy,
             spread_by: self.spec.placement.label_key.as_ref().map(|key| {
                 let value = self.vm.metadata.labels.as_ref().and_then(|l| l.get(key));
@@ -333,6 +339,7 @@ impl<'a> Ctx<'a> {
             ha: self.spec.ha.is_some() && self.vmid().is_some(),
             seed: self.spec.custom_cloud_init.is_some() && self.vmid().is_some(),
             linked_clones: self.deleting(),
+            host: !self.deleting() && self.vmid().is_some(),
         }
     }
 }

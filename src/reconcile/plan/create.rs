@@ -127,6 +127,9 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
         Ok(node) => node,
         Err(d) => return *d,
     };
+    if let Some(d) = super::limits::on_node(ctx, &node, false) {
+        return d;
+    }
     let password = match password(ctx) {
         Ok(p) => p,
         Err(d) => return *d,
@@ -232,6 +235,9 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
             Err(d) => return *d,
         },
     };
+    if let Some(d) = super::limits::on_node(ctx, &node, true) {
+        return d;
+    }
     out.status.at_provider.node = Some(node.clone());
     out.status.at_provider.target_node = ctx.spec.node.clone();
     if let Some(d) = task::gate(ctx, out, TaskAction::Clone) {
@@ -278,11 +284,13 @@ fn placement(ctx: &Ctx, out: &mut Out) -> Result<String, Box<Decision>> {
             );
             Decision::new(Idle::SaveStatus, Some(Duration::ZERO), say)
         }
-        Some(Placement::NoNode { why }) => {
-            let say = Say::no(
-                Reason::ReconcileError,
-                format!("no node to place the VM on: {why}"),
-            );
+        Some(Placement::NoNode { why, too_small }) => {
+            let reason = if *too_small {
+                Reason::ExceedsNodeLimits
+            } else {
+                Reason::ReconcileError
+            };
+            let say = Say::no(reason, format!("no node to place the VM on: {why}"));
             Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say)
         }
         None => {

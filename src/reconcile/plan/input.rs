@@ -121,6 +121,10 @@ pub struct Needs {
     /// If the VM is a template, list the linked clones of its base disks
     /// (the resource is being deleted).
     pub linked_clones: bool,
+    /// What the VM's node has (CPUs, memory, storages, bridges), once the
+    /// VM is known to be absent and its node is known: the limits a create
+    /// is checked against ([`Observation::host`]).
+    pub host: bool,
 }
 
 /// What placement needs to know about the VM.
@@ -130,6 +134,8 @@ pub struct PlacementRequest {
     pub allowed: Vec<String>,
     /// The VM's memory in bytes.
     pub memory: u64,
+    /// Its vCPUs (sockets × cores): a node with fewer CPUs cannot start it.
+    pub cpus: u32,
     /// How to choose among them.
     pub policy: PlacementPolicy,
     /// For `SpreadByLabel`: the label key and this resource's value of it
@@ -251,6 +257,53 @@ pub struct Observation {
     /// VMIDs of the linked clones of the template's base disks, when
     /// [`Needs::linked_clones`] asked and the VM is a template.
     pub linked_clones: Option<Vec<u32>>,
+    /// The node the VM is to be created on, when [`Needs::host`] asked and
+    /// the VM is absent.
+    pub host: Option<HostView>,
+}
+
+/// A node as a create is checked against it: from the shared cluster view
+/// (`/cluster/resources`: `maxcpu`, `maxmem`, each storage's `maxdisk`,
+/// `disk` and `plugintype`) and the node's bridges (`/nodes/{node}/network`,
+/// read once per node and interval).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostView {
+    /// The node.
+    pub node: String,
+    /// Its logical CPUs; 0 when the view does not tell (no `Sys.Audit`).
+    pub cpus: u32,
+    /// Its memory in bytes; 0 when the view does not tell.
+    pub memory: u64,
+    /// Its storages by ID (those the token may audit).
+    pub storages: BTreeMap<String, StorageView>,
+    /// The bridges and VNets a NIC may name there; `None` when they could
+    /// not be read (nothing is refused for them then).
+    pub bridges: Option<std::collections::BTreeSet<String>>,
+}
+
+/// One storage of a node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StorageView {
+    /// Its plugin (`lvmthin`, `lvm`, `dir`, `zfspool`, `rbd`, ...).
+    pub plugin: String,
+    /// Its size in bytes (0: not reported, e.g. not active).
+    pub total: u64,
+    /// Bytes in use.
+    pub used: u64,
+}
+
+impl StorageView {
+    /// Whether volumes on it take their whole size when allocated: a thick
+    /// LVM volume group does; thin pools, sparse files, Ceph and the rest
+    /// overprovision.
+    pub fn thick(&self) -> bool {
+        self.plugin == "lvm"
+    }
+
+    /// Bytes free.
+    pub fn free(&self) -> u64 {
+        self.total.saturating_sub(self.used)
+    }
 }
 
 /// The `customCloudInit` seed, when [`Needs::seed`] asked.
@@ -313,6 +366,9 @@ pub enum Placement {
     NoNode {
         /// Why, for the condition message.
         why: String,
+        /// Online allowed nodes exist, but none has the VM's vCPUs and
+        /// memory.
+        too_small: bool,
     },
 }
 

@@ -9,6 +9,7 @@ mod flow;
 mod gate;
 mod ha;
 mod lifecycle;
+mod limits;
 mod motion;
 mod races;
 mod seed;

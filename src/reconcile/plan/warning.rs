@@ -8,16 +8,29 @@ use super::input::VmState;
 use super::output::time;
 use crate::api::{Condition, ConditionStatus, ConditionType, Reason, set_condition, vm::Bios};
 
-/// Sets or clears the Warning condition.
+/// Sets or clears the Warning condition: one condition for every warning
+/// that holds, with the first one's reason and all their messages.
 pub(super) fn update(ctx: &Ctx, out: &mut Out) {
     let conditions = &mut out.status.conditions;
-    match ovmf_without_efi_disk(ctx) {
-        Some(message) => {
+    let warnings: Vec<(Reason, String)> = [
+        (Reason::NoEfiDisk, ovmf_without_efi_disk(ctx)),
+        (Reason::Overprovisioned, super::limits::overprovisioned(ctx)),
+        (
+            Reason::InvalidAnnotation,
+            super::limits::annotations(ctx.vm),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(reason, message)| Some((reason, message?)))
+    .collect();
+    match warnings.first() {
+        Some((reason, _)) => {
+            let message: Vec<&str> = warnings.iter().map(|(_, m)| m.as_str()).collect();
             let mut c = Condition::new(
                 ConditionType::Warning,
                 ConditionStatus::True,
-                Reason::NoEfiDisk,
-                message,
+                *reason,
+                message.join("; also: "),
                 time(ctx.now),
             );
             c.observed_generation = ctx.vm.metadata.generation;

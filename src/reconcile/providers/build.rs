@@ -99,6 +99,12 @@ pub(super) fn client_config(
                 format!("endpoint {:?}: {e}", settings.endpoint),
             )
         })?;
+    if config.endpoint.scheme() == "http" && !settings.tls.insecure_allow_plain_http {
+        return Err(Problem::new(
+            ConfigReason::InvalidConfig,
+            crate::api::provider_config::PLAIN_HTTP_REFUSED,
+        ));
+    }
     let tls_problem = |message: String| Problem::new(ConfigReason::TlsError, message);
     let tls = &settings.tls;
     if let Some(fp) = &tls.fingerprint {

@@ -7,13 +7,15 @@
 //! node's free memory and it counts as one of the node's VMs. So VMs
 //! applied together spread instead of piling onto the node that looked
 //! emptiest when they all looked at once. A VM is never placed outside
-//! `allowedNodes`.
+//! `allowedNodes`, nor on a node with fewer CPUs than its vCPUs (Proxmox
+//! refuses to start it there) or less memory than it has.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::super::inventory::ClusterView;
+use super::super::inventory::{ClusterView, NodeView};
 use super::super::plan::{Placement, PlacementRequest};
+use crate::api::quantity::human_bytes;
 use crate::api::vm::PlacementPolicy;
 
 /// How long an assumption waits for its VM to run before it is dropped.
@@ -110,10 +112,62 @@ impl PlacementBook {
     }
 }
 
-/// Whether `node` may take the VM: online and allowed.
+/// Whether `node` may take the VM: online, allowed and big enough.
 fn candidate(request: &PlacementRequest, view: &ClusterView, node: &str) -> bool {
     let allowed = request.allowed.is_empty() || request.allowed.iter().any(|n| n == node);
-    allowed && view.nodes.iter().any(|n| n.name == node && n.online)
+    allowed
+        && view
+            .nodes
+            .iter()
+            .any(|n| n.name == node && n.online && fits(request, n))
+}
+
+/// Whether the node has the VM's vCPUs and memory at all (a figure the
+/// view does not show is not held against it).
+fn fits(request: &PlacementRequest, node: &NodeView) -> bool {
+    let cpus = node.cpus == 0 || request.cpus <= node.cpus;
+    let memory = node.max_memory == 0 || request.memory <= node.max_memory;
+    cpus && memory
+}
+
+/// Why no node qualifies.
+fn no_node(request: &PlacementRequest, view: &ClusterView) -> Placement {
+    let online: Vec<&NodeView> = view
+        .nodes
+        .iter()
+        .filter(|n| n.online)
+        .filter(|n| request.allowed.is_empty() || request.allowed.contains(&n.name))
+        .collect();
+    if online.is_empty() {
+        let why = if request.allowed.is_empty() {
+            "no node is online".into()
+        } else {
+            format!("none of allowedNodes {:?} is online", request.allowed)
+        };
+        return Placement::NoNode {
+            why,
+            too_small: false,
+        };
+    }
+    let largest = online
+        .iter()
+        .map(|n| format!("{}: {} CPUs, {}", n.name, n.cpus, human_bytes(n.max_memory)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let why = format!(
+        "no {}online node has {} CPUs and {} of memory for the VM ({largest})",
+        if request.allowed.is_empty() {
+            ""
+        } else {
+            "allowed "
+        },
+        request.cpus,
+        human_bytes(request.memory)
+    );
+    Placement::NoNode {
+        why,
+        too_small: true,
+    }
 }
 
 /// Chooses a node as the request's policy says, counting `assumed`
@@ -177,19 +231,13 @@ fn choose(
             }
             .into(),
         },
-        None => Placement::NoNode {
-            why: if request.allowed.is_empty() {
-                "no node is online".into()
-            } else {
-                format!("none of allowedNodes {:?} is online", request.allowed)
-            },
-        },
+        None => no_node(request, view),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::inventory::{NodeView, VmView};
+    use super::super::super::inventory::VmView;
     use super::*;
 
     fn from<'a>(view: &'a ClusterView, labelled: &'a LabelCounts) -> Candidates<'a> {
@@ -211,6 +259,7 @@ mod tests {
                     online: *online,
                     max_memory: max * GIB,
                     memory: used * GIB,
+                    cpus: 16,
                 })
                 .collect(),
             ..ClusterView::default()
@@ -221,6 +270,7 @@ mod tests {
         PlacementRequest {
             allowed: allowed.iter().map(|s| (*s).to_owned()).collect(),
             memory: 2 * GIB,
+            cpus: 2,
             policy,
             spread_by: None,
             prefer_template_node: false,
@@ -230,7 +280,7 @@ mod tests {
     fn node_of(p: &Placement) -> &str {
         match p {
             Placement::Chosen { node, .. } => node,
-            Placement::NoNode { why } => panic!("no node: {why}"),
+            Placement::NoNode { why, .. } => panic!("no node: {why}"),
         }
     }
 
@@ -344,6 +394,43 @@ mod tests {
         assert_eq!(
             node_of(&book.place("c", 102, &spread, from(&v, &labelled), now)),
             "pve1"
+        );
+    }
+
+    #[test]
+    fn nodes_too_small_for_the_vm_are_not_chosen() {
+        let mut v = view(&[("big", true, 64, 60), ("small", true, 256, 0)]);
+        v.nodes[1].cpus = 4;
+        let mut book = PlacementBook::default();
+        let now = Instant::now();
+        let mut req = request(&[], PlacementPolicy::MostFreeMemory);
+        req.cpus = 8;
+        let none = LabelCounts::new();
+        assert_eq!(
+            node_of(&book.place("a", 100, &req, from(&v, &none), now)),
+            "big",
+            "small has the free memory but 4 CPUs"
+        );
+        req.cpus = 2;
+        req.memory = 100 * GIB;
+        assert_eq!(
+            node_of(&book.place("b", 101, &req, from(&v, &none), now)),
+            "small",
+            "big has 64 GiB in all"
+        );
+        req.cpus = 64;
+        let p = book.place("c", 102, &req, from(&v, &none), now);
+        let Placement::NoNode {
+            why,
+            too_small: true,
+        } = p
+        else {
+            panic!("placed: {p:?}")
+        };
+        assert!(
+            why.contains("no online node has 64 CPUs and 100 GiB of memory")
+                && why.contains("big: 16 CPUs, 64 GiB"),
+            "{why}"
         );
     }
 

@@ -4,8 +4,10 @@
 use serde_json::{Value, json};
 
 use super::refused;
-use super::reported::{Expect, config, config_says, secret, vm_says, vm_using, vm_with};
-use crate::reconcile::Sim;
+use super::reported::{
+    Expect, config, config_says, config_warns, secret, vm_says, vm_using, vm_warns, vm_with,
+};
+use crate::reconcile::{Sim, manifests};
 
 const FINGERPRINT: &str = "AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB";
 
@@ -166,6 +168,15 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
             vec!["endpoint \"ftp://pve.example.com\"", "must be https://"],
         ),
         (
+            "endpoint-http",
+            json!({"endpoint": "http://127.0.0.1:8006"}),
+            "InvalidConfig",
+            vec![
+                "endpoint is http://: every request would carry the API token or password in clear",
+                "set tls.insecureAllowPlainHTTP: true",
+            ],
+        ),
+        (
             "resync-days",
             json!({"resyncInterval": "1d"}),
             "InvalidConfig",
@@ -204,6 +215,55 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
         );
     }
     (objects, expects)
+}
+
+/// Specs no VM can be made of on the simulator's nodes, the reason and
+/// the message they end up with: nothing is created for any of them.
+pub fn limit_rows() -> Vec<(&'static str, Value, &'static str, Vec<&'static str>)> {
+    let ip = |ip: &str, gateway: &str| json!({"cloudInit": {"user": "ubuntu", "ipConfigs": [{"interface": "net0", "ip": ip, "gateway": gateway}]}});
+    vec![
+        (
+            "vcpus-64",
+            json!({"cpu": {"cores": 64}}),
+            "ExceedsNodeLimits",
+            vec![
+                "spec.forProvider.cpu asks for 64 vCPUs (sockets 1 × cores 64) but node pve has 16 CPUs",
+                "MAX 16 vcpus allowed per VM on this node",
+                "nothing is created",
+            ],
+        ),
+        (
+            "memory-64ti",
+            json!({"memory": "64Ti"}),
+            "ExceedsNodeLimits",
+            vec!["spec.forProvider.memory 64 TiB is more than node pve's 64 GiB of memory"],
+        ),
+        (
+            "bridge-missing",
+            json!({"networks": [{"slot": "net0", "bridge": "vmbr9"}]}),
+            "BridgeNotFound",
+            vec![
+                "spec.forProvider.networks[0].bridge \"vmbr9\" is neither a bridge nor a VNet of node pve (it has vmbr0)",
+                "bridge 'vmbr9' does not exist",
+            ],
+        ),
+        (
+            "ip-broadcast",
+            ip("10.0.0.255/24", "10.0.0.1"),
+            "InvalidSpec",
+            vec![
+                "spec.forProvider.cloudInit.ipConfigs[0].ip \"10.0.0.255/24\" is the broadcast address of its subnet",
+            ],
+        ),
+        (
+            "gateway-own",
+            ip("10.0.0.5/24", "10.0.0.5"),
+            "InvalidSpec",
+            vec![
+                "spec.forProvider.cloudInit.ipConfigs[0].gateway 10.0.0.5 is the VM's own address",
+            ],
+        ),
+    ]
 }
 
 /// Objects the API server cannot judge: Secrets, CA bundles, what exists
@@ -342,6 +402,21 @@ pub fn provider_knows(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
         );
     }
 
+    // Plain HTTP, allowed loudly: said on the config while it is set.
+    let http = sim.handle.base_url().replacen("https://", "http://", 1);
+    objects.push(config(
+        sim,
+        "plain-http-allowed",
+        json!({"endpoint": http, "tls": {"insecureAllowPlainHTTP": true}}),
+    ));
+    expects.push(config_warns(
+        "plain-http-allowed",
+        "InsecureTransport",
+        &[
+            "the endpoint is http:// (tls.insecureAllowPlainHTTP)",
+            "carries the API token or password unencrypted",
+        ],
+    ));
     let mut missing = vm_using("missing-config", "no-such-config");
     missing["metadata"]["name"] = json!("missing-config");
     objects.push(missing);
@@ -374,6 +449,26 @@ pub fn provider_knows(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
     for (name, change, reason, message) in vm_rows {
         objects.push(vm_with(name, change));
         expects.push(vm_says(name, reason, &message));
+    }
+    // What the node cannot run, refused before the VM exists (pve-sim's
+    // nodes: 16 CPUs, 64 GiB, the bridge vmbr0).
+    for (name, change, reason, message) in limit_rows() {
+        objects.push(vm_with(name, change));
+        expects.push(vm_says(name, reason, &message));
+    }
+    // Annotations that are ignored or clamped: a Warning, the VM converges.
+    for (name, value, message) in [
+        ("poll-banana", "banana", "\"banana\" is not a Go duration"),
+        ("poll-zero", "0s", "\"0s\" is shorter than 5s: 5s is used"),
+    ] {
+        let mut vm = manifests::vm(name, manifests::imported(json!({})));
+        vm["metadata"]["annotations"] = json!({"crossplane.io/poll-interval": value});
+        objects.push(vm);
+        expects.push(vm_warns(
+            name,
+            "InvalidAnnotation",
+            &["crossplane.io/poll-interval", message],
+        ));
     }
     // A connection Secret that exists and is not the resource's.
     objects.push(secret(

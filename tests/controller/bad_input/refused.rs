@@ -450,7 +450,12 @@ pub fn rows() -> Vec<Row> {
         row(
             "plain http to a remote host",
             pc(json!({"endpoint": "http://pve.example.com:8006"})),
-            "endpoint must be an https:// URL",
+            "endpoint is http://: every request would carry the API token or password in clear",
+        ),
+        row(
+            "plain http to loopback without the opt-in",
+            pc(json!({"endpoint": "http://127.0.0.1:8006"})),
+            "set tls.insecureAllowPlainHTTP: true to accept that",
         ),
         row(
             "endpoint without host",

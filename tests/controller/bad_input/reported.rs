@@ -21,6 +21,8 @@ pub struct Expect {
     pub type_: &'static str,
     pub reason: &'static str,
     pub message: Vec<String>,
+    /// The condition's status: `False`, or `True` for a Warning.
+    pub status: &'static str,
     /// A Warning event with the reason and message will do: the API server
     /// refuses a status on an object with a value of the wrong type.
     pub or_event: bool,
@@ -44,7 +46,17 @@ pub fn vm_says(name: &str, reason: &'static str, message: &[&str]) -> Expect {
         type_: "Synced",
         reason,
         message: message.iter().map(|m| (*m).to_owned()).collect(),
+        status: "False",
         or_event: false,
+    }
+}
+
+/// A ProxmoxVM `name` expected Warning=True with `reason` and `message`.
+pub fn vm_warns(name: &str, reason: &'static str, message: &[&str]) -> Expect {
+    Expect {
+        type_: "Warning",
+        status: "True",
+        ..vm_says(name, reason, message)
     }
 }
 
@@ -56,7 +68,17 @@ pub fn config_says(name: &str, reason: &'static str, message: &[&str]) -> Expect
         type_: "Ready",
         reason,
         message: message.iter().map(|m| (*m).to_owned()).collect(),
+        status: "False",
         or_event: false,
+    }
+}
+
+/// A ProviderConfig `name` expected Warning=True with `reason` and `message`.
+pub fn config_warns(name: &str, reason: &'static str, message: &[&str]) -> Expect {
+    Expect {
+        type_: "Warning",
+        status: "True",
+        ..config_says(name, reason, message)
     }
 }
 
@@ -131,7 +153,7 @@ async fn condition(namespace: &str, kind: &str, name: &str, type_: &str) -> Resu
 
 fn check(c: &Value, e: &Expect) -> Result<(), String> {
     let message = c["message"].as_str().unwrap_or_default();
-    let ok = c["status"] == "False"
+    let ok = c["status"] == e.status
         && c["reason"] == e.reason
         && e.message.iter().all(|m| message.contains(m.as_str()));
     if ok {
@@ -175,8 +197,8 @@ pub async fn wait_all(namespace: &str, expects: &[Expect]) {
             }
             if let Err(complaint) = verdict {
                 why.push(format!(
-                    "{} {}: want {}=False/{} with {:?}, got {complaint}",
-                    e.kind, e.name, e.type_, e.reason, e.message
+                    "{} {}: want {}={}/{} with {:?}, got {complaint}",
+                    e.kind, e.name, e.type_, e.status, e.reason, e.message
                 ));
                 still.push(e);
             }
@@ -193,5 +215,28 @@ pub async fn wait_all(namespace: &str, expects: &[Expect]) {
         );
         pending = still;
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Asserts that none of the ProxmoxVMs `names` has a VM on the simulator:
+/// a VMID they recorded is not there.
+pub async fn nothing_created(namespace: &str, sim: &Sim, names: &[&str]) {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(support::client(), namespace, &resource("ProxmoxVM"));
+    let on_sim = sim.vmids().await;
+    for name in names {
+        let object = api.get(name).await.expect("the ProxmoxVM");
+        let vmid = object
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("crossplane.io/external-name"))
+            .and_then(|v| v.parse::<u32>().ok());
+        if let Some(vmid) = vmid {
+            assert!(
+                !on_sim.contains(&vmid),
+                "{name}: VM {vmid} was created on the simulator"
+            );
+        }
     }
 }

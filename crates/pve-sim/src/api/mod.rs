@@ -8,6 +8,7 @@ pub mod generic;
 pub mod ha;
 pub mod lxc;
 pub mod mapping;
+pub mod network;
 pub mod nodes;
 pub mod pools;
 pub mod qemu;
@@ -122,6 +123,12 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
             "/nodes/{node}/status",
             &[nodes::NODE_ONLY],
             sim_handler!(nodes::status),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/network",
+            &[network::INDEX],
+            sim_handler!(network::index),
         ),
         route(
             "GET",

@@ -19,6 +19,9 @@ pub struct NodeState {
     pub cpus: u32,
     /// Offline nodes answer nothing (595 through the proxy).
     pub online: bool,
+    /// The Linux bridges of `/etc/network/interfaces` (`vmbr0`): a NIC on
+    /// any other bridge fails at start (`bridge 'vmbr9' does not exist`).
+    pub bridges: Vec<String>,
 }
 
 impl NodeState {
@@ -29,6 +32,7 @@ impl NodeState {
             memory: 64 * GIB,
             cpus: 16,
             online: true,
+            bridges: vec!["vmbr0".to_owned()],
         }
     }
 

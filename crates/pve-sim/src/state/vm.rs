@@ -197,6 +197,13 @@ impl Vm {
             .unwrap_or(512)
     }
 
+    /// `sockets` × `cores`: the vCPUs the VM may have (qemu-server's
+    /// `maxcpus`), which the host must have at start.
+    pub fn max_cpus(&self) -> u64 {
+        let get = |k: &str| self.config.get(k).and_then(|v| v.parse::<u64>().ok());
+        get("sockets").unwrap_or(1) * get("cores").unwrap_or(1)
+    }
+
     pub fn cpus(&self) -> u64 {
         let get = |k: &str| self.config.get(k).and_then(|v| v.parse::<u64>().ok());
         get("vcpus").unwrap_or_else(|| get("sockets").unwrap_or(1) * get("cores").unwrap_or(1))

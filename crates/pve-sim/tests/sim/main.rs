@@ -19,6 +19,7 @@ mod conformance;
 mod generic;
 mod ha;
 mod hardware;
+mod host_limits;
 mod lxc;
 mod mapping;
 mod migrate;

@@ -79,6 +79,7 @@ fn create_table() {
                 .observe(|o| {
                     o.placement = Some(Placement::NoNode {
                         why: "none of allowedNodes [\"pve3\"] is online".into(),
+                        too_small: false,
                     })
                 }),
             expect("Wait", (F, Reason::ReconcileError), creating),

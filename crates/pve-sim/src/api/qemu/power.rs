@@ -87,14 +87,30 @@ async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), St
         if vm.is_running() {
             return Err(format!("VM {vmid} already running"));
         }
+        let host = cluster
+            .node(&ctx.node)
+            .map(|n| (u64::from(n.cpus), n.memory, n.bridges.clone()))
+            .unwrap_or_default();
+        // qemu-server's config_to_command, before QEMU runs.
+        let (cpus, memory, bridges) = host;
+        if cpus < vm.max_cpus() {
+            return Err(format!("MAX {cpus} vcpus allowed per VM on this node"));
+        }
         for (k, v) in vm.config.iter().filter(|(k, _)| k.starts_with("net")) {
             let bridge = propstr::NET
                 .parse(k, v)
                 .ok()
                 .and_then(|n| n.get("bridge").cloned());
-            if let Some(bridge) = bridge.filter(|b| b != "vmbr0") {
+            // PVE::Network::tap_plug.
+            if let Some(bridge) = bridge.filter(|b| !bridges.contains(b)) {
                 return Err(format!("bridge '{bridge}' does not exist"));
             }
+        }
+        // QEMU cannot back more guest memory than the host has (the
+        // kernel's overcommit heuristic refuses the allocation).
+        if vm.memory_mib() << 20 > memory {
+            ctx.log("kvm: cannot set up guest memory 'pc.ram': Cannot allocate memory");
+            return Err("start failed: QEMU exited with code 1".into());
         }
         // Passthrough devices are looked up and reserved on this node, as
         // the config will be once pending changes apply.

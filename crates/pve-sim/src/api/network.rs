@@ -1,0 +1,90 @@
+//! `GET /nodes/{node}/network` (pve-manager `PVE::API2::Network::index`):
+//! the node's interfaces from `/etc/network/interfaces`, an uplink `eno1`
+//! and the node's bridges on it, filtered by `type` as PVE filters them
+//! (`any_bridge` and `any_local_bridge`: Linux and OVS bridges; the
+//! simulator has no SDN, so no VNets are added).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::http::{ApiError, Call, Reply};
+use crate::instance::Instance;
+use crate::schema::Param;
+use crate::schema::qemu::NODE;
+
+pub const INDEX: &[Param] = &[
+    NODE,
+    Param::string("type")
+        .enums(&[
+            "bridge",
+            "bond",
+            "eth",
+            "alias",
+            "vlan",
+            "fabric",
+            "OVSBridge",
+            "OVSBond",
+            "OVSPort",
+            "OVSIntPort",
+            "vnet",
+            "any_bridge",
+            "any_local_bridge",
+            "include_sdn",
+        ])
+        .opt(),
+];
+
+pub async fn index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let node = call.params.node();
+    let cluster = inst.cluster();
+    let Some(n) = cluster.node(node) else {
+        return Err(ApiError::internal(format!("no such node '{node}'")));
+    };
+    let mut ifaces = vec![json!({
+        "iface": "eno1",
+        "type": "eth",
+        "active": 1,
+        "exists": 1,
+        "method": "manual",
+        "method6": "manual",
+        "families": ["inet"],
+        "priority": 3,
+    })];
+    for (i, bridge) in n.bridges.iter().enumerate() {
+        let mut b = json!({
+            "iface": bridge,
+            "type": "bridge",
+            "active": 1,
+            "autostart": 1,
+            "method": "manual",
+            "method6": "manual",
+            "families": ["inet"],
+            "bridge_stp": "off",
+            "bridge_fd": "0",
+            "priority": 4 + i,
+        });
+        if i == 0 {
+            b["method"] = json!("static");
+            b["bridge_ports"] = json!("eno1");
+            b["cidr"] = json!(format!("{}/24", n.ip()));
+            b["address"] = json!(n.ip());
+            b["netmask"] = json!("24");
+            b["gateway"] = json!("192.0.2.1");
+        }
+        ifaces.push(b);
+    }
+    let filter = call.params.get("type");
+    let kept: Vec<Value> = ifaces
+        .into_iter()
+        .filter(|i| {
+            let Some(filter) = filter else { return true };
+            let kind = i["type"].as_str().unwrap_or_default();
+            let bridge = matches!(kind, "bridge" | "OVSBridge");
+            filter == "include_sdn"
+                || filter == kind
+                || (bridge && matches!(filter, "any_bridge" | "any_local_bridge"))
+        })
+        .collect();
+    Ok(Reply::data(kept))
+}
