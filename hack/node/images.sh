@@ -17,13 +17,13 @@
 # the build context or the Dockerfile changed, nothing is built at all.
 # The last line on stdout names the archive(s), space-separated.
 #
-# Environment: NODE_CACHE (see node-env.sh); IMAGE_BUILD_LOG, a file for
+# Environment: NODE_CACHE (see env.bash); IMAGE_BUILD_LOG, a file for
 # buildah's output (default: stderr).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=node-env.sh source-path=SCRIPTDIR
-source "$here/node-env.sh"
+# shellcheck source=env.bash source-path=SCRIPTDIR
+source "$here/env.bash"
 
 images="$cache_root/images"
 build_root="$cache_root/buildah"

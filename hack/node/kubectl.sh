@@ -6,8 +6,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=node-env.sh source-path=SCRIPTDIR
-source "$here/node-env.sh"
+# shellcheck source=env.bash source-path=SCRIPTDIR
+source "$here/env.bash"
 [[ -e "/run/netns/$netns" && -f "$node_dir/cluster/kubeconfig" ]] \
   || die "no node runs in $node_dir: start one with hack/node/up.sh"
 kubectl "$@"

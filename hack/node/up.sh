@@ -27,8 +27,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=node-env.sh source-path=SCRIPTDIR
-source "$here/node-env.sh"
+# shellcheck source=env.bash source-path=SCRIPTDIR
+source "$here/env.bash"
 node_ip="${NODE_IP:-10.99.0.1}"
 pod_subnet="${POD_SUBNET:-10.99.1.0/24}"
 
