@@ -140,10 +140,10 @@ pod="$(kubectl -n "$namespace" get pods -l app=crossplane-provider-proxmox \
 for _ in $(seq 120); do
   holder="$(kubectl -n "$namespace" get lease crossplane-provider-proxmox \
               -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)"
-  [[ "$holder" == "$pod" ]] && break
+  [[ "$holder" == "$pod"-* ]] && break
   sleep 0.5
 done
-[[ "$holder" == "$pod" ]] || die "the provider's pod $pod does not hold its Lease (holder: $holder)"
+[[ "$holder" == "$pod"-* ]] || die "the provider's pod $pod does not hold its Lease (holder: $holder)"
 
 log "creating VMs from examples/ (a rollout restart during vm-100's import)"
 for example in "${examples[@]}"; do
@@ -152,7 +152,7 @@ for example in "${examples[@]}"; do
     # VM 100 first: the observe-only example reads it, and VMIDs the
     # provider allocates for the others must not race for 100.
     for _ in $(seq 600); do
-      task="$(kubectl -n "$vm_namespace" get proxmoxvm vm-100 -o jsonpath='{.status.task.type}')"
+      task="$(kubectl -n "$vm_namespace" get proxmoxvm vm-100 -o jsonpath='{.status.atProvider.task.type}')"
       [[ "$task" == qmcreate ]] && break
       sleep 0.1
     done

@@ -87,7 +87,9 @@ base_image() {
     || die "the active Rust toolchain ($rustc_version) is not the Dockerfile's $version"
   [[ -d "$toolchain/lib/rustlib/$(uname -m)-unknown-linux-musl" ]] \
     || die "the musl target is missing from $toolchain: run hack/node/install.sh"
-  key="$(printf '%s\n' "$(rustc -vV)" "$(cat "${BASH_SOURCE[0]}")" | sha256sum | cut -c1-16)"
+  # Keyed by the toolchain, the CA bundle and this recipe, not the whole script.
+  key="$(printf '%s\n' "$(rustc -vV)" "$(declare -f base_image)" | cat - /etc/ssl/certs/ca-certificates.crt \
+         | sha256sum | cut -c1-16)"
   if [[ "$("${buildah[@]}" inspect --type image --format '{{index .ImageAnnotations "build-key"}}' \
           "localhost/$base" 2>/dev/null)" == "$key" ]]; then
     echo "$base"
@@ -126,7 +128,8 @@ project_images() {
   # lets through (the COPY sources), plus the two files that steer the build.
   mapfile -t files < <(cd "$repo" && find Cargo.toml Cargo.lock src crates hack/testenv \
     -type f \( -path '*/target/*' -prune -o -print \) | LC_ALL=C sort)
-  key="$(cd "$repo" && content_key Dockerfile .dockerignore "${files[@]}" "${BASH_SOURCE[0]}")"
+  key="$(cd "$repo" && content_key Dockerfile .dockerignore "${files[@]}" \
+           <(declare -f project_images archive))"
   provider="$images/provider-$key.tar"
   sim="$images/pve-sim-$key.tar"
   if [[ -f "$provider" && -f "$sim" ]]; then
