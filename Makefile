@@ -41,6 +41,29 @@ help: ## Show this list
 control-plane: ## Build etcd, kube-apiserver and kubectl from Go modules (cached; ~6 min the first time)
 	@bash hack/control-plane/build.sh
 
+.PHONY: node-images
+node-images: ## Install a node's Debian packages, build its binaries and the Dockerfile's images with buildah (cached; ~15 min the first time)
+	@bash hack/node/install.sh
+	@bash hack/node/build.sh >/dev/null
+	@bash hack/node/images.sh pause >/dev/null
+	@IMAGE_BUILD_LOG=.work/node-image-build.log bash hack/node/images.sh project >/dev/null
+
+.PHONY: node-up
+node-up: ## Start a real node (kubelet, containerd, kube-proxy, CoreDNS) with the Dockerfile's images, in network namespace crossplane-node
+	@$(BUILD) --quiet
+	@mkdir -p .work && $(MAKE) node-images
+	@NODE_IMAGES="$$(bash hack/node/images.sh project | tail -1)" bash hack/node/up.sh
+
+.PHONY: node-down
+node-down: ## Stop the node of make node-up and restore the host settings it changed
+	@bash hack/node/down.sh
+
+.PHONY: node-test
+node-test: ## Only the deploy test on a real node (kustomize, Helm, rollout restart; needs root)
+	@mkdir -p .work && $(MAKE) node-images
+	$(BUILD)
+	$(CARGO) test --workspace --test deploy -- node:: --nocapture
+
 TOOLS := helm dockerfile-lint argocd-lua servicemonitor-crd flux-kustomization-crd lua shellcheck openssl pve-api-schema go-proxmox-lifecycle proxmoxer ansible
 
 .PHONY: tools
@@ -99,6 +122,7 @@ test: ## Everything CI checks: lint, control plane and tools build, all unit and
 	$(call phase,lint,$(MAKE) lint)
 	$(call phase,control plane build,$(MAKE) control-plane >/dev/null)
 	$(call phase,tools,$(MAKE) tools)
+	$(call phase,node and images build,$(MAKE) node-images)
 	$(call phase,build,$(BUILD))
 	$(call phase,cargo test,$(CARGO) test --workspace --all-targets 2>&1 | tee $(TEST_LOG))
 	@# Each test binary's own time, from libtest's summary lines.

@@ -4,12 +4,21 @@
 #
 #   1. docker build the provider's image and the simulator's (the
 #      Dockerfile's `pve-sim` target) and kind load them;
-#   2. kubectl apply -k deploy/ (CRDs, RBAC, the provider), then the
+#   2. crossplane-system with the restricted Pod Security level enforced,
+#      kubectl apply -k deploy/ (CRDs, RBAC, the provider), then the
 #      simulator: its TLS Secret (scripts/pve-sim-tls.sh) and deploy/pve-sim/
 #      (Deployment, Service, credentials, ClusterProviderConfig `default`);
-#   3. apply the examples that run against the simulator and wait until
-#      every ProxmoxVM is Ready; then delete them and wait until they are gone;
+#      the provider's pod holds the Lease;
+#   3. examples/vm-100.yaml with a `kubectl rollout restart` of the provider
+#      while its import runs: Ready, one create task; its metrics scraped
+#      from the pod; then the other examples that run against the simulator,
+#      until every ProxmoxVM is Ready; then delete them and wait until they
+#      are gone;
 #   4. on failure, collect logs, events and descriptions into $ARTIFACTS.
+#
+# tests/deploy/node.rs runs the same steps (and the Helm chart's) on a
+# real kubelet without kind or Docker, with images buildah built from the
+# same Dockerfile and imported into the node's containerd.
 #
 # Needs docker, kind, kubectl and openssl. Run from anywhere:
 #
@@ -101,7 +110,10 @@ log "loading $image and $sim_image into the cluster"
 kind load docker-image "$image" --name "$cluster"
 kind load docker-image "$sim_image" --name "$cluster"
 
-log "installing the provider (kubectl apply -k deploy/)"
+log "installing the provider (kubectl apply -k deploy/), restricted Pod Security enforced"
+kubectl create namespace "$namespace" --dry-run=client -o yaml | kubectl apply -f -
+kubectl label --overwrite namespace "$namespace" \
+  pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest
 kubectl apply -k "$root/deploy"
 kubectl wait --for=condition=Established --timeout="$timeout" \
   crd/proxmoxvms.proxmox.crossplane.io \
@@ -123,13 +135,34 @@ fi
 kubectl -n "$namespace" rollout status deployment/pve-sim --timeout="$timeout"
 kubectl -n "$namespace" rollout status deployment/crossplane-provider-proxmox --timeout="$timeout"
 
-log "creating VMs from examples/"
+pod="$(kubectl -n "$namespace" get pods -l app=crossplane-provider-proxmox \
+         --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')"
+for _ in $(seq 120); do
+  holder="$(kubectl -n "$namespace" get lease crossplane-provider-proxmox \
+              -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)"
+  [[ "$holder" == "$pod"-* ]] && break
+  sleep 0.5
+done
+[[ "$holder" == "$pod"-* ]] || die "the provider's pod $pod does not hold its Lease (holder: $holder)"
+
+log "creating VMs from examples/ (a rollout restart during vm-100's import)"
 for example in "${examples[@]}"; do
   kubectl -n "$vm_namespace" apply -f "$root/examples/$example"
   if [[ $example == vm-100.yaml ]]; then
     # VM 100 first: the observe-only example reads it, and VMIDs the
     # provider allocates for the others must not race for 100.
+    for _ in $(seq 600); do
+      task="$(kubectl -n "$vm_namespace" get proxmoxvm vm-100 -o jsonpath='{.status.atProvider.task.type}')"
+      [[ "$task" == qmcreate ]] && break
+      sleep 0.1
+    done
+    kubectl -n "$namespace" rollout restart deployment/crossplane-provider-proxmox
+    kubectl -n "$namespace" rollout status deployment/crossplane-provider-proxmox --timeout="$timeout"
     kubectl -n "$vm_namespace" wait --for=condition=Ready proxmoxvm/vm-100 --timeout="$timeout"
+    pod="$(kubectl -n "$namespace" get pods -l app=crossplane-provider-proxmox \
+             --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')"
+    kubectl get --raw "/api/v1/namespaces/$namespace/pods/$pod:8080/proxy/metrics" \
+      | grep -q '^proxmox_provider_reconcile' || die "no reconcile metrics from $pod"
   fi
 done
 kubectl -n "$vm_namespace" get proxmoxvms -o wide

@@ -167,16 +167,33 @@ fn dockerignore_is_an_allow_list() {
         Some(&"*"),
         "exclude everything first, so target/, .git and .work/ never reach the builder"
     );
-    assert!(
-        patterns[1..].iter().all(|p| p.starts_with('!')),
-        "{patterns:?}"
-    );
+    // After `*`, allows (`!dir/`), each narrowed only inside a directory
+    // allowed before it (`dir/*`): nothing outside an allowed directory is
+    // ever let in.
+    let mut allowed: Vec<&str> = vec![];
+    for pattern in &patterns[1..] {
+        match pattern.strip_prefix('!') {
+            Some(allow) => allowed.push(allow),
+            None => assert!(
+                allowed
+                    .iter()
+                    .any(|dir| dir.ends_with('/') && pattern.starts_with(dir)),
+                "{pattern} narrows no directory allowed before it: {patterns:?}"
+            ),
+        }
+    }
+    for never in ["target", ".git", ".work"] {
+        assert!(
+            !allowed.iter().any(|a| a.trim_end_matches('/') == never),
+            "{never} is allowed: {patterns:?}"
+        );
+    }
 }
 
 /// Every shell script of the repository's packaging, and `make demo`'s.
 fn scripts() -> Vec<std::path::PathBuf> {
     let mut files = vec![];
-    for dir in ["scripts", "hack/tools"] {
+    for dir in ["scripts", "hack/tools", "hack/node"] {
         for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "sh") {

@@ -23,5 +23,6 @@ mod examples;
 mod gitops;
 mod lint;
 mod manifests;
+mod node;
 mod pve_sim;
 mod rbac;

@@ -9,8 +9,9 @@ use crate::audit::AuditFiles;
 use crate::binaries::Binaries;
 use crate::error::Error;
 use crate::launch::{Plan, Running};
-use crate::pki::Pki;
+use crate::pki::{Pki, PkiFiles};
 use crate::process::Lifetime;
+use crate::process::Supervised;
 use crate::restart::{self, ApiserverLaunch};
 use crate::state::State;
 use crate::{
@@ -58,7 +59,12 @@ impl ControlPlane {
             what: format!("resolving {}", dir.display()),
             source,
         })?;
-        let pki = Pki::generate()?;
+        let node_names = options
+            .node
+            .as_ref()
+            .map(crate::Node::serving_names)
+            .unwrap_or_default();
+        let pki = Pki::generate_serving(&node_names)?;
         let pki_files = pki.write(&dir.join("pki"))?;
         let audit = options
             .audit
@@ -77,6 +83,7 @@ impl ControlPlane {
             pki: &pki_files,
             ca_cert_pem: &pki.ca_cert,
             audit: audit.as_ref(),
+            node: options.node.as_ref(),
             lifetime: options.lifetime,
             deadline,
             timeout: options.start_timeout,
@@ -104,6 +111,12 @@ impl ControlPlane {
                 || readiness::default_namespace(&client),
             )
             .await?;
+            let controllers = match &options.node {
+                Some(node) => {
+                    start_controllers(node, &dir, &kubeconfig, &pki_files, options.lifetime)?
+                }
+                None => Vec::new(),
+            };
             let owner = match options.lifetime {
                 Lifetime::Attached => sys::ProcessId::current(),
                 Lifetime::Detached => None,
@@ -114,25 +127,26 @@ impl ControlPlane {
                 apiserver: apiserver.id,
                 server: server.clone(),
                 kubeconfig: kubeconfig.clone(),
+                controllers: controllers.iter().map(|c| c.id).collect(),
             }
             .write(&dir)?;
-            Ok::<_, Error>(())
+            Ok::<_, Error>(controllers)
         }
         .await;
-        // On error, dropping the handles kills both processes.
-        ready?;
-        let pids = vec![apiserver.id.pid, etcd.id.pid];
+        // On error, dropping the handles kills the processes.
+        let controllers = ready?;
+        let mut pids = vec![apiserver.id.pid, etcd.id.pid];
+        pids.extend(controllers.iter().map(|c| c.id.pid));
+        let mut processes = vec![apiserver, etcd];
+        processes.extend(controllers);
         match options.lifetime {
             Lifetime::Attached => {
-                if let Err(e) = attached::keep_until_exit(&dir, vec![apiserver, etcd]) {
+                if let Err(e) = attached::keep_until_exit(&dir, processes) {
                     attached::stop(&dir);
                     return Err(e);
                 }
             }
-            Lifetime::Detached => {
-                apiserver.release();
-                etcd.release();
-            }
+            Lifetime::Detached => processes.into_iter().for_each(Supervised::release),
         }
         Ok(Self {
             dir,
@@ -202,7 +216,8 @@ impl ControlPlane {
         &self.binaries
     }
 
-    /// The PIDs of kube-apiserver and etcd.
+    /// The PIDs of kube-apiserver and etcd (then, serving a node, of
+    /// kube-controller-manager and kube-scheduler).
     pub fn pids(&self) -> Vec<u32> {
         self.pids.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -216,6 +231,37 @@ impl ControlPlane {
     pub async fn kube_config(&self) -> Result<kube::Config, Error> {
         kubeconfig::load(&self.kubeconfig).await
     }
+}
+
+/// kube-controller-manager and kube-scheduler for a node, logging into the
+/// run directory. Neither is waited for: the node's own readiness (a
+/// Deployment's pod) shows they work.
+fn start_controllers(
+    node: &crate::Node,
+    dir: &Path,
+    kubeconfig: &Path,
+    pki: &PkiFiles,
+    lifetime: Lifetime,
+) -> Result<Vec<Supervised>, Error> {
+    let [controller_manager, scheduler] = node.controllers()?;
+    let controller_manager = Supervised::spawn(
+        "kube-controller-manager",
+        node.controller_manager(
+            &controller_manager,
+            kubeconfig,
+            &pki.ca_cert,
+            &pki.service_account_key,
+        ),
+        dir.join("kube-controller-manager.log"),
+        lifetime,
+    )?;
+    let scheduler = Supervised::spawn(
+        "kube-scheduler",
+        node.scheduler(&scheduler, kubeconfig),
+        dir.join("kube-scheduler.log"),
+        lifetime,
+    )?;
+    Ok(vec![controller_manager, scheduler])
 }
 
 impl Drop for ControlPlane {

@@ -38,7 +38,7 @@ pub fn prepare(dir: &Path) -> Result<(), Error> {
 /// What `testenv status` reports.
 #[derive(Debug)]
 pub enum Status {
-    /// Both processes run.
+    /// All its processes run.
     Up {
         server: String,
         kubeconfig: PathBuf,
@@ -57,7 +57,7 @@ pub fn status(dir: &Path) -> Result<Status, Error> {
     };
     let live: Vec<u32> = state.live_processes().iter().map(|p| p.pid).collect();
     Ok(match live.len() {
-        2 => Status::Up {
+        n if n == state.processes().len() => Status::Up {
             server: state.server,
             kubeconfig: state.kubeconfig,
             pids: live,

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use crate::audit::AuditFiles;
 use crate::binaries::Binaries;
 use crate::error::{Error, IoContext};
+use crate::node::Node;
 use crate::pki::PkiFiles;
 use crate::process::{Lifetime, Supervised};
 use crate::readiness;
@@ -33,6 +34,7 @@ pub struct Plan<'a> {
     pub pki: &'a PkiFiles,
     pub ca_cert_pem: &'a str,
     pub audit: Option<&'a AuditFiles>,
+    pub node: Option<&'a Node>,
     pub lifetime: Lifetime,
     pub deadline: Instant,
     pub timeout: Duration,
@@ -135,6 +137,12 @@ impl Plan<'_> {
     /// one ("no default routes found"); a loopback advertise address is only
     /// accepted when no endpoint reconciler writes it into the `kubernetes`
     /// Service, which nothing in tests reads.
+    ///
+    /// For a node the apiserver serves on every address of its network
+    /// namespace (hack/node/up.sh's, which has no link out), advertises the
+    /// node's so that the `kubernetes` Service leads to it, reaches kubelets
+    /// with a client certificate, and keeps the ServiceAccount admission
+    /// plugin (the controller manager makes the ServiceAccounts it needs).
     fn apiserver_command(&self, etcd_url: &str, port: u16) -> Command {
         let pki = self.pki;
         let mut command = Command::new(&self.binaries.kube_apiserver);
@@ -145,9 +153,6 @@ impl Plan<'_> {
             format!("--tls-private-key-file={}", pki.serving_key.display()),
             format!("--client-ca-file={}", pki.ca_cert.display()),
             format!("--secure-port={port}"),
-            "--bind-address=127.0.0.1".into(),
-            "--advertise-address=127.0.0.1".into(),
-            "--endpoint-reconciler-type=none".into(),
             format!("--service-account-issuer=https://127.0.0.1:{port}/"),
             format!(
                 "--service-account-key-file={}",
@@ -160,10 +165,27 @@ impl Plan<'_> {
             "--authorization-mode=RBAC".into(),
             "--service-cluster-ip-range=10.0.0.0/24".into(),
             "--allow-privileged=true".into(),
-            // No controller manager runs, so no ServiceAccount `default`
-            // would ever appear for the admission plugin to find.
-            "--disable-admission-plugins=ServiceAccount".into(),
         ]);
+        match self.node {
+            None => command.args([
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                "--endpoint-reconciler-type=none",
+                // No controller manager runs, so no ServiceAccount `default`
+                // would ever appear for the admission plugin to find.
+                "--disable-admission-plugins=ServiceAccount",
+            ]),
+            Some(node) => command.args([
+                "--bind-address=0.0.0.0".into(),
+                format!("--advertise-address={}", node.address),
+                format!(
+                    "--kubelet-client-certificate={}",
+                    pki.kubelet_client_cert.display()
+                ),
+                format!("--kubelet-client-key={}", pki.kubelet_client_key.display()),
+                "--kubelet-preferred-address-types=InternalIP".into(),
+            ]),
+        };
         if let Some(audit) = self.audit {
             command.args(audit.flags());
         }

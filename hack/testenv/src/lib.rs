@@ -26,6 +26,7 @@ mod detached;
 mod error;
 pub mod kubeconfig;
 mod launch;
+mod node;
 mod pki;
 mod process;
 mod readiness;
@@ -43,6 +44,7 @@ pub use binaries::{BIN_DIR_ENV, Binaries, repo_root};
 pub use control_plane::ControlPlane;
 pub use detached::{Status, status, stop as stop_detached};
 pub use error::Error;
+pub use node::Node;
 pub use pki::{ADMIN_GROUP, ADMIN_USER};
 pub use process::Lifetime;
 pub use sys::{ProcessId, Signal};
@@ -75,6 +77,9 @@ pub struct Options {
     /// Write an audit log with this policy (`ControlPlane::audit_log`);
     /// `None`: no audit log.
     pub audit: Option<AuditPolicy>,
+    /// Serve a node too (`testenv up --node-address`): see [`Node`].
+    /// `None`: loopback only, no controllers, as envtest.
+    pub node: Option<Node>,
 }
 
 impl Options {
@@ -84,6 +89,7 @@ impl Options {
             dir: None,
             start_timeout: start_timeout_from_env(),
             audit: None,
+            node: None,
         }
     }
 
@@ -93,6 +99,15 @@ impl Options {
             dir: Some(dir),
             start_timeout: start_timeout_from_env(),
             audit: None,
+            node: None,
+        }
+    }
+
+    /// The same options, serving a node (see [`Node`]).
+    pub fn with_node(self, node: Node) -> Self {
+        Self {
+            node: Some(node),
+            ..self
         }
     }
 

@@ -19,7 +19,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start a control plane in the background; prints the kubeconfig path last.
-    Up(DirArg),
+    Up(UpArgs),
     /// Stop it (by PID) and remove its directory.
     Down(DirArg),
     /// Tell whether it runs (exit status 0 only if it does).
@@ -42,6 +42,21 @@ struct DirArg {
     /// Run directory [default: .work/cluster in the repository]
     #[arg(long)]
     dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct UpArgs {
+    #[command(flatten)]
+    dir: DirArg,
+    /// Serve a node at this address too (hack/node/up.sh, inside its network
+    /// namespace): the apiserver on every address, the `kubernetes` Service
+    /// leading to this one, ServiceAccount admission, a kubelet client
+    /// certificate, kube-controller-manager and kube-scheduler.
+    #[arg(long, requires = "node_bin_dir")]
+    node_address: Option<std::net::Ipv4Addr>,
+    /// Where kube-controller-manager and kube-scheduler are (hack/node/build.sh's output).
+    #[arg(long, requires = "node_address")]
+    node_bin_dir: Option<PathBuf>,
 }
 
 impl DirArg {
@@ -73,22 +88,31 @@ fn main() -> ExitCode {
 
 async fn run(command: Command) -> Result<ExitCode, testenv::Error> {
     match command {
-        Command::Up(arg) => {
-            let dir = arg.dir();
+        Command::Up(args) => {
+            let dir = args.dir.dir();
             if let Status::Up { kubeconfig, .. } = testenv::status(&dir)? {
                 eprintln!("testenv: already running in {}", dir.display());
                 print_kubeconfig_hint(&kubeconfig);
                 return Ok(ExitCode::SUCCESS);
             }
+            let mut options = Options::detached(dir.clone());
+            if let (Some(address), Some(bin_dir)) = (args.node_address, args.node_bin_dir) {
+                options = options.with_node(testenv::Node { address, bin_dir });
+            }
             eprintln!(
-                "testenv: starting etcd and kube-apiserver in {}",
+                "testenv: starting etcd and kube-apiserver{} in {}",
+                if options.node.is_some() {
+                    ", kube-controller-manager and kube-scheduler"
+                } else {
+                    ""
+                },
                 dir.display()
             );
             let started = std::time::Instant::now();
             // Interrupted half-way, the start future is dropped, and with it
             // the handles that kill whatever it had started.
             let plane = tokio::select! {
-                plane = ControlPlane::start(Options::detached(dir)) => plane?,
+                plane = ControlPlane::start(options) => plane?,
                 signal = interrupted() => {
                     eprintln!("testenv: {signal}; stopped what was started");
                     return Ok(ExitCode::from(130));

@@ -26,6 +26,10 @@ pub struct Pki {
     pub admin_key: Secret,
     pub service_account_public_key: String,
     pub service_account_key: Secret,
+    /// The apiserver's client certificate towards kubelets (`kubectl logs`,
+    /// `exec`), in `system:masters`; only a node (hack/node/) uses it.
+    pub kubelet_client_cert: String,
+    pub kubelet_client_key: Secret,
 }
 
 /// Private key PEM; never printed.
@@ -51,10 +55,18 @@ pub struct PkiFiles {
     pub serving_key: PathBuf,
     pub service_account_public_key: PathBuf,
     pub service_account_key: PathBuf,
+    pub kubelet_client_cert: PathBuf,
+    pub kubelet_client_key: PathBuf,
 }
 
 impl Pki {
     pub fn generate() -> Result<Self, Error> {
+        Self::generate_serving(&[])
+    }
+
+    /// Like [`generate`](Self::generate), with `extra_names` (host names or
+    /// IP addresses) in the serving certificate besides loopback's.
+    pub fn generate_serving(extra_names: &[String]) -> Result<Self, Error> {
         let ca_key = KeyPair::generate()?;
         let mut ca_params = CertificateParams::default();
         ca_params.distinguished_name = name("testenv-ca", "testenv");
@@ -68,7 +80,9 @@ impl Pki {
         let ca = Issuer::new(ca_params, ca_key);
 
         let serving_key = KeyPair::generate()?;
-        let mut serving = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])?;
+        let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+        names.extend_from_slice(extra_names);
+        let mut serving = CertificateParams::new(names)?;
         serving.distinguished_name = name("localhost", "testenv");
         serving.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
@@ -84,6 +98,13 @@ impl Pki {
         admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let admin_cert = admin.signed_by(&admin_key, &ca)?;
 
+        let kubelet_client_key = KeyPair::generate()?;
+        let mut kubelet_client = CertificateParams::default();
+        kubelet_client.distinguished_name = name("kube-apiserver-kubelet-client", ADMIN_GROUP);
+        kubelet_client.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        kubelet_client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let kubelet_client_cert = kubelet_client.signed_by(&kubelet_client_key, &ca)?;
+
         let service_account_key = KeyPair::generate()?;
 
         Ok(Self {
@@ -94,6 +115,8 @@ impl Pki {
             admin_key: Secret(admin_key.serialize_pem()),
             service_account_public_key: service_account_key.public_key_pem(),
             service_account_key: Secret(service_account_key.serialize_pem()),
+            kubelet_client_cert: kubelet_client_cert.pem(),
+            kubelet_client_key: Secret(kubelet_client_key.serialize_pem()),
         })
     }
 
@@ -107,6 +130,8 @@ impl Pki {
             serving_key: dir.join("apiserver.key"),
             service_account_public_key: dir.join("sa.pub"),
             service_account_key: dir.join("sa.key"),
+            kubelet_client_cert: dir.join("kubelet-client.crt"),
+            kubelet_client_key: dir.join("kubelet-client.key"),
         };
         write_file(&files.ca_cert, &self.ca_cert, 0o644)?;
         write_file(&files.serving_cert, &self.serving_cert, 0o644)?;
@@ -119,6 +144,12 @@ impl Pki {
         write_file(
             &files.service_account_key,
             self.service_account_key.expose(),
+            0o600,
+        )?;
+        write_file(&files.kubelet_client_cert, &self.kubelet_client_cert, 0o644)?;
+        write_file(
+            &files.kubelet_client_key,
+            self.kubelet_client_key.expose(),
             0o600,
         )?;
         Ok(files)
@@ -180,6 +211,16 @@ mod tests {
         verify_serving_cert(&pki, "localhost").unwrap();
         verify_serving_cert(&pki, "127.0.0.1").unwrap();
         assert!(verify_serving_cert(&pki, "example.invalid").is_err());
+    }
+
+    #[test]
+    fn extra_serving_names_are_verified_too() {
+        let names = ["10.99.0.1".to_owned(), "kubernetes.default.svc".to_owned()];
+        let pki = Pki::generate_serving(&names).unwrap();
+        verify_serving_cert(&pki, "10.99.0.1").unwrap();
+        verify_serving_cert(&pki, "kubernetes.default.svc").unwrap();
+        verify_serving_cert(&pki, "127.0.0.1").unwrap();
+        assert!(verify_serving_cert(&pki, "10.99.0.2").is_err());
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct State {
     /// `https://127.0.0.1:<port>`
     pub server: String,
     pub kubeconfig: PathBuf,
+    /// kube-controller-manager and kube-scheduler, when serving a node.
+    #[serde(default)]
+    pub controllers: Vec<ProcessId>,
 }
 
 impl State {
@@ -57,9 +60,17 @@ impl State {
             })
     }
 
+    /// The processes of this run, in the order they are stopped:
+    /// the controllers, then the apiserver, then etcd.
+    pub fn processes(&self) -> Vec<ProcessId> {
+        let mut all = self.controllers.clone();
+        all.extend([self.apiserver, self.etcd]);
+        all
+    }
+
     /// The processes of this run that still run.
     pub fn live_processes(&self) -> Vec<ProcessId> {
-        [self.apiserver, self.etcd]
+        self.processes()
             .into_iter()
             .filter(ProcessId::is_alive)
             .collect()
