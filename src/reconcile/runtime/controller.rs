@@ -69,6 +69,7 @@ pub async fn run(
     let vms = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .inspect(move |event| templates.see(event))
+        .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
         .applied_objects()
@@ -140,6 +141,24 @@ pub async fn run(
     tracing::info!("controller stopped");
 }
 
+/// What the cache need not hold of a ProxmoxVM: its managed fields (the
+/// field managers of every writer, often larger than the spec) and
+/// kubectl's copy of the last applied spec. Nothing reads them, and at a
+/// thousand resources they are most of the cache.
+fn slim(obj: &mut DeserializeGuard<ProxmoxVM>) {
+    let meta = match &mut obj.0 {
+        Ok(vm) => &mut vm.metadata,
+        Err(invalid) => &mut invalid.metadata,
+    };
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
+/// kubectl's client-side apply record.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 /// An API for all namespaces, or only `namespace`.
 pub(crate) fn scoped<K>(kube: &kube::Client, namespace: Option<&str>) -> Api<K>
 where
@@ -149,5 +168,37 @@ where
     match namespace {
         Some(ns) => Api::namespaced(kube.clone(), ns),
         None => Api::all(kube.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_keeps_no_managed_fields_or_last_applied_copy() {
+        let mut obj: DeserializeGuard<ProxmoxVM> = serde_json::from_value(serde_json::json!({
+            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "kind": "ProxmoxVM",
+            "metadata": {
+                "name": "a", "namespace": "ns", "uid": "u",
+                "annotations": {
+                    LAST_APPLIED: "{\"spec\":{}}",
+                    "crossplane.io/external-name": "100",
+                },
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+            },
+            "spec": {
+                "forProvider": {},
+                "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+            },
+        }))
+        .unwrap();
+        slim(&mut obj);
+        let meta = &obj.0.as_ref().unwrap().metadata;
+        assert!(meta.managed_fields.is_none());
+        let annotations = meta.annotations.as_ref().unwrap();
+        assert!(!annotations.contains_key(LAST_APPLIED));
+        assert_eq!(annotations["crossplane.io/external-name"], "100");
     }
 }
