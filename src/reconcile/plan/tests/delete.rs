@@ -16,6 +16,13 @@ fn delete_table() {
             expect("Shutdown", (T, Reason::WaitingForTask), gone),
         ),
         (
+            "running, stopOnDelete: stop at once",
+            deleting()
+                .spec(|p| p.lifecycle.stop_on_delete = Some(true))
+                .present(our_vm(Power::Running)),
+            expect("Stop", (T, Reason::WaitingForTask), gone),
+        ),
+        (
             "shutdown running: observe it",
             deleting()
                 .task(TaskAction::Shutdown, 70)
