@@ -18,6 +18,11 @@
 # hack/tools/ensure.sh dockerfile-lint (BuildKit's own checks).
 
 ARG RUST_VERSION=1.95
+# The cargo profile of the binaries: release for every image anyone runs.
+# The repository's own node test (hack/node/images.sh) builds `image-test`,
+# an unoptimised profile, so that a source change costs seconds there
+# rather than minutes of optimisation and LTO; the Dockerfile is the same.
+ARG CARGO_PROFILE=release
 
 FROM rust:${RUST_VERSION}-slim-bookworm AS toolchain
 # musl-tools gives the C compiler that ring's assembly needs for the musl
@@ -37,14 +42,17 @@ COPY hack/testenv/ hack/testenv/
 # The simulator alone, for `--target pve-sim`: it depends on neither the
 # provider nor Kubernetes crates, so this builds a fraction of the workspace.
 FROM toolchain AS sim-build
+ARG CARGO_PROFILE
 RUN --mount=type=cache,id=cargo-registry,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,id=cargo-git,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,id=provider-target,target=/src/target,sharing=locked \
     target="$(uname -m)-unknown-linux-musl" \
-    && cargo build --release --locked --target "$target" --package pve-sim --bin pve-sim \
-    && install -D -m 0755 "target/$target/release/pve-sim" /out/pve-sim
+    && dir="$(if [ "$CARGO_PROFILE" = dev ]; then echo debug; else echo "$CARGO_PROFILE"; fi)" \
+    && cargo build --profile "$CARGO_PROFILE" --locked --target "$target" --package pve-sim --bin pve-sim \
+    && install -D -m 0755 "target/$target/$dir/pve-sim" /out/pve-sim
 
 FROM toolchain AS build
+ARG CARGO_PROFILE
 # The cargo registry and target directory live in BuildKit cache mounts, so
 # rebuilds after a source change recompile only this crate. The binaries are
 # copied out of the cache mount in the same step.
@@ -52,9 +60,10 @@ RUN --mount=type=cache,id=cargo-registry,target=/usr/local/cargo/registry,sharin
     --mount=type=cache,id=cargo-git,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,id=provider-target,target=/src/target,sharing=locked \
     target="$(uname -m)-unknown-linux-musl" \
-    && cargo build --release --locked --target "$target" --workspace --bin proxmox-provider --bin pve-sim \
-    && install -D -m 0755 "target/$target/release/proxmox-provider" /out/proxmox-provider \
-    && install -D -m 0755 "target/$target/release/pve-sim" /out/pve-sim
+    && dir="$(if [ "$CARGO_PROFILE" = dev ]; then echo debug; else echo "$CARGO_PROFILE"; fi)" \
+    && cargo build --profile "$CARGO_PROFILE" --locked --target "$target" --workspace --bin proxmox-provider --bin pve-sim \
+    && install -D -m 0755 "target/$target/$dir/proxmox-provider" /out/proxmox-provider \
+    && install -D -m 0755 "target/$target/$dir/pve-sim" /out/pve-sim
 
 # The simulator's image: pve-sim serves HTTPS on 8006 like pveproxy (with a
 # generated certificate unless --tls-cert/--tls-key name mounted files) and

@@ -124,12 +124,15 @@ base_image() {
 
 project_images() {
   local files key provider sim
+  # Unoptimised binaries (see the Dockerfile's CARGO_PROFILE):
+  # IMAGE_PROFILE=release builds what users get.
+  local profile="${IMAGE_PROFILE:-image-test}"
   # The build context as the Dockerfile sees it: every file .dockerignore
   # lets through (the COPY sources), plus the two files that steer the build.
   mapfile -t files < <(cd "$repo" && find Cargo.toml Cargo.lock src crates hack/testenv \
     -type f \( -path '*/target/*' -prune -o -print \) | LC_ALL=C sort)
   key="$(cd "$repo" && content_key Dockerfile .dockerignore "${files[@]}" \
-           <(declare -f project_images archive))"
+           <(declare -f project_images archive; echo "$profile"))"
   provider="$images/provider-$key.tar"
   sim="$images/pve-sim-$key.tar"
   if [[ -f "$provider" && -f "$sim" ]]; then
@@ -147,6 +150,7 @@ project_images() {
       start=$SECONDS
       log "buildah bud --target $target (the Dockerfile; cargo's caches persist between builds)"
       (cd "$repo" && "${buildah[@]}" bud --quiet --pull=never --network host --layers \
+          --build-arg "CARGO_PROFILE=$profile" \
           --target "$target" -t "localhost/build-$target:latest" . >>"$out_log" 2>&1) \
         || die "building the Dockerfile's $target target failed (IMAGE_BUILD_LOG has buildah's output)"
       log "$target built in $((SECONDS - start)) s"

@@ -56,8 +56,8 @@ fn dockerfile_passes_buildkit_checks_and_builds_a_non_root_image() {
     let text = read("Dockerfile");
     assert!(
         text.contains(
-            "cargo build --release --locked --target \"$target\" --workspace --bin proxmox-provider --bin pve-sim"
-        ),
+            "cargo build --profile \"$CARGO_PROFILE\" --locked --target \"$target\" --workspace --bin proxmox-provider --bin pve-sim"
+        ) && text.contains("\nARG CARGO_PROFILE=release\n"),
         "a static release build of both binaries"
     );
     assert!(
@@ -111,7 +111,7 @@ fn dockerfile_has_a_pve_sim_target() {
     );
     assert!(
         text.contains(
-            "cargo build --release --locked --target \"$target\" --package pve-sim --bin pve-sim"
+            "cargo build --profile \"$CARGO_PROFILE\" --locked --target \"$target\" --package pve-sim --bin pve-sim"
         ),
         "a static release build of the simulator alone"
     );
