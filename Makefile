@@ -124,7 +124,7 @@ test: ## Everything CI checks: lint, control plane and tools build, all unit and
 	$(call phase,tools,$(MAKE) tools)
 	$(call phase,node and images build,$(MAKE) node-images)
 	$(call phase,build,$(BUILD))
-	$(call phase,cargo test,$(CARGO) test --workspace --all-targets 2>&1 | tee $(TEST_LOG))
+	$(call phase,cargo test,CARGO=$(CARGO) bash hack/test-suites.sh $(TEST_LOG))
 	@# Each test binary's own time, from libtest's summary lines.
 	@awk '/^ *Running /{bin = $$NF; gsub(/.*\/|-[0-9a-f]+\)$$/, "", bin); src = ($$2 == "unittests" ? $$3 : $$2)} \
 	  /^test result:/ && $$4 > 0 {printf "  %-18s %-26s %4d tests %8s\n", bin, src, $$4, $$NF}' \

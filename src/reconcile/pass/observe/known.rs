@@ -39,6 +39,9 @@ pub const REUSE_FOR: Duration = Duration::from_secs(30);
 /// How long the guest agent's answer is trusted while the VM keeps running.
 pub const AGENT_EVERY: Duration = Duration::from_secs(600);
 
+/// What the agent "said" right after a start of ours, before it is asked.
+pub const JUST_STARTED: &str = "the VM has just started; its guest agent is asked shortly";
+
 /// What the last look showed of a resource's VM.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Known {
@@ -219,7 +222,7 @@ fn after_task(known: &Known, task: RecordedTask<'_>) -> Option<Look> {
                 ..vm.clone()
             },
             read_config,
-            ask_agent: power == Power::Running,
+            ask_agent: false,
         })
     };
     match task.action {
@@ -237,7 +240,20 @@ fn after_task(known: &Known, task: RecordedTask<'_>) -> Option<Look> {
             read_config: true,
             ask_agent: false,
         }),
-        TaskAction::Start => with(Power::Running, false),
+        // A guest that was started this moment has no agent running yet:
+        // asking now only costs a request that fails. The next pass asks.
+        // A guest that was started this moment has no agent running yet:
+        // asking now only costs a request that fails. The next pass asks.
+        TaskAction::Start => present.map(|vm| Look::AfterTask {
+            vm: ObservedVm {
+                power: Power::Running,
+                lock: None,
+                agent: AgentState::NoAnswer(JUST_STARTED.to_owned()),
+                ..vm.clone()
+            },
+            read_config: false,
+            ask_agent: false,
+        }),
         TaskAction::Shutdown | TaskAction::Stop => with(Power::Stopped, false),
         TaskAction::ResizeDisk | TaskAction::Configure => {
             let power = present?.power;
@@ -494,11 +510,15 @@ mod tests {
                 Look::Full,
             ),
             (
-                "our start ended: running, config kept, agent asked",
+                "our start ended: running, config kept, agent asked by the next pass",
                 Some(known(stopped.clone(), s(30), true, now)),
                 task(TaskAction::Start, &ok),
                 Depth::Full,
-                after(vm(Power::Running, AgentState::NotAsked), false, true),
+                after(
+                    vm(Power::Running, AgentState::NoAnswer(JUST_STARTED.into())),
+                    false,
+                    false,
+                ),
             ),
             (
                 "our resize ended: config read, power and agent kept",
