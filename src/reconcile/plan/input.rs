@@ -33,6 +33,8 @@ pub struct PlanInput<'a> {
     /// Why Proxmox could not be observed this pass, when it could not (a
     /// transient error: the config itself is usable).
     pub observe_error: Option<ObserveError>,
+    /// The API server refused a request the pass needed (RBAC).
+    pub forbidden: Option<Forbidden>,
 }
 
 impl<'a> PlanInput<'a> {
@@ -44,8 +46,21 @@ impl<'a> PlanInput<'a> {
             observed: Observation::default(),
             now,
             observe_error: None,
+            forbidden: None,
         }
     }
+}
+
+/// A Kubernetes request the provider's RBAC does not allow (HTTP 403),
+/// needed for this resource: reported on it and retried with backoff.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Forbidden {
+    /// The API server's words: the user, verb, resource, namespace and name
+    /// (`configmaps "x" is forbidden: User "..." cannot get resource
+    /// "configmaps" ...`).
+    pub message: String,
+    /// When to try again (the glue's per-resource backoff).
+    pub retry_in: std::time::Duration,
 }
 
 /// An observation that failed for a reason that may pass (HTTP 5xx, 595,

@@ -128,6 +128,7 @@ pub(super) struct World {
     pub obs: Observation,
     pub now: Timestamp,
     pub observe_error: Option<ObserveError>,
+    pub forbidden: Option<Forbidden>,
 }
 
 impl World {
@@ -160,6 +161,7 @@ impl World {
             },
             now: at(100),
             observe_error: None,
+            forbidden: None,
         }
     }
 
@@ -338,6 +340,15 @@ impl World {
         self
     }
 
+    /// The API server refused a request of this pass (RBAC).
+    pub fn forbidden(mut self, message: &str) -> Self {
+        self.forbidden = Some(Forbidden {
+            message: message.into(),
+            retry_in: std::time::Duration::from_secs(4),
+        });
+        self
+    }
+
     pub fn with_provider(mut self, provider: ProviderState) -> Self {
         self.provider = provider;
         self
@@ -356,6 +367,7 @@ impl World {
             observed: self.obs.clone(),
             now: self.now,
             observe_error: self.observe_error.clone(),
+            forbidden: self.forbidden.clone(),
         }
     }
 
