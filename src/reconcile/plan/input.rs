@@ -14,7 +14,7 @@ pub use pve_client::{TaskOutcome, Upid};
 use super::output::Sensitive;
 use crate::api::{
     ProxmoxVM,
-    provider_config::{Limits, Timing},
+    provider_config::{CloneSources, Limits, Timing},
     vm::PlacementPolicy,
 };
 
@@ -83,6 +83,9 @@ pub enum ProviderState {
         timing: Timing,
         /// Its concurrency limits.
         limits: Limits,
+        /// VMs beyond templates its resources may clone
+        /// (`clonePolicy.allowNonTemplates`).
+        clones: Option<CloneSources>,
     },
     /// The named ProviderConfig/ClusterProviderConfig does not exist.
     NotFound {
@@ -528,6 +531,10 @@ pub enum TemplateLookup {
         node: String,
         /// Whether it is a template (cloning a plain VM works too).
         template: bool,
+        /// Its pool, from the cluster view.
+        pool: Option<String>,
+        /// Its tags, from the cluster view.
+        tags: Vec<String>,
     },
     /// No VM matches.
     NotFound,

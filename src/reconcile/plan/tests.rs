@@ -153,6 +153,7 @@ impl World {
             provider: ProviderState::Ready {
                 timing: Default::default(),
                 limits: Default::default(),
+                clones: None,
             },
             // The scheduler reserves VMID 100 whenever asked to.
             obs: Observation {

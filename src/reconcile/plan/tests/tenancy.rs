@@ -3,6 +3,8 @@
 //! refused before anything is sent to Proxmox.
 
 use super::*;
+use crate::api::provider_config::CloneSources;
+use serde_json::Value;
 
 /// Notes with another resource's marker line in them.
 fn forged_notes() -> String {
@@ -87,6 +89,8 @@ fn cloning_777(template: bool) -> World {
                 vmid: 777,
                 node: "pve1".into(),
                 template,
+                pool: None,
+                tags: vec![],
             })
         })
 }
@@ -366,4 +370,117 @@ fn a_refused_connection_secret_write_is_forbidden_and_retried() {
     write_refused(&mut plan, &failing.vm, failing.now, &refused);
     let message = synced_message(&plan);
     assert!(message.contains("; also: refused: "), "{message}");
+}
+
+/// VM 777 (not a template) in `pool` with `tags`, cloned (`full`) under a
+/// provider config whose clonePolicy allows `allowed` (JSON).
+fn cloning_777_under(pool: Option<&str>, tags: &[&str], full: bool, allowed: Value) -> World {
+    let pool = pool.map(str::to_owned);
+    let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
+    let allowed: CloneSources = serde_json::from_value(allowed).unwrap();
+    cloning_777(false)
+        .spec(move |s| {
+            s.clone =
+                Some(serde_json::from_value(json!({"templateVmid": 777, "full": full})).unwrap());
+        })
+        .observe(move |o| {
+            o.template = Some(TemplateLookup::Found {
+                vmid: 777,
+                node: "pve1".into(),
+                template: false,
+                pool,
+                tags,
+            })
+        })
+        .with_provider(ProviderState::Ready {
+            timing: Default::default(),
+            limits: Default::default(),
+            clones: Some(allowed),
+        })
+}
+
+#[test]
+fn clone_policy_table() {
+    let cloned = || expect("CloneVm", (T, Reason::WaitingForTask), None);
+    let refused = || expect("Wait", (F, Reason::NotATemplate), None);
+    let golden = || json!({"pools": ["golden"], "tags": ["clone-ok"], "vmidRanges": [{"min": 700, "max": 799}]});
+    run_table(vec![
+        (
+            "a VM in an allowed pool is cloned",
+            cloning_777_under(Some("golden"), &[], true, json!({"pools": ["golden"]})),
+            cloned(),
+        ),
+        (
+            "... one in another pool is not",
+            cloning_777_under(Some("team-b"), &[], true, json!({"pools": ["golden"]})),
+            refused(),
+        ),
+        (
+            "... nor one in no pool",
+            cloning_777_under(None, &[], true, json!({"pools": ["golden"]})),
+            refused(),
+        ),
+        (
+            "a VM with an allowed tag is cloned (tags regardless of case)",
+            cloning_777_under(
+                None,
+                &["db", "Clone-OK"],
+                true,
+                json!({"tags": ["clone-ok"]}),
+            ),
+            cloned(),
+        ),
+        (
+            "... one with other tags is not",
+            cloning_777_under(None, &["db"], true, json!({"tags": ["clone-ok"]})),
+            refused(),
+        ),
+        (
+            "a VMID in an allowed range is cloned",
+            cloning_777_under(
+                None,
+                &[],
+                true,
+                json!({"vmidRanges": [{"min": 700, "max": 799}]}),
+            ),
+            cloned(),
+        ),
+        (
+            "... one outside it is not",
+            cloning_777_under(
+                None,
+                &[],
+                true,
+                json!({"vmidRanges": [{"min": 9000, "max": 9099}]}),
+            ),
+            refused(),
+        ),
+        (
+            "any one match is enough",
+            cloning_777_under(Some("team-b"), &["db"], true, golden()),
+            cloned(),
+        ),
+        (
+            "an empty policy allows nothing beyond templates",
+            cloning_777_under(Some("golden"), &["clone-ok"], true, json!({})),
+            refused(),
+        ),
+        (
+            "a linked clone needs a template, whatever the policy",
+            cloning_777_under(Some("golden"), &[], false, golden()),
+            refused(),
+        ),
+    ]);
+    let linked = cloning_777_under(Some("golden"), &[], false, golden()).run();
+    assert!(
+        synced_message(&linked).contains("a linked clone (full: false) needs a template"),
+        "{}",
+        synced_message(&linked)
+    );
+    let other = cloning_777_under(Some("team-b"), &[], true, json!({"pools": ["golden"]})).run();
+    assert!(
+        synced_message(&other).contains("clonePolicy.allowNonTemplates"),
+        "says what would allow it: {}",
+        synced_message(&other)
+    );
 }
