@@ -132,6 +132,10 @@ pub enum Reason {
     /// Warning=True: an annotation the provider reads is invalid (ignored)
     /// or out of range (clamped).
     InvalidAnnotation,
+    /// Synced=False: the API server refused the provider a request this
+    /// resource needs (403: its RBAC does not grant it), e.g. reading a
+    /// Secret or ConfigMap the spec names; retried with backoff.
+    Forbidden,
 }
 
 impl Reason {
@@ -172,6 +176,7 @@ impl Reason {
             Self::BridgeNotFound => "BridgeNotFound",
             Self::Overprovisioned => "Overprovisioned",
             Self::InvalidAnnotation => "InvalidAnnotation",
+            Self::Forbidden => "Forbidden",
         }
     }
 }

@@ -73,6 +73,20 @@ pub(crate) fn is_forbidden(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 403)
 }
 
+/// The API server's message when `err` is its refusal (403) of a request:
+/// it names the user, verb, resource, namespace and name.
+pub(crate) fn forbidden_message(err: &Error) -> Option<String> {
+    match err {
+        Error::Kube(kube::Error::Api(s)) if s.code == 403 => Some(s.message.clone()),
+        Error::Kube(_)
+        | Error::InvalidObject { .. }
+        | Error::Serialize { .. }
+        | Error::CrdMissing(_)
+        | Error::Server { .. }
+        | Error::Lease(_) => None,
+    }
+}
+
 /// Whether a Kubernetes error is a 422 (the object breaks its schema).
 pub(crate) fn is_invalid(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 422)

@@ -59,6 +59,10 @@ pub struct VmView {
     pub name: Option<String>,
     /// Seconds since it started (a restart makes it go down).
     pub uptime: Option<u64>,
+    /// Its pool, if it is in one.
+    pub pool: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
 }
 
 /// The cluster at one moment.
@@ -103,6 +107,8 @@ impl ClusterView {
                             template: r.template,
                             name: r.name,
                             uptime: r.uptime,
+                            pool: r.pool.filter(|p| !p.is_empty()),
+                            tags: split_tags(r.tags.as_deref()),
                         },
                     );
                 }
@@ -291,12 +297,37 @@ impl Inventory {
     }
 }
 
+/// Proxmox tags as `/cluster/resources` lists them (`a;b`; older versions
+/// also `,` or spaces).
+fn split_tags(tags: Option<&str>) -> Vec<String> {
+    tags.unwrap_or_default()
+        .split([';', ',', ' '])
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn resources(value: serde_json::Value) -> Vec<Resource> {
         serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_vm_shows_its_pool_and_tags() {
+        let view = ClusterView::from_resources(resources(serde_json::json!([
+            {"id": "qemu/777", "type": "qemu", "node": "pve", "vmid": 777,
+             "pool": "golden", "tags": "clone-ok;db"},
+            {"id": "qemu/778", "type": "qemu", "node": "pve", "vmid": 778, "pool": ""},
+        ])));
+        let vm = &view.vms[&777];
+        assert_eq!(vm.pool.as_deref(), Some("golden"));
+        assert_eq!(vm.tags, ["clone-ok", "db"]);
+        assert_eq!(view.vms[&778].pool, None);
+        assert!(view.vms[&778].tags.is_empty());
+        assert_eq!(split_tags(Some("a,b c")), ["a", "b", "c"]);
     }
 
     #[test]

@@ -25,11 +25,11 @@ pub mod read;
 pub mod reserve;
 pub mod status;
 
-use super::error::Error;
+use super::error::{Error, forbidden_message};
 use super::identity::Identity;
 use super::plan::{
-    self, ActFailure, Done, Idle, KubeWrite, Needs, Observation, ObserveError, Plan, PlanInput,
-    Preflight, ProviderState, Step,
+    self, ActFailure, Done, Forbidden, Idle, KubeWrite, Needs, Observation, ObserveError, Plan,
+    PlanInput, Preflight, ProviderState, Step,
 };
 use super::providers::Connection;
 use super::runtime::context::Context;
@@ -138,9 +138,20 @@ async fn pass(
         }
         Preflight::Observe(needs) => needs,
     };
-    let connection = match ctx.providers.connect(&vm).await? {
-        Ok(connection) => connection,
-        Err(state) => return without_config(ctx, id, &vm, state, now).await,
+    let connection = match ctx.providers.connect(&vm).await {
+        Ok(Ok(connection)) => connection,
+        Ok(Err(state)) => return without_config(ctx, id, &vm, Ok(state), now).await,
+        // The config or its Secrets may not be read: said on the resource.
+        Err(e) => match forbidden_message(&e) {
+            Some(message) => {
+                let forbidden = Forbidden {
+                    message,
+                    retry_in: ctx.memory.failed(&id.uid),
+                };
+                return without_config(ctx, id, &vm, Err(forbidden), now).await;
+            }
+            None => return Err(e),
+        },
     };
     let (input, reserved) = observe_and_reserve(ctx, &connection, (&vm, id), &needs, now).await?;
     let plan = plan::plan(&input);
@@ -154,15 +165,22 @@ async fn pass(
     report(ctx, id, &input, plan, &outcome).await
 }
 
-/// A pass whose provider config cannot be used: the plan only waits.
+/// A pass whose provider config cannot be used (or, `Err`, may not be
+/// read): the plan only waits.
 async fn without_config(
     ctx: &Context,
     id: &Identity,
     vm: &ProxmoxVM,
-    state: ProviderState,
+    state: Result<ProviderState, Forbidden>,
     now: Timestamp,
 ) -> Result<Outcome, Error> {
-    let input = input(vm, state, Observation::default(), now);
+    let input = match state {
+        Ok(state) => input(vm, state, Observation::default(), now),
+        Err(forbidden) => PlanInput {
+            forbidden: Some(forbidden),
+            ..PlanInput::unresolved(vm, now)
+        },
+    };
     let plan = plan::plan(&input);
     let outcome = match &plan.step {
         Step::Idle(_) => Ok(Done::Nothing),
@@ -230,7 +248,17 @@ async fn observe_and_reserve<'a>(
             }
             Reserved::none()
         }
-        Err(Failure::Kube(e)) => return Err(e),
+        // A Secret or ConfigMap the spec names may not be read.
+        Err(Failure::Kube(e)) => match forbidden_message(&e) {
+            Some(message) => {
+                input.forbidden = Some(Forbidden {
+                    message,
+                    retry_in: ctx.memory.failed(&id.uid),
+                });
+                Reserved::none()
+            }
+            None => return Err(e),
+        },
     };
     Ok((input, reserved))
 }
@@ -247,6 +275,7 @@ fn input(
         observed,
         now,
         observe_error: None,
+        forbidden: None,
     }
 }
 
@@ -291,6 +320,29 @@ async fn report(
     if let Ok(Some(why)) = &published {
         plan::connection_refused(&mut plan, vm, input.now, why);
     }
+    // Not allowed to write it: said on the resource, tried again later.
+    let mut refused = false;
+    let published = match published {
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            let name = vm
+                .spec
+                .write_connection_secret_to_ref
+                .as_ref()
+                .map(|r| r.name.as_str())
+                .unwrap_or_default();
+            let forbidden = Forbidden {
+                message: format!(
+                    "writing the connection Secret {}/{name} (writeConnectionSecretToRef): {}",
+                    id.namespace, status.message
+                ),
+                retry_in: ctx.memory.failed(&id.uid),
+            };
+            plan::write_refused(&mut plan, vm, input.now, &forbidden);
+            refused = true;
+            Ok(None)
+        }
+        other => other,
+    };
     log_synced_change(vm, &plan);
     // After a metadata write the status goes onto the new version.
     let written = status::write(&ctx.kube, (vm, id), &plan.status).await;
@@ -310,7 +362,9 @@ async fn report(
     Ok(Outcome {
         action,
         failed: failed_reason(&plan),
-        transient: input.observe_error.is_some(),
+        // Its backoff keeps growing while Proxmox cannot be observed or
+        // the API server refuses what the resource needs.
+        transient: input.observe_error.is_some() || input.forbidden.is_some() || refused,
     })
 }
 

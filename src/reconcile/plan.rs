@@ -24,6 +24,7 @@ mod create;
 mod decision;
 mod delete;
 mod drift;
+mod forbidden;
 mod ha;
 mod hardware;
 mod input;
@@ -47,11 +48,12 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
+pub use forbidden::write_refused;
 pub use ha::{HaCall, affinity_id};
 pub use input::{
-    ActiveTask, AffinityView, AgentState, Depth, GuestInterface, HaResourceView, HaView, Heavy,
-    HostView, ImageRef, Needs, Observation, ObserveError, ObservedVm, PasswordState, Placement,
-    PlacementRequest, PlanInput, Power, ProviderState, SeedView, SlotGrant, SlotRequest,
+    ActiveTask, AffinityView, AgentState, Depth, Forbidden, GuestInterface, HaResourceView, HaView,
+    Heavy, HostView, ImageRef, Needs, Observation, ObserveError, ObservedVm, PasswordState,
+    Placement, PlacementRequest, PlanInput, Power, ProviderState, SeedView, SlotGrant, SlotRequest,
     StorageView, TaskOutcome, TaskState, TemplateLookup, TemplateRef, VmConfig, VmState, VmidGrant,
     started_at,
 };
@@ -229,6 +231,9 @@ fn failed(input: &PlanInput, plan: Plan, failure: ActFailure) -> Plan {
 fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
     if let Some(d) = gate(ctx) {
         return d.into();
+    }
+    if let Some(d) = forbidden::decide(ctx) {
+        return d;
     }
     if let Some(d) = provider(ctx) {
         return d;

@@ -12,7 +12,7 @@ mod reported;
 
 use serde_json::json;
 
-use crate::reconcile::{Env, Options, manifests, schema};
+use crate::reconcile::{Env, Options, condition, is_true, manifests, schema};
 use crate::support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -73,4 +73,94 @@ async fn invalid_objects_are_reported_while_a_valid_vm_converges() {
     env.wait_ready("poll-zero").await;
     // Still running, never panicked, stops cleanly.
     env.stop_controller().await;
+}
+
+/// The provider under an RBAC that lacks what two resources need: ConfigMaps
+/// (one reads `customCloudInit` from one) and creating Secrets (the other
+/// has a connection Secret). Each says so on its Synced condition, with the
+/// verb and the resource, and nothing is created for the first; once the
+/// permissions are granted both converge without any change to them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_rbac_does_not_allow_is_reported_forbidden_on_the_resource() {
+    let env = Env::without_controller("forbidden", Options::default()).await;
+    let ns = env.ns.name();
+    let rule = |group: &str, resource: &str, verbs: &[&str]| json!({"apiGroups": [group], "resources": [resource], "verbs": verbs});
+    const GROUP: &str = "proxmox.crossplane.io";
+    // deploy/'s rules for one namespace, without ConfigMaps and with
+    // Secrets read-only.
+    let rules = vec![
+        rule(GROUP, "proxmoxvms", &["get", "list", "watch", "patch"]),
+        rule(GROUP, "proxmoxvms/status", &["patch"]),
+        rule(GROUP, "providerconfigs", &["get", "list", "watch", "patch"]),
+        rule(GROUP, "providerconfigs/status", &["patch"]),
+        rule("", "secrets", &["get", "list", "watch"]),
+        rule("", "events", &["create", "patch"]),
+    ];
+    env.apply(&json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "provider"}, "rules": rules,
+    }))
+    .await;
+    let account =
+        support::service_account_kubeconfig(ns, "provider", support::Grant::Role("provider")).await;
+    let controller = crate::reconcile::Controller::start(account.client(), env.settings()).await;
+    env.apply(&json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-net"},
+        "data": {"network-config": "version: 2\n"},
+    }))
+    .await;
+    let mut seeded = manifests::imported(json!({
+        "customCloudInit": {
+            "networkConfig": {"configMapKeyRef": {"name": "web-net", "key": "network-config"}},
+        },
+    }));
+    seeded.as_object_mut().unwrap().remove("cloudInit");
+    env.apply(&manifests::vm("seeded", seeded)).await;
+    let mut conn = manifests::vm("conn", manifests::imported(json!({})));
+    conn["spec"]["writeConnectionSecretToRef"] = json!({"name": "conn-secret"});
+    env.apply(&conn).await;
+
+    let refused = env.wait_synced_reason("seeded", "Forbidden").await;
+    let message = refused.message.unwrap_or_default();
+    assert!(
+        message.contains(r#"cannot get resource "configmaps""#)
+            && message.contains("web-net")
+            && message.contains("grant it in the provider's RBAC"),
+        "names the verb, the resource and what to do: {message}"
+    );
+    reported::nothing_created(ns, &env.sim, &["seeded"]).await;
+    // The VM itself is created and Ready; Synced says what is missing.
+    let message = env
+        .wait_vm("conn", "Ready, Synced=False Forbidden", |vm| {
+            let ready = condition(vm, "Ready").is_some_and(is_true);
+            match condition(vm, "Synced") {
+                Some(c) if ready && c.reason == "Forbidden" => {
+                    Ok(c.message.clone().unwrap_or_default())
+                }
+                Some(_) | None => Err("not yet".to_owned()),
+            }
+        })
+        .await;
+    assert!(
+        message.contains(r#"cannot create resource "secrets""#) && message.contains("conn-secret"),
+        "{message}"
+    );
+    assert!(env.secret("conn-secret").await.is_none());
+
+    // Granted: both converge by themselves (retried with backoff).
+    let mut granted = rules.clone();
+    granted.push(rule("", "configmaps", &["get", "list", "watch"]));
+    granted.push(rule("", "secrets", &["create", "patch"]));
+    env.apply(&json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "provider"}, "rules": granted,
+    }))
+    .await;
+    env.wait_ready("seeded").await;
+    env.wait_ready("conn").await;
+    assert!(env.secret("conn-secret").await.is_some());
+    // Killed: its ClusterProviderConfig watch, which a Role cannot grant,
+    // keeps being refused (a graceful stop waits for it; see
+    // `safety::a_lost_status_write_does_not_dispatch_the_create_again`).
+    controller.kill().await;
 }

@@ -34,6 +34,7 @@ mod hardware;
 mod lifecycle;
 mod motion;
 mod races;
+mod rbac;
 mod requests;
 mod runtime;
 mod safety;

@@ -5,12 +5,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use provider_proxmox::api::ClusterProviderConfig;
 use provider_proxmox::reconcile::LeaderElection;
 use serde_json::json;
 
-use crate::reconcile::configs::{has_reason, wait_deleted, wait_protected};
-use crate::reconcile::{Controller, DEADLINE, Env, Options, events_in, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, manifests};
 use crate::support;
 
 async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
@@ -147,96 +145,4 @@ async fn one_of_two_replicas_leads_and_the_other_takes_over() {
     tokio::time::timeout(Duration::from_secs(60), second.stop())
         .await
         .expect("the second replica stops");
-}
-
-/// The ClusterRole and the leader-election Role's rules of deploy/.
-fn deploy_rbac() -> (serde_json::Value, serde_json::Value) {
-    let path = support::repo_root().join("deploy/provider/rbac.yaml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let docs = support::parse_manifests(&text, "deploy/provider/rbac.yaml");
-    let find = |kind: &str| {
-        let doc = docs
-            .iter()
-            .find(|d| d.types.as_ref().is_some_and(|t| t.kind == kind))
-            .unwrap_or_else(|| panic!("no {kind} in {}", path.display()));
-        serde_json::to_value(doc).unwrap()
-    };
-    (find("ClusterRole"), find("Role")["rules"].clone())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_deploy_rbac_is_enough_to_run_the_provider() {
-    let env = Env::without_controller("rbac", Options::default()).await;
-    let ns = env.ns.name();
-    let (cluster_role, lease_rules) = deploy_rbac();
-    let cluster_role_name = cluster_role["metadata"]["name"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    env.apply(&cluster_role).await;
-    env.apply(&json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "leader-election"}, "rules": lease_rules,
-    }))
-    .await;
-    let account = support::service_account_kubeconfig(
-        ns,
-        "provider",
-        support::Grant::ClusterRole(&cluster_role_name),
-    )
-    .await;
-    support::bind(ns, "provider", support::Grant::Role("leader-election")).await;
-    // A ClusterProviderConfig, reading its Secret from the test namespace.
-    let mut config = manifests::provider_config(&env.sim, &json!({}));
-    config["kind"] = json!("ClusterProviderConfig");
-    config["metadata"]["name"] = json!(format!("cluster-{ns}"));
-    config["spec"]["credentials"]["secretRef"]["namespace"] = json!(ns);
-    env.apply(&config).await;
-
-    let mut settings = env.settings();
-    settings.leader_election = Some(LeaderElection::in_namespace(ns));
-    let controller = Controller::start(account.client(), settings).await;
-    let mut vm = manifests::vm("web", manifests::imported(json!({})));
-    vm["spec"]["providerConfigRef"] =
-        json!({"kind": "ClusterProviderConfig", "name": format!("cluster-{ns}")});
-    vm["spec"]["writeConnectionSecretToRef"] = json!({"name": "web-conn"});
-    env.apply(&vm).await;
-    env.wait_ready("web").await;
-    // The ClusterProviderConfig's status is written too: Ready, one user.
-    env.wait_cluster_config(&format!("cluster-{ns}"), "Ready with 1 user", |s| {
-        has_reason(s, "Available") && s.users == Some(1)
-    })
-    .await;
-    assert!(
-        env.secret("web-conn").await.is_some(),
-        "connection Secret written"
-    );
-    assert!(!env.events("web").await.is_empty(), "events written");
-    // The ClusterProviderConfig in use cannot be deleted: it keeps its
-    // finalizer, says why, and warns in `default` (cluster-scoped objects'
-    // events go there), until its VM is gone.
-    let cpcs: Api<ClusterProviderConfig> = Api::all(support::client());
-    let cpc = format!("cluster-{ns}");
-    wait_protected(&cpcs, &cpc).await;
-    cpcs.delete(&cpc, &Default::default()).await.unwrap();
-    env.wait_cluster_config(&cpc, "Deleting", |s| has_reason(s, "Deleting"))
-        .await;
-    let warnings = events_in("default", &cpc).await;
-    assert!(
-        warnings.iter().any(|(t, reason, message, _)| t == "Warning"
-            && reason == "InUse"
-            && message.contains(&format!("{ns}/web"))),
-        "{warnings:?}"
-    );
-    env.vms().delete("web", &Default::default()).await.unwrap();
-    env.wait_gone("web").await;
-    wait_deleted(&cpcs, &cpc).await;
-
-    let metrics = controller.metrics.encode();
-    assert!(
-        !metrics.contains("kind=\"kube_api\""),
-        "no refused request: {metrics}"
-    );
-    assert!(metrics.contains("proxmox_provider_event_publish_failures_total 0"));
-    controller.stop().await;
 }

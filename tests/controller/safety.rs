@@ -360,6 +360,57 @@ async fn only_a_template_is_cloned_never_a_running_hand_made_vm() {
     );
 }
 
+/// A provider config may allow clone sources beyond templates (here: a tag
+/// and a VMID range, from the cluster's resource list): a hand-made VM
+/// with the tag is cloned, one without it is still refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clone_policy_allows_named_vms_and_nothing_else() {
+    let options = Options {
+        provider: json!({"clonePolicy": {"allowNonTemplates": {
+            "tags": ["golden"], "vmidRanges": [{"min": 790, "max": 799}],
+        }}}),
+        ..Options::default()
+    };
+    let env = Env::start_with("clonepolicy", options).await;
+    let client = env.sim.client();
+    for (vmid, tags) in [(778, vec!["golden"]), (777, vec!["db"])] {
+        let create = CreateVm {
+            vmid,
+            params: VmParams {
+                name: Some(format!("handmade-{vmid}")),
+                memory: Some(512),
+                tags: Some(pve_client::vm::Tags::new(tags)),
+                ..VmParams::default()
+            },
+            ..CreateVm::default()
+        };
+        let upid = client.create_vm("pve", &create).await.unwrap();
+        client.wait_task(&upid).await.unwrap();
+    }
+    let spec = |source: u32| {
+        json!({
+            "clone": {"templateVmid": source},
+            "cpu": {"cores": 1},
+            "networks": [{"slot": "net0", "bridge": "vmbr0"}],
+        })
+    };
+    env.apply(&manifests::vm("tagged", spec(778))).await;
+    env.apply(&manifests::vm("other", spec(777))).await;
+    env.wait_ready("tagged").await;
+    let synced = env.wait_synced_reason("other", "NotATemplate").await;
+    let message = synced.message.unwrap_or_default();
+    assert!(
+        message.contains("clonePolicy.allowNonTemplates"),
+        "{message}"
+    );
+    let clones = env
+        .sim
+        .requests_to("POST", "/nodes/{node}/qemu/{vmid}/clone")
+        .await;
+    assert_eq!(clones.len(), 1, "only 778 cloned: {clones:?}");
+    assert!(clones[0].to_string().contains("/778/clone"), "{clones:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_secret_is_written_only_when_it_is_the_resources_own() {
     let env = Env::start("connsecret").await;

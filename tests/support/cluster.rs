@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use testenv::{ControlPlane, Options};
+use testenv::{AuditPolicy, ControlPlane, Options};
 
 /// Set to `1` (or `true`) to run against `$KUBECONFIG` instead of starting
 /// a control plane (e.g. kind in a user's CI).
@@ -23,6 +23,11 @@ pub struct Cluster {
     pub kubectl: PathBuf,
     /// Where tests may write files (ServiceAccount kubeconfigs, ...).
     pub scratch: PathBuf,
+    /// The apiserver's audit log: one line per request of any
+    /// ServiceAccount (`Metadata` level, on arrival), so a test that runs
+    /// the provider under one can list every call it made. `None` for an
+    /// existing cluster.
+    pub audit_log: Option<PathBuf>,
     /// `None` for an existing cluster. Kept alive for the whole process:
     /// statics are never dropped, testenv's exit hook and the processes'
     /// parent-death signal stop it when the test binary ends.
@@ -75,7 +80,11 @@ async fn connect() -> Result<Cluster, String> {
     if use_existing_cluster() {
         return existing().await;
     }
-    let plane = ControlPlane::start(Options::attached())
+    // Only ServiceAccounts are audited: the tests act as the admin, a
+    // provider under test as a ServiceAccount.
+    let options = Options::attached()
+        .with_audit(AuditPolicy::requests_of_groups(&["system:serviceaccounts"]));
+    let plane = ControlPlane::start(options)
         .await
         .map_err(|e| format!("starting the test control plane: {e}"))?;
     let config = plane.kube_config().await.map_err(|e| e.to_string())?;
@@ -84,6 +93,7 @@ async fn connect() -> Result<Cluster, String> {
         kubeconfig: plane.kubeconfig_path().to_owned(),
         kubectl: plane.binaries().kubectl.clone(),
         scratch: plane.dir().join("scratch"),
+        audit_log: plane.audit_log().map(Path::to_path_buf),
         control_plane: Some(plane),
     })
 }
@@ -112,6 +122,7 @@ async fn existing() -> Result<Cluster, String> {
         kubeconfig,
         kubectl,
         scratch,
+        audit_log: None,
         control_plane: None,
     })
 }

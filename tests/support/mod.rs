@@ -61,7 +61,7 @@ pub use manifests::{
     wait_until_served,
 };
 pub use namespace::{LABEL as NAMESPACE_LABEL, TestNamespace, namespace};
-pub use service_account::{Grant, ServiceAccountAccess, bind, service_account_kubeconfig};
+pub use service_account::{Grant, ServiceAccountAccess, bind, granted, service_account_kubeconfig};
 pub use wait::poll;
 
 /// The repository root (for `crds/`, `deploy/`, fixtures).

@@ -286,3 +286,28 @@ async fn wait_for_authorizer(
     )
     .await;
 }
+
+/// (API group, resource, verb, resourceName or `""`) of every rule,
+/// flattened: what RBAC rules grant, item by item.
+pub fn granted(
+    rules: &[PolicyRule],
+) -> std::collections::BTreeSet<(String, String, String, String)> {
+    let mut out = std::collections::BTreeSet::new();
+    for rule in rules {
+        let names = rule
+            .resource_names
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| vec![String::new()]);
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                for verb in &rule.verbs {
+                    for name in &names {
+                        out.insert((group.clone(), resource.clone(), verb.clone(), name.clone()));
+                    }
+                }
+            }
+        }
+    }
+    out
+}

@@ -22,20 +22,35 @@ impl AuditPolicy {
     /// `RequestReceived` only, so a watch counts once like any other
     /// request; nothing for anyone else.
     pub fn requests_of(users: &[&str]) -> Self {
-        let users = users
-            .iter()
-            .map(|u| serde_json::Value::String((*u).to_owned()).to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let users = quoted(users);
+        Self::received("users", &users)
+    }
+
+    /// The same for every member of `groups` (e.g. `system:serviceaccounts`:
+    /// every ServiceAccount, whatever its namespace and name).
+    pub fn requests_of_groups(groups: &[&str]) -> Self {
+        Self::received("userGroups", &quoted(groups))
+    }
+
+    fn received(field: &str, list: &str) -> Self {
         Self(format!(
             "apiVersion: audit.k8s.io/v1\n\
              kind: Policy\n\
              omitStages: [ResponseStarted, ResponseComplete, Panic]\n\
              rules:\n\
-             - level: Metadata\n  users: [{users}]\n\
+             - level: Metadata\n  {field}: [{list}]\n\
              - level: None\n"
         ))
     }
+}
+
+/// `"a", "b"`: each item a JSON (so YAML) string.
+fn quoted(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|u| serde_json::Value::String((*u).to_owned()).to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Where the apiserver reads the policy and writes the log.
@@ -78,5 +93,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("- level: None"), "{text}");
+        let AuditPolicy(text) = AuditPolicy::requests_of_groups(&["system:serviceaccounts"]);
+        assert!(
+            text.contains(r#"userGroups: ["system:serviceaccounts"]"#),
+            "{text}"
+        );
     }
 }

@@ -175,6 +175,70 @@ pub struct ProviderSettings {
     /// are skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vmid_range: Option<VmidRange>,
+
+    /// Which VMs the ProxmoxVMs of this config may clone
+    /// (`forProvider.clone`). Left out: only Proxmox templates
+    /// (`template: 1`), so a tenant cannot copy the disks of a VM that is
+    /// not meant to be copied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone_policy: Option<ClonePolicy>,
+}
+
+/// Which VMs may be cloned.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ClonePolicy {
+    /// VMs that are not templates but may be cloned all the same: a VM in
+    /// one of these pools, with one of these tags, or with a VMID in one of
+    /// these ranges (any one is enough), as the cluster's resource list
+    /// (`/cluster/resources`) shows it when the clone is decided. Templates
+    /// can always be cloned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_non_templates: Option<CloneSources>,
+}
+
+/// VMs named by pool, tag or VMID range.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CloneSources {
+    /// Proxmox pools (`pvesh get /pools`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32), inner(length(min = 1, max = 64)))]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new("self.all(p, p.matches('^[A-Za-z0-9_][A-Za-z0-9_.-]*$'))")
+            .message("pools are Proxmox pool IDs: letters, digits, _ - and ., starting with a letter, digit or _")
+    )]
+    pub pools: Vec<String>,
+    /// Proxmox tags (compared without regard to case).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32), inner(length(min = 1, max = 64)))]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new("self.all(t, t.matches('^[a-zA-Z0-9_][a-zA-Z0-9_+.-]*$'))")
+            .message("tags contain letters, digits, _ + - and ., and start with a letter, digit or _")
+    )]
+    pub tags: Vec<String>,
+    /// VMID ranges, both ends included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub vmid_ranges: Vec<VmidRange>,
+}
+
+impl CloneSources {
+    /// Whether a VM with this VMID, pool and tags is among them.
+    pub fn allows(&self, vmid: u32, pool: Option<&str>, tags: &[String]) -> bool {
+        pool.is_some_and(|p| self.pools.iter().any(|allowed| allowed == p))
+            || tags.iter().any(|t| {
+                self.tags
+                    .iter()
+                    .any(|allowed| allowed.eq_ignore_ascii_case(t))
+            })
+            || self
+                .vmid_ranges
+                .iter()
+                .any(|r| (r.min..=r.max).contains(&vmid))
+    }
 }
 
 /// A range of VMIDs, both ends included.

@@ -33,6 +33,8 @@ pub(super) struct Ctx<'a> {
     pub obs: &'a Observation,
     /// Why Proxmox could not be observed, if it could not.
     pub observe_error: Option<&'a super::input::ObserveError>,
+    /// A Kubernetes request the pass needed that RBAC refused.
+    pub forbidden: Option<&'a super::input::Forbidden>,
     pub now: Timestamp,
 }
 
@@ -62,6 +64,7 @@ impl<'a> Ctx<'a> {
             timing,
             obs: &input.observed,
             observe_error: input.observe_error.as_ref(),
+            forbidden: input.forbidden.as_ref(),
             now: input.now,
         }
     }

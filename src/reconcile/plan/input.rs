@@ -14,7 +14,7 @@ pub use pve_client::{TaskOutcome, Upid};
 use super::output::Sensitive;
 use crate::api::{
     ProxmoxVM,
-    provider_config::{Limits, Timing},
+    provider_config::{CloneSources, Limits, Timing},
     vm::PlacementPolicy,
 };
 
@@ -33,6 +33,8 @@ pub struct PlanInput<'a> {
     /// Why Proxmox could not be observed this pass, when it could not (a
     /// transient error: the config itself is usable).
     pub observe_error: Option<ObserveError>,
+    /// The API server refused a request the pass needed (RBAC).
+    pub forbidden: Option<Forbidden>,
 }
 
 impl<'a> PlanInput<'a> {
@@ -44,8 +46,21 @@ impl<'a> PlanInput<'a> {
             observed: Observation::default(),
             now,
             observe_error: None,
+            forbidden: None,
         }
     }
+}
+
+/// A Kubernetes request the provider's RBAC does not allow (HTTP 403),
+/// needed for this resource: reported on it and retried with backoff.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Forbidden {
+    /// The API server's words: the user, verb, resource, namespace and name
+    /// (`configmaps "x" is forbidden: User "..." cannot get resource
+    /// "configmaps" ...`).
+    pub message: String,
+    /// When to try again (the glue's per-resource backoff).
+    pub retry_in: std::time::Duration,
 }
 
 /// An observation that failed for a reason that may pass (HTTP 5xx, 595,
@@ -68,6 +83,9 @@ pub enum ProviderState {
         timing: Timing,
         /// Its concurrency limits.
         limits: Limits,
+        /// VMs beyond templates its resources may clone
+        /// (`clonePolicy.allowNonTemplates`).
+        clones: Option<CloneSources>,
     },
     /// The named ProviderConfig/ClusterProviderConfig does not exist.
     NotFound {
@@ -513,6 +531,10 @@ pub enum TemplateLookup {
         node: String,
         /// Whether it is a template (cloning a plain VM works too).
         template: bool,
+        /// Its pool, from the cluster view.
+        pool: Option<String>,
+        /// Its tags, from the cluster view.
+        tags: Vec<String>,
     },
     /// No VM matches.
     NotFound,

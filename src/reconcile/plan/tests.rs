@@ -128,6 +128,7 @@ pub(super) struct World {
     pub obs: Observation,
     pub now: Timestamp,
     pub observe_error: Option<ObserveError>,
+    pub forbidden: Option<Forbidden>,
 }
 
 impl World {
@@ -152,6 +153,7 @@ impl World {
             provider: ProviderState::Ready {
                 timing: Default::default(),
                 limits: Default::default(),
+                clones: None,
             },
             // The scheduler reserves VMID 100 whenever asked to.
             obs: Observation {
@@ -160,6 +162,7 @@ impl World {
             },
             now: at(100),
             observe_error: None,
+            forbidden: None,
         }
     }
 
@@ -338,6 +341,15 @@ impl World {
         self
     }
 
+    /// The API server refused a request of this pass (RBAC).
+    pub fn forbidden(mut self, message: &str) -> Self {
+        self.forbidden = Some(Forbidden {
+            message: message.into(),
+            retry_in: std::time::Duration::from_secs(4),
+        });
+        self
+    }
+
     pub fn with_provider(mut self, provider: ProviderState) -> Self {
         self.provider = provider;
         self
@@ -356,6 +368,7 @@ impl World {
             observed: self.obs.clone(),
             now: self.now,
             observe_error: self.observe_error.clone(),
+            forbidden: self.forbidden.clone(),
         }
     }
 

@@ -29,7 +29,7 @@ use super::invalid::why_unreadable;
 use super::plan::ProviderState;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
-    provider_config::{ConfigReason, Limits, Timing},
+    provider_config::{CloneSources, ConfigReason, Limits, Timing},
 };
 use pve_client::{Client, RequestHook};
 
@@ -46,6 +46,8 @@ pub struct Connection {
     pub limits: Limits,
     /// Its `vmidRange`, when set.
     pub vmid_range: Option<(u32, u32)>,
+    /// Its `clonePolicy.allowNonTemplates`, when set.
+    pub clones: Option<CloneSources>,
 }
 
 impl Connection {
@@ -54,6 +56,7 @@ impl Connection {
         ProviderState::Ready {
             timing: self.timing,
             limits: self.limits.clone(),
+            clones: self.clones.clone(),
         }
     }
 }
@@ -369,6 +372,10 @@ impl Providers {
             timing,
             limits: settings.limits.clone(),
             vmid_range: settings.vmid_range.map(|r| (r.min, r.max)),
+            clones: settings
+                .clone_policy
+                .as_ref()
+                .and_then(|p| p.allow_non_templates.clone()),
         }))
     }
 

@@ -127,6 +127,8 @@ pub async fn template_source(
                     vmid,
                     node,
                     template: true,
+                    pool: None,
+                    tags: vec![],
                 });
             }
             // Not created yet, or elsewhere (the view finds it later).

@@ -300,6 +300,8 @@ fn template_lookup(view: &ClusterView, wanted: &TemplateRef) -> TemplateLookup {
                 vmid,
                 node: vm.node.clone(),
                 template: vm.template,
+                pool: vm.pool.clone(),
+                tags: vm.tags.clone(),
             })
     };
     match wanted {
@@ -374,6 +376,8 @@ mod tests {
             vmid: 9000,
             node: "pve".into(),
             template: true,
+            pool: None,
+            tags: vec![],
         };
         assert_eq!(template_lookup(&view, &TemplateRef::Vmid(9000)), want);
         assert_eq!(

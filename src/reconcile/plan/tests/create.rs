@@ -21,6 +21,8 @@ fn template(vmid: u32, node: &str) -> Option<TemplateLookup> {
         vmid,
         node: node.into(),
         template: true,
+        pool: None,
+        tags: vec![],
     })
 }
 

@@ -189,6 +189,8 @@ impl Pve {
                 vmid: 9000,
                 node: "pve1".into(),
                 template: true,
+                pool: None,
+                tags: vec![],
             }),
             placement: Some(Placement::Chosen {
                 node: "pve1".into(),

@@ -208,6 +208,8 @@ fn a_linked_clone_waits_for_its_template() {
                     vmid: 9000,
                     node: "pve1".into(),
                     template,
+                    pool: None,
+                    tags: vec![],
                 })
             })
     };

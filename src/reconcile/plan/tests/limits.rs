@@ -53,6 +53,8 @@ fn cloning(w: World) -> World {
             vmid: 9000,
             node: "pve1".into(),
             template: true,
+            pool: None,
+            tags: vec![],
         })
     })
 }

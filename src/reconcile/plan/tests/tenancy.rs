@@ -3,6 +3,8 @@
 //! refused before anything is sent to Proxmox.
 
 use super::*;
+use crate::api::provider_config::CloneSources;
+use serde_json::Value;
 
 /// Notes with another resource's marker line in them.
 fn forged_notes() -> String {
@@ -87,6 +89,8 @@ fn cloning_777(template: bool) -> World {
                 vmid: 777,
                 node: "pve1".into(),
                 template,
+                pool: None,
+                tags: vec![],
             })
         })
 }
@@ -247,4 +251,236 @@ fn a_connection_secret_not_ours_is_said_on_synced_and_nothing_else_changes() {
     let (status, reason, message) = condition(&plan, ConditionType::Synced).unwrap();
     assert_eq!((status, reason.as_str()), (F, "InvalidSpec"));
     assert!(message.ends_with(&format!("; also: {why}")), "{message}");
+}
+
+/// What the API server says when RBAC refuses a read.
+const REFUSED: &str = r#"configmaps "web-net" is forbidden: User "system:serviceaccount:crossplane-system:crossplane-provider-proxmox" cannot get resource "configmaps" in API group "" in the namespace "default""#;
+
+#[test]
+fn a_refused_kubernetes_request_is_a_condition_table() {
+    let wait = |ready| expect("Wait", (F, Reason::Forbidden), ready);
+    run_table(vec![
+        (
+            "a new resource whose config may not be read waits, Forbidden",
+            World::new().forbidden(REFUSED),
+            wait(None),
+        ),
+        (
+            "... before its VMID is recorded",
+            World::new().vmid(100).forbidden(REFUSED),
+            wait(None),
+        ),
+        (
+            "... and nothing is created meanwhile",
+            World::new()
+                .pending()
+                .absent()
+                .finalizer()
+                .placed("pve1")
+                .image(true)
+                .forbidden(REFUSED),
+            wait(None),
+        ),
+        (
+            "an existing VM keeps its Ready",
+            World::new()
+                .created()
+                .present(our_vm(Power::Running))
+                .forbidden(REFUSED),
+            wait(None),
+        ),
+        (
+            "... and is not deleted from a partial view",
+            World::new()
+                .created()
+                .deleting()
+                .present(our_vm(Power::Running))
+                .forbidden(REFUSED),
+            wait(None),
+        ),
+        (
+            "a pause still wins",
+            World::new()
+                .annotate("crossplane.io/paused", "true")
+                .forbidden(REFUSED),
+            expect("Paused", (F, Reason::ReconcilePaused), None),
+        ),
+    ]);
+}
+
+#[test]
+fn the_forbidden_condition_names_the_request_and_says_what_to_do() {
+    let plan = World::new()
+        .created()
+        .present(our_vm(Power::Running))
+        .forbidden(REFUSED)
+        .run();
+    assert_eq!(plan.requeue_after, Some(std::time::Duration::from_secs(4)));
+    let message = synced_message(&plan);
+    assert!(
+        message.contains(REFUSED),
+        "the API server's words: {message}"
+    );
+    assert!(
+        message.contains("grant it in the provider's RBAC"),
+        "{message}"
+    );
+    assert!(message.ends_with("retrying in 4s"), "{message}");
+    assert_eq!(
+        condition(&plan, ConditionType::Ready),
+        None,
+        "Ready is kept"
+    );
+}
+
+#[test]
+fn a_refused_connection_secret_write_is_forbidden_and_retried() {
+    let world = World::new().created().present(our_vm(Power::Running));
+    let planned = world.run();
+    let mut plan = planned.clone();
+    let refused = Forbidden {
+        message: r#"secrets "web-conn" is forbidden: User "x" cannot create resource "secrets""#
+            .into(),
+        retry_in: std::time::Duration::from_secs(8),
+    };
+    write_refused(&mut plan, &world.vm, world.now, &refused);
+    assert_eq!(plan.step, planned.step, "the VM's step is unchanged");
+    let (status, reason, message) = condition(&plan, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "Forbidden"));
+    assert!(
+        message.contains("cannot create resource \"secrets\""),
+        "{message}"
+    );
+    assert_eq!(
+        condition(&plan, ConditionType::Ready),
+        condition(&planned, ConditionType::Ready),
+        "Ready is the VM's"
+    );
+    assert!(
+        plan.requeue_after
+            .is_some_and(|r| r <= std::time::Duration::from_secs(8)),
+        "looked at again: {:?}",
+        plan.requeue_after
+    );
+    // A VM problem already said is kept in the message.
+    let failing = World::new()
+        .created()
+        .spec(|s| s.description = Some(forged_notes()));
+    let mut plan = failing.run();
+    write_refused(&mut plan, &failing.vm, failing.now, &refused);
+    let message = synced_message(&plan);
+    assert!(message.contains("; also: refused: "), "{message}");
+}
+
+/// VM 777 (not a template) in `pool` with `tags`, cloned (`full`) under a
+/// provider config whose clonePolicy allows `allowed` (JSON).
+fn cloning_777_under(pool: Option<&str>, tags: &[&str], full: bool, allowed: Value) -> World {
+    let pool = pool.map(str::to_owned);
+    let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
+    let allowed: CloneSources = serde_json::from_value(allowed).unwrap();
+    cloning_777(false)
+        .spec(move |s| {
+            s.clone =
+                Some(serde_json::from_value(json!({"templateVmid": 777, "full": full})).unwrap());
+        })
+        .observe(move |o| {
+            o.template = Some(TemplateLookup::Found {
+                vmid: 777,
+                node: "pve1".into(),
+                template: false,
+                pool,
+                tags,
+            })
+        })
+        .with_provider(ProviderState::Ready {
+            timing: Default::default(),
+            limits: Default::default(),
+            clones: Some(allowed),
+        })
+}
+
+#[test]
+fn clone_policy_table() {
+    let cloned = || expect("CloneVm", (T, Reason::WaitingForTask), None);
+    let refused = || expect("Wait", (F, Reason::NotATemplate), None);
+    let golden = || json!({"pools": ["golden"], "tags": ["clone-ok"], "vmidRanges": [{"min": 700, "max": 799}]});
+    run_table(vec![
+        (
+            "a VM in an allowed pool is cloned",
+            cloning_777_under(Some("golden"), &[], true, json!({"pools": ["golden"]})),
+            cloned(),
+        ),
+        (
+            "... one in another pool is not",
+            cloning_777_under(Some("team-b"), &[], true, json!({"pools": ["golden"]})),
+            refused(),
+        ),
+        (
+            "... nor one in no pool",
+            cloning_777_under(None, &[], true, json!({"pools": ["golden"]})),
+            refused(),
+        ),
+        (
+            "a VM with an allowed tag is cloned (tags regardless of case)",
+            cloning_777_under(
+                None,
+                &["db", "Clone-OK"],
+                true,
+                json!({"tags": ["clone-ok"]}),
+            ),
+            cloned(),
+        ),
+        (
+            "... one with other tags is not",
+            cloning_777_under(None, &["db"], true, json!({"tags": ["clone-ok"]})),
+            refused(),
+        ),
+        (
+            "a VMID in an allowed range is cloned",
+            cloning_777_under(
+                None,
+                &[],
+                true,
+                json!({"vmidRanges": [{"min": 700, "max": 799}]}),
+            ),
+            cloned(),
+        ),
+        (
+            "... one outside it is not",
+            cloning_777_under(
+                None,
+                &[],
+                true,
+                json!({"vmidRanges": [{"min": 9000, "max": 9099}]}),
+            ),
+            refused(),
+        ),
+        (
+            "any one match is enough",
+            cloning_777_under(Some("team-b"), &["db"], true, golden()),
+            cloned(),
+        ),
+        (
+            "an empty policy allows nothing beyond templates",
+            cloning_777_under(Some("golden"), &["clone-ok"], true, json!({})),
+            refused(),
+        ),
+        (
+            "a linked clone needs a template, whatever the policy",
+            cloning_777_under(Some("golden"), &[], false, golden()),
+            refused(),
+        ),
+    ]);
+    let linked = cloning_777_under(Some("golden"), &[], false, golden()).run();
+    assert!(
+        synced_message(&linked).contains("a linked clone (full: false) needs a template"),
+        "{}",
+        synced_message(&linked)
+    );
+    let other = cloning_777_under(Some("team-b"), &[], true, json!({"pools": ["golden"]})).run();
+    assert!(
+        synced_message(&other).contains("clonePolicy.allowNonTemplates"),
+        "says what would allow it: {}",
+        synced_message(&other)
+    );
 }
