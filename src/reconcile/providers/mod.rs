@@ -224,6 +224,32 @@ impl Providers {
         }
     }
 
+    /// Every config the provider config controllers' watch caches hold,
+    /// once both have listed; `None` before.
+    pub fn listed_configs(&self) -> Option<Vec<ConfigKey>> {
+        let stores = self.stores.get()?;
+        let listed = |ready: Option<Result<(), _>>| matches!(ready, Some(Ok(())));
+        use futures::FutureExt;
+        if !listed(stores.provider.wait_until_ready().now_or_never())
+            || !listed(stores.cluster.wait_until_ready().now_or_never())
+        {
+            return None;
+        }
+        let provider = stores.provider.state();
+        let cluster = stores.cluster.state();
+        Some(
+            provider
+                .iter()
+                .map(|c| ConfigKey::provider_config(c))
+                .chain(
+                    cluster
+                        .iter()
+                        .map(|c| ConfigKey::cluster_provider_config(c)),
+                )
+                .collect(),
+        )
+    }
+
     /// Serves configs from the provider config controllers' watch caches
     /// from now on.
     pub fn watch(&self, provider: Store<ProviderConfig>, cluster: Store<ClusterProviderConfig>) {
