@@ -142,6 +142,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 identity: identity(),
                 namespace: None,
             };
+            reconcile::providers::set_agent(&settings.identity);
             tracing::info!(
                 version = env!("CARGO_PKG_VERSION"),
                 poll_interval = ?settings.poll_interval,

@@ -16,3 +16,8 @@ mod chaos;
 async fn vms_converge_through_kills_failovers_an_apiserver_restart_and_proxmox_faults() {
     chaos::run().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replicas_share_the_configs_and_a_paused_or_killed_holder_never_writes_out_of_its_term() {
+    chaos::shards::run().await;
+}

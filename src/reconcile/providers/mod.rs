@@ -11,7 +11,7 @@ mod build;
 mod key;
 
 pub(crate) use build::secret_value;
-pub use build::set_task_observe_mode;
+pub use build::{set_agent, set_task_observe_mode};
 pub use key::{ConfigKey, SecretName};
 
 use std::collections::HashMap;
