@@ -88,7 +88,7 @@ demo: ## Run the provider against pve-sim on a local control plane and create ex
 
 .PHONY: chaos
 chaos: ## Full-size chaos suite (50 VMs, kills, failovers, apiserver restart, Proxmox faults; ~10 min); figures into docs/reliability.md
-	CHAOS_SIZE=full CHAOS_REPORT="$(CURDIR)/docs/reliability.md" $(CARGO) test --workspace --test chaos -- --nocapture
+	CHAOS_SIZE=full CHAOS_SHARD_VMS=6 CHAOS_REPORT="$(CURDIR)/docs/reliability.md" $(CARGO) test --workspace --test chaos -- --nocapture
 
 # The benchmark's binaries: release builds, so CPU and memory are what a
 # deployment would see (the smoke check reuses make test's debug builds).

@@ -58,8 +58,9 @@ struct RunArgs {
     /// and Prometheus reach it, and its network policy decides who may.
     #[arg(long, env = "METRICS_ADDR", default_value = "127.0.0.1:8080")]
     metrics_addr: SocketAddr,
-    /// Elect a leader among replicas (Lease crossplane-provider-proxmox in
-    /// POD_NAMESPACE); only the leader reconciles.
+    /// Share the provider configs among replicas: one Lease per config
+    /// (crossplane-provider-proxmox.* in POD_NAMESPACE); a replica reconciles
+    /// only the configs it holds.
     #[arg(long, env = "LEADER_ELECTION", default_value_t = true, action = ArgAction::Set)]
     leader_election: bool,
     /// Log filter: a level (error, warn, info, debug, trace) or
@@ -142,6 +143,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 identity: identity(),
                 namespace: None,
             };
+            reconcile::providers::set_agent(&settings.identity);
             tracing::info!(
                 version = env!("CARGO_PKG_VERSION"),
                 poll_interval = ?settings.poll_interval,
@@ -201,7 +203,7 @@ fn lease_namespace() -> anyhow::Result<String> {
                 .and_then(non_empty)
         })
         .context(
-            "leader election needs a namespace for its Lease (crossplane-provider-proxmox): \
+            "leader election needs a namespace for its Leases (crossplane-provider-proxmox.*): \
              set POD_NAMESPACE=<namespace> (for example POD_NAMESPACE=default), \
              or run with --leader-election=false (LEADER_ELECTION=false) when only one instance runs",
         )

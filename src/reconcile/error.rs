@@ -42,9 +42,13 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// Leader election failed.
-    #[error("leader election: {0}")]
-    Lease(#[from] kube_lease_manager::LeaseManagerError),
+    /// This replica cannot prove it holds the provider config's Lease (lost,
+    /// handed over, or past its renew deadline): nothing is written for it.
+    #[error("not holding the Lease of {config}: nothing is written for it")]
+    Fenced {
+        /// The config.
+        config: String,
+    },
 }
 
 impl Error {
@@ -58,7 +62,7 @@ impl Error {
             Self::Serialize { .. } => "serialize",
             Self::CrdMissing(_) => "crd_missing",
             Self::Server { .. } => "server",
-            Self::Lease(_) => "lease",
+            Self::Fenced { .. } => "fenced",
         }
     }
 }

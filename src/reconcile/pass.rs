@@ -31,8 +31,9 @@ use super::plan::{
     self, ActFailure, Done, Forbidden, Idle, KubeWrite, Needs, Observation, ObserveError, Plan,
     PlanInput, Preflight, ProviderState, Step,
 };
-use super::providers::Connection;
+use super::providers::{ConfigKey, Connection};
 use super::runtime::context::Context;
+use super::runtime::shards::Hold;
 use crate::api::ProxmoxVM;
 use act::{act, act_local};
 use observe::{Failure, Sources, observe};
@@ -41,15 +42,41 @@ use reserve::{Reserved, reserve};
 
 /// The controller's reconcile function. Passes are admitted in arrival
 /// order (see [`crate::reconcile::runtime::queue`]).
+///
+/// Only for a config this replica holds (see
+/// [`crate::reconcile::runtime::shards`]): a resource of another config
+/// waits, and gaining its config wakes it. The pass is cancelled when the
+/// config's term ends, and shows its [`Hold`] to the fence before every
+/// write.
 pub async fn reconcile(
     obj: Arc<DeserializeGuard<ProxmoxVM>>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
+    let hold = match &obj.0 {
+        Ok(vm) => match ctx.shards.hold(&ConfigKey::of(vm)) {
+            Some(hold) => Some(hold),
+            None => return Ok(Action::await_change()),
+        },
+        // Not readable: reported without any config (see `error_policy`).
+        Err(_) => None,
+    };
     let _admitted = ctx.queue.admit(&ctx.metrics).await;
     let started = Instant::now();
     let id = identify(&obj)?;
     let span = tracing::info_span!("reconcile", vm = %id);
-    let result = pass(&obj, &id, &ctx).instrument(span).await;
+    let result = match &hold {
+        Some(hold) => {
+            tokio::select! {
+                result = pass(&obj, &id, &ctx, hold).instrument(span) => result,
+                () = hold.lost() => Err(Error::Fenced { config: hold.key().to_string() }),
+            }
+        }
+        None => current(&obj, &id, &ctx).await.map(|_| Outcome {
+            action: Action::await_change(),
+            failed: None,
+            transient: false,
+        }),
+    };
     // A pass that ends with Synced=False (a failed task, a lock, a missing
     // config, ...) failed too, though not as a Kubernetes error: its reason
     // is the kind.
@@ -79,6 +106,11 @@ pub fn error_policy(
         tracing::warn!(%error, "cannot reconcile an object without a name or UID");
         return Action::await_change();
     };
+    if let Error::Fenced { config } = error {
+        // Its config's new holder (maybe this replica again) takes over.
+        tracing::debug!(vm = %id, %config, "pass stopped: the config's Lease is not held");
+        return Action::await_change();
+    }
     if matches!(error, Error::InvalidObject { .. }) {
         tracing::warn!(vm = %id, %error, "cannot reconcile until the resource changes");
         super::invalid::report::<ProxmoxVM>(&ctx.kube, meta, super::invalid::VM);
@@ -120,6 +152,7 @@ async fn pass(
     obj: &DeserializeGuard<ProxmoxVM>,
     id: &Identity,
     ctx: &Context,
+    hold: &Hold,
 ) -> Result<Outcome, Error> {
     let Some(vm) = current(obj, id, ctx).await? else {
         return Ok(Outcome {
@@ -128,19 +161,40 @@ async fn pass(
             transient: false,
         });
     };
+    // A fresh read may show the resource moved to another config.
+    let moved;
+    let hold = match ConfigKey::of(&vm) {
+        key if key == *hold.key() => hold,
+        key => match ctx.shards.hold(&key) {
+            Some(other) => {
+                moved = other;
+                &moved
+            }
+            None => {
+                return Ok(Outcome {
+                    action: Action::await_change(),
+                    failed: None,
+                    transient: false,
+                });
+            }
+        },
+    };
     let now = Timestamp::now();
     let needs = match plan::preflight(&vm, now) {
         Preflight::Decided(plan) => {
             let input = PlanInput::unresolved(&vm, now);
+            ctx.shards.fence(hold)?;
             let outcome = act_local(&ctx.kube, (&vm, id), &plan.step, now).await;
             let plan = plan::settle(&input, (*plan).into(), outcome.clone());
-            return report(ctx, id, &input, plan, &outcome).await;
+            return report(ctx, (id, hold), &input, plan, &outcome).await;
         }
         Preflight::Observe(needs) => needs,
     };
+    // Connecting may mark the config in use (a write to it).
+    ctx.shards.fence(hold)?;
     let connection = match ctx.providers.connect(&vm).await {
         Ok(Ok(connection)) => connection,
-        Ok(Err(state)) => return without_config(ctx, id, &vm, Ok(state), now).await,
+        Ok(Err(state)) => return without_config(ctx, (id, hold), &vm, Ok(state), now).await,
         // The config or its Secrets may not be read: said on the resource.
         Err(e) => match forbidden_message(&e) {
             Some(message) => {
@@ -148,13 +202,20 @@ async fn pass(
                     message,
                     retry_in: ctx.memory.failed(&id.uid),
                 };
-                return without_config(ctx, id, &vm, Err(forbidden), now).await;
+                return without_config(ctx, (id, hold), &vm, Err(forbidden), now).await;
             }
             None => return Err(e),
         },
     };
     let (input, reserved) = observe_and_reserve(ctx, &connection, (&vm, id), &needs, now).await?;
     let plan = plan::plan(&input);
+    if !matches!(plan.step, Step::Idle(_))
+        && let Err(fenced) = ctx.shards.fence(hold)
+    {
+        let not_sent = Err(ActFailure::Failed(fenced.to_string()));
+        reserved.settle(ctx, &connection, (&vm, id), &plan, &not_sent);
+        return Err(fenced);
+    }
     let outcome = act(&ctx.kube, &connection.client, (&vm, id), &plan.step, now).await;
     if plan.step.reaches_proxmox() {
         // Sent, or maybe sent: the last look no longer tells what the VM is.
@@ -162,14 +223,14 @@ async fn pass(
     }
     reserved.settle(ctx, &connection, (&vm, id), &plan, &outcome);
     let plan = plan::settle(&input, plan, outcome.clone());
-    report(ctx, id, &input, plan, &outcome).await
+    report(ctx, (id, hold), &input, plan, &outcome).await
 }
 
 /// A pass whose provider config cannot be used (or, `Err`, may not be
 /// read): the plan only waits.
 async fn without_config(
     ctx: &Context,
-    id: &Identity,
+    (id, hold): (&Identity, &Hold),
     vm: &ProxmoxVM,
     state: Result<ProviderState, Forbidden>,
     now: Timestamp,
@@ -190,7 +251,7 @@ async fn without_config(
         ))),
     };
     let plan = plan::settle(&input, plan, outcome.clone());
-    report(ctx, id, &input, plan, &outcome).await
+    report(ctx, (id, hold), &input, plan, &outcome).await
 }
 
 /// Observes Proxmox as `needs` asks and takes what the scheduler reserves
@@ -280,10 +341,10 @@ fn input(
 }
 
 /// After the step: what the controller remembers, the status, events and
-/// the connection Secret, and when to look again.
+/// the connection Secret, and when to look again. Each write is fenced.
 async fn report(
     ctx: &Context,
-    id: &Identity,
+    (id, hold): (&Identity, &Hold),
     input: &PlanInput<'_>,
     mut plan: Plan,
     outcome: &Result<Done, ActFailure>,
@@ -313,6 +374,7 @@ async fn report(
     // this resource's to write.
     let published = match &plan.connection {
         Some(data) if vm.metadata.deletion_timestamp.is_none() => {
+            ctx.shards.fence(hold)?;
             connection_secret::publish(&ctx.kube, (vm, id), data).await
         }
         Some(_) | None => Ok(None),
@@ -344,9 +406,17 @@ async fn report(
         other => other,
     };
     log_synced_change(vm, &plan);
-    // After a metadata write the status goes onto the new version.
-    let written = status::write(&ctx.kube, (vm, id), &plan.status).await;
+    // After a metadata write the status goes onto the new version: the
+    // write is conditional on the version this pass read or wrote, so it
+    // cannot overwrite a fresher status of another holder.
+    let base = match outcome {
+        Ok(Done::Written(version)) => version.clone(),
+        Ok(Done::Started(_) | Done::Nothing) | Err(_) => vm.metadata.resource_version.clone(),
+    };
+    ctx.shards.fence(hold)?;
+    let written = status::write(&ctx.kube, (vm, id), &plan.status, base.as_deref()).await;
     for event in &plan.events {
+        ctx.shards.fence(hold)?;
         ctx.events.publish(vm, event).await;
     }
     if let Ok(Some(version)) = &written {

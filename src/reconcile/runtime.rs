@@ -1,5 +1,6 @@
-//! Starting and stopping the controller: the metrics server, leader
-//! election, and the controller itself, until a shutdown future resolves.
+//! Starting and stopping the controller: the metrics server, the
+//! controller itself and, with leader election, the Leases of the provider
+//! configs ([`shards`]), until a shutdown future resolves.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -9,9 +10,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use kube::api::ListParams;
-use kube_lease_manager::LeaseManagerBuilder;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 pub mod context;
 pub mod controller;
@@ -20,20 +19,17 @@ pub mod metrics;
 pub mod queue;
 pub mod server;
 pub mod settings;
+pub mod shards;
 pub mod wake;
 
 use super::error::Error;
 use crate::api::ProxmoxVM;
 use metrics::Metrics;
 use server::Readiness;
-use settings::{LeaderElection, Settings};
+use settings::Settings;
 
 /// A shutdown signal that many waiters can share.
 type Stop = Shared<BoxFuture<'static, ()>>;
-
-/// Lease timing: held for 15 s, renewed 5 s before it runs out.
-const LEASE_SECONDS: u64 = 15;
-const LEASE_GRACE_SECONDS: u64 = 5;
 
 /// A controller ready to run.
 pub struct Runtime {
@@ -53,7 +49,8 @@ impl Runtime {
         };
         Ok(Self {
             kube,
-            readiness: Arc::new(Readiness::new(settings.leader_election.is_some())),
+            // Every replica runs the controller and fills its cache.
+            readiness: Arc::new(Readiness::new(false)),
             settings,
             metrics: Arc::new(Metrics::default()),
             listener,
@@ -105,30 +102,17 @@ impl Runtime {
                 stop.clone(),
             ))
         });
-        let result = match self.settings.leader_election.clone() {
-            None => {
-                controller::run(
-                    self.kube,
-                    self.settings,
-                    self.metrics,
-                    self.readiness,
-                    stop.clone(),
-                )
-                .await;
-                Ok(())
-            }
-            Some(election) => {
-                lead(
-                    self.kube,
-                    self.settings,
-                    election,
-                    self.metrics,
-                    self.readiness,
-                    stop.clone(),
-                )
-                .await
-            }
-        };
+        // With or without leader election the controller runs for the
+        // whole life of the process: which provider configs it acts for is
+        // decided per config by their Leases (`shards`).
+        controller::run(
+            self.kube,
+            self.settings,
+            self.metrics,
+            self.readiness,
+            stop.clone(),
+        )
+        .await;
         if let Some(server) = server {
             stop.await;
             match server.await {
@@ -137,74 +121,8 @@ impl Runtime {
                 Ok(Ok(())) => {}
             }
         }
-        result
+        Ok(())
     }
-}
-
-/// Runs the controller whenever this replica holds the Lease, until `stop`.
-async fn lead(
-    kube: kube::Client,
-    settings: Settings,
-    election: LeaderElection,
-    metrics: Arc<Metrics>,
-    readiness: Arc<Readiness>,
-    stop: Stop,
-) -> Result<(), Error> {
-    let manager = LeaseManagerBuilder::new(kube.clone(), &election.lease_name)
-        .with_namespace(&election.namespace)
-        .with_identity(&settings.identity)
-        .with_duration(LEASE_SECONDS)
-        .with_grace(LEASE_GRACE_SECONDS)
-        .build()
-        .await?;
-    tracing::info!(
-        lease = %election.lease_name, namespace = %election.namespace,
-        identity = %settings.identity, "waiting to become leader"
-    );
-    let (leading, lease_task) = manager.watch().await;
-    let result = loop {
-        let mut became = leading.clone();
-        tokio::select! {
-            () = stop.clone() => break Ok(()),
-            changed = became.wait_for(|l| *l) => if changed.is_err() { break Ok(()) },
-        }
-        tracing::info!("became leader; starting the controller");
-        readiness.set_leading(true);
-        let lost = lost(leading.clone(), stop.clone());
-        controller::run(
-            kube.clone(),
-            settings.clone(),
-            Arc::clone(&metrics),
-            Arc::clone(&readiness),
-            lost,
-        )
-        .await;
-        readiness.set_leading(false);
-        if stop.peek().is_some() {
-            break Ok(());
-        }
-        tracing::warn!("lost the leader lease; standing by");
-    };
-    // Closing the channel makes the lease task release the Lease.
-    drop(leading);
-    match tokio::time::timeout(Duration::from_secs(5), lease_task).await {
-        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "releasing the lease"),
-        Ok(_) => {}
-        Err(_) => tracing::warn!("releasing the lease timed out"),
-    }
-    result
-}
-
-/// Resolves when leadership is lost or `stop` fires.
-fn lost(mut leading: watch::Receiver<bool>, stop: Stop) -> Stop {
-    async move {
-        tokio::select! {
-            () = stop => {}
-            _ = leading.wait_for(|l| !*l) => {}
-        }
-    }
-    .boxed()
-    .shared()
 }
 
 /// Runs the controller until `shutdown` resolves: [`Runtime::new`] then

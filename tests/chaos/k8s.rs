@@ -19,8 +19,11 @@ use crate::support;
 
 const GROUP: &str = "proxmox.crossplane.io";
 const VERSION: &str = "v1alpha1";
-/// The provider's leader election Lease.
-const LEASE: &str = "crossplane-provider-proxmox";
+/// The Lease of the provider config `name` of namespace `ns` (one per
+/// config: see src/reconcile/runtime/shards.rs).
+pub fn config_lease(ns: &str, name: &str) -> String {
+    format!("crossplane-provider-proxmox.pc.{ns}.{name}")
+}
 
 /// Calls `call` until it succeeds (two minutes at most).
 pub async fn retry<T, F, Fut>(what: &str, mut call: F) -> T
@@ -104,11 +107,12 @@ pub async fn delete_all(api: &Api<DynamicObject>) {
     }
 }
 
-/// Who holds the provider's Lease in `ns` (`None` if nobody, or if the
-/// apiserver does not answer right now).
+/// Who holds the Lease of the first provider config (`token`) in `ns`:
+/// the "leader" of the kill plan (`None` if nobody, or if the apiserver
+/// does not answer right now).
 pub async fn lease_holder(ns: &str) -> Option<String> {
     Api::<Lease>::namespaced(support::client(), ns)
-        .get_opt(LEASE)
+        .get_opt(&config_lease(ns, super::fleet::CONFIGS[0]))
         .await
         .ok()
         .flatten()

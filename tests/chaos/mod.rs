@@ -19,6 +19,7 @@ pub mod report;
 pub mod schedule;
 pub mod secrets;
 pub mod setup;
+pub mod shards;
 pub mod sim;
 pub mod size;
 pub mod state;

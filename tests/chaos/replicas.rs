@@ -63,18 +63,23 @@ pub struct Replicas {
 }
 
 impl Replicas {
-    /// Starts two replicas in `namespace` (their Lease lives there), logging
+    /// Starts two replicas in `namespace` (their Leases live there), logging
     /// into `dir`, and the supervisor that restarts and scrapes them.
     pub fn start(kubeconfig: &Path, namespace: &str, dir: &Path) -> Self {
+        Self::start_slots(kubeconfig, namespace, dir, &['a', 'b'])
+    }
+
+    /// The same with one replica per letter of `letters`.
+    pub fn start_slots(kubeconfig: &Path, namespace: &str, dir: &Path, letters: &[char]) -> Self {
         let launch = Launch {
             binary: PathBuf::from(env!("CARGO_BIN_EXE_proxmox-provider")),
             kubeconfig: kubeconfig.to_owned(),
             namespace: namespace.to_owned(),
             dir: dir.to_owned(),
         };
-        let slots = ['a', 'b']
-            .into_iter()
-            .map(|letter| Slot {
+        let slots = letters
+            .iter()
+            .map(|&letter| Slot {
                 letter,
                 generation: 0,
                 process: None,
@@ -195,12 +200,20 @@ impl Replicas {
 
     /// Freezes (SIGSTOP) the replica in `slot`; whether one ran there.
     pub fn freeze(&self, slot: usize) -> bool {
+        self.signal(slot, testenv::Signal::Stop)
+    }
+
+    /// Resumes (SIGCONT) the replica in `slot`; whether one ran there.
+    pub fn thaw(&self, slot: usize) -> bool {
+        self.signal(slot, testenv::Signal::Cont)
+    }
+
+    fn signal(&self, slot: usize, signal: testenv::Signal) -> bool {
         let state = self.state();
         let Some(process) = &state.slots[slot].process else {
             return false;
         };
-        testenv::ProcessId::of(process.child.id())
-            .is_some_and(|id| id.signal(testenv::Signal::Stop).is_ok())
+        testenv::ProcessId::of(process.child.id()).is_some_and(|id| id.signal(signal).is_ok())
     }
 
     /// The slot whose running process holds the Lease as `holder`.

@@ -25,11 +25,13 @@ pub fn run_dir() -> PathBuf {
     dir
 }
 
-fn secret(name: &str, data: Value) -> Value {
+/// A Secret manifest with `data` as its `stringData`.
+pub fn secret(name: &str, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": data})
 }
 
-fn provider_config(name: &str, sim: &Sim) -> Value {
+/// A ProviderConfig `name` for `sim`, reading the Secret `<name>-credentials`.
+pub fn provider_config(name: &str, sim: &Sim) -> Value {
     json!({
         "apiVersion": "proxmox.crossplane.io/v1alpha1",
         "kind": "ProviderConfig",

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use kube::api::ListParams;
+use provider_proxmox::api::ClusterProviderConfig;
 use provider_proxmox::reconcile::LeaderElection;
+use provider_proxmox::reconcile::runtime::shards::assign::assign;
 use serde_json::json;
 
 use crate::reconcile::{Controller, DEADLINE, Env, Options, manifests};
@@ -66,7 +69,7 @@ async fn metrics_health_and_readiness_are_served() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_of_two_replicas_leads_and_the_other_takes_over() {
+async fn one_of_two_replicas_holds_the_config_and_the_other_takes_over() {
     let env = Env::without_controller("leader", Options::default()).await;
     let replica = |n: u32| {
         let mut s = env.settings();
@@ -77,59 +80,106 @@ async fn one_of_two_replicas_leads_and_the_other_takes_over() {
     };
     let first = Controller::start(support::client(), replica(1)).await;
     let leases: Api<Lease> = Api::namespaced(support::client(), env.ns.name());
+    // The Lease of the namespace's ProviderConfig `pve`.
+    let lease = format!("crossplane-provider-proxmox.pc.{}.pve", env.ns.name());
     let holder = || async {
         leases
-            .get_opt("crossplane-provider-proxmox")
+            .get_opt(&lease)
             .await
             .ok()
             .flatten()
             .and_then(|l| l.spec?.holder_identity)
+            .filter(|h| !h.is_empty())
     };
-    support::poll("replica-1 to lead", DEADLINE, || async {
-        match holder().await.as_deref() {
-            Some("replica-1") => Ok(()),
-            other => Err(format!("holder {other:?}")),
+    let wait_holder = |who: String| {
+        let holder = &holder;
+        async move {
+            support::poll(&format!("{who} to hold the config"), DEADLINE, || async {
+                match holder().await {
+                    Some(h) if h == who => Ok(()),
+                    other => Err(format!("holder {other:?}")),
+                }
+            })
+            .await;
         }
-    })
-    .await;
+    };
+    wait_holder("replica-1".into()).await;
     let second = Controller::start(support::client(), replica(2)).await;
     let standby = second.addr.unwrap();
-    support::poll("the standby to be ready", DEADLINE, || async {
+    support::poll("the second replica to be ready", DEADLINE, || async {
         match get(standby, "/readyz").await.0 {
             200 => Ok(()),
             code => Err(code.to_string()),
         }
     })
     .await;
+    // Both replicas compute the same assignment: wait for it.
+    let members = ["replica-1", "replica-2"].map(str::to_owned).into();
+    let wanted = assign(&[lease.clone()].into(), &members)[&lease].clone();
+    let other = if wanted == "replica-1" {
+        "replica-2"
+    } else {
+        "replica-1"
+    };
+    support::poll("both member Leases", DEADLINE, || async {
+        let n = leases
+            .list(&ListParams::default().labels("proxmox.crossplane.io/lease=member"))
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .len();
+        if n == 2 {
+            Ok(())
+        } else {
+            Err(format!("{n} member Leases"))
+        }
+    })
+    .await;
+    wait_holder(wanted.clone()).await;
+    let (holding, standing) = if wanted == "replica-1" {
+        (&first, &second)
+    } else {
+        (&second, &first)
+    };
+    env.wait_config("pve", "to name its holder", |s| {
+        s.holder.as_deref() == Some(wanted.as_str())
+    })
+    .await;
 
     env.apply(&manifests::vm("web", manifests::imported(json!({}))))
         .await;
     env.wait_ready("web").await;
-    assert_eq!(holder().await.as_deref(), Some("replica-1"));
+    assert_eq!(holder().await, Some(wanted.clone()));
     assert!(
-        !second
+        !standing
             .metrics
             .encode()
             .contains("proxmox_provider_reconcile_total{"),
-        "the standby reconciled nothing"
+        "the replica not holding the config reconciled nothing"
+    );
+    assert!(
+        holding.metrics.encode().contains(&format!(
+            "proxmox_provider_config_lease_held{{config=\"ProviderConfig {}/pve\"}} 1",
+            env.ns.name()
+        )),
+        "the holder says so in its metrics"
     );
 
-    // The leader stops (releasing the Lease); the standby takes over.
-    first.stop().await;
-    support::poll("replica-2 to lead", DEADLINE, || async {
-        match holder().await.as_deref() {
-            Some("replica-2") => Ok(()),
-            other => Err(format!("holder {other:?}")),
-        }
-    })
-    .await;
+    // The holder stops (giving the Lease up); the other takes over.
+    let (survivor, stopped) = if wanted == "replica-1" {
+        (second, first)
+    } else {
+        (first, second)
+    };
+    stopped.stop().await;
+    wait_holder(other.to_owned()).await;
     env.patch_vm(
         "web",
         json!({"spec": {"forProvider": {"powerState": "Stopped"}}}),
     )
     .await;
     let vmid = env.vmid("web").await;
-    support::poll("replica-2 to stop the VM", DEADLINE, || async {
+    support::poll("the other replica to stop the VM", DEADLINE, || async {
         match env.sim.power(vmid).await.as_str() {
             "stopped" => Ok(()),
             other => Err(other.to_owned()),
@@ -137,12 +187,12 @@ async fn one_of_two_replicas_leads_and_the_other_takes_over() {
     })
     .await;
     assert!(
-        second
+        survivor
             .metrics
             .encode()
             .contains("proxmox_provider_reconcile_total{result=\"success\"}")
     );
-    tokio::time::timeout(Duration::from_secs(60), second.stop())
+    tokio::time::timeout(Duration::from_secs(60), survivor.stop())
         .await
         .expect("the second replica stops");
 }

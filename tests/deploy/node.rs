@@ -315,8 +315,8 @@ fn provider_works(node: &Node, path: &str) {
             .any(|v| v["projected"]["sources"][0]["serviceAccountToken"].is_object()),
         "{path}: the pod gets its ServiceAccount token volume: {pod:#}"
     );
-    // The Lease names the pod: it authenticated as its ServiceAccount
-    // (RBAC lets nothing else take it).
+    // A Lease names the pod: it authenticated as its ServiceAccount
+    // (RBAC lets nothing else write it).
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let holder = node.kubectl(&[
@@ -324,12 +324,17 @@ fn provider_works(node: &Node, path: &str) {
             NAMESPACE,
             "get",
             "lease",
-            DEPLOYMENT,
+            "-l",
+            "proxmox.crossplane.io/lease=member",
             "-o",
-            "jsonpath={.spec.holderIdentity}",
+            "jsonpath={.items[*].spec.holderIdentity}",
         ]);
+        // Its member Lease (one per replica; the config Leases follow).
         // The identity is the pod's name and a per-process suffix.
-        if String::from_utf8_lossy(&holder.stdout).starts_with(&format!("{pod_name}-")) {
+        if String::from_utf8_lossy(&holder.stdout)
+            .split_whitespace()
+            .any(|h| h.starts_with(&format!("{pod_name}-")))
+        {
             break;
         }
         assert!(

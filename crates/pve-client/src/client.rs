@@ -40,6 +40,15 @@ struct Inner {
     hook: Option<RequestHook>,
 }
 
+/// `crossplane-provider-proxmox/<version>`, and ` (<agent>)` when given.
+fn user_agent(agent: Option<&str>) -> String {
+    let product = concat!("crossplane-provider-proxmox/", env!("CARGO_PKG_VERSION"));
+    match agent {
+        Some(agent) => format!("{product} ({agent})"),
+        None => product.to_owned(),
+    }
+}
+
 impl Client {
     /// Builds a client. Fails only on an unusable configuration (bad CA
     /// bundle, bad credentials encoding); nothing is sent yet.
@@ -51,10 +60,7 @@ impl Client {
             .timeout(config.limits.request_timeout)
             .connect_timeout(config.limits.connect_timeout)
             .pool_idle_timeout(Duration::from_secs(60))
-            .user_agent(concat!(
-                "crossplane-provider-proxmox/",
-                env!("CARGO_PKG_VERSION")
-            ))
+            .user_agent(user_agent(config.agent.as_deref()))
             .build()
             .map_err(|e| Error::config(format!("cannot build HTTP client: {e}")))?;
         let auth = Auth::new(&config.credentials, config.auth.ticket_refresh_after)?;

@@ -201,6 +201,9 @@ pub struct ClientConfig {
     pub tasks: TaskOptions,
     /// Called after every HTTP exchange (metrics); none by default.
     pub request_hook: Option<RequestHook>,
+    /// Who sends the requests (a replica's identity), added to the
+    /// `User-Agent` as `crossplane-provider-proxmox/<version> (<agent>)`.
+    pub agent: Option<String>,
 }
 
 impl ClientConfig {
@@ -224,6 +227,7 @@ impl ClientConfig {
             retry: RetryPolicy::default(),
             tasks: TaskOptions::default(),
             request_hook: None,
+            agent: None,
         })
     }
 

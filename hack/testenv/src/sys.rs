@@ -75,6 +75,8 @@ pub enum Signal {
     /// Freezes the process until SIGCONT (or SIGKILL): tests use it to
     /// stop a process at an exact moment, e.g. with a request in flight.
     Stop,
+    /// Resumes a process frozen with [`Signal::Stop`].
+    Cont,
 }
 
 impl Signal {
@@ -83,6 +85,7 @@ impl Signal {
             Signal::Term => libc::SIGTERM,
             Signal::Kill => libc::SIGKILL,
             Signal::Stop => libc::SIGSTOP,
+            Signal::Cont => libc::SIGCONT,
         }
     }
 }

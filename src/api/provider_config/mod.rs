@@ -67,6 +67,12 @@ macro_rules! provider_config_kind {
             ),
             printcolumn(name = "USERS", type_ = "integer", json_path = ".status.users"),
             printcolumn(name = "VERSION", type_ = "string", json_path = ".status.version"),
+            printcolumn(
+                name = "HOLDER",
+                type_ = "string",
+                json_path = ".status.holder",
+                priority = 1
+            ),
             printcolumn(name = "ENDPOINT", type_ = "string", json_path = ".spec.endpoint"),
             printcolumn(
                 name = "AGE",

@@ -27,6 +27,12 @@ pub struct ProviderConfigStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     pub version: Option<String>,
+    /// The provider replica holding this config's Lease, which reconciles
+    /// its ProxmoxVMs and writes this status; absent when the provider runs
+    /// without leader election.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub holder: Option<String>,
 }
 
 /// Reasons of a provider config's `Ready` condition.

@@ -27,6 +27,10 @@
 //! retry); a spec change or a deletion of a config wakes them directly.
 //!
 //! A config in use cannot be deleted: see [`in_use`].
+//!
+//! With leader election, only the replica holding a config's Lease runs
+//! its passes (checks it, writes its status, which names that replica in
+//! `status.holder`); the others skip it until they gain it.
 
 pub mod in_use;
 mod kind;
@@ -58,6 +62,7 @@ use super::providers::{ConfigKey, Providers, SecretName};
 use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind};
 use crate::reconcile::runtime::controller::scoped;
 use crate::reconcile::runtime::memory::Memory;
+use crate::reconcile::runtime::shards::Shards;
 
 /// Secrets that never hold Proxmox credentials, CA bundles or cloud-init
 /// data, and are many (also left out of the VM controller's Secret watch).
@@ -117,7 +122,7 @@ impl Triggers {
 pub async fn run(
     kube: kube::Client,
     scope: Option<String>,
-    providers: Arc<Providers>,
+    (providers, shards): (Arc<Providers>, Arc<Shards>),
     events: Events,
     users: Users,
     (triggers, receivers): (Triggers, Receivers),
@@ -131,6 +136,7 @@ pub async fn run(
         events,
         failures: Memory::default(),
         scope: scope.clone(),
+        shards,
     });
     let (pcs, pc_controller) = controller(
         &kube,

@@ -26,6 +26,7 @@ use crate::reconcile::pass::status;
 use crate::reconcile::plan;
 use crate::reconcile::providers::{ConfigKey, Providers};
 use crate::reconcile::runtime::memory::Memory;
+use crate::reconcile::runtime::shards::{Hold, Shards};
 
 /// How long a pass waits for the VM cache to be filled (users are counted
 /// from it).
@@ -48,6 +49,8 @@ pub struct Ctx {
     /// The namespace a test controller is limited to (see
     /// `Settings::namespace`).
     pub scope: Option<String>,
+    /// The configs this replica holds.
+    pub shards: Arc<Shards>,
 }
 
 impl Ctx {
@@ -77,6 +80,23 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
     if !ctx.in_scope(config.as_ref(), &key) {
         return Ok(Action::await_change());
     }
+    // Another replica's (its holder runs the pass); gaining it triggers one.
+    let Some(hold) = ctx.shards.hold(&key) else {
+        return Ok(Action::await_change());
+    };
+    tokio::select! {
+        result = pass(&config, &key, &ctx, &hold) => result,
+        () = hold.lost() => Err(Error::Fenced { config: key.to_string() }),
+    }
+}
+
+async fn pass<K: ConfigObject>(
+    config: &Arc<K>,
+    key: &ConfigKey,
+    ctx: &Ctx,
+    hold: &Hold,
+) -> Result<Action, Error> {
+    let key = key.clone();
     let meta = config.meta();
     let deleting = in_use::deleting(meta);
     // Protecting needs no user count: done first, before any VM may come
@@ -85,6 +105,7 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
     let protected = if deleting || in_use::protected(meta) {
         Ok(())
     } else {
+        ctx.shards.fence(hold)?;
         in_use::set(&ctx.kube, &key, meta, true).await
     };
     if !ctx.users.listed() {
@@ -93,6 +114,7 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
     let users = ctx.users.names(&key);
     if deleting && users.is_empty() {
         if in_use::protected(meta) {
+            ctx.shards.fence(hold)?;
             in_use::set(&ctx.kube, &key, meta, false).await?;
             tracing::info!(config = %key, "provider config deleted: no ProxmoxVM uses it");
         }
@@ -117,8 +139,10 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
         blocked.as_deref(),
         (meta.generation, report::insecure(config.settings())),
         Time(Timestamp::now()),
+        ctx.shards.identity(),
     );
     if old != Some(&new) {
+        ctx.shards.fence(hold)?;
         let written = status::apply(&K::api(&ctx.kube, &key), &key.name, &new).await;
         if let (Err(Error::Kube(kube::Error::Api(refused))), Err(problem)) =
             (&written, &check.outcome)
@@ -151,6 +175,7 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
             reason: "InUse",
             note: why.clone(),
         };
+        ctx.shards.fence(hold)?;
         ctx.events.publish(config.as_ref(), &event).await;
     }
     // VMs waiting on a broken config retry after 30 s; tell them now.
@@ -174,6 +199,10 @@ pub async fn reconcile<K: ConfigObject>(config: Arc<K>, ctx: Arc<Ctx>) -> Result
 /// After a failed pass (Kubernetes refused or did not answer): retry with
 /// backoff.
 pub fn error_policy<K: ConfigObject>(config: Arc<K>, error: &Error, ctx: Arc<Ctx>) -> Action {
+    if let Error::Fenced { config } = error {
+        tracing::debug!(%config, "provider config pass stopped: its Lease is not held");
+        return Action::await_change();
+    }
     let Some(uid) = config.uid() else {
         // No stored object lacks a UID; nothing to count a failure against.
         return Action::await_change();

@@ -37,6 +37,7 @@ pub fn status(
     blocked: Option<&str>,
     (generation, insecure): (Option<i64>, Option<String>),
     now: Time,
+    holder: Option<&str>,
 ) -> ProviderConfigStatus {
     let (status, reason, message) = match (blocked, outcome) {
         (Some(why), _) => (
@@ -86,6 +87,7 @@ pub fn status(
         conditions,
         users: Some(i64::try_from(users).unwrap_or(i64::MAX)),
         version: outcome.as_ref().ok().filter(|_| blocked.is_none()).cloned(),
+        holder: holder.map(str::to_owned),
     }
 }
 
@@ -148,6 +150,7 @@ mod tests {
             None,
             (Some(1), Some(why)),
             at(10),
+            None,
         );
         let warning = condition::find(&s.conditions, ConditionType::Warning).unwrap();
         assert_eq!(
@@ -161,20 +164,33 @@ mod tests {
         assert!(insecure(&skip).unwrap().contains("accepts any certificate"));
         let safe = settings("https://pve.example:8006", serde_json::json!({}));
         assert_eq!(insecure(&safe), None);
-        let fixed = status(
-            Some(&s),
-            &Ok("9.1.1".into()),
-            0,
-            None,
-            (Some(2), None),
-            at(20),
-        );
+        let fixed = plain(Some(&s), &Ok("9.1.1".into()), 0, Some(2), at(20));
         assert!(condition::find(&fixed.conditions, ConditionType::Warning).is_none());
+    }
+
+    /// The status of a config not being deleted, on a checked transport,
+    /// without leader election.
+    fn plain(
+        old: Option<&ProviderConfigStatus>,
+        outcome: &Outcome,
+        users: usize,
+        generation: Option<i64>,
+        now: Time,
+    ) -> ProviderConfigStatus {
+        status(old, outcome, users, None, (generation, None), now, None)
+    }
+
+    #[test]
+    fn the_holder_of_the_lease_is_named() {
+        let ok = Ok("9.1.1".into());
+        let held = status(None, &ok, 0, None, (Some(1), None), at(10), Some("r-1"));
+        assert_eq!(held.holder.as_deref(), Some("r-1"));
+        assert_eq!(plain(None, &ok, 0, Some(1), at(10)).holder, None);
     }
 
     #[test]
     fn ready_with_version_users_and_generation() {
-        let s = status(None, &Ok("9.1.1".into()), 3, None, (Some(2), None), at(10));
+        let s = plain(None, &Ok("9.1.1".into()), 3, Some(2), at(10));
         assert!(is_ready(Some(&s)));
         assert_eq!(s.version.as_deref(), Some("9.1.1"));
         assert_eq!(s.users, Some(3));
@@ -188,39 +204,18 @@ mod tests {
 
     #[test]
     fn the_same_outcome_gives_the_same_status() {
-        let first = status(None, &unauthorized(), 0, None, (Some(1), None), at(10));
-        let again = status(
-            Some(&first),
-            &unauthorized(),
-            0,
-            None,
-            (Some(1), None),
-            at(20),
-        );
+        let first = plain(None, &unauthorized(), 0, Some(1), at(10));
+        let again = plain(Some(&first), &unauthorized(), 0, Some(1), at(20));
         assert_eq!(first, again, "nothing to write");
-        let fixed = status(
-            Some(&again),
-            &Ok("9.1.1".into()),
-            0,
-            None,
-            (Some(1), None),
-            at(30),
-        );
+        let fixed = plain(Some(&again), &Ok("9.1.1".into()), 0, Some(1), at(30));
         assert_eq!(fixed.conditions[0].last_transition_time, at(30));
         assert_eq!(reason(Some(&fixed)), Some("Available"));
     }
 
     #[test]
     fn not_ready_says_why_and_shows_no_version() {
-        let ready = status(None, &Ok("9.1.1".into()), 1, None, (Some(1), None), at(10));
-        let s = status(
-            Some(&ready),
-            &unauthorized(),
-            1,
-            None,
-            (Some(1), None),
-            at(20),
-        );
+        let ready = plain(None, &Ok("9.1.1".into()), 1, Some(1), at(10));
+        let s = plain(Some(&ready), &unauthorized(), 1, Some(1), at(20));
         assert!(!is_ready(Some(&s)));
         assert_eq!(reason(Some(&s)), Some("Unauthorized"));
         assert_eq!(s.conditions[0].message.as_deref(), Some("refused"));
@@ -229,7 +224,7 @@ mod tests {
 
     #[test]
     fn a_config_deleted_in_use_says_why_it_stays() {
-        let ready = status(None, &Ok("9.1.1".into()), 2, None, (Some(1), None), at(10));
+        let ready = plain(None, &Ok("9.1.1".into()), 2, Some(1), at(10));
         let why = "cannot be deleted: 2 ProxmoxVMs use it: ns/a, ns/b";
         let s = status(
             Some(&ready),
@@ -238,6 +233,7 @@ mod tests {
             Some(why),
             (Some(1), None),
             at(20),
+            None,
         );
         assert!(!is_ready(Some(&s)));
         assert_eq!(reason(Some(&s)), Some("Deleting"));

@@ -4,6 +4,13 @@
 //! Conditions keep their `lastTransitionTime` when nothing else about them
 //! changed (see [`crate::api::set_condition`]), so a pass that learns
 //! nothing new writes nothing and does not wake the watch again.
+//!
+//! A ProxmoxVM's status is applied on the resourceVersion its pass read
+//! (or its own metadata write produced): the API server refuses it (409)
+//! when anything wrote the resource since, so a pass that was paused, or
+//! ran on a replica that lost the config's Lease, cannot overwrite the
+//! fresher status of the config's new holder. The refused pass is retried
+//! on the current version.
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
@@ -16,19 +23,22 @@ use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::runtime::settings::FIELD_MANAGER;
 
-/// Writes `status` unless `vm` already has it; returns the resourceVersion
-/// of the write, if it wrote. A resource that is gone (deleted after its
-/// finalizer was removed) is not an error.
+/// Writes `status` unless `vm` already has it, on the resourceVersion
+/// `base` (`None`: unconditionally); returns the resourceVersion of the
+/// write, if it wrote. A resource that is gone (deleted after its
+/// finalizer was removed) is not an error; one written since `base` is
+/// (a conflict, retried).
 pub async fn write(
     kube: &kube::Client,
     (vm, id): (&ProxmoxVM, &Identity),
     status: &ProxmoxVMStatus,
+    base: Option<&str>,
 ) -> Result<Option<String>, Error> {
     if vm.status.as_ref() == Some(status) {
         return Ok(None);
     }
     let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &id.namespace);
-    apply(&api, &id.name, status).await
+    apply_on(&api, &id.name, status, base).await
 }
 
 /// Server-side applies `status` to the status subresource of the object
@@ -39,12 +49,30 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize,
 {
-    let body = json!({
+    apply_on(api, name, status, None).await
+}
+
+/// [`apply`], conditional on the object being at `base` when given.
+async fn apply_on<K, S>(
+    api: &Api<K>,
+    name: &str,
+    status: &S,
+    base: Option<&str>,
+) -> Result<Option<String>, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize,
+{
+    let mut body = json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
         "status": serde_json::to_value(status)
             .map_err(|source| Error::Serialize { what: "the status", source })?,
     });
+    if let Some(version) = base {
+        // An apply that names a resourceVersion is a precondition.
+        body["metadata"] = json!({ "resourceVersion": version });
+    }
     match api
         .patch_status(
             name,

@@ -27,6 +27,17 @@ pub fn set_task_observe_mode(mode: ObserveMode) -> bool {
     OBSERVE_MODE.set(mode).is_ok()
 }
 
+/// Who this process is (its replica identity), named in the `User-Agent`
+/// of every Proxmox request so a proxy's or the simulator's request log
+/// tells the replicas apart. Set once by `proxmox-provider run`.
+static AGENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names `identity` in the `User-Agent` of all clients built from now on;
+/// `false` when it was already set.
+pub fn set_agent(identity: &str) -> bool {
+    AGENT.set(identity.to_owned()).is_ok()
+}
+
 /// A Secret's value as text, trimmed (values written from files often end
 /// in a newline).
 pub(crate) fn secret_value(secret: &Secret, key: &str) -> Option<String> {
@@ -138,6 +149,7 @@ pub(super) fn client_config(
     config.tasks.task_timeout = timing.task_timeout;
     config.tasks.observe_mode = OBSERVE_MODE.get().copied().unwrap_or_default();
     config.request_hook = Some(hook);
+    config.agent = AGENT.get().cloned();
     Ok(config)
 }
 

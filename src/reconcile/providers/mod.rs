@@ -11,7 +11,7 @@ mod build;
 mod key;
 
 pub(crate) use build::secret_value;
-pub use build::set_task_observe_mode;
+pub use build::{set_agent, set_task_observe_mode};
 pub use key::{ConfigKey, SecretName};
 
 use std::collections::HashMap;
@@ -225,6 +225,32 @@ impl Providers {
                 .get(&ObjectRef::new(&key.name))
                 .map(|c| (c.spec.settings.clone(), c.metadata.clone())),
         }
+    }
+
+    /// Every config the provider config controllers' watch caches hold,
+    /// once both have listed; `None` before.
+    pub fn listed_configs(&self) -> Option<Vec<ConfigKey>> {
+        let stores = self.stores.get()?;
+        let listed = |ready: Option<Result<(), _>>| matches!(ready, Some(Ok(())));
+        use futures::FutureExt;
+        if !listed(stores.provider.wait_until_ready().now_or_never())
+            || !listed(stores.cluster.wait_until_ready().now_or_never())
+        {
+            return None;
+        }
+        let provider = stores.provider.state();
+        let cluster = stores.cluster.state();
+        Some(
+            provider
+                .iter()
+                .map(|c| ConfigKey::provider_config(c))
+                .chain(
+                    cluster
+                        .iter()
+                        .map(|c| ConfigKey::cluster_provider_config(c)),
+                )
+                .collect(),
+        )
     }
 
     /// Serves configs from the provider config controllers' watch caches

@@ -9,6 +9,7 @@ use super::memory::Memory;
 use super::metrics::Metrics;
 use super::queue::Queue;
 use super::settings::Settings;
+use super::shards::Shards;
 use super::wake::Waker;
 use crate::api::ProxmoxVM;
 use crate::reconcile::events::Events;
@@ -41,6 +42,8 @@ pub struct Context {
     pub waker: Waker,
     /// The controller's cache of ProxmoxVMs.
     pub store: Store<DeserializeGuard<ProxmoxVM>>,
+    /// The provider configs this replica holds (their Leases' terms).
+    pub shards: Arc<Shards>,
 }
 
 impl Context {
@@ -52,7 +55,12 @@ impl Context {
         store: Store<DeserializeGuard<ProxmoxVM>>,
         waker: Waker,
     ) -> Self {
+        let shards = Arc::new(match &settings.leader_election {
+            Some(_) => Shards::sharded(settings.identity.clone()),
+            None => Shards::unsharded(),
+        });
         Self {
+            shards,
             providers: Arc::new(Providers::new(
                 kube.clone(),
                 metrics.request_hook(),

@@ -44,6 +44,7 @@ use super::context::Context;
 use super::metrics::Metrics;
 use super::server::Readiness;
 use super::settings::Settings;
+use super::shards::leases;
 use super::wake::{Referenced, Templates, Waker, readers, watch_tasks};
 use crate::api::ProxmoxVM;
 use crate::reconcile::configs::{self, Tap, Users};
@@ -51,7 +52,8 @@ use crate::reconcile::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::pass::{error_policy, reconcile};
 
 /// Runs the controllers until `stop` resolves (then lets running passes
-/// finish).
+/// finish). With leader election, the Lease loop beside them decides which
+/// provider configs this replica acts for (see [`super::shards`]).
 pub async fn run(
     kube: kube::Client,
     settings: Settings,
@@ -127,16 +129,28 @@ pub async fn run(
             }
         });
     let tasks = watch_tasks(Arc::clone(&ctx), stop.clone());
+    let leases = {
+        let (ctx, hooks, stop) = (
+            Arc::clone(&ctx),
+            (users.clone(), triggers.clone()),
+            stop.clone(),
+        );
+        async move {
+            if let Some(election) = ctx.settings.leader_election.clone() {
+                leases::run(ctx, hooks, election.namespace, stop).await;
+            }
+        }
+    };
     let configs = configs::run(
         kube,
         namespace,
-        Arc::clone(&ctx.providers),
+        (Arc::clone(&ctx.providers), Arc::clone(&ctx.shards)),
         ctx.events.clone(),
         users,
         (triggers, receivers),
         stop,
     );
-    futures::join!(vms, configs, tasks);
+    futures::join!(vms, configs, tasks, leases);
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }

@@ -141,6 +141,16 @@ impl Memory {
     pub fn forget(&self, uid: &str) {
         self.lock().remove(uid);
     }
+
+    /// Forgets the resources of a provider config whose Lease this replica
+    /// gained or lost: their next pass reads them afresh and looks at their
+    /// VMs in full.
+    pub fn forget_all(&self, uids: impl IntoIterator<Item = String>) {
+        let mut entries = self.lock();
+        for uid in uids {
+            entries.remove(&uid);
+        }
+    }
 }
 
 /// The delay after `n` consecutive failures.
@@ -200,5 +210,11 @@ mod tests {
         memory.looked_in_full("a");
         memory.forget("a");
         assert!(memory.lock().is_empty());
+        memory.looked_in_full("b");
+        memory.remember("c", None);
+        memory.looked_in_full("d");
+        memory.forget_all(["b".to_owned(), "c".to_owned()]);
+        assert_eq!(memory.depth("b", true), Depth::Full, "forgotten");
+        assert_eq!(memory.depth("d", true), Depth::Idle, "another config's");
     }
 }

@@ -62,6 +62,19 @@ pub enum EventWrite {
     Dropped,
 }
 
+/// A provider config (`held`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConfigLabels {
+    config: String,
+}
+
+/// A config's Lease `gained` or `lost`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaseChangeLabels {
+    config: String,
+    change: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EventLabels {
     write: &'static str,
@@ -82,6 +95,8 @@ pub struct Metrics {
     queue_waiting: Gauge,
     slot_wait: Family<NodeLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     events: Family<EventLabels, Counter>,
+    lease_held: Family<ConfigLabels, Gauge>,
+    lease_changes: Family<LeaseChangeLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -155,6 +170,18 @@ impl Default for Metrics {
             "Kubernetes events by write: create (a new Event), patch (a repeat counted in an existing Event), dropped (over the per-object rate limit)",
             events.clone(),
         );
+        let lease_held = Family::<ConfigLabels, Gauge>::default();
+        registry.register(
+            "config_lease_held",
+            "1 while this replica holds the provider config's Lease (reconciles its ProxmoxVMs), 0 after it lost it",
+            lease_held.clone(),
+        );
+        let lease_changes = Family::<LeaseChangeLabels, Counter>::default();
+        registry.register(
+            "config_lease_changes",
+            "Provider config Leases this replica gained or lost (lost: taken over, handed over, or past its renew deadline)",
+            lease_changes.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -168,6 +195,8 @@ impl Default for Metrics {
             queue_waiting,
             slot_wait,
             events,
+            lease_held,
+            lease_changes,
         }
     }
 }
@@ -254,6 +283,20 @@ impl Metrics {
         self.events.get_or_create(&EventLabels { write }).inc();
     }
 
+    /// This replica gained (`true`) or lost the Lease of `config`.
+    pub fn lease_changed(&self, config: &str, gained: bool) {
+        let config = config.to_owned();
+        self.lease_held
+            .get_or_create(&ConfigLabels {
+                config: config.clone(),
+            })
+            .set(i64::from(gained));
+        let change = if gained { "gained" } else { "lost" };
+        self.lease_changes
+            .get_or_create(&LeaseChangeLabels { config, change })
+            .inc();
+    }
+
     /// A hook for the Proxmox clients that counts their requests.
     pub fn request_hook(&self) -> RequestHook {
         let requests = self.requests.clone();
@@ -282,6 +325,9 @@ mod tests {
         m.task_finished("qmcreate", true, Duration::from_secs(31));
         m.event_failed();
         m.event_written(EventWrite::Dropped);
+        m.lease_changed("ClusterProviderConfig a", true);
+        m.lease_changed("ClusterProviderConfig b", true);
+        m.lease_changed("ClusterProviderConfig b", false);
         let hook = m.request_hook();
         hook_call(&hook, Some(200));
         hook_call(&hook, None);
@@ -296,6 +342,9 @@ mod tests {
             "proxmox_provider_proxmox_requests_total{method=\"GET\",path=\"/nodes/{node}/qemu\",code=\"none\"} 1",
             "proxmox_provider_event_publish_failures_total 1",
             "proxmox_provider_events_total{write=\"dropped\"} 1",
+            "proxmox_provider_config_lease_held{config=\"ClusterProviderConfig a\"} 1",
+            "proxmox_provider_config_lease_held{config=\"ClusterProviderConfig b\"} 0",
+            "proxmox_provider_config_lease_changes_total{config=\"ClusterProviderConfig b\",change=\"lost\"} 1",
             "# EOF",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");

@@ -12,7 +12,8 @@ pub const FIELD_MANAGER: &str = "crossplane-provider-proxmox";
 /// The component named in events and in the labels of connection Secrets.
 pub const COMPONENT: &str = "crossplane-provider-proxmox";
 
-/// The Lease used for leader election.
+/// The prefix of the Leases of leader election (one per provider config,
+/// one per replica: see `runtime::shards`).
 pub const LEASE_NAME: &str = "crossplane-provider-proxmox";
 
 /// Controller settings.
@@ -28,7 +29,8 @@ pub struct Settings {
     /// Where `/metrics`, `/healthz` and `/readyz` are served; `None`: not
     /// served (tests).
     pub metrics_addr: Option<SocketAddr>,
-    /// Leader election; `None`: this process reconciles unconditionally.
+    /// Leader election, one Lease per provider config; `None`: this process
+    /// reconciles every config unconditionally.
     pub leader_election: Option<LeaderElection>,
     /// Who we are in events (`reportingInstance`) and in the Lease.
     pub identity: String,
@@ -53,21 +55,18 @@ impl Default for Settings {
     }
 }
 
-/// Where the leader election Lease lives.
+/// Where the leader election Leases live.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaderElection {
-    /// Namespace of the Lease (the provider's own, `POD_NAMESPACE`).
+    /// Namespace of the Leases (the provider's own, `POD_NAMESPACE`).
     pub namespace: String,
-    /// Name of the Lease.
-    pub lease_name: String,
 }
 
 impl LeaderElection {
-    /// The provider's Lease in `namespace`.
+    /// The provider's Leases in `namespace`.
     pub fn in_namespace(namespace: impl Into<String>) -> Self {
         Self {
             namespace: namespace.into(),
-            lease_name: LEASE_NAME.to_owned(),
         }
     }
 }

@@ -150,6 +150,10 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
     // Forget resources whose task is no longer recorded.
     woken.retain(|uid, upid| live.get(uid) == Some(upid));
     for ((key, _node), tasks) in in_flight {
+        // Another replica's config: its holder watches its tasks.
+        if !ctx.shards.holds(&key) {
+            continue;
+        }
         let Some(client) = ctx.providers.client_of(&key) else {
             continue;
         };

@@ -160,6 +160,15 @@ impl Scheduler {
         });
     }
 
+    /// Forgets the books of a provider config whose Lease this replica
+    /// gained or lost: they are rebuilt from Proxmox and the ProxmoxVMs.
+    pub fn forget_config(&self, key: &ConfigKey) {
+        self.configs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+    }
+
     /// Per config and node, how long the longest waiter for a slot has
     /// waited (for the metrics and the stall warning).
     pub fn oldest_waits(&self) -> Vec<(ConfigKey, String, Duration)> {

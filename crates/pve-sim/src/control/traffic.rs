@@ -31,6 +31,9 @@ pub struct Entry {
     pub status: u16,
     /// The authenticated user (`user@realm` or `user@realm!token`).
     pub user: Option<String>,
+    /// The request's `User-Agent`, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 #[derive(Default)]

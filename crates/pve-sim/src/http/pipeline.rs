@@ -109,6 +109,10 @@ pub async fn serve(
         params: BTreeMap::new(),
         status: 0,
         user: None,
+        agent: headers
+            .get(hyper::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     };
     upload.bytes = body;
     let result = process(&inst, &method, rel, &query, &headers, upload, &mut entry).await;

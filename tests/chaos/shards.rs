@@ -1,0 +1,363 @@
+//! Sharding (issue 18): three replicas of the real binary share three
+//! provider configs, each on a simulator of its own, through one Lease per
+//! config. While creates are in flight one config's holder is frozen
+//! (SIGSTOP) past its Lease and resumed, another's is SIGKILLed and
+//! restarted; during the delete a third holder is frozen past its Lease.
+//!
+//! Every Proxmox request names its replica (the client's `User-Agent`
+//! carries the replica identity, which is also the Lease holder), and the
+//! Leases are watched throughout (every holder change and renewal, with
+//! the holder's own `acquireTime` and `renewTime`). Judged:
+//! * every Proxmox write to a config's simulator came from the holder of
+//!   that config's Lease at that moment (no two replicas writing one
+//!   config in overlapping terms, no write from a paused or replaced
+//!   holder after another acquired), and within a Lease duration of that
+//!   holder's last renewal seen (no write after its Lease ran out);
+//! * every request names a replica;
+//! * exactly one VM per resource, all Ready; nothing left after the delete.
+//!
+//! Size: `CHAOS_SHARD_VMS` VMs per config (2 in `make test`, 6 in `make
+//! chaos`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::ListParams;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::fleet::SEEDED_IMAGE;
+use super::replicas::Replicas;
+use super::secrets::{Credentials, TOKEN_ID};
+use super::sim::Sim;
+use super::traffic::RequestLog;
+use super::{k8s, setup, state};
+use crate::support;
+
+/// The provider configs, one per simulator.
+const CONFIGS: [&str; 3] = ["shard-a", "shard-b", "shard-c"];
+/// The provider's Lease duration (src/reconcile/runtime/shards.rs).
+const LEASE: Duration = Duration::from_secs(15);
+/// How long a frozen holder stays frozen: well past its Lease.
+const FROZEN: Duration = Duration::from_secs(23);
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// One observation of a config Lease.
+#[derive(Clone, Debug)]
+struct Seen {
+    lease: String,
+    holder: Option<String>,
+    /// Seconds since the epoch, as the holder wrote them.
+    acquired: Option<f64>,
+    renewed: Option<f64>,
+}
+
+fn epoch(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime) -> f64 {
+    t.0.as_millisecond() as f64 / 1000.0
+}
+
+/// Polls the config Leases every 100 ms, keeping every change.
+fn watch_leases(ns: &str) -> (Arc<Mutex<Vec<Seen>>>, watch::Sender<bool>) {
+    let seen = Arc::new(Mutex::new(Vec::<Seen>::new()));
+    let (stop, mut stopped) = watch::channel(false);
+    let api: Api<Lease> = Api::namespaced(support::client(), ns);
+    let into = Arc::clone(&seen);
+    tokio::spawn(async move {
+        let mut last: BTreeMap<String, (Option<String>, Option<f64>)> = BTreeMap::new();
+        loop {
+            let params = ListParams::default().labels("proxmox.crossplane.io/lease=config");
+            if let Ok(list) = api.list(&params).await {
+                for lease in list.items {
+                    let name = lease.metadata.name.clone().unwrap_or_default();
+                    let spec = lease.spec.unwrap_or_default();
+                    let now = Seen {
+                        lease: name.clone(),
+                        holder: spec.holder_identity.filter(|h| !h.is_empty()),
+                        acquired: spec.acquire_time.as_ref().map(epoch),
+                        renewed: spec.renew_time.as_ref().map(epoch),
+                    };
+                    let key = (now.holder.clone(), now.renewed);
+                    if last.get(&name) != Some(&key) {
+                        last.insert(name, key);
+                        into.lock().unwrap().push(now);
+                    }
+                }
+            }
+            tokio::select! {
+                _ = stopped.changed() => return,
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    });
+    (seen, stop)
+}
+
+fn lease_of(ns: &str, config: &str) -> String {
+    k8s::config_lease(ns, config)
+}
+
+async fn holder(ns: &str, config: &str) -> Option<String> {
+    Api::<Lease>::namespaced(support::client(), ns)
+        .get_opt(&lease_of(ns, config))
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+        .filter(|h| !h.is_empty())
+}
+
+/// The slot of the live replica holding `config`, waiting for one.
+async fn holder_slot(replicas: &Replicas, ns: &str, config: &str) -> (usize, String) {
+    support::poll(&format!("a live holder of {config}"), TIMEOUT, || async {
+        let h = holder(ns, config).await;
+        match h.as_deref().and_then(|h| replicas.slot_of(h)) {
+            Some(slot) => Ok((slot, h.unwrap_or_default())),
+            None => Err(format!("held by {h:?}")),
+        }
+    })
+    .await
+}
+
+fn vm_manifest(config: &str, i: usize) -> Value {
+    json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxVM",
+        "metadata": {"name": format!("{config}-{i}")},
+        "spec": {
+            "providerConfigRef": {"kind": "ProviderConfig", "name": config},
+            "forProvider": {
+                "memory": "512Mi",
+                "cpu": {"cores": 1},
+                "disks": [{"slot": "scsi0", "storage": "local-lvm", "importFrom": SEEDED_IMAGE, "size": "4Gi"}],
+                "networks": [{"slot": "net0", "bridge": "vmbr0"}],
+            },
+        },
+    })
+}
+
+/// The replica identity in a request's `User-Agent`.
+fn agent(entry: &Value) -> Option<String> {
+    let ua = entry["agent"].as_str()?;
+    let inner = ua.split_once(" (")?.1.strip_suffix(')')?;
+    Some(inner.to_owned())
+}
+
+/// A request that changes something.
+fn is_write(entry: &Value) -> bool {
+    !matches!(entry["method"].as_str(), Some("GET" | "HEAD"))
+        && entry["path"].as_str() != Some("/access/ticket")
+}
+
+/// Whether `who` may write to the config at `t`: the last acquisition of
+/// its Lease at or before `t` is `who`'s, and `who` renewed it (or
+/// acquired it) less than a Lease duration before `t`.
+fn violation(seen: &[Seen], who: &str, t: f64) -> Option<String> {
+    let term = seen
+        .iter()
+        .filter(|s| s.holder.is_some() && s.acquired.is_some_and(|a| a <= t))
+        .max_by(|a, b| a.acquired.partial_cmp(&b.acquired).unwrap());
+    let Some(term) = term else {
+        return Some("before any replica acquired the Lease".into());
+    };
+    if term.holder.as_deref() != Some(who) {
+        return Some(format!(
+            "while {:?} held the Lease (acquired at {:.3})",
+            term.holder,
+            term.acquired.unwrap_or_default()
+        ));
+    }
+    let renewed = seen
+        .iter()
+        .filter(|s| s.holder.as_deref() == Some(who) && s.acquired == term.acquired)
+        .filter_map(|s| s.renewed)
+        .filter(|r| *r <= t)
+        .fold(f64::MIN, f64::max);
+    (t - renewed > LEASE.as_secs_f64()).then(|| {
+        format!(
+            "{:.1} s after its last renewal: its Lease had run out",
+            t - renewed
+        )
+    })
+}
+
+pub async fn run() {
+    provider_proxmox::install_crypto_provider();
+    let per_config: usize = std::env::var("CHAOS_SHARD_VMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("chaos-shards");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    support::install_crds(support::repo_root().join("crds")).await;
+    let ns = support::namespace("shards").await;
+    let ns = ns.name().to_owned();
+    let creds = Credentials::generate();
+    let mut sims = Vec::new();
+    let mut logs = Vec::new();
+    for (i, config) in CONFIGS.iter().enumerate() {
+        let sub = dir.join(config);
+        std::fs::create_dir_all(&sub).unwrap();
+        let sim = Arc::new(Sim::start(&sub, &creds, 1800 + i as u64, 0.05));
+        logs.push(RequestLog::start(Arc::clone(&sim)));
+        let secret = setup::secret(
+            &format!("{config}-credentials"),
+            json!({"tokenId": TOKEN_ID, "secret": creds.token_secret}),
+        );
+        k8s::apply(&Api::<Secret>::namespaced(support::client(), &ns), &secret).await;
+        k8s::apply(&k8s::configs(&ns), &setup::provider_config(config, &sim)).await;
+        sims.push(sim);
+    }
+    let (seen, stop_watch) = watch_leases(&ns);
+    let replicas =
+        Replicas::start_slots(&support::cluster().kubeconfig, &ns, &dir, &['a', 'b', 'c']);
+    for config in CONFIGS {
+        holder_slot(&replicas, &ns, config).await;
+    }
+    let vms = k8s::vms(&ns);
+    for config in CONFIGS {
+        for i in 0..per_config {
+            k8s::apply(&vms, &vm_manifest(config, i)).await;
+        }
+    }
+    let mut log = Vec::new();
+    // While creates are in flight: freeze one holder past its Lease, then
+    // kill another.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (slot, who) = holder_slot(&replicas, &ns, CONFIGS[0]).await;
+    assert!(replicas.freeze(slot), "a replica to freeze");
+    log.push(format!(
+        "froze {who} (holder of {}) for {FROZEN:?}",
+        CONFIGS[0]
+    ));
+    tokio::time::sleep(FROZEN).await;
+    replicas.thaw(slot);
+    let (slot, who) = holder_slot(&replicas, &ns, CONFIGS[1]).await;
+    replicas.kill(slot);
+    log.push(format!("killed {who} (holder of {})", CONFIGS[1]));
+    support::poll("every ProxmoxVM Ready", TIMEOUT, || async {
+        let all = k8s::list(&vms).await;
+        let ready = all
+            .iter()
+            .filter(|vm| k8s::condition(vm, "Ready").is_some_and(|c| c["status"] == "True"))
+            .count();
+        if ready == all.len() && ready == per_config * CONFIGS.len() {
+            Ok(())
+        } else {
+            Err(format!("{ready} of {} Ready", all.len()))
+        }
+    })
+    .await;
+    let mut failures = Vec::new();
+    for (config, sim) in CONFIGS.iter().zip(&sims) {
+        let mut owners: BTreeMap<String, usize> = BTreeMap::new();
+        for vm in state::vms(sim).await {
+            if let Some((resource, _)) = vm.owner {
+                *owners.entry(resource).or_default() += 1;
+            }
+        }
+        for i in 0..per_config {
+            let resource = format!("{ns}/{config}-{i}");
+            let n = owners.get(&resource).copied().unwrap_or(0);
+            if n != 1 {
+                failures.push(format!("{resource}: {n} VMs on its simulator"));
+            }
+        }
+        if owners.len() != per_config {
+            failures.push(format!("{config}: VMs of other resources: {owners:?}"));
+        }
+    }
+    // The delete, with a holder frozen past its Lease meanwhile.
+    k8s::delete_all(&vms).await;
+    let (slot, who) = holder_slot(&replicas, &ns, CONFIGS[2]).await;
+    replicas.freeze(slot);
+    log.push(format!(
+        "froze {who} (holder of {}) for {FROZEN:?} while deleting",
+        CONFIGS[2]
+    ));
+    tokio::time::sleep(FROZEN).await;
+    replicas.thaw(slot);
+    support::poll("every ProxmoxVM gone", TIMEOUT, || async {
+        match k8s::list(&vms).await.len() {
+            0 => Ok(()),
+            n => Err(format!("{n} left")),
+        }
+    })
+    .await;
+    for (config, sim) in CONFIGS.iter().zip(&sims) {
+        let left: Vec<_> = state::vms(sim)
+            .await
+            .into_iter()
+            .filter(|vm| !vm.template)
+            .map(|vm| vm.describe())
+            .collect();
+        if !left.is_empty() {
+            failures.push(format!("{config}: left after the delete: {left:?}"));
+        }
+    }
+    // A last look at the Leases, then the judgement of every request.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _ = stop_watch.send(true);
+    replicas.stop().await;
+    let seen = seen.lock().unwrap().clone();
+    let mut writes = 0;
+    let mut by_replica: BTreeMap<String, usize> = BTreeMap::new();
+    for ((config, sim), requests) in CONFIGS.iter().zip(&sims).zip(&logs) {
+        let lease = lease_of(&ns, config);
+        let of_config: Vec<Seen> = seen.iter().filter(|s| s.lease == lease).cloned().collect();
+        for entry in requests.finish(sim).await {
+            // The suite's own reads.
+            if entry["user"].as_str() == Some("root@pam!checker") {
+                continue;
+            }
+            let Some(who) = agent(&entry) else {
+                failures.push(format!("{config}: a request without a replica: {entry}"));
+                continue;
+            };
+            *by_replica.entry(who.clone()).or_default() += 1;
+            if !is_write(&entry) {
+                continue;
+            }
+            writes += 1;
+            let t = entry["time"].as_f64().unwrap_or_default();
+            if let Some(why) = violation(&of_config, &who, t) {
+                failures.push(format!(
+                    "{config}: {who} wrote #{} {} {} at {t:.3} {why}",
+                    entry["seq"], entry["method"], entry["path"]
+                ));
+            }
+        }
+        if requests.missed() > 0 {
+            failures.push(format!("{config}: {} requests missed", requests.missed()));
+        }
+    }
+    let terms = seen
+        .iter()
+        .map(|s| {
+            (
+                s.lease.clone(),
+                s.holder.clone(),
+                s.acquired.map(|a| a as i64),
+            )
+        })
+        .collect::<std::collections::BTreeSet<_>>();
+    eprintln!(
+        "shards: {} VMs on {} configs; {}; {writes} Proxmox writes judged; requests by replica {by_replica:?}; {} Lease terms seen",
+        per_config * CONFIGS.len(),
+        CONFIGS.len(),
+        log.join("; "),
+        terms.len()
+    );
+    assert!(writes > 0, "the run wrote nothing to Proxmox");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
