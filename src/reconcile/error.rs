@@ -87,7 +87,7 @@ pub(crate) fn forbidden_message(err: &Error) -> Option<String> {
         | Error::Serialize { .. }
         | Error::CrdMissing(_)
         | Error::Server { .. }
-        | Error::Lease(_) => None,
+        | Error::Fenced { .. } => None,
     }
 }
 

@@ -6,7 +6,6 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::api::ListParams;
-use provider_proxmox::api::ClusterProviderConfig;
 use provider_proxmox::reconcile::LeaderElection;
 use provider_proxmox::reconcile::runtime::shards::assign::assign;
 use serde_json::json;
