@@ -209,12 +209,15 @@ pub(super) fn overprovisioned(ctx: &Ctx) -> Option<String> {
                 .filter(|(_, on, _)| *on == id.as_str())
                 .map(|(_, _, size)| size)
                 .sum();
+            // The message names no figure that moves while the VM is idle
+            // (the free space does, with every other VM's writes): a
+            // message that changed on every look would be a status write
+            // every poll interval.
             (wanted > storage.free()).then(|| {
                 format!(
-                    "the disks on storage {id} ({}) are {} but it has {} free of {}: it overprovisions, so the VM works until the storage fills up, then its writes fail",
+                    "the disks on storage {id} ({}) are {}, more than it has free (of {}): it overprovisions, so the VM works until the storage fills up, then its writes fail",
                     storage.plugin,
                     human_bytes(wanted),
-                    human_bytes(storage.free()),
                     human_bytes(storage.total)
                 )
             })

@@ -227,8 +227,26 @@ fn thin_storage_overprovisioned_is_a_warning() {
     let (status, reason, message) = condition(&plan, ConditionType::Warning).expect("a Warning");
     assert_eq!((status, reason.as_str()), (T, "Overprovisioned"));
     assert!(
-        message.contains("the disks on storage local-lvm (lvmthin) are 100 PiB but it has 300 GiB free of 400 GiB"),
+        message.contains(
+            "the disks on storage local-lvm (lvmthin) are 100 PiB, more than it has free (of 400 GiB)"
+        ),
         "{message}"
+    );
+    // The free space moves with every other VM's writes: the Warning does
+    // not (issue 17: its message changing made idle VMs write their status).
+    let fuller = on_pve1(ready_to_create())
+        .observe(|o| {
+            if let Some(host) = o.host.as_mut()
+                && let Some(pool) = host.storages.get_mut("local-lvm")
+            {
+                pool.used = 250 * GIB;
+            }
+        })
+        .spec(|s| s.disks[0].size = Some("100Pi".into()))
+        .run();
+    assert_eq!(
+        condition(&fuller, ConditionType::Warning),
+        Some((status, reason, message))
     );
     let fits = on_pve1(ready_to_create()).run();
     assert_eq!(condition(&fits, ConditionType::Warning), None);
