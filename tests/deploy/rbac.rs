@@ -22,7 +22,6 @@ use crate::support;
 use crate::tools::{find, kustomize, repo, yaml_docs};
 
 const GROUP: &str = "proxmox.crossplane.io";
-const LEASE: &str = "crossplane-provider-proxmox";
 
 /// One request: API group, resource (`plural` or `plural/subresource`),
 /// verb, whether it is in the provider's own namespace, and a name.
@@ -85,9 +84,14 @@ const NEEDED: &[Request] = &[
     req("", "configmaps", "watch"),
     req("", "events", "create"),
     req("", "events", "patch"),
+    // One Lease per provider config and one per replica, in the
+    // provider's namespace, named after what they hold: no fixed names
+    // (runtime/shards). Written by conditional update, never patched.
     lease("create", None),
-    lease("get", Some(LEASE)),
-    lease("patch", Some(LEASE)),
+    lease("get", None),
+    lease("list", None),
+    lease("update", None),
+    lease("delete", None),
 ];
 
 /// Nearby permissions the provider must not have.
@@ -112,11 +116,11 @@ const NOT_NEEDED: &[Request] = &[
     req("", "pods", "list"),
     req("", "events", "delete"),
     req("events.k8s.io", "events", "create"),
+    // Leases in other namespaces.
     req("coordination.k8s.io", "leases", "get"),
-    lease("get", Some("another-controllers-lease")),
-    lease("update", Some(LEASE)),
-    lease("delete", Some(LEASE)),
-    lease("list", None),
+    req("coordination.k8s.io", "leases", "update"),
+    lease("patch", None),
+    lease("deletecollection", None),
     req("rbac.authorization.k8s.io", "clusterroles", "escalate"),
     req(
         "apiextensions.k8s.io",
