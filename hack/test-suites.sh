@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs what `cargo test --workspace --all-targets` runs, the same binaries
-# with the same arguments, in two lanes at once: the deploy suite (mostly
-# waiting: a real node, image imports, Helm) beside every other test
-# binary, one after the other. Cargo itself runs test binaries one at a
+# with the same arguments, in three lanes at once: the deploy suite (mostly
+# waiting: a real node, image imports, Helm), the chaos suite (its own
+# control plane, which it restarts; mostly waiting on kills and Leases),
+# and every other test binary, one after the other. Cargo itself runs test binaries one at a
 # time and holds the build directory's lock meanwhile, so a second `cargo
 # test` cannot run beside it; the binaries can.
 #
@@ -66,11 +67,15 @@ lane() {
 }
 
 deploy='/deploy-[0-9a-f]+$'
+chaos='/chaos-[0-9a-f]+$'
 status=0
 lane deploy "$deploy" "$@" &
 deploy_pid=$!
-lane rest "!$deploy" "$@" || status=1
+lane chaos "$chaos" "$@" &
+chaos_pid=$!
+lane rest "!($deploy|$chaos)" "$@" || status=1
 wait "$deploy_pid" || status=1
-cat "$work/rest.log" "$work/deploy.log" 2>/dev/null >"$log"
+wait "$chaos_pid" || status=1
+cat "$work/rest.log" "$work/chaos.log" "$work/deploy.log" 2>/dev/null >"$log"
 cat "$log"
 exit "$status"
