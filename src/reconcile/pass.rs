@@ -53,10 +53,16 @@ pub async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let hold = match &obj.0 {
-        Ok(vm) => match ctx.shards.hold(&ConfigKey::of(vm)) {
-            Some(hold) => Some(hold),
-            None => return Ok(Action::await_change()),
-        },
+        Ok(vm) => {
+            let key = ConfigKey::of(vm);
+            match ctx.shards.hold(&key) {
+                Some(hold) => Some(hold),
+                // A config that does not exist has no holder: any replica
+                // says so.
+                None if ctx.providers.is_missing(&key) => Some(ctx.shards.to_report(&key)),
+                None => return Ok(Action::await_change()),
+            }
+        }
         // Not readable: reported without any config (see `error_policy`).
         Err(_) => None,
     };
@@ -193,6 +199,14 @@ async fn pass(
     // Connecting may mark the config in use (a write to it).
     ctx.shards.fence(hold)?;
     let connection = match ctx.providers.connect(&vm).await {
+        // The config exists after all: its holder takes over.
+        Ok(Ok(_)) if hold.report_only() => {
+            return Ok(Outcome {
+                action: Action::await_change(),
+                failed: None,
+                transient: false,
+            });
+        }
         Ok(Ok(connection)) => connection,
         Ok(Err(state)) => return without_config(ctx, (id, hold), &vm, Ok(state), now).await,
         // The config or its Secrets may not be read: said on the resource.

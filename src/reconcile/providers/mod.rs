@@ -227,6 +227,14 @@ impl Providers {
         }
     }
 
+    /// Whether the config `key` names does not exist, as the config
+    /// controllers' watch caches tell once both have listed (before that,
+    /// nothing is known to be missing).
+    pub fn is_missing(&self, key: &ConfigKey) -> bool {
+        self.listed_configs()
+            .is_some_and(|configs| !configs.contains(key))
+    }
+
     /// Every config the provider config controllers' watch caches hold,
     /// once both have listed; `None` before.
     pub fn listed_configs(&self) -> Option<Vec<ConfigKey>> {

@@ -67,12 +67,20 @@ pub struct Hold {
     term: u64,
     /// `None`: the term never ends (no leader election).
     ended: Option<watch::Receiver<bool>>,
+    /// The config does not exist (no Lease, no holder): every replica may
+    /// say so on the resource, and nothing else (see [`Shards::to_report`]).
+    report_only: bool,
 }
 
 impl Hold {
     /// The config held.
     pub fn key(&self) -> &ConfigKey {
         &self.key
+    }
+
+    /// Only to report that the config does not exist.
+    pub fn report_only(&self) -> bool {
+        self.report_only
     }
 
     /// Resolves when the term ends; never without leader election.
@@ -123,6 +131,7 @@ impl Shards {
                 key: key.clone(),
                 term: 0,
                 ended: None,
+                report_only: false,
             });
         }
         let terms = self.lock();
@@ -131,7 +140,22 @@ impl Shards {
             key: key.clone(),
             term: term.id,
             ended: Some(term.ended.subscribe()),
+            report_only: false,
         })
+    }
+
+    /// For a resource whose config does not exist: no Lease names it, so
+    /// nobody holds it, and every replica may write what the pass reports
+    /// (ProviderConfigNotFound: the same status from each, so they agree).
+    /// A pass with this hold sends nothing to Proxmox: once the config
+    /// exists it stops, and the config's holder takes over.
+    pub fn to_report(&self, key: &ConfigKey) -> Hold {
+        Hold {
+            key: key.clone(),
+            term: 0,
+            ended: None,
+            report_only: true,
+        }
     }
 
     /// Whether this replica holds `key` now.
@@ -142,7 +166,7 @@ impl Shards {
     /// Passes when `hold`'s term is still the current one and before its
     /// renew deadline: checked right before every write.
     pub fn fence(&self, hold: &Hold) -> Result<(), Error> {
-        if self.identity.is_none() {
+        if self.identity.is_none() || hold.report_only {
             return Ok(());
         }
         let terms = self.lock();

@@ -234,8 +234,13 @@ async fn look_at_vm(
             ask_agent,
         } => {
             asked_agent = ask_agent;
-            let state = vm::carried(from.client, vmid, vm, read_config, ask_agent).await?;
-            (state, Depth::Full)
+            match vm::carried(from.client, vmid, vm, read_config, ask_agent).await? {
+                Some(state) => (state, Depth::Full),
+                None => {
+                    asked_agent = true;
+                    (vm::vm_state(from, vmid, node_hint).await?, Depth::Full)
+                }
+            }
         }
         known::Look::Idle => {
             let agent = |up: Option<u64>| {

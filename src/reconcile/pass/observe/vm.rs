@@ -121,25 +121,28 @@ pub(super) enum Agent {
 }
 
 /// A VM whose state is known but for its config (read when `read_config`)
-/// and its agent (asked when `ask_agent`): see `known`.
+/// and its agent (asked when `ask_agent`): see `known`. `None` when the
+/// config is not where the VM was known to be: it moved (HA, its balancer)
+/// or went, which only a full look tells apart. A node-local miss never
+/// makes a VM absent.
 pub(super) async fn carried(
     client: &Client,
     vmid: u32,
     mut vm: ObservedVm,
     read_config: bool,
     ask_agent: bool,
-) -> Result<VmState, pve_client::Error> {
+) -> Result<Option<VmState>, pve_client::Error> {
     if read_config {
         vm.config = match config(client, &vm.node, vmid).await {
             Ok(config) => Some(config),
-            Err(pve_client::Error::NotFound { .. }) => return Ok(VmState::Absent),
+            Err(pve_client::Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
     }
     if ask_agent && vm.power == Power::Running && agent_enabled(vm.config.as_ref()) {
         vm.agent = agent(client, &vm.node, vmid).await;
     }
-    Ok(VmState::Present(vm))
+    Ok(Some(VmState::Present(vm)))
 }
 
 fn agent_enabled(config: Option<&VmConfig>) -> bool {

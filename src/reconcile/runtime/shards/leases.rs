@@ -173,22 +173,10 @@ impl Leases {
                 "its renew deadline passed (not renewed in time, or the process was paused)",
             );
         }
-        // The configs, once the config controllers listed them, and those
-        // that ProxmoxVMs name but that do not exist: someone must hold
-        // those too, to say so on the resources (ProviderConfigNotFound),
-        // and the same Lease then serves the config once it is created.
-        let Some(mut configs) = self.ctx.providers.listed_configs() else {
+        // The configs, once the config controllers listed them.
+        let Some(configs) = self.ctx.providers.listed_configs() else {
             return;
         };
-        configs.extend(
-            self.ctx
-                .store
-                .state()
-                .iter()
-                .filter_map(|obj| obj.0.as_ref().ok())
-                .map(ConfigKey::of),
-        );
-        // (Duplicates fold into one Lease name below.)
         let listed = match self
             .api
             .list(&ListParams::default().labels(KIND_LABEL))
