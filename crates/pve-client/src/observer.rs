@@ -107,9 +107,16 @@ impl ActiveSnapshot {
     }
 
     /// What the list says about `upid`.
-    pub(crate) fn lookup(&self, upid: &Upid) -> Listed {
+    /// A task this client started after the list was fetched
+    /// (`started_here`) cannot be in it: it counts as running, and the next
+    /// list shows it.
+    pub(crate) fn lookup(&self, upid: &Upid, started_here: Option<Instant>) -> Listed {
         let Some(entry) = self.by_upid.get(upid.as_str()).map(|&i| &self.listed[i]) else {
-            return Listed::Absent;
+            return if started_here > Some(self.fetched_at) {
+                Listed::Running
+            } else {
+                Listed::Absent
+            };
         };
         match &entry.status {
             Some(status) if !entry.is_running() => Listed::Finished(status.clone()),
@@ -310,14 +317,9 @@ impl Client {
 
         if opts.mode == ObserveMode::Batched {
             match self.active_snapshot(upid.node(), None).await {
-                Ok(snapshot) => match snapshot.lookup(upid) {
+                Ok(snapshot) => match snapshot.lookup(upid, book.started_here) {
                     Listed::Running => return self.running(upid, &book, opts.progress).await,
                     Listed::Finished(status) => return self.finished(upid, &status).await,
-                    Listed::Absent if book.started_here > Some(snapshot.fetched_at) => {
-                        // Started after the list was fetched: the next one
-                        // shows it.
-                        return self.running(upid, &book, opts.progress).await;
-                    }
                     Listed::Absent => {}
                 },
                 Err(err) => {
@@ -461,10 +463,9 @@ impl Client {
             return Ok(ListedTask::Finished);
         }
         let snapshot = self.active_snapshot(upid.node(), None).await?;
-        Ok(match snapshot.lookup(upid) {
+        Ok(match snapshot.lookup(upid, book.started_here) {
             Listed::Running => ListedTask::Running,
             Listed::Finished(_) => ListedTask::Finished,
-            Listed::Absent if book.started_here > Some(snapshot.fetched_at) => ListedTask::Running,
             Listed::Absent => ListedTask::NotListed,
         })
     }
@@ -520,15 +521,19 @@ mod tests {
             Instant::now(),
         );
         assert!(snap.complete());
-        assert_eq!(snap.lookup(&a), Listed::Running);
-        assert_eq!(snap.lookup(&b), Listed::Finished("OK".into()));
+        assert_eq!(snap.lookup(&a, None), Listed::Running);
+        assert_eq!(snap.lookup(&b, None), Listed::Finished("OK".into()));
         assert_eq!(
-            snap.lookup(&c),
+            snap.lookup(&c, None),
             Listed::Finished("VM is locked (create)".into())
         );
-        assert_eq!(snap.lookup(&d), Listed::Absent);
+        assert_eq!(snap.lookup(&d, None), Listed::Absent);
         let no_status = ActiveSnapshot::from_entries(vec![entry(&d, None)], Instant::now());
-        assert_eq!(no_status.lookup(&d), Listed::Running);
+        assert_eq!(no_status.lookup(&d, None), Listed::Running);
+        // Started here after the list was fetched: not listed yet, running.
+        let later = snap.fetched_at + Duration::from_millis(1);
+        assert_eq!(snap.lookup(&d, Some(later)), Listed::Running);
+        assert_eq!(snap.lookup(&d, Some(snap.fetched_at)), Listed::Absent);
     }
 
     #[test]

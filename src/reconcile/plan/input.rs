@@ -471,6 +471,16 @@ pub struct VmConfig {
     pub pending: BTreeMap<String, Option<String>>,
 }
 
+impl VmConfig {
+    /// Whether the current config enables the guest agent (`agent: 1`,
+    /// `agent: enabled=1,...`).
+    pub fn agent_enabled(&self) -> bool {
+        self.current
+            .get("agent")
+            .is_some_and(|a| pve_client::vm::AgentConfig::parse(a).enabled)
+    }
+}
+
 /// The guest agent's answer to `network-get-interfaces`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum AgentState {

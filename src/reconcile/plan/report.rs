@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use pve_client::vm::{AgentConfig, Nic, net_index};
+use pve_client::vm::{Nic, net_index};
 
 use super::context::Ctx;
 use super::decision::{Out, Say};
-use super::input::{AgentState, GuestInterface, ObservedVm, Power, VmState};
+use super::input::{AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState};
 use super::owner::{Ownership, ownership};
 use crate::api::{ProxmoxVMStatus, Reason, vm::ObservedState};
 
@@ -121,11 +121,7 @@ fn addresses(ifaces: &[GuestInterface]) -> Vec<String> {
 }
 
 fn agent_condition(vm: &ObservedVm) -> Say {
-    let enabled = vm
-        .config
-        .as_ref()
-        .and_then(|c| c.current.get("agent"))
-        .is_some_and(|v| AgentConfig::parse(v).enabled);
+    let enabled = vm.config.as_ref().is_some_and(VmConfig::agent_enabled);
     match &vm.agent {
         AgentState::Interfaces(ifaces) => {
             let ips = addresses(ifaces);

@@ -229,23 +229,27 @@ impl Providers {
 
     /// Whether the config `key` names does not exist, as the config
     /// controllers' watch caches tell once both have listed (before that,
-    /// nothing is known to be missing).
+    /// nothing is known to be missing). One cache lookup: it is asked on
+    /// every pass of a resource whose config this replica does not hold.
     pub fn is_missing(&self, key: &ConfigKey) -> bool {
-        self.listed_configs()
-            .is_some_and(|configs| !configs.contains(key))
+        let Some(stores) = self.listed_stores() else {
+            return false;
+        };
+        match key.kind {
+            ProviderConfigKind::ProviderConfig => stores
+                .provider
+                .get(&ObjectRef::new(&key.name).within(&key.namespace))
+                .is_none(),
+            ProviderConfigKind::ClusterProviderConfig => {
+                stores.cluster.get(&ObjectRef::new(&key.name)).is_none()
+            }
+        }
     }
 
     /// Every config the provider config controllers' watch caches hold,
     /// once both have listed; `None` before.
     pub fn listed_configs(&self) -> Option<Vec<ConfigKey>> {
-        let stores = self.stores.get()?;
-        let listed = |ready: Option<Result<(), _>>| matches!(ready, Some(Ok(())));
-        use futures::FutureExt;
-        if !listed(stores.provider.wait_until_ready().now_or_never())
-            || !listed(stores.cluster.wait_until_ready().now_or_never())
-        {
-            return None;
-        }
+        let stores = self.listed_stores()?;
         let provider = stores.provider.state();
         let cluster = stores.cluster.state();
         Some(
@@ -259,6 +263,16 @@ impl Providers {
                 )
                 .collect(),
         )
+    }
+
+    /// The config controllers' watch caches, once both have listed.
+    fn listed_stores(&self) -> Option<&ConfigStores> {
+        let stores = self.stores.get()?;
+        let listed = |ready: Option<Result<(), _>>| matches!(ready, Some(Ok(())));
+        use futures::FutureExt;
+        (listed(stores.provider.wait_until_ready().now_or_never())
+            && listed(stores.cluster.wait_until_ready().now_or_never()))
+        .then_some(stores)
     }
 
     /// Serves configs from the provider config controllers' watch caches

@@ -124,16 +124,19 @@ impl Memory {
     /// Something was sent to the resource's VM (or may have been): what
     /// the last look showed no longer holds as it was.
     pub fn touched(&self, uid: &str) {
-        if let Some(known) = self.lock().get_mut(uid).and_then(|e| e.known.as_mut()) {
-            known.touched = true;
-        }
+        self.with_known(uid, |known| known.touched = true);
     }
 
     /// The pass wrote the resource's metadata: the pass that write
     /// triggers may reuse its look.
     pub fn wrote_metadata(&self, uid: &str) {
+        self.with_known(uid, |known| known.written = true);
+    }
+
+    /// Changes what the last look showed, if there is one.
+    fn with_known(&self, uid: &str, f: impl FnOnce(&mut Known)) {
         if let Some(known) = self.lock().get_mut(uid).and_then(|e| e.known.as_mut()) {
-            known.written = true;
+            f(known);
         }
     }
 

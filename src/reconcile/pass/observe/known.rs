@@ -135,21 +135,23 @@ pub fn look(
         // Nothing was sent since it was found missing: it still is.
         VmState::Absent => Look::Known(VmState::Absent),
         VmState::Present(vm) if now.saturating_duration_since(known.at) < REUSE_FOR => {
-            let waiting_for_agent = vm.power == Power::Running
-                && matches!(vm.agent, AgentState::NoAnswer(_))
-                && depth == Depth::Full;
-            if known.written && !(vm.power == Power::Running && agent_due(known, &vm.agent, now)) {
-                Look::Known(known.vm.clone())
-            } else if known.written || waiting_for_agent {
-                // Just started and not answering yet: only the agent is
-                // asked again.
-                Look::AfterTask {
+            // Only the agent is asked again: after a metadata write when its
+            // answer is due, or on any pass while a VM just started does not
+            // answer yet.
+            let running = vm.power == Power::Running;
+            let ask_agent = if known.written {
+                running && agent_due(known, &vm.agent, now)
+            } else {
+                running && matches!(vm.agent, AgentState::NoAnswer(_)) && depth == Depth::Full
+            };
+            match (ask_agent, known.written) {
+                (true, _) => Look::AfterTask {
                     vm: vm.clone(),
                     read_config: false,
                     ask_agent: true,
-                }
-            } else {
-                fallback
+                },
+                (false, true) => Look::Known(known.vm.clone()),
+                (false, false) => fallback,
             }
         }
         VmState::Present(_) | VmState::Unknown => fallback,
@@ -187,16 +189,23 @@ pub fn look_to_delete(
     } else {
         return None;
     };
-    Some(Look::AfterTask {
+    Some(carried(vm, power, AgentState::NotAsked, true))
+}
+
+/// The look that takes `vm` as it was but for its power, unlocked, with
+/// `agent` as what its guest agent said: its config read again when
+/// `read_config`, its agent not asked.
+fn carried(vm: &ObservedVm, power: Power, agent: AgentState, read_config: bool) -> Look {
+    Look::AfterTask {
         vm: ObservedVm {
             power,
             lock: None,
-            agent: AgentState::NotAsked,
+            agent,
             ..vm.clone()
         },
-        read_config: true,
+        read_config,
         ask_agent: false,
-    })
+    }
 }
 
 /// The VM after our task ended, when its effect is known.
@@ -212,18 +221,6 @@ fn after_task(known: &Known, task: RecordedTask<'_>) -> Option<Look> {
     let present = match &known.vm {
         VmState::Present(vm) => Some(vm),
         VmState::Absent | VmState::Unknown => None,
-    };
-    let with = |power: Power, read_config: bool| {
-        present.map(|vm| Look::AfterTask {
-            vm: ObservedVm {
-                power,
-                lock: None,
-                agent: AgentState::NotAsked,
-                ..vm.clone()
-            },
-            read_config,
-            ask_agent: false,
-        })
     };
     match task.action {
         // A create without `start` leaves a stopped VM on the task's node
@@ -242,28 +239,16 @@ fn after_task(known: &Known, task: RecordedTask<'_>) -> Option<Look> {
         }),
         // A guest that was started this moment has no agent running yet:
         // asking now only costs a request that fails. The next pass asks.
-        // A guest that was started this moment has no agent running yet:
-        // asking now only costs a request that fails. The next pass asks.
-        TaskAction::Start => present.map(|vm| Look::AfterTask {
-            vm: ObservedVm {
-                power: Power::Running,
-                lock: None,
-                agent: AgentState::NoAnswer(JUST_STARTED.to_owned()),
-                ..vm.clone()
-            },
-            read_config: false,
-            ask_agent: false,
+        TaskAction::Start => present.map(|vm| {
+            let agent = AgentState::NoAnswer(JUST_STARTED.to_owned());
+            carried(vm, Power::Running, agent, false)
         }),
-        TaskAction::Shutdown | TaskAction::Stop => with(Power::Stopped, false),
+        TaskAction::Shutdown | TaskAction::Stop => {
+            present.map(|vm| carried(vm, Power::Stopped, AgentState::NotAsked, false))
+        }
+        // The agent's answer still holds: neither restarts the VM.
         TaskAction::ResizeDisk | TaskAction::Configure => {
-            let power = present?.power;
-            let mut look = with(power, true)?;
-            if let Look::AfterTask { vm, ask_agent, .. } = &mut look {
-                // The agent's answer still holds: neither restarts the VM.
-                vm.agent = present?.agent.clone();
-                *ask_agent = false;
-            }
-            Some(look)
+            present.map(|vm| carried(vm, vm.power, vm.agent.clone(), true))
         }
         TaskAction::Destroy => Some(Look::Known(VmState::Absent)),
         // Where the VM went, what a clone or conversion made of it, what a
@@ -290,19 +275,24 @@ fn agent_due(known: &Known, agent: &AgentState, now: Instant) -> bool {
     }
 }
 
-/// Whether an idle VM's agent is to be asked again, given its uptime now.
-pub fn agent_due_idle(known: Option<&Known>, vmid: u32, uptime: Option<u64>, now: Instant) -> bool {
-    let Some(known) = known.filter(|k| k.vmid == vmid && !k.touched) else {
-        return true;
-    };
+/// What an idle VM's agent said last, if that still holds given the VM's
+/// uptime now; `None`: the agent is to be asked again (never answered, the
+/// VM restarted, or the answer is old).
+pub fn idle_agent(
+    known: Option<&Known>,
+    vmid: u32,
+    uptime: Option<u64>,
+    now: Instant,
+) -> Option<AgentState> {
+    let known = known.filter(|k| k.vmid == vmid && !k.touched)?;
     let VmState::Present(vm) = &known.vm else {
-        return true;
+        return None;
     };
     let restarted = match (known.agent, uptime) {
         (Some((_, Some(then))), Some(now_up)) => now_up < then,
-        _ => false,
+        (Some((_, None)) | None, _) | (Some((_, Some(_))), None) => false,
     };
-    restarted || agent_due(known, &vm.agent, now)
+    (!restarted && !agent_due(known, &vm.agent, now)).then(|| vm.agent.clone())
 }
 
 /// The memory of this look, for the next pass.
@@ -643,17 +633,27 @@ mod tests {
             now,
         );
         k.agent = Some((now - Duration::from_secs(60), Some(500)));
-        assert!(
-            !agent_due_idle(Some(&k), 100, Some(560), now),
-            "answered, running on"
+        assert_eq!(
+            idle_agent(Some(&k), 100, Some(560), now),
+            Some(interfaces()),
+            "answered, running on: the answer holds"
         );
-        assert!(
-            agent_due_idle(Some(&k), 100, Some(20), now),
+        assert_eq!(
+            idle_agent(Some(&k), 100, Some(20), now),
+            None,
             "uptime went down: restarted"
         );
         k.agent = Some((now - AGENT_EVERY, Some(500)));
-        assert!(agent_due_idle(Some(&k), 100, Some(1100), now), "old answer");
-        assert!(agent_due_idle(None, 100, Some(1100), now), "nothing known");
+        assert_eq!(
+            idle_agent(Some(&k), 100, Some(1100), now),
+            None,
+            "old answer"
+        );
+        assert_eq!(
+            idle_agent(None, 100, Some(1100), now),
+            None,
+            "nothing known"
+        );
     }
 
     #[test]

@@ -70,7 +70,6 @@ pub struct Sources<'a> {
 }
 
 impl Sources<'_> {
-    /// The cluster, read at most one poll interval ago.
     /// The cluster, read at `since` or later.
     pub async fn view_since(
         &self,
@@ -81,6 +80,7 @@ impl Sources<'_> {
             .await
     }
 
+    /// The cluster, read at most one poll interval ago.
     pub async fn view(&self) -> Result<Arc<ClusterView>, pve_client::Error> {
         self.inventory
             .view(self.key, self.client, self.max_age)
@@ -243,17 +243,9 @@ async fn look_at_vm(
             }
         }
         known::Look::Idle => {
-            let agent = |up: Option<u64>| {
-                let kept = before.as_ref().and_then(|k| match &k.vm {
-                    VmState::Present(seen) => Some(seen.agent.clone()),
-                    VmState::Absent | VmState::Unknown => None,
-                });
-                match kept {
-                    Some(answer) if !known::agent_due_idle(before.as_ref(), vmid, up, now) => {
-                        vm::Agent::Keep(answer)
-                    }
-                    Some(_) | None => vm::Agent::Ask,
-                }
+            let agent = |up: Option<u64>| match known::idle_agent(before.as_ref(), vmid, up, now) {
+                Some(answer) => vm::Agent::Keep(answer),
+                None => vm::Agent::Ask,
             };
             let idle = match node_hint {
                 Some(node) => vm::idle_vm_state(from, vmid, node, agent).await?,

@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::Sources;
 use crate::reconcile::inventory::ClusterView;
 use crate::reconcile::plan::{AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState};
-use pve_client::{self, AgentNetwork, Client, vm::AgentConfig, vm::VmStatus};
+use pve_client::{self, AgentNetwork, Client, vm::VmStatus};
 
 /// Finds and reads the VM. Looks on `node_hint` first; only when it is not
 /// there is the shared cluster view asked (VMs move: HA, migration).
@@ -146,9 +146,7 @@ pub(super) async fn carried(
 }
 
 fn agent_enabled(config: Option<&VmConfig>) -> bool {
-    config
-        .and_then(|c| c.current.get("agent"))
-        .is_some_and(|a| AgentConfig::parse(a).enabled)
+    config.is_some_and(VmConfig::agent_enabled)
 }
 
 /// What was seen of a VM before its config was read.
