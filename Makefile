@@ -101,6 +101,10 @@ bench: ## N ProxmoxVMs against pve-sim, measured; writes BENCHMARKS.md (BENCH_VM
 	$(CARGO) build --release $(BENCH_BINS)
 	$(TARGET_DIR)/release/provider-bench run --markdown BENCHMARKS.md
 
+.PHONY: profile
+profile: ## Where the provider's CPU (PROFILE_TOOL=perf: flame graph) or memory (PROFILE_TOOL=heap: heaptrack) goes at BENCH_VMS VMs; results in .work/profile
+	@bash hack/profile/run.sh
+
 .PHONY: bench-smoke
 bench-smoke: ## make test's smoke check: BENCH_SMOKE_VMS VMs Ready and gone, one VM each, import limit held
 	$(BUILD)

@@ -20,6 +20,8 @@ pub struct Event {
     /// `proxmoxvms`, `proxmoxvms/status`, `events`, ...; a non-resource
     /// request is its path (`/api`).
     pub resource: String,
+    /// The object's name, when the request names one.
+    pub name: Option<String>,
 }
 
 impl Event {
@@ -56,6 +58,7 @@ fn parse(line: &str, user: &str) -> Option<Event> {
         time: parse_rfc3339(text("/requestReceivedTimestamp")?)?,
         verb: text("/verb")?.to_owned(),
         resource,
+        name: text("/objectRef/name").map(str::to_owned),
     })
 }
 
@@ -89,6 +92,8 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].key(), "patch proxmoxvms/status");
         assert!(events[0].is_status_write());
+        assert_eq!(events[0].name.as_deref(), Some("a"));
+        assert_eq!(events[1].name, None);
         assert_eq!(events[1].key(), "get /api");
         let t = events[0].time;
         assert_eq!(by_key(&events, t, t + 0.1).len(), 1);

@@ -22,6 +22,9 @@ pub struct Headline {
     pub status_writes_creating_per_vm: Option<f64>,
     /// All VMs together.
     pub status_writes_idle_per_minute: Option<f64>,
+    /// Of VMs whose guest agent had answered before the idle window.
+    #[serde(default)]
+    pub status_writes_idle_settled_per_minute: Option<f64>,
     pub cpu_idle_ms_per_vm_per_minute: Option<f64>,
     pub nextid_per_vm: f64,
     pub creates_per_vm: f64,
@@ -58,6 +61,9 @@ impl Headline {
                 .api_idle
                 .as_ref()
                 .and_then(|a| per_minute(a.status_writes as f64)),
+            status_writes_idle_settled_per_minute: s
+                .idle_status_writes_settled
+                .and_then(|w| per_minute(w as f64)),
             cpu_idle_ms_per_vm_per_minute: s
                 .process
                 .cpu_seconds_idle

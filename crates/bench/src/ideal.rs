@@ -98,6 +98,19 @@ pub fn critical_path(per_node: &[usize], slots: usize, chain: Chain) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The ideal of a delete: each VM's shutdown and destroy are two writes,
+/// which the provider's request budget lets through at `rps` per second
+/// after a burst of twice that (`None`: no budget, as in the naive loop);
+/// the last destroy then runs. Nothing else bounds a delete: Proxmox runs
+/// the tasks all at once, and a shutdown's guest powers off in a fixed
+/// time.
+pub fn delete(n: usize, time_scale: f64, rps: Option<f64>) -> f64 {
+    let d = Durations::default();
+    let scaled = |x: Duration| x.as_secs_f64() * time_scale;
+    let writes = rps.map_or(0.0, |rps| ((2 * n) as f64 - 2.0 * rps).max(0.0) / rps);
+    (writes + scaled(d.destroy)).max(scaled(d.shutdown) + scaled(d.destroy))
+}
+
 /// The ideal figures of a run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Ideal {
@@ -108,6 +121,9 @@ pub struct Ideal {
     pub as_placed: Option<f64>,
     /// Measured durations, the run's own placement.
     pub measured: Option<f64>,
+    /// Delete → all gone ([`delete`]); absent from results older than it.
+    #[serde(default)]
+    pub delete: Option<f64>,
 }
 
 impl Ideal {
@@ -128,6 +144,7 @@ impl Ideal {
             measured: Chain::measured(tasks)
                 .filter(|_| complete)
                 .map(|c| critical_path(&placed, slots, c)),
+            delete: None,
         }
     }
 }
@@ -157,5 +174,16 @@ mod tests {
         // Everything on one node: five rounds.
         assert!((critical_path(&[10, 0, 0, 0], 2, c) - 15.3).abs() < 1e-9);
         assert!((critical_path(&even(1000, 4), 2, c) - (125.0 * 3.0 + 0.3)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_delete_is_bound_by_the_write_budget_or_else_by_its_tasks() {
+        // 2,000 writes at 50 per second after a burst of 100: 38 s, then
+        // the last destroy (2 s at a tenth: 0.2 s).
+        assert!((delete(1000, 0.1, Some(50.0)) - 38.2).abs() < 1e-9);
+        // A few VMs fit in the burst: the shutdown (0.5 s) and the destroy.
+        assert!((delete(10, 0.1, Some(50.0)) - 0.7).abs() < 1e-9);
+        // Without a budget only the tasks count.
+        assert!((delete(1000, 0.1, None) - 0.7).abs() < 1e-9);
     }
 }

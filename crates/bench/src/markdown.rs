@@ -107,6 +107,10 @@ const ROWS: &[Row] = &[
     ("status writes per minute while idle (all VMs)", |s| {
         num(s.headline.status_writes_idle_per_minute, 1)
     }),
+    (
+        "… to VMs whose guest agent had answered before the window",
+        |s| num(s.headline.status_writes_idle_settled_per_minute, 1),
+    ),
     ("peak RSS (MiB)", |s| num(Some(s.process.peak_rss_mib), 1)),
     ("CPU while creating (s)", |s| {
         num(s.process.cpu_seconds_creating, 1)
@@ -137,6 +141,10 @@ const ROWS: &[Row] = &[
     ("wall time, delete → all gone (s)", |s| {
         num(s.delete_seconds, 1)
     }),
+    (
+        "ideal delete: the writes through the request budget, then the last task (s)",
+        |s| num(s.ideal.delete, 1),
+    ),
     ("Proxmox requests per VM while deleting", |s| {
         num(s.headline.proxmox_deleting_per_vm, 1)
     }),

@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 use crate::audit;
 use crate::cli::Variant;
 use crate::headline::Headline;
-use crate::ideal::Ideal;
+use crate::ideal::{self, Ideal};
 use crate::phases::per_node;
 use crate::referee::{RequestStats, max_concurrent, next_step_latency};
 use crate::run::Run;
 use crate::stats::{Dist, at};
+use crate::workload::VmState;
 
 /// API server requests of one phase.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -82,6 +83,11 @@ pub struct Summary {
     pub import_limit: usize,
     pub delete_seconds: Option<f64>,
     pub idle_seconds: Option<f64>,
+    /// Status writes while idle to VMs whose guest agent had answered
+    /// before the idle window began: what a Ready VM that learns nothing
+    /// new costs (the others are late addresses of the last VMs to start).
+    #[serde(default)]
+    pub idle_status_writes_settled: Option<u64>,
     pub stalls: Vec<String>,
     /// The run's logs and raw records, relative to the repository root
     /// when they are inside it ([`repo_relative`]).
@@ -130,7 +136,10 @@ fn figures(run: &Run, import_limit: usize, nodes: &[String], time_scale: f64) ->
         deleted: p.all_gone.is_some(),
         ready: run.per_vm.values().filter(|v| v.ready_at.is_some()).count(),
         create_seconds: create_end - p.start,
-        ideal: Ideal::of(n, import_limit, time_scale, &vms_per_node, &run.tasks),
+        ideal: Ideal {
+            delete: Some(ideal::delete(n, time_scale, budget(run.variant))),
+            ..Ideal::of(n, import_limit, time_scale, &vms_per_node, &run.tasks)
+        },
         time_to_ready: Dist::of(
             run.per_vm
                 .values()
@@ -167,10 +176,41 @@ fn figures(run: &Run, import_limit: usize, nodes: &[String], time_scale: f64) ->
         import_limit,
         delete_seconds: delete.filter(|_| p.all_gone.is_some()).map(|(a, b)| b - a),
         idle_seconds: idle.map(|(a, b)| b - a),
+        idle_status_writes_settled: idle
+            .filter(|_| run.variant != Variant::Predecessor)
+            .map(|(a, b)| settled_writes(&run.audit, &run.per_vm, a, b)),
         stalls: run.stalls.clone(),
         dir: repo_relative(&run.dir, &testenv::repo_root()),
         headline: Headline::default(),
     }
+}
+
+/// The provider's request budget (requests per second, default limits);
+/// the naive loop has none.
+fn budget(variant: Variant) -> Option<f64> {
+    (variant != Variant::Predecessor).then(|| {
+        f64::from(provider_proxmox::api::provider_config::Limits::default().requests_per_second)
+    })
+}
+
+/// Status writes in `[from, to)` to VMs whose guest agent had answered
+/// before `from`.
+fn settled_writes(
+    events: &[audit::Event],
+    vms: &BTreeMap<String, VmState>,
+    from: f64,
+    to: f64,
+) -> u64 {
+    let settled = |name: &Option<String>| {
+        name.as_ref()
+            .and_then(|n| vms.get(n))
+            .and_then(|v| v.agent_at)
+            .is_some_and(|at| at < from)
+    };
+    events
+        .iter()
+        .filter(|e| e.time >= from && e.time < to && e.is_status_write() && settled(&e.name))
+        .count() as u64
 }
 
 /// `path` relative to the repository `root` when it lies inside it, else

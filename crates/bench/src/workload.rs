@@ -72,6 +72,10 @@ pub fn api(client: &Client, namespace: &str) -> Api<DynamicObject> {
 pub struct VmState {
     pub created_at: f64,
     pub ready_at: Option<f64>,
+    /// When the GuestAgent condition first became True (the VM's
+    /// addresses are in its status from then on).
+    #[serde(default)]
+    pub agent_at: Option<f64>,
     pub gone_at: Option<f64>,
     /// Distinct `crossplane.io/external-name` values, in order: one per
     /// VMID the provider recorded for it.
@@ -151,6 +155,9 @@ impl Tracker {
         }
         if vm.ready_at.is_none() && text(ready, "status") == "True" {
             vm.ready_at = Some(at);
+        }
+        if vm.agent_at.is_none() && text(condition("GuestAgent"), "status") == "True" {
+            vm.agent_at = Some(at);
         }
     }
 
