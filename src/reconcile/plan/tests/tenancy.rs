@@ -372,6 +372,48 @@ fn a_refused_connection_secret_write_is_forbidden_and_retried() {
     assert!(message.contains("; also: refused: "), "{message}");
 }
 
+/// The resource's own metadata write refused by RBAC (its finalizer, its
+/// VMID): `Forbidden` as a refused read is, not a `ReconcileError`, and
+/// tried again after the backoff.
+#[test]
+fn a_refused_metadata_write_is_forbidden_and_retried() {
+    for world in [
+        World::new().spec(|s| s.vmid = Some(100)),
+        World::new().pending().absent().node("pve1").image(true),
+    ] {
+        let planned = world.run();
+        let Step::Kube(write) = &planned.step else {
+            panic!("a metadata write: {:?}", planned.step);
+        };
+        let refused = Forbidden {
+            message: format!(
+                r#"patching ProxmoxVM default/web to {}: proxmoxvms.proxmox.crossplane.io "web" is forbidden: User "x" cannot patch resource "proxmoxvms""#,
+                write.describe()
+            ),
+            retry_in: std::time::Duration::from_secs(8),
+        };
+        let plan = settle(
+            &world.input(),
+            planned.clone(),
+            Err(ActFailure::Forbidden(refused)),
+        );
+        let (status, reason, message) = condition(&plan, ConditionType::Synced).unwrap();
+        assert_eq!((status, reason.as_str()), (F, "Forbidden"), "{message}");
+        assert!(
+            message.contains(r#"cannot patch resource "proxmoxvms""#)
+                && message.contains(write.describe())
+                && message.contains("grant it in the provider's RBAC"),
+            "{message}"
+        );
+        assert_eq!(plan.requeue_after, Some(std::time::Duration::from_secs(8)));
+        assert_eq!(
+            condition(&plan, ConditionType::Ready),
+            condition(&planned, ConditionType::Ready),
+            "Ready as planned"
+        );
+    }
+}
+
 /// VM 777 (not a template) in `pool` with `tags`, cloned (`full`) under a
 /// provider config whose clonePolicy allows `allowed` (JSON).
 fn cloning_777_under(pool: Option<&str>, tags: &[&str], full: bool, allowed: Value) -> World {
