@@ -50,6 +50,7 @@ async fn invalid_objects_are_reported_while_a_valid_vm_converges() {
     crd::write_around_the_schema(&mut env, &around).await;
     env.start_controller().await;
 
+    cases::import_sources(&env.sim).await;
     let (objects, more) = cases::provider_knows(&env.sim);
     for object in &objects {
         env.apply(object).await;
@@ -67,8 +68,10 @@ async fn invalid_objects_are_reported_while_a_valid_vm_converges() {
     env.wait_ready("odd-poll-interval").await;
     reported::wait_all(env.ns.name(), &expects).await;
     assert!(expects.len() >= 40, "{} rows", expects.len());
-    let limited: Vec<&str> = cases::limit_rows().iter().map(|r| r.0).collect();
-    reported::nothing_created(env.ns.name(), &env.sim, &limited).await;
+    let mut nothing: Vec<&str> = cases::limit_rows().iter().map(|r| r.0).collect();
+    nothing.extend(cases::IMPORT_REFUSED);
+    reported::nothing_created(env.ns.name(), &env.sim, &nothing).await;
+    env.wait_ready(cases::IMPORTED_BY_POLICY).await;
     env.wait_ready("poll-banana").await;
     env.wait_ready("poll-zero").await;
     // Still running, never panicked, stops cleanly.
