@@ -113,7 +113,8 @@ async fn role(env: &Env, rules: &[Value]) {
     .await;
 }
 
-/// The provider as a ServiceAccount bound to the Role `provider` with
+/// The provider in the namespaced mode (nothing cluster-scoped, so a Role
+/// is all it needs) as a ServiceAccount bound to the Role `provider` with
 /// `rules`.
 async fn provider_under(env: &Env, rules: &[Value]) -> crate::reconcile::Controller {
     role(env, rules).await;
@@ -123,7 +124,9 @@ async fn provider_under(env: &Env, rules: &[Value]) -> crate::reconcile::Control
         support::Grant::Role("provider"),
     )
     .await;
-    crate::reconcile::Controller::start(account.client(), env.settings()).await
+    let mut settings = env.settings();
+    settings.cluster_configs = false;
+    crate::reconcile::Controller::start(account.client(), settings).await
 }
 
 /// The provider under an RBAC that lacks what two resources need: ConfigMaps
@@ -188,10 +191,7 @@ async fn what_the_rbac_does_not_allow_is_reported_forbidden_on_the_resource() {
     env.wait_ready("seeded").await;
     env.wait_ready("conn").await;
     assert!(env.secret("conn-secret").await.is_some());
-    // Killed: its ClusterProviderConfig watch, which a Role cannot grant,
-    // keeps being refused (a graceful stop waits for it; see
-    // `safety::a_lost_status_write_does_not_dispatch_the_create_again`).
-    controller.kill().await;
+    controller.stop().await;
 }
 
 /// A refusal of the resource's own metadata write (here its VMID in
@@ -218,8 +218,5 @@ async fn a_refused_metadata_write_is_reported_forbidden_on_the_resource() {
     assert_eq!(env.sim.vmids().await, before, "nothing created");
     role(&env, &rules(true)).await;
     env.wait_ready("web").await;
-    // Killed: its ClusterProviderConfig watch, which a Role cannot grant,
-    // keeps being refused (a graceful stop waits for it; see
-    // `safety::a_lost_status_write_does_not_dispatch_the_create_again`).
-    controller.kill().await;
+    controller.stop().await;
 }
