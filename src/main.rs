@@ -79,6 +79,15 @@ struct RunArgs {
     #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 10,
           value_parser = clap::value_parser!(u16).range(1..))]
     max_concurrent_reconciles: u16,
+    /// Serve one namespace only (the namespaced mode): its ProxmoxVMs and
+    /// ProviderConfigs, and only its Secrets, ConfigMaps and Events; the
+    /// Leases stay in POD_NAMESPACE. Nothing cluster-scoped is read, so a
+    /// Role there (and one for the Leases) is all the RBAC it needs
+    /// (deploy/namespaced/, the chart's watchNamespace); a ProxmoxVM naming
+    /// a ClusterProviderConfig is told it is not served. Default: every
+    /// namespace, and ClusterProviderConfigs.
+    #[arg(long, env = "WATCH_NAMESPACE", value_name = "NAMESPACE", value_parser = namespace_name)]
+    watch_namespace: Option<String>,
     /// Kubeconfig to use outside a cluster (default: in-cluster config, then
     /// ~/.kube/config).
     #[arg(long, env = "KUBECONFIG")]
@@ -106,6 +115,23 @@ fn go_duration(text: &str) -> Result<Duration, String> {
     provider_proxmox::api::provider_config::go_duration(text)
         .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("{text:?} is not a positive Go duration such as 30s, 1m or 1h30m"))
+}
+
+/// A namespace's name: a DNS label (RFC 1123).
+fn namespace_name(text: &str) -> Result<String, String> {
+    let valid = (1..=63).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !text.starts_with('-')
+        && !text.ends_with('-');
+    if valid {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "{text:?} is not a namespace name (lower-case letters, digits and -, at most 63)"
+        ))
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -141,7 +167,8 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                     None
                 },
                 identity: identity(),
-                namespace: None,
+                cluster_configs: args.watch_namespace.is_none(),
+                namespace: args.watch_namespace.clone(),
             };
             reconcile::providers::set_agent(&settings.identity);
             tracing::info!(
@@ -149,6 +176,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 poll_interval = ?settings.poll_interval,
                 max_concurrent_reconciles = settings.max_concurrent_reconciles,
                 leader_election = settings.leader_election.is_some(),
+                watch_namespace = settings.namespace.as_deref().unwrap_or("(all)"),
                 task_observe_mode = ?args.task_observe_mode,
                 "starting proxmox-provider"
             );

@@ -205,7 +205,7 @@ async fn pass(
         Preflight::Decided(plan) => {
             let input = PlanInput::unresolved(&vm, now);
             ctx.shards.fence(hold)?;
-            let outcome = act_local(&ctx.kube, (&vm, id), &plan.step, now).await;
+            let outcome = act_local(ctx, (&vm, id), &plan.step, now).await;
             let plan = plan::settle(&input, (*plan).into(), outcome.clone());
             return report(ctx, (id, hold), &input, plan, &outcome).await;
         }
@@ -225,12 +225,8 @@ async fn pass(
         Ok(Ok(connection)) => connection,
         Ok(Err(state)) => return without_config(ctx, (id, hold), &vm, Ok(state), now).await,
         // The config or its Secrets may not be read: said on the resource.
-        Err(e) => match forbidden_message(&e) {
-            Some(message) => {
-                let forbidden = Forbidden {
-                    message,
-                    retry_in: ctx.memory.failed(&id.uid),
-                };
+        Err(e) => match forbidden(ctx, id, &e, None) {
+            Some(forbidden) => {
                 return without_config(ctx, (id, hold), &vm, Err(forbidden), now).await;
             }
             None => return Err(e),
@@ -245,7 +241,7 @@ async fn pass(
         reserved.settle(ctx, &connection, (&vm, id), &plan, &not_sent);
         return Err(fenced);
     }
-    let outcome = act(&ctx.kube, &connection.client, (&vm, id), &plan.step, now).await;
+    let outcome = act(ctx, &connection.client, (&vm, id), &plan.step, now).await;
     if plan.step.reaches_proxmox() {
         // Sent, or maybe sent: the last look no longer tells what the VM is.
         ctx.memory.touched(&id.uid);
@@ -339,18 +335,37 @@ async fn observe_and_reserve<'a>(
             Reserved::none()
         }
         // A Secret or ConfigMap the spec names may not be read.
-        Err(Failure::Kube(e)) => match forbidden_message(&e) {
-            Some(message) => {
-                input.forbidden = Some(Forbidden {
-                    message,
-                    retry_in: ctx.memory.failed(&id.uid),
-                });
+        Err(Failure::Kube(e)) => match forbidden(ctx, id, &e, None) {
+            Some(refused) => {
+                input.forbidden = Some(refused);
                 Reserved::none()
             }
             None => return Err(e),
         },
     };
     Ok((input, reserved))
+}
+
+/// What the resource says of a request the API server refused (403): the
+/// API server's words (who, which verb, which resource, where) after what
+/// the pass was `doing`, and when to try again: this resource's backoff,
+/// which keeps growing while it is refused (see [`report`]). `None` for any
+/// other error. Every [`Forbidden`] of a pass is made here, its step's
+/// metadata write's too ([`act`]).
+fn forbidden(
+    ctx: &Context,
+    id: &Identity,
+    error: &Error,
+    doing: Option<&str>,
+) -> Option<Forbidden> {
+    let refused = forbidden_message(error)?;
+    Some(Forbidden {
+        message: match doing {
+            Some(doing) => format!("{doing}: {refused}"),
+            None => refused,
+        },
+        retry_in: ctx.memory.failed(&id.uid),
+    })
 }
 
 fn input(
@@ -413,26 +428,28 @@ async fn report(
     }
     // Not allowed to write it: said on the resource, tried again later.
     let mut refused = false;
-    let published = match published {
-        Err(kube::Error::Api(status)) if status.code == 403 => {
+    let published = match published.map_err(Error::Kube) {
+        Err(e) => {
             let name = vm
                 .spec
                 .write_connection_secret_to_ref
                 .as_ref()
                 .map(|r| r.name.as_str())
                 .unwrap_or_default();
-            let forbidden = Forbidden {
-                message: format!(
-                    "writing the connection Secret {}/{name} (writeConnectionSecretToRef): {}",
-                    id.namespace, status.message
-                ),
-                retry_in: ctx.memory.failed(&id.uid),
-            };
-            plan::write_refused(&mut plan, vm, input.now, &forbidden);
-            refused = true;
-            Ok(None)
+            let doing = format!(
+                "writing the connection Secret {}/{name} (writeConnectionSecretToRef)",
+                id.namespace
+            );
+            match forbidden(ctx, id, &e, Some(&doing)) {
+                Some(forbidden) => {
+                    plan::write_refused(&mut plan, vm, input.now, &forbidden);
+                    refused = true;
+                    Ok(None)
+                }
+                None => Err(e),
+            }
         }
-        other => other,
+        ok => ok,
     };
     log_synced_change(vm, &plan);
     // After a metadata write the status goes onto the new version: the
@@ -463,7 +480,10 @@ async fn report(
         failed: failed_reason(&plan),
         // Its backoff keeps growing while Proxmox cannot be observed or
         // the API server refuses what the resource needs.
-        transient: input.observe_error.is_some() || input.forbidden.is_some() || refused,
+        transient: input.observe_error.is_some()
+            || input.forbidden.is_some()
+            || refused
+            || matches!(outcome, Err(ActFailure::Forbidden(_))),
     })
 }
 

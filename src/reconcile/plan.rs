@@ -138,6 +138,9 @@ pub enum ActFailure {
     Locked(String),
     /// Proxmox refused a create or clone: a VM with the VMID exists.
     Taken(String),
+    /// The API server refused the resource's own metadata write (403,
+    /// RBAC): reported as `Forbidden`, like a refused read.
+    Forbidden(Forbidden),
     /// Any other refusal or transport error, with its message.
     Failed(String),
 }
@@ -183,6 +186,7 @@ fn failed(input: &PlanInput, plan: Plan, failure: ActFailure) -> Plan {
     let mut out = Out::settling(plan);
     let decision: Decision = match failure {
         ActFailure::Conflict => Decision::silent(Idle::Wait, Some(Duration::ZERO)),
+        ActFailure::Forbidden(refused) => forbidden::wait(&refused),
         ActFailure::Locked(message) => Decision::new(
             Idle::Wait,
             Some(ctx.timing.poll_interval.max(Duration::from_secs(5))),

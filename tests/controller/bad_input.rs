@@ -10,7 +10,7 @@ mod crd;
 mod refused;
 mod reported;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::reconcile::{Env, Options, condition, is_true, manifests, schema};
 use crate::support;
@@ -50,6 +50,7 @@ async fn invalid_objects_are_reported_while_a_valid_vm_converges() {
     crd::write_around_the_schema(&mut env, &around).await;
     env.start_controller().await;
 
+    cases::import_sources(&env.sim).await;
     let (objects, more) = cases::provider_knows(&env.sim);
     for object in &objects {
         env.apply(object).await;
@@ -67,12 +68,65 @@ async fn invalid_objects_are_reported_while_a_valid_vm_converges() {
     env.wait_ready("odd-poll-interval").await;
     reported::wait_all(env.ns.name(), &expects).await;
     assert!(expects.len() >= 40, "{} rows", expects.len());
-    let limited: Vec<&str> = cases::limit_rows().iter().map(|r| r.0).collect();
-    reported::nothing_created(env.ns.name(), &env.sim, &limited).await;
+    let mut nothing: Vec<&str> = cases::limit_rows().iter().map(|r| r.0).collect();
+    nothing.extend(cases::IMPORT_REFUSED);
+    reported::nothing_created(env.ns.name(), &env.sim, &nothing).await;
+    env.wait_ready(cases::IMPORTED_BY_POLICY).await;
     env.wait_ready("poll-banana").await;
     env.wait_ready("poll-zero").await;
     // Still running, never panicked, stops cleanly.
     env.stop_controller().await;
+}
+
+/// A rule of a Role.
+fn rule(group: &str, resource: &str, verbs: &[&str]) -> Value {
+    json!({"apiGroups": [group], "resources": [resource], "verbs": verbs})
+}
+
+const GROUP: &str = "proxmox.crossplane.io";
+
+/// deploy/'s rules for one namespace, without ConfigMaps, with Secrets
+/// read-only, and with `patch` on ProxmoxVMs (their metadata) when
+/// `metadata`.
+fn rules(metadata: bool) -> Vec<Value> {
+    let vms: &[&str] = if metadata {
+        &["get", "list", "watch", "patch"]
+    } else {
+        &["get", "list", "watch"]
+    };
+    vec![
+        rule(GROUP, "proxmoxvms", vms),
+        rule(GROUP, "proxmoxvms/status", &["patch"]),
+        rule(GROUP, "providerconfigs", &["get", "list", "watch", "patch"]),
+        rule(GROUP, "providerconfigs/status", &["patch"]),
+        rule("", "secrets", &["get", "list", "watch"]),
+        rule("", "events", &["create", "patch"]),
+    ]
+}
+
+/// The Role `provider` of the test's namespace, with `rules`.
+async fn role(env: &Env, rules: &[Value]) {
+    env.apply(&json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "provider"}, "rules": rules,
+    }))
+    .await;
+}
+
+/// The provider in the namespaced mode (nothing cluster-scoped, so a Role
+/// is all it needs) as a ServiceAccount bound to the Role `provider` with
+/// `rules`.
+async fn provider_under(env: &Env, rules: &[Value]) -> crate::reconcile::Controller {
+    role(env, rules).await;
+    let account = support::service_account_kubeconfig(
+        env.ns.name(),
+        "provider",
+        support::Grant::Role("provider"),
+    )
+    .await;
+    let mut settings = env.settings();
+    settings.cluster_configs = false;
+    crate::reconcile::Controller::start(account.client(), settings).await
 }
 
 /// The provider under an RBAC that lacks what two resources need: ConfigMaps
@@ -84,26 +138,8 @@ async fn invalid_objects_are_reported_while_a_valid_vm_converges() {
 async fn what_the_rbac_does_not_allow_is_reported_forbidden_on_the_resource() {
     let env = Env::without_controller("forbidden", Options::default()).await;
     let ns = env.ns.name();
-    let rule = |group: &str, resource: &str, verbs: &[&str]| json!({"apiGroups": [group], "resources": [resource], "verbs": verbs});
-    const GROUP: &str = "proxmox.crossplane.io";
-    // deploy/'s rules for one namespace, without ConfigMaps and with
-    // Secrets read-only.
-    let rules = vec![
-        rule(GROUP, "proxmoxvms", &["get", "list", "watch", "patch"]),
-        rule(GROUP, "proxmoxvms/status", &["patch"]),
-        rule(GROUP, "providerconfigs", &["get", "list", "watch", "patch"]),
-        rule(GROUP, "providerconfigs/status", &["patch"]),
-        rule("", "secrets", &["get", "list", "watch"]),
-        rule("", "events", &["create", "patch"]),
-    ];
-    env.apply(&json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "provider"}, "rules": rules,
-    }))
-    .await;
-    let account =
-        support::service_account_kubeconfig(ns, "provider", support::Grant::Role("provider")).await;
-    let controller = crate::reconcile::Controller::start(account.client(), env.settings()).await;
+    let rules = rules(true);
+    let controller = provider_under(&env, &rules).await;
     env.apply(&json!({
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-net"},
         "data": {"network-config": "version: 2\n"},
@@ -151,16 +187,36 @@ async fn what_the_rbac_does_not_allow_is_reported_forbidden_on_the_resource() {
     let mut granted = rules.clone();
     granted.push(rule("", "configmaps", &["get", "list", "watch"]));
     granted.push(rule("", "secrets", &["create", "patch"]));
-    env.apply(&json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "provider"}, "rules": granted,
-    }))
-    .await;
+    role(&env, &granted).await;
     env.wait_ready("seeded").await;
     env.wait_ready("conn").await;
     assert!(env.secret("conn-secret").await.is_some());
-    // Killed: its ClusterProviderConfig watch, which a Role cannot grant,
-    // keeps being refused (a graceful stop waits for it; see
-    // `safety::a_lost_status_write_does_not_dispatch_the_create_again`).
-    controller.kill().await;
+    controller.stop().await;
+}
+
+/// A refusal of the resource's own metadata write (here its VMID in
+/// `crossplane.io/external-name`: no `patch` on ProxmoxVMs) is `Forbidden`
+/// too, naming the write, the verb and the resource, not a
+/// `ReconcileError`; nothing is created, and granting it is enough.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_metadata_write_is_reported_forbidden_on_the_resource() {
+    let env = Env::without_controller("forbidden-meta", Options::default()).await;
+    let before = env.sim.vmids().await;
+    let controller = provider_under(&env, &rules(false)).await;
+    env.apply(&manifests::vm("web", manifests::imported(json!({}))))
+        .await;
+    let refused = env.wait_synced_reason("web", "Forbidden").await;
+    let message = refused.message.unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "patching ProxmoxVM {}/web to record the VMID",
+            env.ns.name()
+        )) && message.contains(r#"cannot patch resource "proxmoxvms""#)
+            && message.contains("grant it in the provider's RBAC"),
+        "names the write, the verb, the resource and what to do: {message}"
+    );
+    assert_eq!(env.sim.vmids().await, before, "nothing created");
+    role(&env, &rules(true)).await;
+    env.wait_ready("web").await;
+    controller.stop().await;
 }

@@ -5,7 +5,9 @@
 //! request of every ServiceAccount) lists each call it made. Every call is
 //! granted by the rules of deploy/ (as `kubectl kustomize` renders them)
 //! and of the Helm chart (as `helm template` does), and every grant of
-//! those rules was used by some call.
+//! those rules was used by some call. The same holds for the namespaced
+//! mode (`--watch-namespace`) under deploy/namespaced/'s and the chart's
+//! `watchNamespace` Roles, which grant nothing outside the namespace.
 //!
 //! A permission the provider lacks is not only refused: it is reported on
 //! the resource (Synced=False, reason `Forbidden`), see
@@ -29,49 +31,84 @@ use crate::reconcile::configs::{has_reason, wait_deleted, wait_protected};
 use crate::reconcile::{Controller, DEADLINE, Env, Options, events_in, manifests};
 use crate::support;
 
-/// The ClusterRole and the leader-election Role (its rules) of rendered
-/// manifests.
+/// One role of rendered manifests: a ClusterRole's rules hold anywhere, a
+/// Role's in its namespace (in these tests, the test's).
+struct Role {
+    kind: String,
+    name: String,
+    rules: Vec<PolicyRule>,
+}
+
+impl Role {
+    fn cluster_wide(&self) -> bool {
+        self.kind == "ClusterRole"
+    }
+}
+
+/// The roles of rendered manifests: every ClusterRole and Role.
 struct Rules {
     origin: &'static str,
-    cluster_role: Value,
-    role: Vec<PolicyRule>,
+    roles: Vec<Role>,
 }
 
 impl Rules {
-    fn cluster(&self) -> Vec<PolicyRule> {
-        serde_json::from_value(self.cluster_role["rules"].clone()).unwrap()
-    }
-
     fn from_yaml(origin: &'static str, yaml: &str) -> Self {
-        let docs: Vec<Value> = support::parse_manifests(yaml, origin)
+        let roles = support::parse_manifests(yaml, origin)
             .into_iter()
             .map(|d| serde_json::to_value(d).unwrap())
+            .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+            .map(|d| Role {
+                kind: d["kind"].as_str().unwrap().to_owned(),
+                name: d["metadata"]["name"].as_str().unwrap().to_owned(),
+                rules: serde_json::from_value(d["rules"].clone()).unwrap(),
+            })
             .collect();
-        let find = |kind: &str, name: &str| {
-            docs.iter()
-                .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
-                .unwrap_or_else(|| panic!("no {kind} {name} in {origin}"))
-                .clone()
-        };
-        let cluster_role = find("ClusterRole", "crossplane-provider-proxmox");
-        let role = find("Role", "crossplane-provider-proxmox-leader-election");
-        Self {
-            origin,
-            cluster_role,
-            role: serde_json::from_value(role["rules"].clone()).unwrap(),
+        Self { origin, roles }
+    }
+
+    /// Copies of the roles for the test's namespace `ns` (a ClusterRole
+    /// under a name of the test, a Role in `ns`), bound to its
+    /// ServiceAccount `provider`, as whom the provider then runs.
+    async fn grant(&self, env: &Env) -> support::ServiceAccountAccess {
+        let ns = env.ns.name();
+        let mut account = None;
+        for role in &self.roles {
+            let name = if role.cluster_wide() {
+                format!("{ns}-{}", role.name)
+            } else {
+                role.name.clone()
+            };
+            env.apply(&json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": role.kind,
+                "metadata": {"name": name}, "rules": role.rules,
+            }))
+            .await;
+            let grant = if role.cluster_wide() {
+                support::Grant::ClusterRole(&name)
+            } else {
+                support::Grant::Role(&name)
+            };
+            match account {
+                None => {
+                    account =
+                        Some(support::service_account_kubeconfig(ns, "provider", grant).await);
+                }
+                Some(_) => support::bind(ns, "provider", grant).await,
+            }
         }
+        account.expect("some role")
     }
 }
 
-/// deploy/ as `kubectl apply -k deploy/` installs it.
-async fn kustomize_rules() -> Rules {
-    let rendered = support::kubectl_ok(&["kustomize", "deploy"]).await;
-    Rules::from_yaml("kubectl kustomize deploy", &rendered)
+/// `kubectl kustomize dir`, as `kubectl apply -k` installs it.
+async fn kustomize_rules(dir: &'static str) -> Rules {
+    let rendered = support::kubectl_ok(&["kustomize", dir]).await;
+    Rules::from_yaml(dir, &rendered)
 }
 
-/// The chart as `helm install` renders it with its defaults, for this
-/// cluster's Kubernetes version.
-async fn helm_rules() -> Rules {
+/// The chart as `helm install` renders it with its defaults and `set`, for
+/// this cluster's Kubernetes version.
+async fn helm_rules(set: &[&str]) -> Rules {
     let version = support::client()
         .apiserver_version()
         .await
@@ -105,6 +142,7 @@ async fn helm_rules() -> Rules {
             "--kube-version",
             &version,
         ])
+        .args(set.iter().flat_map(|s| ["--set", s]))
         .current_dir(repo)
         .stdin(Stdio::null())
         .output()
@@ -180,32 +218,33 @@ fn public(call: &Call) -> bool {
             .any(|p| call.resource == *p || call.resource.starts_with(&format!("{p}/")))
 }
 
-/// What `rules` (the ClusterRole's cluster-wide, the Role's in
-/// `namespace`) do not allow of `calls`, and which of their grants no call
-/// used.
+/// What `rules` (a ClusterRole's cluster-wide, a Role's in `namespace`) do
+/// not allow of `calls`, and which of their grants no call used.
 fn compare(rules: &Rules, namespace: &str, calls: &BTreeSet<Call>) -> Vec<String> {
-    let cluster = rules.cluster();
     let mut wrong = vec![];
+    let applies = |role: &Role, call: &Call| role.cluster_wide() || call.namespace == namespace;
     for call in calls.iter().filter(|c| !public(c)) {
-        let by_cluster = cluster.iter().any(|r| call.allowed_by(r));
-        let by_role = call.namespace == namespace && rules.role.iter().any(|r| call.allowed_by(r));
-        if !by_cluster && !by_role {
+        let granted = rules
+            .roles
+            .iter()
+            .any(|role| applies(role, call) && role.rules.iter().any(|r| call.allowed_by(r)));
+        if !granted {
             wrong.push(format!("{}: not granted: {call:?}", rules.origin));
         }
     }
-    for (rules_of, which) in [(&cluster, "ClusterRole"), (&rules.role, "Role")] {
-        for (group, resource, verb, name) in support::granted(rules_of) {
+    for role in &rules.roles {
+        for (group, resource, verb, name) in support::granted(&role.rules) {
             let used = calls.iter().any(|c| {
                 c.group == group
                     && c.resource == resource
                     && c.verb == verb
                     && (name.is_empty() || c.name == name)
-                    && (which == "ClusterRole" || c.namespace == namespace)
+                    && applies(role, c)
             });
             if !used {
                 wrong.push(format!(
-                    "{}: the {which} grants {verb} on {group:?} {resource} {name} but the provider never asked for it",
-                    rules.origin
+                    "{}: the {} {} grants {verb} on {group:?} {resource} {name} but the provider never asked for it",
+                    rules.origin, role.kind, role.name
                 ));
             }
         }
@@ -223,46 +262,18 @@ fn calls_of(log: &Path, username: &str) -> BTreeSet<Call> {
         .collect()
 }
 
-/// Every grant of deploy/'s and the chart's RBAC is used and every call is
-/// granted, on a workload that touches each kind of object the provider
-/// works with: a ClusterProviderConfig (its credentials in another
-/// namespace's Secret) and a ProviderConfig, their status and in-use
-/// finalizer, a VM with a connection Secret, a cloud-init password Secret
-/// and `customCloudInit` from a Secret and a ConfigMap, a change, events,
-/// a deletion refused while in use, leader election.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
-    let Some(log) = support::cluster().audit_log.clone() else {
+/// The control plane's audit log, which these tests read; `None` (the test
+/// skips, saying so) on an existing cluster.
+fn audit_log() -> Option<std::path::PathBuf> {
+    let log = support::cluster().audit_log.clone();
+    if log.is_none() {
         eprintln!("no audit log (an existing cluster): skipped");
-        return;
-    };
-    let env = Env::without_controller("rbac", Options::default()).await;
-    let ns = env.ns.name();
-    let deploy = kustomize_rules().await;
-    let helm = helm_rules().await;
-    let cluster_role_name = format!("{ns}-provider");
-    let mut cluster_role = deploy.cluster_role.clone();
-    cluster_role["metadata"] = json!({"name": cluster_role_name});
-    env.apply(&cluster_role).await;
-    env.apply(&json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "leader-election"}, "rules": deploy.role,
-    }))
-    .await;
-    let account = support::service_account_kubeconfig(
-        ns,
-        "provider",
-        support::Grant::ClusterRole(&cluster_role_name),
-    )
-    .await;
-    support::bind(ns, "provider", support::Grant::Role("leader-election")).await;
-    // A ClusterProviderConfig, reading its Secret from the test namespace.
-    let cpc = format!("cluster-{ns}");
-    let mut config = manifests::provider_config(&env.sim, &json!({}));
-    config["kind"] = json!("ClusterProviderConfig");
-    config["metadata"]["name"] = json!(cpc);
-    config["spec"]["credentials"]["secretRef"]["namespace"] = json!(ns);
-    env.apply(&config).await;
+    }
+    log
+}
+
+/// The Secrets and the ConfigMap the workload's VMs read.
+async fn inputs(env: &Env) {
     env.apply(&json!({
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-password"},
         "stringData": {"password": "s3cret-pw"},
@@ -278,10 +289,15 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
         "data": {"network-config": "version: 2\n"},
     }))
     .await;
+}
 
-    let mut settings = env.settings();
-    settings.leader_election = Some(LeaderElection::in_namespace(ns));
-    let controller = Controller::start(account.client(), settings).await;
+/// The VMs of the workload, each through create, Ready and delete: `web`
+/// (`customCloudInit` from a Secret and a ConfigMap, a connection Secret)
+/// using the config `web_config`, `db` (a cloud-init password Secret, a
+/// connection Secret, a change) using the test's ProviderConfig, and
+/// `lost`, whose ProviderConfig does not exist (read directly, not from
+/// the watch cache).
+async fn vms(env: &Env, web_config: Value) {
     let mut fp = manifests::imported(json!({
         "customCloudInit": {
             "userData": {"secretKeyRef": {"name": "web-seed", "key": "user-data"}},
@@ -290,7 +306,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     }));
     fp.as_object_mut().unwrap().remove("cloudInit");
     let mut web = manifests::vm("web", fp);
-    web["spec"]["providerConfigRef"] = json!({"kind": "ClusterProviderConfig", "name": cpc});
+    web["spec"]["providerConfigRef"] = web_config;
     web["spec"]["writeConnectionSecretToRef"] = json!({"name": "web-conn"});
     env.apply(&web).await;
     let mut db = manifests::vm(
@@ -305,22 +321,21 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     );
     db["spec"]["writeConnectionSecretToRef"] = json!({"name": "db-conn"});
     env.apply(&db).await;
-    // Configs not in the watch cache (they do not exist) are read directly.
     let mut lost = manifests::vm("lost", json!({"node": "pve", "memory": "1Gi"}));
     lost["spec"]["providerConfigRef"] = json!({"kind": "ProviderConfig", "name": "missing"});
     env.apply(&lost).await;
-    let mut lost_cluster = manifests::vm("lost-cluster", json!({"node": "pve", "memory": "1Gi"}));
-    lost_cluster["spec"]["providerConfigRef"] =
-        json!({"kind": "ClusterProviderConfig", "name": format!("missing-{ns}")});
-    env.apply(&lost_cluster).await;
+}
+
+/// Until the VMs of [`vms`] converge: web and db Ready, lost told its
+/// config is missing, a change of db applied, the test's ProviderConfig
+/// Ready with `users`; and a repeated event, which patches the count of
+/// the first, through the provider's own publisher as `account` (a short
+/// workload repeats none by itself).
+async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64) {
     env.wait_ready("web").await;
     env.wait_ready("db").await;
     env.wait_synced_reason("lost", "ProviderConfigNotFound")
         .await;
-    env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
-        .await;
-    // A repeated event patches the count of the first, through the
-    // provider's own publisher (a short workload repeats none by itself).
     let events = Events::new(
         account.client(),
         "rbac-test".into(),
@@ -344,11 +359,97 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
         }
     })
     .await;
-    env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
-        has_reason(s, "Available") && s.users == Some(1)
+    env.wait_config("pve", &format!("Ready with {users} users"), |s| {
+        has_reason(s, "Available") && s.users == Some(users)
     })
     .await;
-    env.wait_config("pve", "Ready with 1 user", |s| {
+}
+
+/// Deletes the VMs `names` and waits until they are gone.
+async fn delete(env: &Env, names: &[&str]) {
+    for name in names {
+        env.vms().delete(name, &Default::default()).await.unwrap();
+    }
+    for name in names {
+        env.wait_gone(name).await;
+    }
+}
+
+/// Stops the controller; every call `account` made is granted by each of
+/// `rules` (a ClusterRole's anywhere, a Role's in the test's namespace),
+/// every grant of theirs was used, and none was refused.
+async fn check(
+    env: &Env,
+    controller: Controller,
+    (log, account): (&Path, &support::ServiceAccountAccess),
+    rules: &[Rules],
+) {
+    let metrics = controller.metrics.encode();
+    controller.stop().await;
+    let calls = calls_of(log, &account.username);
+    let listed: Vec<String> = calls
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {:?} {} {} {}",
+                c.verb, c.group, c.resource, c.namespace, c.name
+            )
+        })
+        .collect();
+    let wrong: Vec<String> = rules
+        .iter()
+        .flat_map(|r| compare(r, env.ns.name(), &calls))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{}\n\nthe provider's calls:\n{}",
+        wrong.join("\n"),
+        listed.join("\n")
+    );
+    assert!(
+        !metrics.contains("kind=\"kube_api\""),
+        "no refused request: {metrics}"
+    );
+    assert!(metrics.contains("proxmox_provider_event_publish_failures_total 0"));
+}
+
+/// Every grant of deploy/'s and the chart's RBAC is used and every call is
+/// granted, on a workload that touches each kind of object the provider
+/// works with: a ClusterProviderConfig (its credentials in another
+/// namespace's Secret) and a ProviderConfig, their status and in-use
+/// finalizer, a VM with a connection Secret, a cloud-init password Secret
+/// and `customCloudInit` from a Secret and a ConfigMap, a change, events,
+/// a deletion refused while in use, leader election.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
+    let Some(log) = audit_log() else { return };
+    let env = Env::without_controller("rbac", Options::default()).await;
+    let ns = env.ns.name();
+    let deploy = kustomize_rules("deploy").await;
+    let helm = helm_rules(&[]).await;
+    let account = deploy.grant(&env).await;
+    // A ClusterProviderConfig, reading its Secret from the test namespace.
+    let cpc = format!("cluster-{ns}");
+    let mut config = manifests::provider_config(&env.sim, &json!({}));
+    config["kind"] = json!("ClusterProviderConfig");
+    config["metadata"]["name"] = json!(cpc);
+    config["spec"]["credentials"]["secretRef"]["namespace"] = json!(ns);
+    env.apply(&config).await;
+    inputs(&env).await;
+
+    let mut settings = env.settings();
+    settings.leader_election = Some(LeaderElection::in_namespace(ns));
+    let controller = Controller::start(account.client(), settings).await;
+    vms(&env, json!({"kind": "ClusterProviderConfig", "name": cpc})).await;
+    // Configs not in the watch cache (they do not exist) are read directly.
+    let mut lost_cluster = manifests::vm("lost-cluster", json!({"node": "pve", "memory": "1Gi"}));
+    lost_cluster["spec"]["providerConfigRef"] =
+        json!({"kind": "ClusterProviderConfig", "name": format!("missing-{ns}")});
+    env.apply(&lost_cluster).await;
+    converge(&env, &account, 1).await;
+    env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
+        .await;
+    env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
         has_reason(s, "Available") && s.users == Some(1)
     })
     .await;
@@ -368,38 +469,141 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
             .ok_or_else(|| format!("{warnings:?}"))
     })
     .await;
-    for name in ["web", "db", "lost", "lost-cluster"] {
-        env.vms().delete(name, &Default::default()).await.unwrap();
-    }
-    env.wait_gone("web").await;
-    env.wait_gone("db").await;
-    env.wait_gone("lost").await;
-    env.wait_gone("lost-cluster").await;
+    delete(&env, &["web", "db", "lost", "lost-cluster"]).await;
     wait_deleted(&cpcs, &cpc).await;
-    let metrics = controller.metrics.encode();
+    check(&env, controller, (&log, &account), &[deploy, helm]).await;
+}
+
+/// The namespaced mode (`--watch-namespace`) under its own RBAC,
+/// deploy/namespaced/'s and the chart's `watchNamespace`: Roles of the
+/// namespace only, no ClusterRole. Every grant is used and every call is
+/// granted there, so the provider made none outside the namespace and
+/// none cluster-scoped (discovery aside), on the same workload less
+/// ClusterProviderConfigs: a ProxmoxVM naming one is told that only
+/// ProviderConfigs of its namespace are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
+    let Some(log) = audit_log() else { return };
+    let env = Env::without_controller("rbac-ns", Options::default()).await;
+    let ns = env.ns.name();
+    let deploy = kustomize_rules("deploy/namespaced").await;
+    let helm = helm_rules(&["watchNamespace=team-a"]).await;
+    for rules in [&deploy, &helm] {
+        let kinds: Vec<(&str, &str)> = rules
+            .roles
+            .iter()
+            .map(|r| (r.kind.as_str(), r.name.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("Role", "crossplane-provider-proxmox"),
+                ("Role", "crossplane-provider-proxmox-leader-election"),
+            ],
+            "{}: Roles only",
+            rules.origin
+        );
+    }
+    let account = deploy.grant(&env).await;
+    inputs(&env).await;
+    let mut settings = env.settings();
+    settings.cluster_configs = false;
+    settings.leader_election = Some(LeaderElection::in_namespace(ns));
+    let controller = Controller::start(account.client(), settings).await;
+    vms(&env, json!({"kind": "ProviderConfig", "name": "pve"})).await;
+    let mut cluster = manifests::vm("cluster", json!({"node": "pve", "memory": "1Gi"}));
+    cluster["spec"]["providerConfigRef"] =
+        json!({"kind": "ClusterProviderConfig", "name": "default"});
+    env.apply(&cluster).await;
+    converge(&env, &account, 2).await;
+    let refused = env
+        .wait_synced_reason("cluster", "ProviderConfigNotFound")
+        .await;
+    let message = refused.message.unwrap_or_default();
+    assert!(
+        message.contains("ClusterProviderConfig default is not served")
+            && message.contains(&format!("serves only namespace {ns}")),
+        "{message}"
+    );
+    delete(&env, &["web", "db", "lost", "cluster"]).await;
+    check(&env, controller, (&log, &account), &[deploy, helm]).await;
+}
+
+/// The namespaced mode with every permission (the admin's), so only its
+/// code keeps it in its namespace: a ProxmoxVM of another namespace, with
+/// a ProviderConfig of its own, gets no status, finalizer or annotation,
+/// and its Proxmox no request; a ClusterProviderConfig pointing there,
+/// named by a ProxmoxVM of the namespace served, is neither read (no
+/// status, no finalizer) nor used (nothing is created).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_namespaced_mode_touches_nothing_outside_its_namespace() {
+    let env = Env::without_controller("served", Options::default()).await;
+    let other = Env::without_controller("unserved", Options::default()).await;
+    let cpc = format!("cluster-{}", env.ns.name());
+    let mut config = manifests::provider_config(&other.sim, &json!({}));
+    config["kind"] = json!("ClusterProviderConfig");
+    config["metadata"]["name"] = json!(cpc);
+    config["spec"]["credentials"]["secretRef"]["namespace"] = json!(other.ns.name());
+    env.apply(&config).await;
+    other
+        .apply(&manifests::vm("theirs", manifests::imported(json!({}))))
+        .await;
+    let mut settings = env.settings();
+    settings.cluster_configs = false;
+    settings.leader_election = Some(LeaderElection::in_namespace(env.ns.name()));
+    let controller = Controller::start(support::client(), settings).await;
+    env.apply(&manifests::vm("ours", manifests::imported(json!({}))))
+        .await;
+    let mut via_cluster = manifests::vm("via-cluster", manifests::imported(json!({})));
+    via_cluster["spec"]["providerConfigRef"] =
+        json!({"kind": "ClusterProviderConfig", "name": cpc});
+    env.apply(&via_cluster).await;
+    env.wait_ready("ours").await;
+    let refused = env
+        .wait_synced_reason("via-cluster", "ProviderConfigNotFound")
+        .await;
+    assert!(
+        refused
+            .message
+            .unwrap_or_default()
+            .contains("is not served"),
+    );
+    // Its Leases say which namespace they serve.
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(support::client(), env.ns.name());
+    let labelled = leases
+        .list(
+            &kube::api::ListParams::default()
+                .labels(&format!("proxmox.crossplane.io/serves={}", env.ns.name())),
+        )
+        .await
+        .unwrap();
+    assert!(!labelled.items.is_empty(), "member and config Leases");
     controller.stop().await;
 
-    let calls = calls_of(&log, &account.username);
-    let listed: Vec<String> = calls
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {:?} {} {} {}",
-                c.verb, c.group, c.resource, c.namespace, c.name
-            )
-        })
-        .collect();
-    let mut wrong = compare(&deploy, ns, &calls);
-    wrong.extend(compare(&helm, ns, &calls));
+    let theirs = other.vm("theirs").await;
+    assert!(theirs.status.is_none(), "no status: {:?}", theirs.status);
     assert!(
-        wrong.is_empty(),
-        "{}\n\nthe provider's calls:\n{}",
-        wrong.join("\n"),
-        listed.join("\n")
+        theirs.metadata.finalizers.is_none(),
+        "{:?}",
+        theirs.metadata
     );
     assert!(
-        !metrics.contains("kind=\"kube_api\""),
-        "no refused request: {metrics}"
+        theirs
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .keys()
+            .all(|k| !k.starts_with("crossplane.io/")),
+        "no external name"
     );
-    assert!(metrics.contains("proxmox_provider_event_publish_failures_total 0"));
+    let cpcs: Api<ClusterProviderConfig> = Api::all(support::client());
+    let untouched = cpcs.get(&cpc).await.unwrap();
+    assert!(untouched.status.is_none(), "{:?}", untouched.status);
+    assert!(untouched.metadata.finalizers.is_none());
+    assert!(
+        other.sim.requests().await.is_empty(),
+        "nothing asked of the other namespace's Proxmox"
+    );
+    cpcs.delete(&cpc, &Default::default()).await.unwrap();
 }

@@ -1,5 +1,6 @@
 //! The controller as a process: /metrics, /healthz and /readyz; leader
-//! election between two replicas.
+//! election between two replicas, and between the providers of two
+//! namespaces sharing one namespace for their Leases.
 
 use std::time::Duration;
 
@@ -194,4 +195,57 @@ async fn one_of_two_replicas_holds_the_config_and_the_other_takes_over() {
     tokio::time::timeout(Duration::from_secs(60), survivor.stop())
         .await
         .expect("the second replica stops");
+}
+
+/// Two providers in the namespaced mode, each serving its own namespace,
+/// keep their Leases in one namespace (as two Helm releases in
+/// crossplane-system do): each counts only its own replica, so neither
+/// hands its config to the other, and both VMs converge. Their identities
+/// are chosen so that counting each other would give each config to the
+/// other provider's replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn providers_of_two_namespaces_share_a_lease_namespace() {
+    let a = Env::without_controller("serves-a", Options::default()).await;
+    let b = Env::without_controller("serves-b", Options::default()).await;
+    let lease = |env: &Env| format!("crossplane-provider-proxmox.pc.{}.pve", env.ns.name());
+    let (first, second) = (0u32..)
+        .map(|n| (format!("a-{n}"), format!("b-{n}")))
+        .find(|(x, y)| {
+            let both = [x.clone(), y.clone()].into();
+            let names = [lease(&a), lease(&b)].into();
+            let wanted = assign(&names, &both);
+            wanted[&lease(&a)] == *y && wanted[&lease(&b)] == *x
+        })
+        .unwrap();
+    let start = |env: &Env, identity: String| {
+        let mut settings = env.settings();
+        settings.cluster_configs = false;
+        settings.identity = identity;
+        settings.leader_election = Some(LeaderElection::in_namespace(a.ns.name()));
+        Controller::start(support::client(), settings)
+    };
+    let serving_a = start(&a, first.clone()).await;
+    let serving_b = start(&b, second.clone()).await;
+    for env in [&a, &b] {
+        env.apply(&manifests::vm("web", manifests::imported(json!({}))))
+            .await;
+    }
+    a.wait_ready("web").await;
+    b.wait_ready("web").await;
+    let leases: Api<Lease> = Api::namespaced(support::client(), a.ns.name());
+    for (env, holder) in [(&a, &first), (&b, &second)] {
+        let held = leases.get(&lease(env)).await.unwrap();
+        assert_eq!(
+            held.spec.and_then(|s| s.holder_identity).as_ref(),
+            Some(holder),
+            "{}'s config is held by its own provider",
+            env.ns.name()
+        );
+        assert_eq!(
+            held.metadata.labels.unwrap_or_default()["proxmox.crossplane.io/serves"],
+            env.ns.name()
+        );
+    }
+    serving_a.stop().await;
+    serving_b.stop().await;
 }

@@ -382,32 +382,51 @@ fn crossplane_package_root_holds_the_provider_meta_and_the_crds() {
 
 #[test]
 fn every_deploy_manifest_is_in_a_tested_place() {
-    // Kustomizations must list every manifest next to them: a file left
-    // out would be neither installed nor tested.
-    for (kustomization, dir) in [
-        ("deploy/kustomization.yaml", "deploy/provider"),
-        ("deploy/pve-sim/kustomization.yaml", "deploy/pve-sim"),
-    ] {
-        let doc = &yaml_docs(&read(kustomization), kustomization)[0];
-        let listed: Vec<String> = doc["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r.as_str().unwrap().to_owned())
-            .collect();
+    // Kustomizations must list every manifest next to them (as a resource
+    // or a patch): a file left out would be neither installed nor tested.
+    // Each directory, with the kustomizations that may list its files and
+    // the path they list them under.
+    let dirs: [(&str, &[(&str, &str)]); 3] = [
+        (
+            "deploy/provider",
+            &[
+                ("deploy/kustomization.yaml", "provider/"),
+                ("deploy/provider/kustomization.yaml", ""),
+            ],
+        ),
+        (
+            "deploy/pve-sim",
+            &[("deploy/pve-sim/kustomization.yaml", "")],
+        ),
+        (
+            "deploy/namespaced",
+            &[("deploy/namespaced/kustomization.yaml", "")],
+        ),
+    ];
+    for (dir, kustomizations) in dirs {
+        let mut listed: Vec<String> = vec![];
+        for (kustomization, prefix) in kustomizations {
+            let doc = &yaml_docs(&read(kustomization), kustomization)[0];
+            let resources = doc["resources"].as_array().into_iter().flatten();
+            let patches = doc["patches"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| &p["path"]);
+            for path in resources.chain(patches).filter_map(|p| p.as_str()) {
+                if let Some(name) = path.strip_prefix(prefix) {
+                    listed.push(name.to_owned());
+                }
+            }
+        }
         for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
             if name == "kustomization.yaml" {
                 continue;
             }
-            let relative = if dir == "deploy/provider" {
-                format!("provider/{name}")
-            } else {
-                name.clone()
-            };
             assert!(
-                listed.contains(&relative),
-                "{dir}/{name} is not in {kustomization}"
+                listed.contains(&name),
+                "{dir}/{name} is in none of {kustomizations:?}"
             );
         }
     }
@@ -415,6 +434,7 @@ fn every_deploy_manifest_is_in_a_tested_place() {
     let tested = [
         "kustomization.yaml",
         "provider",
+        "namespaced",
         "pve-sim",
         "helm",
         "argocd",

@@ -237,6 +237,85 @@ async fn helm_chart_renders_what_kustomize_installs() {
     assert_eq!(pod(&latest)["containers"][0]["image"], kc["image"]);
 }
 
+/// The namespaced mode's two installs, deploy/namespaced/ and the chart's
+/// `watchNamespace`: nothing cluster-scoped (the CRDs aside, installed once
+/// per cluster), a Role of the namespace served with the ClusterRole's
+/// rules less ClusterProviderConfigs, and WATCH_NAMESPACE; each accepted by
+/// the API server.
+#[tokio::test]
+async fn the_namespaced_installs_are_roles_of_the_namespace_served() {
+    prerequisites().await;
+    let ns = support::namespace("namespaced").await;
+    let version = server_version().await;
+    let kustomized = yaml_docs(&kustomize("deploy/namespaced").await, "deploy/namespaced/");
+    let charted: Vec<Value> = yaml_docs(
+        &helm_template(&version, &["--set", "watchNamespace=team-a"]),
+        "helm template --set watchNamespace=team-a",
+    )
+    .into_iter()
+    .filter(|d| d["kind"] != "CustomResourceDefinition")
+    .collect();
+    let names = [
+        "Deployment/crossplane-provider-proxmox",
+        "Role/crossplane-provider-proxmox",
+        "Role/crossplane-provider-proxmox-leader-election",
+        "RoleBinding/crossplane-provider-proxmox",
+        "RoleBinding/crossplane-provider-proxmox-leader-election",
+        "Service/crossplane-provider-proxmox-metrics",
+        "ServiceAccount/crossplane-provider-proxmox",
+    ];
+    assert_eq!(kinds_and_names(&kustomized), names);
+    assert_eq!(kinds_and_names(&charted), names);
+    assert!(
+        kustomized
+            .iter()
+            .all(|d| d["metadata"]["namespace"] == "team-a"),
+        "everything in the namespace served"
+    );
+    let role = |docs: &[Value]| find(docs, "Role", "crossplane-provider-proxmox").clone();
+    assert_eq!(role(&charted)["metadata"]["namespace"], "team-a");
+    assert_eq!(role(&charted)["rules"], role(&kustomized)["rules"]);
+    // The ClusterRole's rules, without ClusterProviderConfigs.
+    let cluster = yaml_docs(&kustomize("deploy").await, "deploy/");
+    let mut rules = find(&cluster, "ClusterRole", "crossplane-provider-proxmox")["rules"].clone();
+    for rule in rules.as_array_mut().unwrap() {
+        rule["resources"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|r| !r.as_str().unwrap().starts_with("clusterproviderconfigs"));
+    }
+    assert_eq!(role(&kustomized)["rules"], rules);
+    let env = |docs: &[Value]| {
+        env_map(
+            &find(docs, "Deployment", "crossplane-provider-proxmox")["spec"]["template"]["spec"]["containers"]
+                [0],
+        )
+    };
+    assert_eq!(
+        env(&kustomized)["WATCH_NAMESPACE"],
+        "fieldRef:metadata.namespace"
+    );
+    assert_eq!(env(&charted)["WATCH_NAMESPACE"], "team-a");
+    let default = yaml_docs(&helm_template(&version, &[]), "helm template");
+    assert!(!env(&default).contains_key("WATCH_NAMESPACE"));
+    // Into the test's namespace instead of team-a (and crossplane-system).
+    for docs in [kustomized, charted] {
+        let moved: Vec<String> = docs
+            .into_iter()
+            .map(|mut d| {
+                d["metadata"]["namespace"] = json!(ns.name());
+                if let Some(subjects) = d["subjects"].as_array_mut() {
+                    for subject in subjects {
+                        subject["namespace"] = json!(ns.name());
+                    }
+                }
+                d.to_string()
+            })
+            .collect();
+        support::apply_dry_run_server(moved.join("\n---\n").as_str(), None).await;
+    }
+}
+
 #[tokio::test]
 async fn helm_chart_with_other_values_is_accepted() {
     prerequisites().await;
@@ -322,6 +401,7 @@ fn helm_values_schema_refuses_bad_values() {
         ("replicas=-1", "replicas"),
         ("image.pullPolicy=Sometimes", "pullPolicy"),
         ("metrics.port=0", "port"),
+        ("watchNamespace=Team_A", "watchNamespace"),
         ("typoedKey=1", "typoedKey"),
     ] {
         let out = helm(&[

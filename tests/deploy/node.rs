@@ -3,7 +3,8 @@
 //! imported into the node's containerd (what `kind load docker-image` does),
 //! then `kubectl apply -k deploy/` and `deploy/pve-sim/` as they are, then
 //! the Helm chart, each with the restricted Pod Security level enforced on
-//! `crossplane-system`. The node (`hack/node/up.sh`: containerd, runc, the
+//! `crossplane-system`, then the chart upgraded to the namespaced mode
+//! (`watchNamespace`). The node (`hack/node/up.sh`: containerd, runc, the
 //! kubelet, kube-proxy, CoreDNS and the CNI bridge next to testenv's
 //! apiserver, kube-controller-manager and kube-scheduler) lives in a
 //! network namespace of its own; everything here talks to it through
@@ -11,7 +12,7 @@
 //!
 //! Needs root and Debian 12; what is missing is installed and built (and
 //! cached) on first use by the hack/node/ scripts. scripts/kind-e2e.sh runs
-//! the same steps on kind.
+//! the same steps on kind, the namespaced upgrade aside.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -482,6 +483,130 @@ fn uninstall_kustomize(node: &Node) {
     ]);
 }
 
+/// `helm install` or `helm upgrade` (`verb`) of the chart as release
+/// [`DEPLOYMENT`] in [`NAMESPACE`], with the image the node holds and the
+/// values `set`, waiting until it is ready.
+fn helm_release(node: &Node, verb: &str, set: &[&str]) -> String {
+    let mut args = vec![
+        verb,
+        DEPLOYMENT,
+        tools::CHART,
+        "--namespace",
+        NAMESPACE,
+        "--set",
+        "image.tag=latest",
+        "--wait",
+        "--timeout=180s",
+    ];
+    args.extend(set.iter().flat_map(|s| ["--set", s]));
+    node.helm(&args)
+}
+
+/// The namespace the chart's namespaced mode serves.
+const SERVED: &str = "team-a";
+
+/// The chart upgraded to the namespaced mode (`watchNamespace`): a Role in
+/// [`SERVED`] instead of the ClusterRole, and the provider serves only
+/// that namespace: there a ProxmoxVM of examples/vm-100.yaml naming a
+/// ProviderConfig of [`SERVED`] (pointing at the in-cluster pve-sim, its
+/// credentials and CA copied there) becomes Ready and is deleted with its
+/// VM, while the same ProxmoxVM in `default` is left untouched; the
+/// replica's Leases, in the release namespace, say which namespace they
+/// serve.
+fn namespaced_helm_works(node: &Node) {
+    let before = node.provider_pod()["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    node.kubectl_ok(&["create", "namespace", SERVED]);
+    timed("helm upgrade --set watchNamespace", || {
+        helm_release(node, "upgrade", &[&format!("watchNamespace={SERVED}")])
+    });
+    node.rollout(DEPLOYMENT);
+    // The cluster-wide replica is gone before anything else is applied.
+    node.wait(&["-n", NAMESPACE, "--for=delete", &format!("pod/{before}")]);
+    let pod = node.provider_pod();
+    let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    // The simulator's credentials and CA, as a team would hold them.
+    let mut credentials = tools::yaml_docs(
+        &tools::read("deploy/pve-sim/credentials.yaml"),
+        "deploy/pve-sim/credentials.yaml",
+    )[0]
+    .clone();
+    credentials["metadata"] =
+        serde_json::json!({"name": "pve-sim-credentials", "namespace": SERVED});
+    let ca = node.kubectl_ok(&[
+        "-n",
+        NAMESPACE,
+        "get",
+        "secret",
+        "pve-sim-tls",
+        "-o",
+        "jsonpath={.data.ca\\.crt}",
+    ]);
+    let config = serde_json::json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1", "kind": "ProviderConfig",
+        "metadata": {"name": "pve-sim", "namespace": SERVED},
+        "spec": {
+            "endpoint": format!("https://pve-sim.{NAMESPACE}.svc:8006"),
+            "credentials": {"source": "Secret", "secretRef": {"name": "pve-sim-credentials"}},
+            "tls": {"caBundleSecretRef": {"name": "pve-sim-ca", "key": "ca.crt"}},
+            "tasks": {"pollInterval": "1s"},
+        },
+    });
+    let ca = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "pve-sim-ca", "namespace": SERVED},
+        "data": {"ca.crt": ca.trim()},
+    });
+    let mut vm =
+        tools::yaml_docs(&tools::read("examples/vm-100.yaml"), "examples/vm-100.yaml")[0].clone();
+    let mut unserved = vm.clone();
+    unserved["metadata"]["namespace"] = "default".into();
+    vm["metadata"]["namespace"] = SERVED.into();
+    vm["spec"]["providerConfigRef"] =
+        serde_json::json!({"kind": "ProviderConfig", "name": "pve-sim"});
+    for object in [&credentials, &ca, &config, &unserved, &vm] {
+        node.kubectl_apply(&object.to_string());
+    }
+    timed(&format!("namespaced: {SERVED}/vm-100 Ready"), || {
+        node.wait(&["-n", SERVED, "--for=condition=Ready", "proxmoxvm/vm-100"])
+    });
+    assert_eq!(node.vms_with_id(100), 1, "VM 100 in the simulator");
+    let untouched = node.json(&["-n", "default", "get", "proxmoxvm", "vm-100"]);
+    assert!(
+        untouched["status"].is_null() && untouched["metadata"]["finalizers"].is_null(),
+        "default/vm-100 untouched: {untouched:#}"
+    );
+    let holders = node.kubectl_ok(&[
+        "-n",
+        NAMESPACE,
+        "get",
+        "lease",
+        "-l",
+        &format!("proxmox.crossplane.io/lease=member,proxmox.crossplane.io/serves={SERVED}"),
+        "-o",
+        "jsonpath={.items[*].spec.holderIdentity}",
+    ]);
+    assert!(
+        holders
+            .split_whitespace()
+            .any(|h| h.starts_with(&format!("{pod_name}-"))),
+        "{pod_name}'s member Lease serves {SERVED}: {holders:?}"
+    );
+    node.kubectl_ok(&[
+        "-n",
+        SERVED,
+        "delete",
+        "proxmoxvm",
+        "vm-100",
+        "--wait",
+        "--timeout=180s",
+    ]);
+    assert_eq!(node.vms_with_id(100), 0, "VM 100 gone from the simulator");
+    node.kubectl_ok(&["-n", "default", "delete", "proxmoxvm", "vm-100", "--wait"]);
+}
+
 #[test]
 fn kustomize_and_helm_installs_run_on_a_real_node() {
     let node = Node::start();
@@ -508,21 +633,12 @@ fn kustomize_and_helm_installs_run_on_a_real_node() {
     });
     uninstall_kustomize(&node);
 
-    timed("helm install", || {
-        node.helm(&[
-            "install",
-            DEPLOYMENT,
-            tools::CHART,
-            "--namespace",
-            NAMESPACE,
-            "--set",
-            "image.tag=latest",
-            "--wait",
-            "--timeout=180s",
-        ])
-    });
+    timed("helm install", || helm_release(&node, "install", &[]));
     timed("helm: provider checks", || {
         provider_works(&node, "helm install")
+    });
+    timed("helm, namespaced: provider checks", || {
+        namespaced_helm_works(&node)
     });
     node.helm(&["uninstall", DEPLOYMENT, "--namespace", NAMESPACE, "--wait"]);
 }

@@ -183,7 +183,8 @@ pub struct ProviderSettings {
     pub vmid_range: Option<VmidRange>,
 
     /// Which VMs the ProxmoxVMs of this config may clone
-    /// (`forProvider.clone`). Left out: only Proxmox templates
+    /// (`forProvider.clone`) or import a disk of (`disks[].importFrom`
+    /// naming a `vm-N-...` volume). Left out: only Proxmox templates
     /// (`template: 1`), so a tenant cannot copy the disks of a VM that is
     /// not meant to be copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -194,10 +195,11 @@ pub struct ProviderSettings {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ClonePolicy {
-    /// VMs that are not templates but may be cloned all the same: a VM in
-    /// one of these pools, with one of these tags, or with a VMID in one of
-    /// these ranges (any one is enough), as the cluster's resource list
-    /// (`/cluster/resources`) shows it when the clone is decided. Templates
+    /// VMs that are not templates but may be cloned (full clones) and
+    /// have their disks imported all the same: a VM in one of these pools,
+    /// with one of these tags, or with a VMID in one of these ranges (any
+    /// one is enough), as the cluster's resource list
+    /// (`/cluster/resources`) shows it when the copy is decided. Templates
     /// can always be cloned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_non_templates: Option<CloneSources>,

@@ -42,17 +42,18 @@ pub struct Disk {
 
     /// Import the disk from a volume already on Proxmox, such as
     /// `local:import/jammy.qcow2` (PVE 8.3 or later) or a template's disk
-    /// `local-lvm:base-9000-disk-0` (create only). Disks of VMs that are not
-    /// templates (`vm-N-disk-K`) are refused: clone a template instead.
+    /// `local-lvm:base-9000-disk-0` (create only). The disk of another VM
+    /// (`vm-N-disk-K`) is imported only as that VM could be cloned: when it
+    /// is a template, or the provider config's
+    /// `clonePolicy.allowNonTemplates` names it; otherwise the resource is
+    /// `NotATemplate` and nothing is imported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 255))]
     #[x_kube(
         validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:[^\\\\s,;]+$')")
             .message("must be a Proxmox volume ID such as local:import/jammy.qcow2 (absolute paths are not supported)"),
         validation = Rule::new("!self.matches('[:/][.][.](/|$)')")
-            .message("importFrom must not contain .. path parts"),
-        validation = Rule::new("self.matches('^[^:]*:import/') || !self.matches('[:/](vm|subvol)-[0-9]+-')")
-            .message("importFrom names a disk of a VM (vm-N-...): only import volumes (storage:import/...) and templates' base volumes (base-N-...) can be imported; clone a template instead")
+            .message("importFrom must not contain .. path parts")
     )]
     pub import_from: Option<String>,
 

@@ -118,7 +118,8 @@ impl Triggers {
     }
 }
 
-/// Runs both config controllers and the Secret watch until `stop`.
+/// Runs the config controllers (the ClusterProviderConfig one unless in
+/// the namespaced mode) and the Secret watch until `stop`.
 pub async fn run(
     kube: kube::Client,
     scope: Option<String>,
@@ -144,19 +145,35 @@ pub async fn run(
         receivers.provider,
         &ctx,
     );
-    let (cpcs, cpc_controller) = controller(
-        &kube,
-        Api::<DeserializeGuard<ClusterProviderConfig>>::all(kube.clone()),
-        receivers.cluster,
-        &ctx,
-    );
+    // Cluster-scoped: not in the namespaced mode, which reads nothing
+    // outside its namespace (and drops their triggers).
+    let (cpcs, cpc_controller) = if ctx.providers.serves_cluster_configs() {
+        let (store, controller) = controller(
+            &kube,
+            Api::<DeserializeGuard<ClusterProviderConfig>>::all(kube.clone()),
+            receivers.cluster,
+            &ctx,
+        );
+        (Some(store), Some(controller))
+    } else {
+        drop(receivers.cluster);
+        (None, None)
+    };
     // VM passes read configs from these caches, not from the API server.
     ctx.providers.watch(pcs.clone(), cpcs.clone());
     let secrets = watch_secrets(kube, scope.as_deref(), pcs, cpcs, triggers);
     tracing::info!("provider config controllers started");
+    let cluster = {
+        let (ctx, stop) = (Arc::clone(&ctx), stop.clone());
+        async move {
+            if let Some(controller) = cpc_controller {
+                drive(controller, ctx, stop).await;
+            }
+        }
+    };
     futures::join!(
         drive(pc_controller, Arc::clone(&ctx), stop.clone()),
-        drive(cpc_controller, Arc::clone(&ctx), stop.clone()),
+        cluster,
         secrets.take_until(stop).for_each(|()| async {}),
     );
     tracing::info!("provider config controllers stopped");
@@ -226,7 +243,7 @@ fn watch_secrets(
     kube: kube::Client,
     scope: Option<&str>,
     pcs: Store<ProviderConfig>,
-    cpcs: Store<ClusterProviderConfig>,
+    cpcs: Option<Store<ClusterProviderConfig>>,
     triggers: Triggers,
 ) -> impl futures::Stream<Item = ()> + Send {
     let api: Api<PartialObjectMeta<Secret>> = scoped(&kube, scope);
@@ -240,7 +257,9 @@ fn watch_secrets(
                     name: secret.metadata.name.unwrap_or_default(),
                 };
                 let mut keys = readers(&pcs, &name);
-                keys.append(&mut readers(&cpcs, &name));
+                if let Some(cpcs) = &cpcs {
+                    keys.append(&mut readers(cpcs, &name));
+                }
                 for key in keys {
                     tracing::debug!(secret = %name, config = %key, "a Secret of a provider config changed");
                     triggers.send(&key);

@@ -330,6 +330,11 @@ impl<'a> Ctx<'a> {
             images,
             placement,
             template,
+            import_sources: if self.deleting() {
+                vec![]
+            } else {
+                super::tenancy::import_sources(self.spec)
+            },
             password: self
                 .spec
                 .cloud_init

@@ -317,6 +317,8 @@ fn up_to_date(ctx: &Ctx, vm: &ObservedVm, diff: &Diff) -> Decision {
         // A missing Secret or ConfigMap is waited for, not a spec to fix.
         let reason = if diff.missing_data {
             Reason::SecretNotFound
+        } else if diff.not_copied {
+            Reason::NotATemplate
         } else {
             Reason::InvalidSpec
         };

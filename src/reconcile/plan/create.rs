@@ -12,15 +12,13 @@ use std::time::Duration;
 
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
-use super::input::{
-    PasswordState, Placement, ProviderState, SlotGrant, TemplateLookup, VmState, VmidGrant,
-};
+use super::input::{PasswordState, Placement, SlotGrant, TemplateLookup, VmState, VmidGrant};
 use super::output::{Idle, KubeWrite, PveCall, Sensitive};
 use super::render;
 use super::task;
+use super::tenancy::{self, CopySource};
 use crate::api::{
     Reason,
-    provider_config::CloneSources,
     vm::{CloneSource, TaskAction},
 };
 
@@ -125,7 +123,22 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
     }
 }
 
+/// A copy of another VM's disks refused by [`tenancy::may_copy`]: waited
+/// for (the VM may become a template, or the policy name it), nothing
+/// copied meanwhile.
+fn not_copied(why: String) -> Decision {
+    let say = Say::no(Reason::NotATemplate, why);
+    Decision::new(Idle::Wait, Some(COPY_RECHECK), say)
+}
+
+/// How often a refused clone source or import is looked at again.
+const COPY_RECHECK: Duration = Duration::from_secs(30);
+
 fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
+    // Another VM's disks are imported only as they could be cloned.
+    if let Some(why) = tenancy::import_refusal(ctx, ctx.spec.disks.iter().enumerate()) {
+        return not_copied(why);
+    }
     let node = match placement(ctx, out) {
         Ok(node) => node,
         Err(d) => return *d,
@@ -177,41 +190,6 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
     Decision::new(step, Some(ctx.timing.poll_interval), say)
 }
 
-/// Whether the provider config's `clonePolicy.allowNonTemplates` lets
-/// this resource clone VM `vmid`, which is not a template: a full clone only
-/// (a linked clone needs a template's base disks).
-fn non_template_allowed(
-    ctx: &Ctx,
-    clone: &CloneSource,
-    vmid: u32,
-    pool: Option<&str>,
-    tags: &[String],
-) -> bool {
-    clone.full && clone_sources(ctx).is_some_and(|allowed| allowed.allows(vmid, pool, tags))
-}
-
-/// The provider config's `clonePolicy.allowNonTemplates`.
-fn clone_sources<'a>(ctx: &Ctx<'a>) -> Option<&'a CloneSources> {
-    match ctx.provider {
-        Some(ProviderState::Ready { clones, .. }) => clones.as_ref(),
-        Some(ProviderState::NotFound { .. } | ProviderState::Unusable { .. }) | None => None,
-    }
-}
-
-/// Why VM `vmid` is not cloned; `allowed_full`: the provider config would
-/// allow a full clone of it (this is a linked one).
-fn not_a_template(vmid: u32, allowed_full: bool) -> String {
-    if allowed_full {
-        format!(
-            "VM {vmid} is not a template (yet): the provider config's clonePolicy allows full clones of it, but a linked clone (full: false) needs a template; nothing is cloned"
-        )
-    } else {
-        format!(
-            "VM {vmid} is not a template (yet): only a Proxmox template (template: 1) can be cloned, or a VM the provider config's clonePolicy.allowNonTemplates names (by pool, tag or VMID range); nothing is cloned until it is one"
-        )
-    }
-}
-
 fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decision {
     let (template, template_node) = match &ctx.obs.template {
         // Another ProxmoxVM declares the source with `template: true` and
@@ -232,17 +210,13 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
         // disks, and a linked clone shares the template's base disks. Wait
         // for the VM to become one (e.g. a ProxmoxVM with `template: true`
         // still being built); nothing is cloned meanwhile.
-        Some(TemplateLookup::Found {
-            vmid,
-            template: false,
-            pool,
-            tags,
-            ..
-        }) if !non_template_allowed(ctx, clone, *vmid, pool.as_deref(), tags) => {
-            let allowed_full =
-                clone_sources(ctx).is_some_and(|a| a.allows(*vmid, pool.as_deref(), tags));
-            let say = Say::no(Reason::NotATemplate, not_a_template(*vmid, allowed_full));
-            return Decision::new(Idle::Wait, Some(Duration::from_secs(30)), say);
+        found @ Some(TemplateLookup::Found { vmid, .. })
+            if !tenancy::may_copy(ctx, &CopySource::of(*vmid, found.as_ref()), clone.full) =>
+        {
+            let source = CopySource::of(*vmid, found.as_ref());
+            let allowed_full = tenancy::policy_names(ctx, &source);
+            let why = tenancy::not_a_template(&source, allowed_full, "cloned");
+            return not_copied(why);
         }
         Some(TemplateLookup::Found { vmid, node, .. }) => (*vmid, node.clone()),
         other => {

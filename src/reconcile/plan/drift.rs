@@ -11,6 +11,7 @@ use super::context::Ctx;
 use super::input::{PasswordState, VmConfig};
 use super::output::ConfigChanges;
 use super::render::{self, ceil_gib, ceil_mib, disk_bytes};
+use super::tenancy;
 use crate::api::quantity::human_bytes;
 
 /// The difference between the spec and a VM's config.
@@ -26,6 +27,9 @@ pub(super) struct Diff {
     pub problems: Vec<String>,
     /// Among them, a Secret, ConfigMap or key the spec names is missing.
     pub missing_data: bool,
+    /// Among them, a disk to add imports a disk of a VM it may not copy
+    /// ([`super::tenancy::import_refusal`]).
+    pub not_copied: bool,
     /// The password Secret version the changes apply, if they set it.
     pub password_version: Option<String>,
     /// Disks to move: slot and the storage the spec names.
@@ -123,13 +127,16 @@ fn password(ctx: &Ctx, d: &mut Diff) {
 /// another storage, report what cannot be done (shrinking, importing an
 /// image after creation).
 fn disks(ctx: &Ctx, config: &VmConfig, d: &mut Diff) -> Result<(), String> {
-    for disk in &ctx.spec.disks {
+    for (i, disk) in ctx.spec.disks.iter().enumerate() {
         let Some(value) = effective(config, &disk.slot) else {
             if disk.image.is_some() {
                 d.problems.push(format!(
                     "disk {} downloads an image, which is only done when the VM is created; the VM has no {}",
                     disk.slot, disk.slot
                 ));
+            } else if let Some(why) = tenancy::import_refusal(ctx, [(i, disk)]) {
+                d.problems.push(why);
+                d.not_copied = true;
             } else {
                 let slot = render::drive_key(&disk.slot)?;
                 d.changes.set.disks.insert(slot, render::disk_create(disk)?);

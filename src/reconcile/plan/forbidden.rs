@@ -2,7 +2,9 @@
 //! the resource that needed it, as Synced=False `Forbidden` with the API
 //! server's words (who, which verb, which resource, where), not only in
 //! the log: the resource waits and tries again with backoff, so granting
-//! the permission is enough.
+//! the permission is enough. So is a refusal of the resource's own
+//! metadata write (finalizer, external name, create annotations): the
+//! step's outcome ([`super::ActFailure::Forbidden`]).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -27,9 +29,15 @@ fn message(forbidden: &Forbidden) -> String {
 /// credentials, the password Secret, `customCloudInit` data): nothing is
 /// decided from a partial view; wait and try again.
 pub(super) fn decide(ctx: &Ctx) -> Option<Decision> {
-    let forbidden = ctx.forbidden?;
+    ctx.forbidden.map(wait)
+}
+
+/// Waiting out a refusal, before the plan or of its step (the resource's
+/// own metadata write): Synced=False `Forbidden`, Ready as it was, a try
+/// again after the backoff.
+pub(super) fn wait(forbidden: &Forbidden) -> Decision {
     let say = Say::no(Reason::Forbidden, message(forbidden));
-    Some(Decision::new(Idle::Wait, Some(forbidden.retry_in), say).keep_ready())
+    Decision::new(Idle::Wait, Some(forbidden.retry_in), say).keep_ready()
 }
 
 /// The plan once a write after it (the connection Secret) was refused:

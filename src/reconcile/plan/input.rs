@@ -123,6 +123,11 @@ pub struct Needs {
     pub placement: Option<PlacementRequest>,
     /// Resolve the clone template (by VMID or by name) cluster-wide.
     pub template: Option<TemplateRef>,
+    /// Look up, in the cluster view, the VMs whose disks the spec's disks
+    /// import (`importFrom: ...vm-N-...`): whether one may be copied is
+    /// the clone rule's to say. Not needed by a cheap look (it never adds
+    /// a disk).
+    pub import_sources: Vec<u32>,
     /// Read the cloud-init password Secret (name, key) in the VM's namespace.
     pub password: Option<(String, String)>,
     /// Take a per-node import or clone slot for the dispatch this pass may
@@ -264,6 +269,9 @@ pub struct Observation {
     pub placement: Option<Placement>,
     /// The clone template.
     pub template: Option<TemplateLookup>,
+    /// The VMs of [`Needs::import_sources`] as the cluster view shows them
+    /// (`Found` or `NotFound`).
+    pub import_sources: BTreeMap<u32, TemplateLookup>,
     /// The cloud-init password Secret.
     pub password: Option<PasswordState>,
     /// The per-node slot, when [`Needs::slot`] asked.

@@ -117,7 +117,8 @@ fn config_version(meta: &ObjectMeta) -> String {
 /// The provider config controllers' watch caches.
 struct ConfigStores {
     provider: Store<ProviderConfig>,
-    cluster: Store<ClusterProviderConfig>,
+    /// `None` in the namespaced mode: no ClusterProviderConfig is watched.
+    cluster: Option<Store<ClusterProviderConfig>>,
 }
 
 /// One client per provider config, rebuilt when the config changes.
@@ -126,6 +127,9 @@ pub struct Providers {
     kube: kube::Client,
     hook: RequestHook,
     default_resync: Duration,
+    /// The namespace of the namespaced mode, whose ProviderConfigs alone
+    /// are served: no ClusterProviderConfig is read.
+    namespaced: Option<String>,
     cache: Mutex<HashMap<ConfigKey, Cached>>,
 }
 
@@ -134,15 +138,41 @@ pub struct Providers {
 const DEFAULT_RESYNC: &str = "1m";
 
 impl Providers {
-    /// An empty cache; `hook` counts every client's requests.
-    pub fn new(kube: kube::Client, hook: RequestHook, default_resync: Duration) -> Self {
+    /// An empty cache; `hook` counts every client's requests. `namespaced`:
+    /// serve only that namespace's ProviderConfigs (see
+    /// `Settings::namespaced`).
+    pub fn new(
+        kube: kube::Client,
+        hook: RequestHook,
+        default_resync: Duration,
+        namespaced: Option<String>,
+    ) -> Self {
         Self {
             stores: std::sync::OnceLock::new(),
             kube,
             hook,
             default_resync,
+            namespaced,
             cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether ClusterProviderConfigs are served (not in the namespaced
+    /// mode).
+    pub fn serves_cluster_configs(&self) -> bool {
+        self.namespaced.is_none()
+    }
+
+    /// Why the config `key` is not served, when it is a ClusterProviderConfig
+    /// in the namespaced mode: said on the resource as a config not found
+    /// (nothing is read, nothing created).
+    fn not_served(&self, key: &ConfigKey) -> Option<ProviderState> {
+        let namespace = self.namespaced.as_ref()?;
+        (key.kind == ProviderConfigKind::ClusterProviderConfig).then(|| ProviderState::NotFound {
+            message: format!(
+                "{key} is not served: this provider serves only namespace {namespace} and its ProviderConfigs (--watch-namespace), never a ClusterProviderConfig; name a ProviderConfig of namespace {namespace} in spec.providerConfigRef (kind: ProviderConfig)"
+            ),
+        })
     }
 
     /// The resync interval of configs that cannot be resolved (and of
@@ -166,6 +196,9 @@ impl Providers {
         vm: &ProxmoxVM,
     ) -> Result<Result<Connection, ProviderState>, Error> {
         let key = ConfigKey::of(vm);
+        if let Some(state) = self.not_served(&key) {
+            return Ok(Err(state));
+        }
         let (settings, meta) = match self.watched(&key) {
             Some(config) => config,
             None => match self.read_config(&key).await {
@@ -222,6 +255,7 @@ impl Providers {
                 .map(|c| (c.spec.settings.clone(), c.metadata.clone())),
             ProviderConfigKind::ClusterProviderConfig => stores
                 .cluster
+                .as_ref()?
                 .get(&ObjectRef::new(&key.name))
                 .map(|c| (c.spec.settings.clone(), c.metadata.clone())),
         }
@@ -231,7 +265,11 @@ impl Providers {
     /// controllers' watch caches tell once both have listed (before that,
     /// nothing is known to be missing). One cache lookup: it is asked on
     /// every pass of a resource whose config this replica does not hold.
+    /// A ClusterProviderConfig is missing in the namespaced mode.
     pub fn is_missing(&self, key: &ConfigKey) -> bool {
+        if self.not_served(key).is_some() {
+            return true;
+        }
         let Some(stores) = self.listed_stores() else {
             return false;
         };
@@ -240,9 +278,10 @@ impl Providers {
                 .provider
                 .get(&ObjectRef::new(&key.name).within(&key.namespace))
                 .is_none(),
-            ProviderConfigKind::ClusterProviderConfig => {
-                stores.cluster.get(&ObjectRef::new(&key.name)).is_none()
-            }
+            ProviderConfigKind::ClusterProviderConfig => stores
+                .cluster
+                .as_ref()
+                .is_none_or(|c| c.get(&ObjectRef::new(&key.name)).is_none()),
         }
     }
 
@@ -251,7 +290,11 @@ impl Providers {
     pub fn listed_configs(&self) -> Option<Vec<ConfigKey>> {
         let stores = self.listed_stores()?;
         let provider = stores.provider.state();
-        let cluster = stores.cluster.state();
+        let cluster = stores
+            .cluster
+            .as_ref()
+            .map(Store::state)
+            .unwrap_or_default();
         Some(
             provider
                 .iter()
@@ -271,13 +314,20 @@ impl Providers {
         let listed = |ready: Option<Result<(), _>>| matches!(ready, Some(Ok(())));
         use futures::FutureExt;
         (listed(stores.provider.wait_until_ready().now_or_never())
-            && listed(stores.cluster.wait_until_ready().now_or_never()))
+            && stores
+                .cluster
+                .as_ref()
+                .is_none_or(|c| listed(c.wait_until_ready().now_or_never())))
         .then_some(stores)
     }
 
     /// Serves configs from the provider config controllers' watch caches
-    /// from now on.
-    pub fn watch(&self, provider: Store<ProviderConfig>, cluster: Store<ClusterProviderConfig>) {
+    /// from now on (`cluster`: none in the namespaced mode).
+    pub fn watch(
+        &self,
+        provider: Store<ProviderConfig>,
+        cluster: Option<Store<ClusterProviderConfig>>,
+    ) {
         let _ = self.stores.set(ConfigStores { provider, cluster });
     }
 

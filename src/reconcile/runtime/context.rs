@@ -65,6 +65,7 @@ impl Context {
                 kube.clone(),
                 metrics.request_hook(),
                 settings.poll_interval,
+                settings.namespaced().map(str::to_owned),
             )),
             events: Events::new(
                 kube.clone(),

@@ -2,7 +2,11 @@
 //! controllers ([`crate::reconcile::configs`]) beside it: what is watched and what
 //! triggers a pass.
 //!
-//! * ProxmoxVMs in all namespaces, through `DeserializeGuard` (one
+//! Every watch is of all namespaces, or only of `Settings::namespace`
+//! (the ClusterProviderConfigs' aside: cluster-scoped, and not watched at
+//! all in the namespaced mode, see [`configs`]).
+//!
+//! * ProxmoxVMs, through `DeserializeGuard` (one
 //!   malformed object cannot stall the watch) and a predicate filter on
 //!   generation, annotations and finalizers: a status write (ours, every
 //!   few seconds while a task runs) does not trigger another pass, while a

@@ -34,12 +34,29 @@ pub struct Settings {
     pub leader_election: Option<LeaderElection>,
     /// Who we are in events (`reportingInstance`) and in the Lease.
     pub identity: String,
-    /// Reconcile only the ProxmoxVMs (and read only the ProviderConfigs and
-    /// Secrets) of this namespace; `None`: all namespaces. ClusterProviderConfigs
-    /// are read cluster-wide either way, but only those whose credentials
-    /// Secret lives in this namespace get their status written. Lets tests
-    /// run one controller per namespace side by side.
+    /// Reconcile only the ProxmoxVMs of this namespace, and watch, read and
+    /// write only its ProviderConfigs, Secrets, ConfigMaps and Events;
+    /// `None`: all namespaces. The Leases stay in the leader election's
+    /// namespace, labelled with this one (see `shards::leases`).
     pub namespace: Option<String>,
+    /// Serve ClusterProviderConfigs: watch them (cluster-wide) and let
+    /// ProxmoxVMs use them. With [`Self::namespace`] only those whose
+    /// credentials Secret lives in that namespace get their status
+    /// written, so tests run one controller per namespace side by side.
+    /// `false` with a namespace is the namespaced mode
+    /// (`proxmox-provider run --watch-namespace`): nothing cluster-scoped
+    /// is read or written, so a Role in the namespace is all the RBAC it
+    /// needs; a ProxmoxVM naming a ClusterProviderConfig is told that only
+    /// the namespace's ProviderConfigs are served, and nothing is created.
+    pub cluster_configs: bool,
+}
+
+impl Settings {
+    /// The namespace of the namespaced mode: the one namespace served,
+    /// without ClusterProviderConfigs.
+    pub fn namespaced(&self) -> Option<&str> {
+        self.namespace.as_deref().filter(|_| !self.cluster_configs)
+    }
 }
 
 impl Default for Settings {
@@ -51,6 +68,7 @@ impl Default for Settings {
             leader_election: None,
             identity: COMPONENT.to_owned(),
             namespace: None,
+            cluster_configs: true,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The rows of the conditions table: objects and what each must end up
 //! saying.
 
+use pve_client::vm::{CreateVm, Drive, Tags, VmParams};
 use serde_json::{Value, json};
 
 use super::refused;
@@ -122,14 +123,6 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
             ],
         ),
         (
-            "import-vm-disk",
-            json!({"disks": [{"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:vm-777-disk-0"}]}),
-            vec![
-                "spec.forProvider.disks[0].importFrom \"local-lvm:vm-777-disk-0\" is a disk of VM 777",
-                "clone a template instead",
-            ],
-        ),
-        (
             "import-dot-dot",
             json!({"disks": [{"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:import/../images/777/vm-777-disk-0.qcow2"}]}),
             vec![
@@ -215,6 +208,34 @@ pub fn around_the_schema(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
         );
     }
     (objects, expects)
+}
+
+/// The import rows refused (nothing is imported, nothing created): the
+/// default config's (no clonePolicy) and one outside its config's policy.
+pub const IMPORT_REFUSED: [&str; 2] = ["import-by-default", "import-outside-policy"];
+
+/// The import row its config's clonePolicy allows: it becomes Ready.
+pub const IMPORTED_BY_POLICY: &str = "import-by-policy";
+
+/// The VMs made by hand whose disks the import rows name: 778 tagged
+/// `golden`, 777 tagged `db`, neither a template, each with a disk.
+pub async fn import_sources(sim: &Sim) {
+    let client = sim.client();
+    for (vmid, tag) in [(778, "golden"), (777, "db")] {
+        let create = CreateVm {
+            vmid,
+            params: VmParams {
+                name: Some(format!("handmade-{vmid}")),
+                memory: Some(512),
+                tags: Some(Tags::new(vec![tag.to_owned()])),
+                disks: [("scsi0".parse().unwrap(), Drive::alloc("local-lvm", 1))].into(),
+                ..VmParams::default()
+            },
+            ..CreateVm::default()
+        };
+        let upid = client.create_vm("pve", &create).await.unwrap();
+        client.wait_task(&upid).await.unwrap();
+    }
 }
 
 /// Specs no VM can be made of on the simulator's nodes, the reason and
@@ -449,6 +470,43 @@ pub fn provider_knows(sim: &Sim) -> (Vec<Value>, Vec<Expect>) {
     for (name, change, reason, message) in vm_rows {
         objects.push(vm_with(name, change));
         expects.push(vm_says(name, reason, &message));
+    }
+    // Another VM's disk is imported only as that VM could be cloned: by
+    // default not at all (it is no template), under a clonePolicy when the
+    // policy names it (`IMPORTED_BY_POLICY` becomes Ready), not when it
+    // does not. The VMs are `import_sources`.
+    objects.push(config(
+        sim,
+        "golden-only",
+        json!({"clonePolicy": {"allowNonTemplates": {"tags": ["golden"]}}}),
+    ));
+    let refused_import = |vmid: u32| {
+        vec![
+            format!(
+                "spec.forProvider.disks[0].importFrom \"local-lvm:vm-{vmid}-disk-0\" is a disk of VM {vmid}: VM {vmid} is not a template"
+            ),
+            "clonePolicy.allowNonTemplates".to_owned(),
+            "nothing is imported until it is one".to_owned(),
+        ]
+    };
+    for (name, config, vmid) in [
+        (IMPORT_REFUSED[0], None, 778),
+        (IMPORT_REFUSED[1], Some("golden-only"), 777),
+        (IMPORTED_BY_POLICY, Some("golden-only"), 778),
+    ] {
+        let mut vm = vm_with(
+            name,
+            json!({"disks": [{"slot": "scsi0", "storage": "local-lvm", "importFrom": format!("local-lvm:vm-{vmid}-disk-0")}]}),
+        );
+        if let Some(config) = config {
+            vm["spec"]["providerConfigRef"]["name"] = json!(config);
+        }
+        objects.push(vm);
+        if name != IMPORTED_BY_POLICY {
+            let message = refused_import(vmid);
+            let message: Vec<&str> = message.iter().map(String::as_str).collect();
+            expects.push(vm_says(name, "NotATemplate", &message));
+        }
     }
     // What the node cannot run, refused before the VM exists (pve-sim's
     // nodes: 16 CPUs, 64 GiB, the bridge vmbr0).

@@ -421,20 +421,6 @@ pub fn rows() -> Vec<Row> {
             "serialPorts device must be socket or a device name under /dev/",
         ),
         row(
-            "importFrom another VM's disk",
-            vm_disk(
-                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local-lvm:vm-777-disk-0"}),
-            ),
-            "importFrom names a disk of a VM (vm-N-...)",
-        ),
-        row(
-            "importFrom another VM's disk on a directory storage",
-            vm_disk(
-                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:777/vm-777-disk-0.qcow2"}),
-            ),
-            "importFrom names a disk of a VM (vm-N-...)",
-        ),
-        row(
             "importFrom with a .. path part",
             vm_disk(
                 json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:import/../images/777/vm-777-disk-0.qcow2"}),

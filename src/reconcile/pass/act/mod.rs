@@ -11,22 +11,24 @@ mod seed;
 use k8s_openapi::jiff::Timestamp;
 use pve_client::ErrorClass;
 
+use super::forbidden;
 use crate::api::ProxmoxVM;
 use crate::reconcile::error::is_conflict;
 use crate::reconcile::identity::Identity;
 use crate::reconcile::plan::{ActFailure, Done, KubeWrite, LocalStep, Step};
+use crate::reconcile::runtime::context::Context;
 
 /// Carries out `step` for `vm` (as read at the start of the pass: metadata
 /// writes carry its resourceVersion and fail with 409 if it is stale).
 pub async fn act(
-    kube: &kube::Client,
+    ctx: &Context,
     pve: &pve_client::Client,
     of: (&ProxmoxVM, &Identity),
     step: &Step,
     now: Timestamp,
 ) -> Result<Done, ActFailure> {
     match step {
-        Step::Kube(write) => write_metadata(kube, of, write, now).await,
+        Step::Kube(write) => write_metadata(ctx, of, write, now).await,
         Step::Pve(call) => pve::start(pve, call).await.map(Done::Started),
         Step::Ha(call) => ha::write(pve, call)
             .await
@@ -38,34 +40,40 @@ pub async fn act(
 
 /// Carries out a step decided before Proxmox was contacted.
 pub async fn act_local(
-    kube: &kube::Client,
+    ctx: &Context,
     of: (&ProxmoxVM, &Identity),
     step: &LocalStep,
     now: Timestamp,
 ) -> Result<Done, ActFailure> {
     match step {
-        LocalStep::Kube(write) => write_metadata(kube, of, write, now).await,
+        LocalStep::Kube(write) => write_metadata(ctx, of, write, now).await,
         LocalStep::Idle(_) => Ok(Done::Nothing),
     }
 }
 
 async fn write_metadata(
-    kube: &kube::Client,
+    ctx: &Context,
     of: (&ProxmoxVM, &Identity),
     write: &KubeWrite,
     now: Timestamp,
 ) -> Result<Done, ActFailure> {
-    kube_write::apply(kube, of, write, now)
+    kube_write::apply(&ctx.kube, of, write, now)
         .await
         .map(Done::Written)
-        .map_err(kube_failure)
+        .map_err(|e| kube_failure(ctx, of.1, write, e))
 }
 
-fn kube_failure(e: kube::Error) -> ActFailure {
+/// A refused metadata write: a conflict (looked at again at once), the
+/// RBAC's refusal (`Forbidden` on the resource) or another failure.
+fn kube_failure(ctx: &Context, id: &Identity, write: &KubeWrite, e: kube::Error) -> ActFailure {
     if is_conflict(&e) {
-        ActFailure::Conflict
-    } else {
-        ActFailure::Failed(e.to_string())
+        return ActFailure::Conflict;
+    }
+    let message = e.to_string();
+    let doing = format!("patching ProxmoxVM {id} to {}", write.describe());
+    match forbidden(ctx, id, &e.into(), Some(&doing)) {
+        Some(refused) => ActFailure::Forbidden(refused),
+        None => ActFailure::Failed(message),
     }
 }
 

@@ -139,6 +139,16 @@ pub async fn observe(
     {
         obs.active_tasks = tasks::active_tasks(client, node).await?;
     }
+    // Where the disks imported from other VMs come from, for the clone
+    // rule: from the shared cluster view, no request of their own.
+    if !needs.import_sources.is_empty() && obs.depth != Depth::Idle {
+        let view = from.view().await?;
+        obs.import_sources = needs
+            .import_sources
+            .iter()
+            .map(|vmid| (*vmid, template_lookup(&view, &TemplateRef::Vmid(*vmid))))
+            .collect();
+    }
     if let Some(template) = &needs.template {
         let looked_up = template_lookup(from.view().await?.as_ref(), template);
         obs.template = Some(clones::template_source(client, from.store, vm, looked_up).await?);

@@ -104,6 +104,41 @@ fn importing(volume: &str) -> World {
     })
 }
 
+/// VM 777 as the cluster view shows it: a template or not, in `pool`,
+/// with `tags`.
+fn vm_777(template: bool, pool: Option<&str>, tags: &[&str]) -> TemplateLookup {
+    TemplateLookup::Found {
+        vmid: 777,
+        node: "pve1".into(),
+        template,
+        pool: pool.map(str::to_owned),
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+    }
+}
+
+/// A resource ready to create whose disk imports `volume`, a disk of VM
+/// 777 found as `source` says.
+fn importing_777(volume: &str, source: TemplateLookup) -> World {
+    let volume = volume.to_owned();
+    super::create::ready_to_create()
+        .spec(move |s| {
+            s.disks[0].image = None;
+            s.disks[0].import_from = Some(volume);
+        })
+        .observe(move |o| {
+            o.import_sources = [(777, source)].into();
+        })
+}
+
+/// The provider config's `clonePolicy.allowNonTemplates` (JSON).
+fn policy(allowed: Value) -> ProviderState {
+    ProviderState::Ready {
+        timing: Default::default(),
+        limits: Default::default(),
+        clones: Some(serde_json::from_value::<CloneSources>(allowed).unwrap()),
+    }
+}
+
 #[test]
 fn clone_and_import_sources() {
     let creating = Some((F, Reason::Creating));
@@ -119,17 +154,41 @@ fn clone_and_import_sources() {
             expect("CloneVm", (T, Reason::WaitingForTask), None),
         ),
         (
-            "importing another VM's disk is refused",
-            importing("local-lvm:vm-777-disk-0"),
-            expect("Refuse", (F, Reason::InvalidSpec), None),
+            "importing the disk of a VM that is not a template: nothing is imported",
+            importing_777("local-lvm:vm-777-disk-0", vm_777(false, None, &[])),
+            expect("Wait", (F, Reason::NotATemplate), creating),
         ),
         (
             "... also on a directory storage",
-            importing("local:777/vm-777-disk-0.qcow2"),
-            expect("Refuse", (F, Reason::InvalidSpec), None),
+            importing_777("local:777/vm-777-disk-0.qcow2", vm_777(false, None, &[])),
+            expect("Wait", (F, Reason::NotATemplate), creating),
         ),
         (
-            "... and a volume path with ..",
+            "... and of a linked clone",
+            importing_777(
+                "zfs:base-9000-disk-0/vm-777-disk-0",
+                vm_777(false, None, &[]),
+            ),
+            expect("Wait", (F, Reason::NotATemplate), creating),
+        ),
+        (
+            "... or of a VM that does not exist (a disk left behind)",
+            importing_777("local-lvm:vm-777-disk-0", TemplateLookup::NotFound),
+            expect("Wait", (F, Reason::NotATemplate), creating),
+        ),
+        (
+            "... or of a VM not looked up",
+            importing_777("local-lvm:vm-777-disk-0", TemplateLookup::NotFound)
+                .observe(|o| o.import_sources.clear()),
+            expect("Wait", (F, Reason::NotATemplate), creating),
+        ),
+        (
+            "a template's disk is imported, as it would be cloned",
+            importing_777("local-lvm:vm-777-disk-0", vm_777(true, None, &[])),
+            expect("CreateVm", (T, Reason::ImportingDisk), creating),
+        ),
+        (
+            "a volume path with .. is refused before Proxmox",
             importing("local:import/../../777/vm-777-disk-0.qcow2"),
             expect("Refuse", (F, Reason::InvalidSpec), None),
         ),
@@ -152,10 +211,13 @@ fn clone_and_import_sources() {
             ),
         ),
     ]);
-    let message = synced_message(&importing("local-lvm:vm-777-disk-0").run());
+    let message =
+        synced_message(&importing_777("local-lvm:vm-777-disk-0", vm_777(false, None, &[])).run());
     assert!(
         message.contains("spec.forProvider.disks[0].importFrom")
-            && message.contains("a disk of VM 777"),
+            && message.contains("a disk of VM 777: VM 777 is not a template")
+            && message.contains("clonePolicy.allowNonTemplates")
+            && message.ends_with("nothing is imported until it is one"),
         "{message}"
     );
     let message = synced_message(&cloning_777(false).run());
@@ -372,6 +434,48 @@ fn a_refused_connection_secret_write_is_forbidden_and_retried() {
     assert!(message.contains("; also: refused: "), "{message}");
 }
 
+/// The resource's own metadata write refused by RBAC (its finalizer, its
+/// VMID): `Forbidden` as a refused read is, not a `ReconcileError`, and
+/// tried again after the backoff.
+#[test]
+fn a_refused_metadata_write_is_forbidden_and_retried() {
+    for world in [
+        World::new().spec(|s| s.vmid = Some(100)),
+        World::new().pending().absent().node("pve1").image(true),
+    ] {
+        let planned = world.run();
+        let Step::Kube(write) = &planned.step else {
+            panic!("a metadata write: {:?}", planned.step);
+        };
+        let refused = Forbidden {
+            message: format!(
+                r#"patching ProxmoxVM default/web to {}: proxmoxvms.proxmox.crossplane.io "web" is forbidden: User "x" cannot patch resource "proxmoxvms""#,
+                write.describe()
+            ),
+            retry_in: std::time::Duration::from_secs(8),
+        };
+        let plan = settle(
+            &world.input(),
+            planned.clone(),
+            Err(ActFailure::Forbidden(refused)),
+        );
+        let (status, reason, message) = condition(&plan, ConditionType::Synced).unwrap();
+        assert_eq!((status, reason.as_str()), (F, "Forbidden"), "{message}");
+        assert!(
+            message.contains(r#"cannot patch resource "proxmoxvms""#)
+                && message.contains(write.describe())
+                && message.contains("grant it in the provider's RBAC"),
+            "{message}"
+        );
+        assert_eq!(plan.requeue_after, Some(std::time::Duration::from_secs(8)));
+        assert_eq!(
+            condition(&plan, ConditionType::Ready),
+            condition(&planned, ConditionType::Ready),
+            "Ready as planned"
+        );
+    }
+}
+
 /// VM 777 (not a template) in `pool` with `tags`, cloned (`full`) under a
 /// provider config whose clonePolicy allows `allowed` (JSON).
 fn cloning_777_under(pool: Option<&str>, tags: &[&str], full: bool, allowed: Value) -> World {
@@ -477,10 +581,121 @@ fn clone_policy_table() {
         "{}",
         synced_message(&linked)
     );
+    // The same rule, for the disks of VM 777 a disk imports.
+    let imports = |source: TemplateLookup, allowed: Value| {
+        importing_777("local-lvm:vm-777-disk-0", source).with_provider(policy(allowed))
+    };
+    let imported = || {
+        expect(
+            "CreateVm",
+            (T, Reason::ImportingDisk),
+            Some((F, Reason::Creating)),
+        )
+    };
+    run_table(vec![
+        (
+            "the disk of a VM in an allowed pool is imported",
+            imports(
+                vm_777(false, Some("golden"), &[]),
+                json!({"pools": ["golden"]}),
+            ),
+            imported(),
+        ),
+        (
+            "... of one with an allowed tag too",
+            imports(vm_777(false, None, &["Clone-OK"]), golden()),
+            imported(),
+        ),
+        (
+            "... not of one outside the policy",
+            imports(
+                vm_777(false, Some("team-b"), &["db"]),
+                json!({"pools": ["golden"]}),
+            ),
+            refused(),
+        ),
+        (
+            "... nor under an empty policy",
+            imports(vm_777(false, Some("golden"), &[]), json!({})),
+            refused(),
+        ),
+        (
+            "a VM that does not exist only by its VMID range",
+            imports(
+                TemplateLookup::NotFound,
+                json!({"vmidRanges": [{"min": 777, "max": 777}]}),
+            ),
+            imported(),
+        ),
+        (
+            "... not by a pool (it has none)",
+            imports(TemplateLookup::NotFound, json!({"pools": ["golden"]})),
+            refused(),
+        ),
+    ]);
+    let outside = imports(
+        vm_777(false, Some("team-b"), &[]),
+        json!({"pools": ["golden"]}),
+    )
+    .run();
+    assert!(
+        synced_message(&outside).contains("nothing is imported"),
+        "{}",
+        synced_message(&outside)
+    );
     let other = cloning_777_under(Some("team-b"), &[], true, json!({"pools": ["golden"]})).run();
     assert!(
         synced_message(&other).contains("clonePolicy.allowNonTemplates"),
         "says what would allow it: {}",
         synced_message(&other)
+    );
+}
+
+/// A disk added to an existing VM imports another VM's disk only as a
+/// create would (the same rule).
+#[test]
+fn a_disk_added_later_imports_another_vms_disk_only_as_it_could_be_cloned() {
+    let adding = |source: TemplateLookup, provider: ProviderState| {
+        World::new()
+            .created()
+            .present(our_vm(Power::Running))
+            .spec(|s| {
+                s.disks.push(
+                    serde_json::from_value(json!({
+                        "slot": "scsi1", "storage": "local-lvm",
+                        "importFrom": "local-lvm:vm-777-disk-0",
+                    }))
+                    .unwrap(),
+                );
+            })
+            .observe(move |o| o.import_sources = [(777, source)].into())
+            .with_provider(provider)
+    };
+    let refused = adding(
+        vm_777(false, Some("team-b"), &[]),
+        policy(json!({"pools": ["golden"]})),
+    )
+    .run();
+    let (status, reason, message) = condition(&refused, ConditionType::Synced).unwrap();
+    assert_eq!((status, reason.as_str()), (F, "NotATemplate"), "{message}");
+    assert!(
+        message.contains("spec.forProvider.disks[1].importFrom") && message.contains("VM 777"),
+        "{message}"
+    );
+    assert!(
+        refused.step.pve().is_none(),
+        "nothing sent: {:?}",
+        refused.step
+    );
+    let allowed = adding(
+        vm_777(false, Some("golden"), &[]),
+        policy(json!({"pools": ["golden"]})),
+    )
+    .run();
+    assert_eq!(
+        allowed.step.name(),
+        "Configure",
+        "{:?}",
+        condition(&allowed, ConditionType::Synced)
     );
 }

@@ -46,6 +46,17 @@ use crate::reconcile::runtime::settings::{COMPONENT, LEASE_NAME};
 
 /// The label telling the provider's Leases apart (`member` or `config`).
 pub const KIND_LABEL: &str = "proxmox.crossplane.io/lease";
+/// The label naming the one namespace the provider serves
+/// (`Settings::namespace`), on the Leases it writes; a provider serving
+/// every namespace sets none. Providers of different namespaces (and one
+/// of all) may keep their Leases in one namespace: each counts as its
+/// replicas only the member Leases of its own scope, so none hands a
+/// config to a replica that does not serve it, and removes only config
+/// Leases of its own scope. A config's Lease has one name whoever serves
+/// it: two providers that both serve a config (one replacing the other,
+/// as a Helm upgrade to `watchNamespace` does) never act on it at once,
+/// and the new one takes it once it is free.
+pub const SERVES_LABEL: &str = "proxmox.crossplane.io/serves";
 /// The annotation naming a config Lease's config.
 const CONFIG_ANNOTATION: &str = "proxmox.crossplane.io/config";
 /// A member Lease unchanged this long is deleted by whoever sees it.
@@ -89,16 +100,26 @@ fn bounded(name: String) -> String {
     format!("{}.{hash:016x}", &name[..236])
 }
 
-/// The labels of a Lease of `kind` (`member`, `config`).
-fn labels(kind: &str) -> std::collections::BTreeMap<String, String> {
-    [
+/// The labels of a Lease of `kind` (`member`, `config`) of a provider
+/// serving `serves` (`None`: every namespace).
+fn labels(kind: &str, serves: Option<&str>) -> BTreeMap<String, String> {
+    let mut labels: BTreeMap<String, String> = [
         (KIND_LABEL.to_owned(), kind.to_owned()),
         (
             "app.kubernetes.io/managed-by".to_owned(),
             COMPONENT.to_owned(),
         ),
     ]
-    .into()
+    .into();
+    if let Some(namespace) = serves {
+        labels.insert(SERVES_LABEL.to_owned(), namespace.to_owned());
+    }
+    labels
+}
+
+/// The namespace the provider that wrote `lease` serves ([`SERVES_LABEL`]).
+fn serves(lease: &Lease) -> Option<&str> {
+    lease.labels().get(SERVES_LABEL).map(String::as_str)
 }
 
 /// How a config is written in its Lease's annotation.
@@ -118,6 +139,8 @@ pub struct Leases {
     triggers: Triggers,
     api: Api<Lease>,
     identity: String,
+    /// The namespace served, if only one is ([`SERVES_LABEL`]).
+    serves: Option<String>,
     /// Lease name → (resourceVersion, when this replica first saw it).
     seen: HashMap<String, (String, Instant)>,
 }
@@ -135,6 +158,7 @@ pub async fn run(
     };
     let mut leases = Leases {
         api: Api::namespaced(ctx.kube.clone(), &namespace),
+        serves: ctx.settings.namespace.clone(),
         ctx,
         users,
         triggers,
@@ -163,6 +187,11 @@ pub async fn run(
 impl Leases {
     fn shards(&self) -> &Shards {
         &self.ctx.shards
+    }
+
+    /// Whether `lease` was written by a provider of this one's scope.
+    fn ours(&self, lease: &Lease) -> bool {
+        serves(lease) == self.serves.as_deref()
     }
 
     /// One round.
@@ -207,7 +236,7 @@ impl Leases {
         self.renew_member(&member, by_name.get(&member)).await;
         let mut members = BTreeSet::from([self.identity.clone()]);
         for (name, lease) in &by_name {
-            if !is_kind(lease, "member") || *name == member {
+            if !is_kind(lease, "member") || *name == member || !self.ours(lease) {
                 continue;
             }
             match holder(lease) {
@@ -230,9 +259,10 @@ impl Leases {
             self.settle(key, name, by_name.get(name), want, &members)
                 .await;
         }
-        // Leases of configs that are gone.
+        // Leases of configs that are gone (of this provider's scope: another
+        // provider's may be of configs this one does not serve).
         for (name, lease) in &by_name {
-            if !is_kind(lease, "config") || by_lease.contains_key(name) {
+            if !is_kind(lease, "config") || by_lease.contains_key(name) || !self.ours(lease) {
                 continue;
             }
             let mine = holder(lease) == Some(self.identity.as_str());
@@ -333,14 +363,18 @@ impl Leases {
             ..LeaseSpec::default()
         };
         let wanted = match lease {
+            // Perhaps another provider's (see `SERVES_LABEL`): ours now.
             Some(l) => Lease {
-                metadata: l.metadata.clone(),
+                metadata: ObjectMeta {
+                    labels: Some(labels("config", self.serves.as_deref())),
+                    ..l.metadata.clone()
+                },
                 spec: Some(spec),
             },
             None => Lease {
                 metadata: ObjectMeta {
                     name: Some(name.to_owned()),
-                    labels: Some(labels("config")),
+                    labels: Some(labels("config", self.serves.as_deref())),
                     annotations: Some([(CONFIG_ANNOTATION.to_owned(), config_label(key))].into()),
                     ..ObjectMeta::default()
                 },
@@ -369,7 +403,7 @@ impl Leases {
             Some(l) => l.metadata.clone(),
             None => ObjectMeta {
                 name: Some(name.to_owned()),
-                labels: Some(labels("member")),
+                labels: Some(labels("member", self.serves.as_deref())),
                 ..ObjectMeta::default()
             },
         };
@@ -548,5 +582,24 @@ mod tests {
             member_lease("Chaos_a-1-0ab3"),
             "crossplane-provider-proxmox.member.chaos-a-1-0ab3"
         );
+    }
+
+    #[test]
+    fn leases_say_which_namespace_their_provider_serves() {
+        let lease = |labels: BTreeMap<String, String>| Lease {
+            metadata: ObjectMeta {
+                labels: Some(labels),
+                ..ObjectMeta::default()
+            },
+            spec: None,
+        };
+        assert_eq!(
+            serves(&lease(labels("member", Some("team-a")))),
+            Some("team-a")
+        );
+        assert_eq!(serves(&lease(labels("config", None))), None);
+        // Written before the label existed: a provider of every namespace.
+        let older = [(KIND_LABEL.to_owned(), "member".to_owned())].into();
+        assert_eq!(serves(&lease(older)), None);
     }
 }
