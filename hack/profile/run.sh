@@ -45,14 +45,25 @@ ln -s "$bin/pve-sim" "$out/bin/pve-sim"
 # The bench starts `proxmox-provider` from its binary directory: this one
 # starts it under the profiler. (The bench's own CPU and memory figures are
 # then the profiler's and mean nothing in this run.)
+# perf record ends its workload when it is told to stop; heaptrack's
+# launcher does not pass the bench's SIGTERM on, so the wrapper does.
 case "$tool" in
-  perf) run=(perf record -F 199 --call-graph dwarf,16384 -o "$out/perf.data" --) ;;
-  heap) run=(heaptrack -o "$out/heaptrack") ;;
-esac
-{
-  echo '#!/usr/bin/env bash'
-  printf 'exec'; printf ' %q' "${run[@]}" "$bin/proxmox-provider"; echo ' "$@"'
-} >"$out/bin/proxmox-provider"
+  perf)
+    {
+      echo '#!/usr/bin/env bash'
+      printf 'exec perf record -F 199 --call-graph dwarf,16384 -o %q -- %q "$@"\n' \
+        "$out/perf.data" "$bin/proxmox-provider"
+    } ;;
+  heap)
+    {
+      echo '#!/usr/bin/env bash'
+      printf 'heaptrack -o %q %q "$@" &\n' "$out/heaptrack" "$bin/proxmox-provider"
+      echo 'launcher=$!'
+      printf 'trap %q TERM INT\n' "pkill -TERM -P \$launcher -f proxmox-provider"
+      # shellcheck disable=SC2016 # written for the wrapper, expanded there
+      echo 'wait "$launcher"; wait "$launcher"'
+    } ;;
+esac >"$out/bin/proxmox-provider"
 chmod +x "$out/bin/proxmox-provider"
 
 BENCH_BIN_DIR="$out/bin" "$bin/provider-bench" run --vms "$vms" --variants batched \
