@@ -20,8 +20,14 @@ pub struct Event {
     /// `proxmoxvms`, `proxmoxvms/status`, `events`, ...; a non-resource
     /// request is its path (`/api`).
     pub resource: String,
-    /// The object's name, when the request names one.
+    /// The object's namespace and name, where the request names them.
+    pub namespace: Option<String>,
     pub name: Option<String>,
+    /// The credential that made it: a ServiceAccount token's `jti`
+    /// (`user.extra["authentication.kubernetes.io/credential-id"]` is
+    /// `JTI=<jti>`), so replicas sharing one ServiceAccount, each with a
+    /// token of its own, are told apart.
+    pub credential: Option<String>,
 }
 
 impl Event {
@@ -54,11 +60,21 @@ fn parse(line: &str, user: &str) -> Option<Event> {
         (Some(r), None) => r.to_owned(),
         _ => text("/requestURI")?.split('?').next()?.to_owned(),
     };
+    let credential = v
+        .pointer("/user/extra/authentication.kubernetes.io~1credential-id")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .find_map(|id| id.strip_prefix("JTI="))
+        .map(str::to_owned);
     Some(Event {
         time: parse_rfc3339(text("/requestReceivedTimestamp")?)?,
         verb: text("/verb")?.to_owned(),
         resource,
+        namespace: text("/objectRef/namespace").map(str::to_owned),
         name: text("/objectRef/name").map(str::to_owned),
+        credential,
     })
 }
 
@@ -79,7 +95,7 @@ mod tests {
     fn lines_of_other_users_are_left_out_and_subresources_kept() {
         let me = "system:serviceaccount:crossplane-system:crossplane-provider-proxmox";
         let status = format!(
-            r#"{{"kind":"Event","stage":"RequestReceived","verb":"patch","user":{{"username":"{me}"}},"objectRef":{{"resource":"proxmoxvms","subresource":"status","name":"a"}},"requestURI":"/apis/x","requestReceivedTimestamp":"2026-01-02T03:04:05.500000Z"}}"#
+            r#"{{"kind":"Event","stage":"RequestReceived","verb":"patch","user":{{"username":"{me}","extra":{{"authentication.kubernetes.io/credential-id":["JTI=4f1c"]}}}},"objectRef":{{"resource":"proxmoxvms","subresource":"status","namespace":"ns","name":"a"}},"requestURI":"/apis/x","requestReceivedTimestamp":"2026-01-02T03:04:05.500000Z"}}"#
         );
         let discovery = format!(
             r#"{{"verb":"get","user":{{"username":"{me}"}},"requestURI":"/api?timeout=32s","requestReceivedTimestamp":"2026-01-02T03:04:06Z"}}"#
@@ -92,8 +108,13 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].key(), "patch proxmoxvms/status");
         assert!(events[0].is_status_write());
+        assert_eq!(events[0].namespace.as_deref(), Some("ns"));
         assert_eq!(events[0].name.as_deref(), Some("a"));
-        assert_eq!(events[1].name, None);
+        assert_eq!(events[0].credential.as_deref(), Some("4f1c"));
+        assert_eq!(
+            (events[1].name.as_deref(), events[1].credential.as_deref()),
+            (None, None)
+        );
         assert_eq!(events[1].key(), "get /api");
         let t = events[0].time;
         assert_eq!(by_key(&events, t, t + 0.1).len(), 1);

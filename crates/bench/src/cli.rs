@@ -48,6 +48,10 @@ pub enum Variant {
     /// A worker per VM that creates, polls its own task every 3 s, then
     /// resizes and starts (the Go predecessor's pattern), with pve-client.
     Predecessor,
+    /// `proxmox-provider` sharded: several ClusterProviderConfigs, each on
+    /// a simulator of its own, and several replicas with a Lease per
+    /// config; the run's N VMs per config, applied to all at once.
+    Sharded,
 }
 
 impl Variant {
@@ -56,6 +60,7 @@ impl Variant {
             Variant::Batched => "batched",
             Variant::PerTask => "per-task",
             Variant::Predecessor => "predecessor",
+            Variant::Sharded => "sharded",
         }
     }
 
@@ -64,6 +69,7 @@ impl Variant {
             Variant::Batched => "provider, batched task observation",
             Variant::PerTask => "provider, per-task polling",
             Variant::Predecessor => "predecessor pattern (worker per VM, polls every 3 s)",
+            Variant::Sharded => "provider, sharded: configs × replicas with a Lease per config",
         }
     }
 }
@@ -96,6 +102,15 @@ pub struct RunArgs {
         default_value = "batched,per-task,predecessor"
     )]
     pub variants: Vec<Variant>,
+    /// The `sharded` variant's ClusterProviderConfigs (each with a
+    /// simulator of its own and the run's VM count).
+    #[arg(long, env = "BENCH_SHARD_CONFIGS", default_value_t = 3,
+          value_parser = clap::value_parser!(u8).range(1..=26))]
+    pub shard_configs: u8,
+    /// The `sharded` variant's provider replicas.
+    #[arg(long, env = "BENCH_SHARD_REPLICAS", default_value_t = 3,
+          value_parser = clap::value_parser!(u8).range(1..=26))]
+    pub shard_replicas: u8,
     /// Seconds measured while idle, after all VMs are Ready.
     #[arg(long, env = "BENCH_IDLE", default_value_t = 180)]
     pub idle: u64,

@@ -65,6 +65,14 @@ impl Cluster {
             .context("the control plane has no audit log")
     }
 
+    /// Another kubeconfig of the provider's ServiceAccount, at `path`, with
+    /// a token of its own: the same user and RBAC, but the audit log tells
+    /// its requests apart by the token's `jti` (returned, if it has one).
+    pub async fn another_provider_kubeconfig(&self, path: &Path) -> anyhow::Result<Option<String>> {
+        let token = write_provider_kubeconfig(&self.plane, &self.admin, path).await?;
+        Ok(token_jti(&token))
+    }
+
     /// The version line of the kube-apiserver in use.
     pub async fn apiserver_version(&self) -> String {
         match self.admin.apiserver_version().await {
@@ -130,12 +138,12 @@ async fn kubectl_apply(plane: &ControlPlane, file: &Path) -> anyhow::Result<()> 
 }
 
 /// A one-day token of the provider's ServiceAccount (TokenRequest API), in
-/// a kubeconfig of its own.
+/// a kubeconfig of its own; returns the token.
 async fn write_provider_kubeconfig(
     plane: &ControlPlane,
     admin: &Client,
     path: &Path,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<String> {
     let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), PROVIDER_NAMESPACE);
     let request = TokenRequest {
         spec: TokenRequestSpec {
@@ -166,11 +174,23 @@ async fn write_provider_kubeconfig(
         ..KubeCluster::default()
     };
     let auth = AuthInfo {
-        token: Some(token.into()),
+        token: Some(token.clone().into()),
         ..AuthInfo::default()
     };
     let kubeconfig = testenv::kubeconfig::single(cluster, PROVIDER_ACCOUNT, auth);
-    testenv::kubeconfig::write(path, &kubeconfig).context("writing the provider's kubeconfig")
+    testenv::kubeconfig::write(path, &kubeconfig).context("writing the provider's kubeconfig")?;
+    Ok(token)
+}
+
+/// The `jti` claim of a JWT (its payload is not verified: the bench only
+/// matches it against the audit log's credential id).
+fn token_jti(token: &str) -> Option<String> {
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    claims.get("jti")?.as_str().map(str::to_owned)
 }
 
 /// RBAC decisions come from an informer cache: wait until the provider's
@@ -190,4 +210,23 @@ async fn wait_for_rbac(kubeconfig: &Path) -> anyhow::Result<()> {
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tokens_jti_is_read_from_its_payload() {
+        let encode = |v: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+        let token = format!(
+            "{}.{}.sig",
+            encode(r#"{"alg":"RS256"}"#),
+            encode(r#"{"sub":"system:serviceaccount:a:b","jti":"9d2e-41"}"#)
+        );
+        assert_eq!(token_jti(&token).as_deref(), Some("9d2e-41"));
+        let without = format!("x.{}.sig", encode(r#"{"sub":"a"}"#));
+        assert_eq!(token_jti(&without), None);
+        assert_eq!(token_jti("not a token"), None);
+    }
 }

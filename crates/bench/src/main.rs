@@ -24,6 +24,8 @@ mod provider;
 mod referee;
 mod report;
 mod run;
+mod sharded;
+mod shardmd;
 mod sim;
 mod smoke;
 mod stats;
@@ -113,18 +115,33 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
         machine::Machine::describe(&bin_dir, &provider_bin, cluster.apiserver_version().await);
     let import_limit = provider_proxmox::api::provider_config::Limits::default()
         .max_concurrent_imports_per_node as usize;
+    let binaries = provider::Binaries {
+        provider: &provider_bin,
+        sim: &sim_bin,
+    };
     let mut summaries = Vec::new();
+    let mut sharded = None;
     for &variant in &args.variants {
         eprintln!("==> {}", variant.title());
         let run = match variant {
             Variant::Batched | Variant::PerTask => {
-                let binaries = provider::Binaries {
-                    provider: &provider_bin,
-                    sim: &sim_bin,
-                };
                 provider::run(&cluster, &args, variant, &binaries).await?
             }
             Variant::Predecessor => baseline::run(&args, &this, &sim_bin).await?,
+            Variant::Sharded => {
+                eprintln!(
+                    "    {} configs × {} replicas, {n} VMs per config",
+                    args.shard_configs, args.shard_replicas
+                );
+                let run = sharded::run(&cluster, &args, &binaries).await?;
+                sharded = Some(sharded::Sharded::of(
+                    &run,
+                    import_limit,
+                    &args.nodes,
+                    args.time_scale,
+                ));
+                continue;
+            }
         };
         summaries.push(summary::summarize(
             &run,
@@ -134,7 +151,7 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
         ));
     }
 
-    let report = report::Report::new(&args, machine, summaries);
+    let report = report::Report::new(&args, machine, summaries, sharded);
     std::fs::create_dir_all(&args.results)
         .with_context(|| format!("creating {}", args.results.display()))?;
     let result_path = args.results.join(format!("{}.json", report.key()));
@@ -146,8 +163,14 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
         markdown::update_file(path, &report.key(), &section)?;
         eprintln!("==> updated {}", path.display());
     }
-    let summaries = report.variants;
     if args.smoke {
+        let mut summaries = report.variants.clone();
+        summaries.extend(
+            report
+                .sharded
+                .iter()
+                .flat_map(|s| s.configs.iter().cloned()),
+        );
         let failed = smoke::failures(&summaries);
         for f in &failed {
             eprintln!("SMOKE CHECK FAILED: {f}");

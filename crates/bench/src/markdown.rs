@@ -150,7 +150,7 @@ const ROWS: &[Row] = &[
     }),
 ];
 
-fn join<V: std::fmt::Display>(map: &BTreeMap<String, V>) -> String {
+pub fn join<V: std::fmt::Display>(map: &BTreeMap<String, V>) -> String {
     if map.is_empty() {
         return "–".into();
     }
@@ -164,6 +164,11 @@ fn join<V: std::fmt::Display>(map: &BTreeMap<String, V>) -> String {
 pub fn section(report: &Report) -> String {
     let mut md = String::new();
     let (machine, summaries) = (&report.machine, &report.variants);
+    let import_limit = summaries
+        .iter()
+        .chain(report.sharded.iter().flat_map(|s| &s.configs))
+        .next()
+        .map_or(0, |s| s.import_limit);
     let _ = writeln!(
         md,
         "## {}: {} VMs on {} nodes ({})\n",
@@ -190,7 +195,7 @@ pub fn section(report: &Report) -> String {
         machine.rustc,
         report.nodes.join(","),
         report.time_scale,
-        summaries.first().map_or(0, |s| s.import_limit),
+        import_limit,
         report.idle_seconds,
         report.timeout_seconds,
         report
@@ -198,26 +203,71 @@ pub fn section(report: &Report) -> String {
             .unwrap_or(report.timeout_seconds),
         machine.command,
     );
-    let base = summaries.iter().position(|s| s.variant == Variant::Batched);
-    let others: Vec<usize> = (0..summaries.len()).filter(|&i| Some(i) != base).collect();
+    if !summaries.is_empty() {
+        let columns: Vec<Column> = summaries
+            .iter()
+            .map(|s| Column {
+                summary: s,
+                name: s.variant.name().to_owned(),
+            })
+            .collect();
+        let base = summaries.iter().position(|s| s.variant == Variant::Batched);
+        if figures_table(&mut md, &columns, base, &[]) {
+            let _ = writeln!(
+                md,
+                "\nRatios are left out where a variant did not get every VM Ready."
+            );
+        }
+    }
+    for s in summaries {
+        details(&mut md, s, "###");
+    }
+    if let Some(sharded) = &report.sharded {
+        crate::shardmd::section(&mut md, report, sharded);
+    }
+    md
+}
+
+/// A column of a figures table: a run, and what its ratio column calls it.
+pub struct Column<'a> {
+    pub summary: &'a Summary,
+    pub name: String,
+}
+
+/// The rows about the process under test (left out where the column is
+/// not one process).
+pub const PROCESS_ROWS: &[&str] = &[
+    "peak RSS (MiB)",
+    "CPU while creating (s)",
+    "CPU while idle, ms per VM per minute",
+];
+
+/// The table of [`ROWS`] (but `skip`), a column per run and a ratio column
+/// per run against `base`; whether a ratio was left out because a run did
+/// not get every VM Ready.
+pub fn figures_table(
+    md: &mut String,
+    columns: &[Column],
+    base: Option<usize>,
+    skip: &[&str],
+) -> bool {
+    let others: Vec<usize> = (0..columns.len()).filter(|&i| Some(i) != base).collect();
     // A ratio against a run that did not finish creating compares rates
     // over different work: left out.
-    let comparable = |i: usize, b: usize| summaries[i].created && summaries[b].created;
+    let comparable = |i: usize, b: usize| columns[i].summary.created && columns[b].summary.created;
     let mut header = vec!["".to_owned()];
-    header.extend(summaries.iter().map(|s| s.title.clone()));
+    header.extend(columns.iter().map(|c| c.summary.title.clone()));
     if let Some(b) = base {
-        header.extend(others.iter().map(|&i| {
-            format!(
-                "{} ÷ {}",
-                summaries[i].variant.name(),
-                summaries[b].variant.name()
-            )
-        }));
+        header.extend(
+            others
+                .iter()
+                .map(|&i| format!("{} ÷ {}", columns[i].name, columns[b].name)),
+        );
     }
     let _ = writeln!(md, "| {} |", header.join(" | "));
     let _ = writeln!(md, "|{}", "---|".repeat(header.len()));
-    for (label, cell) in ROWS {
-        let cells: Vec<Cell> = summaries.iter().map(cell).collect();
+    for (label, cell) in ROWS.iter().filter(|(label, _)| !skip.contains(label)) {
+        let cells: Vec<Cell> = columns.iter().map(|c| cell(c.summary)).collect();
         let mut line = vec![(*label).to_owned()];
         line.extend(cells.iter().map(|c| match c {
             Cell::Num(Some(v), d) => fmt_num(*v, *d),
@@ -234,21 +284,13 @@ pub fn section(report: &Report) -> String {
         }
         let _ = writeln!(md, "| {} |", line.join(" | "));
     }
-    if base.is_some_and(|b| others.iter().any(|&i| !comparable(i, b))) {
-        let _ = writeln!(
-            md,
-            "\nRatios are left out where a variant did not get every VM Ready."
-        );
-    }
-    for s in summaries {
-        details(&mut md, s);
-    }
-    md
+    base.is_some_and(|b| others.iter().any(|&i| !comparable(i, b)))
 }
 
-/// Requests by kind, per VM, and where a phase stuck.
-fn details(md: &mut String, s: &Summary) {
-    let _ = writeln!(md, "\n### {} ({} VMs)\n", s.title, s.vms);
+/// Requests by kind, per VM, and where a phase stuck, under a heading of
+/// level `heading` (`###`).
+pub fn details(md: &mut String, s: &Summary, heading: &str) {
+    let _ = writeln!(md, "\n{heading} {} ({} VMs)\n", s.title, s.vms);
     for stall in &s.stalls {
         let _ = writeln!(md, "**Stuck** {stall}\n");
     }

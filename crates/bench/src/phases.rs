@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use kube::Api;
 use kube::api::DynamicObject;
 use pve_client::Client;
@@ -23,6 +23,17 @@ pub struct Outcome {
     pub stalls: Vec<String>,
 }
 
+/// One set of ProxmoxVMs driven through the phases: its resources, the
+/// watch that sees them and the referee of its simulator.
+pub struct Lane<'a> {
+    /// What the progress lines call it (`100 VMs`).
+    pub label: String,
+    pub api: &'a Api<DynamicObject>,
+    pub tracker: &'a Tracker,
+    pub manifests: Vec<Value>,
+    pub referee: &'a Client,
+}
+
 /// The ProxmoxVMs `manifests`, reconciled by a provider (sampled by
 /// `sampler`), watched by `tracker`.
 pub async fn drive(
@@ -33,69 +44,122 @@ pub async fn drive(
     sampler: &Sampler,
     referee: &Client,
 ) -> anyhow::Result<Outcome> {
-    let nodes = &args.nodes;
-    let n = manifests.len();
-    let label = format!("{} VMs", n);
-    let mut stalls = Vec::new();
-    sampler.mark();
-    let start = now();
-    workload::apply(api, tracker, manifests).await?;
-    let ready = wait_for(
-        &format!("{label}: Ready"),
+    let lane = Lane {
+        label: format!("{} VMs", manifests.len()),
+        api,
         tracker,
-        n,
-        args.timeout,
-        sampler,
-        |v| v.ready_at.is_some(),
-    )
-    .await?;
-    let mut phases = Phases {
-        start,
-        ..Phases::default()
+        manifests,
+        referee,
     };
-    let sim_vms = sim_vms(referee, nodes).await?;
-    match ready {
-        Ok(at) => {
-            phases.all_ready = Some(at);
-            sampler.mark();
-            eprintln!("    idle for {} s", args.idle);
-            tokio::time::sleep(Duration::from_secs(args.idle)).await;
-            phases.idle_end = Some(now());
-            sampler.mark();
+    let mut outcomes = drive_all(vec![lane], args, &[sampler]).await?;
+    outcomes.pop().context("one lane, one outcome")
+}
+
+/// Several lanes at once, reconciled by the providers sampled by
+/// `samplers`: every lane is applied at the same moment and waited for on
+/// its own; the idle window begins once every lane is Ready (it is each
+/// lane's from its own all-Ready on); then every lane is deleted at the
+/// same moment and waited for on its own. One lane is [`drive`].
+pub async fn drive_all(
+    lanes: Vec<Lane<'_>>,
+    args: &RunArgs,
+    samplers: &[&Sampler],
+) -> anyhow::Result<Vec<Outcome>> {
+    let nodes = &args.nodes;
+    mark(samplers);
+    let created = futures::future::try_join_all(lanes.into_iter().map(|lane| async move {
+        let n = lane.manifests.len();
+        let start = now();
+        workload::apply(lane.api, lane.tracker, lane.manifests).await?;
+        let ready = wait_for(
+            &format!("{}: Ready", lane.label),
+            lane.tracker,
+            n,
+            args.timeout,
+            samplers,
+            |v| v.ready_at.is_some(),
+        )
+        .await?;
+        let mut outcome = Outcome {
+            phases: Phases {
+                start,
+                ..Phases::default()
+            },
+            sim_vms: sim_vms(lane.referee, nodes).await?,
+            stalls: Vec::new(),
+        };
+        match ready {
+            Ok(at) => outcome.phases.all_ready = Some(at),
+            Err(stall) => outcome.stalls.push(format!("creating: {stall}")),
         }
-        Err(stall) => stalls.push(format!("creating: {stall}")),
+        let lane = Created {
+            label: lane.label,
+            api: lane.api,
+            tracker: lane.tracker,
+            n,
+        };
+        anyhow::Ok((lane, outcome))
+    }))
+    .await?;
+    let (lanes, mut outcomes): (Vec<Created>, Vec<Outcome>) = created.into_iter().unzip();
+    if outcomes.iter().all(|o| o.phases.all_ready.is_some()) {
+        mark(samplers);
+        eprintln!("    idle for {} s", args.idle);
+        tokio::time::sleep(Duration::from_secs(args.idle)).await;
+        let idle_end = now();
+        for o in &mut outcomes {
+            o.phases.idle_end = Some(idle_end);
+        }
+        mark(samplers);
     }
-    phases.delete_start = Some(now());
-    workload::delete_all(api, tracker).await?;
-    match wait_for(
-        &format!("{label}: gone"),
-        tracker,
-        n,
-        args.delete_timeout(),
-        sampler,
-        |v| v.gone_at.is_some(),
-    )
-    .await?
-    {
-        Ok(at) => phases.all_gone = Some(at),
-        Err(stall) => stalls.push(format!("deleting: {stall}")),
+    let delete_start = now();
+    let gone = futures::future::try_join_all(lanes.iter().map(|lane| async move {
+        workload::delete_all(lane.api, lane.tracker).await?;
+        wait_for(
+            &format!("{}: gone", lane.label),
+            lane.tracker,
+            lane.n,
+            args.delete_timeout(),
+            samplers,
+            |v| v.gone_at.is_some(),
+        )
+        .await
+    }))
+    .await?;
+    for (o, gone) in outcomes.iter_mut().zip(gone) {
+        o.phases.delete_start = Some(delete_start);
+        match gone {
+            Ok(at) => o.phases.all_gone = Some(at),
+            Err(stall) => o.stalls.push(format!("deleting: {stall}")),
+        }
     }
-    sampler.mark();
-    Ok(Outcome {
-        phases,
-        sim_vms,
-        stalls,
-    })
+    mark(samplers);
+    Ok(outcomes)
+}
+
+/// A lane once applied.
+struct Created<'a> {
+    label: String,
+    api: &'a Api<DynamicObject>,
+    tracker: &'a Tracker,
+    n: usize,
+}
+
+/// A reading of every process now; whether all of them still run.
+fn mark(samplers: &[&Sampler]) -> bool {
+    // Every one marked, whichever has exited.
+    let alive: Vec<bool> = samplers.iter().map(|s| s.mark().is_some()).collect();
+    alive.into_iter().all(|a| a)
 }
 
 /// Waits until `done` holds for `n` VMs: `Ok(Ok(time))`, or `Ok(Err(account
-/// of where they stuck))` after `timeout_secs`. Fails if the provider died.
+/// of where they stuck))` after `timeout_secs`. Fails if a provider died.
 async fn wait_for(
     what: &str,
     tracker: &Tracker,
     n: usize,
     timeout_secs: u64,
-    sampler: &Sampler,
+    samplers: &[&Sampler],
     done: impl Fn(&VmState) -> bool,
 ) -> anyhow::Result<Result<f64, String>> {
     let start = now();
@@ -107,7 +171,7 @@ async fn wait_for(
             eprintln!("    {what}: all {n} after {:.1} s", t - start);
             return Ok(Ok(t));
         }
-        if sampler.mark().is_none() {
+        if !mark(samplers) {
             bail!("the provider exited while waiting for {what}");
         }
         let account = || {

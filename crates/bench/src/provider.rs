@@ -40,7 +40,7 @@ pub async fn run(
     configure(&cluster.admin, &name, &arena.actor, &arena.sim).await?;
 
     let mut provider = spawn_logged(
-        provider_command(binaries.provider, cluster, variant),
+        provider_command(binaries.provider, &cluster.provider_kubeconfig, variant),
         &dir.join("provider.log"),
     )?;
     let sampler = Sampler::start(provider.id().context("the provider exited at once")?);
@@ -84,12 +84,14 @@ pub async fn run(
     Ok(run)
 }
 
-fn provider_command(binary: &Path, cluster: &Cluster, variant: Variant) -> Command {
+/// `proxmox-provider run` with leader election on (its default) and the
+/// Leases in the provider's namespace, as deployed.
+pub fn provider_command(binary: &Path, kubeconfig: &Path, variant: Variant) -> Command {
     let mut command = Command::new(binary);
     command
         .arg("run")
         .arg("--kubeconfig")
-        .arg(&cluster.provider_kubeconfig)
+        .arg(kubeconfig)
         .args(["--metrics-addr", "127.0.0.1:0", "--log-format", "text"])
         .args([
             "--task-observe-mode",
@@ -106,7 +108,7 @@ fn provider_command(binary: &Path, cluster: &Cluster, variant: Variant) -> Comma
 
 /// The variant's namespace, credentials Secret and ClusterProviderConfig
 /// (default limits and timings; the simulator's certificate pinned).
-async fn configure(admin: &Client, name: &str, token: &Token, sim: &Sim) -> anyhow::Result<()> {
+pub async fn configure(admin: &Client, name: &str, token: &Token, sim: &Sim) -> anyhow::Result<()> {
     let ssa = PatchParams::apply(FIELD_MANAGER).force();
     let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
     Api::<Namespace>::all(admin.clone())
@@ -138,14 +140,14 @@ async fn configure(admin: &Client, name: &str, token: &Token, sim: &Sim) -> anyh
     Ok(())
 }
 
-fn configs(admin: &Client) -> Api<DynamicObject> {
+pub fn configs(admin: &Client) -> Api<DynamicObject> {
     Api::all_with(
         admin.clone(),
         &ApiResource::erase::<provider_proxmox::api::ClusterProviderConfig>(&()),
     )
 }
 
-async fn wait_config_ready(admin: &Client, name: &str) -> anyhow::Result<()> {
+pub async fn wait_config_ready(admin: &Client, name: &str) -> anyhow::Result<()> {
     let configs = configs(admin);
     crate::wait::until(
         "the ClusterProviderConfig to be Ready",

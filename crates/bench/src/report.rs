@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::RunArgs;
 use crate::machine::Machine;
+use crate::sharded::Sharded;
 use crate::summary::Summary;
 
 #[derive(Serialize, Deserialize)]
@@ -25,10 +26,19 @@ pub struct Report {
     pub delete_timeout_seconds: Option<u64>,
     pub machine: Machine,
     pub variants: Vec<Summary>,
+    /// The `sharded` variant's figures, when it ran (absent in results
+    /// written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharded: Option<Sharded>,
 }
 
 impl Report {
-    pub fn new(args: &RunArgs, machine: Machine, variants: Vec<Summary>) -> Self {
+    pub fn new(
+        args: &RunArgs,
+        machine: Machine,
+        variants: Vec<Summary>,
+        sharded: Option<Sharded>,
+    ) -> Self {
         Self {
             label: args.label.clone(),
             vms: args.vm_count(),
@@ -39,6 +49,7 @@ impl Report {
             delete_timeout_seconds: Some(args.delete_timeout()),
             machine,
             variants,
+            sharded,
         }
     }
 
@@ -73,7 +84,7 @@ mod tests {
                 assert!(section.starts_with(&heading), "{}", path.display());
                 assert_eq!(
                     section.matches("\n### ").count(),
-                    report.variants.len(),
+                    report.variants.len() + usize::from(report.sharded.is_some()),
                     "one detail section per variant"
                 );
                 // Results name no directory of the machine they ran on.

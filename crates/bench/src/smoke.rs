@@ -1,13 +1,17 @@
 //! The smoke check (`make test`): completion, one VM per resource and the
 //! per-node import limit, never times.
 
+use crate::cli::Variant;
 use crate::summary::Summary;
 
 /// What failed; empty when all held.
 pub fn failures(summaries: &[Summary]) -> Vec<String> {
     let mut failed = Vec::new();
     for s in summaries {
-        let who = s.variant.name();
+        let who = match s.variant {
+            Variant::Sharded => s.title.as_str(),
+            other => other.name(),
+        };
         if !s.created {
             failed.push(format!(
                 "{who}: only {} of {} VMs became Ready",

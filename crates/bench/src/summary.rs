@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::audit;
+use crate::child::Sample;
 use crate::cli::Variant;
 use crate::headline::Headline;
 use crate::ideal::{self, Ideal};
@@ -46,6 +47,27 @@ pub struct ProcessStats {
     pub cpu_seconds_idle: Option<f64>,
     pub cpu_seconds_deleting: Option<f64>,
     pub cpu_seconds_total: f64,
+}
+
+impl ProcessStats {
+    /// From a process's samples: the peak, and the CPU seconds spent in
+    /// each window (creating, idle, deleting) that is known.
+    pub fn of(
+        samples: &[Sample],
+        creating: (f64, f64),
+        idle: Option<(f64, f64)>,
+        deleting: Option<(f64, f64)>,
+    ) -> Self {
+        let cpu: Vec<(f64, f64)> = samples.iter().map(|s| (s.time, s.cpu_seconds)).collect();
+        let cpu_between = |(a, b): (f64, f64)| Some(at(&cpu, b)? - at(&cpu, a)?);
+        Self {
+            peak_rss_mib: samples.iter().map(|s| s.peak_rss_kib).max().unwrap_or(0) as f64 / 1024.0,
+            cpu_seconds_creating: cpu_between(creating),
+            cpu_seconds_idle: idle.and_then(cpu_between),
+            cpu_seconds_deleting: deleting.and_then(cpu_between),
+            cpu_seconds_total: samples.last().map_or(0.0, |s| s.cpu_seconds),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -115,12 +137,6 @@ fn figures(run: &Run, import_limit: usize, nodes: &[String], time_scale: f64) ->
     let with_audit = |from: f64, to: f64| {
         (run.variant != Variant::Predecessor).then(|| ApiStats::of(&run.audit, from, to))
     };
-    let cpu: Vec<(f64, f64)> = run
-        .samples
-        .iter()
-        .map(|s| (s.time, s.cpu_seconds))
-        .collect();
-    let cpu_between = |a: f64, b: f64| Some(at(&cpu, b)? - at(&cpu, a)?);
     let mut names: Vec<&str> = run.sim_vms.iter().map(|v| v.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
@@ -152,19 +168,7 @@ fn figures(run: &Run, import_limit: usize, nodes: &[String], time_scale: f64) ->
         api_creating: with_audit(p.start, create_end),
         api_idle: idle.and_then(|(a, b)| with_audit(a, b)),
         api_deleting: delete.and_then(|(a, b)| with_audit(a, b)),
-        process: ProcessStats {
-            peak_rss_mib: run
-                .samples
-                .iter()
-                .map(|s| s.peak_rss_kib)
-                .max()
-                .unwrap_or(0) as f64
-                / 1024.0,
-            cpu_seconds_creating: cpu_between(p.start, create_end),
-            cpu_seconds_idle: idle.and_then(|(a, b)| cpu_between(a, b)),
-            cpu_seconds_deleting: delete.and_then(|(a, b)| cpu_between(a, b)),
-            cpu_seconds_total: run.samples.last().map_or(0.0, |s| s.cpu_seconds),
-        },
+        process: ProcessStats::of(&run.samples, (p.start, create_end), idle, delete),
         nextid_calls: proxmox_creating.route("GET /cluster/nextid"),
         creates_sent: proxmox_creating.route("POST /nodes/{node}/qemu"),
         vmids_recorded: run.per_vm.values().map(|v| v.external_names.len()).sum(),
