@@ -60,6 +60,14 @@ pub async fn reconcile(
                 // A config that does not exist has no holder: any replica
                 // says so.
                 None if ctx.providers.is_missing(&key) => Some(ctx.shards.to_report(&key)),
+                // Whether it is missing is not known before the config
+                // caches have listed: asked again shortly. (Waiting for a
+                // change instead left a resource naming a config that
+                // never comes without any status, when its first pass ran
+                // before the caches had listed.)
+                None if !ctx.providers.configs_listed() => {
+                    return Ok(Action::requeue(CONFIGS_LISTING));
+                }
                 None => return Ok(Action::await_change()),
             }
         }
@@ -114,6 +122,10 @@ async fn admitted(
     }
     result.map(|outcome| outcome.action)
 }
+
+/// How soon a pass that came before the config caches had listed is tried
+/// again.
+const CONFIGS_LISTING: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// After a failed pass: retry with per-resource exponential backoff (1 s
 /// doubling to 60 s); a resource that cannot even be read waits for a change.

@@ -309,6 +309,12 @@ impl Providers {
     }
 
     /// The config controllers' watch caches, once both have listed.
+    /// Whether the provider config controllers' watch caches have listed
+    /// (before that, [`Self::is_missing`] knows nothing).
+    pub fn configs_listed(&self) -> bool {
+        self.listed_stores().is_some()
+    }
+
     fn listed_stores(&self) -> Option<&ConfigStores> {
         let stores = self.stores.get()?;
         let listed = |ready: Option<Result<(), _>>| matches!(ready, Some(Ok(())));
