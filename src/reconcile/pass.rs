@@ -57,18 +57,19 @@ pub async fn reconcile(
             let key = ConfigKey::of(vm);
             match ctx.shards.hold(&key) {
                 Some(hold) => Some(hold),
-                // A config that does not exist has no holder: any replica
-                // says so.
-                None if ctx.providers.is_missing(&key) => Some(ctx.shards.to_report(&key)),
-                // Whether it is missing is not known before the config
-                // caches have listed: asked again shortly. (Waiting for a
-                // change instead left a resource naming a config that
-                // never comes without any status, when its first pass ran
-                // before the caches had listed.)
-                None if !ctx.providers.configs_listed() => {
-                    return Ok(Action::requeue(CONFIGS_LISTING));
-                }
-                None => return Ok(Action::await_change()),
+                None => match ctx.providers.is_missing(&key) {
+                    // A config that does not exist has no holder: any
+                    // replica says so.
+                    Some(true) => Some(ctx.shards.to_report(&key)),
+                    // Held by another replica: gaining it wakes this one.
+                    Some(false) => return Ok(Action::await_change()),
+                    // Not known before the config caches have listed:
+                    // asked again shortly. (Waiting for a change instead
+                    // left a resource naming a config that never comes
+                    // without any status, when its first pass ran before
+                    // the caches had listed.)
+                    None => return Ok(Action::requeue(CONFIGS_LISTING)),
+                },
             }
         }
         // Not readable: reported without any config (see `error_policy`).

@@ -127,9 +127,10 @@ pub struct Ideal {
 }
 
 impl Ideal {
+    /// `rps`: the actor's request budget, as for [`delete`].
     pub fn of(
         n: usize,
-        slots: usize,
+        (slots, rps): (usize, Option<f64>),
         time_scale: f64,
         placement: &BTreeMap<String, usize>,
         tasks: &[Task],
@@ -144,7 +145,7 @@ impl Ideal {
             measured: Chain::measured(tasks)
                 .filter(|_| complete)
                 .map(|c| critical_path(&placed, slots, c)),
-            delete: None,
+            delete: Some(delete(n, time_scale, rps)),
         }
     }
 }

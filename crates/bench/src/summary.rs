@@ -9,7 +9,7 @@ use crate::audit;
 use crate::child::Sample;
 use crate::cli::Variant;
 use crate::headline::Headline;
-use crate::ideal::{self, Ideal};
+use crate::ideal::Ideal;
 use crate::phases::per_node;
 use crate::referee::{RequestStats, max_concurrent, next_step_latency};
 use crate::run::Run;
@@ -152,10 +152,13 @@ fn figures(run: &Run, import_limit: usize, nodes: &[String], time_scale: f64) ->
         deleted: p.all_gone.is_some(),
         ready: run.per_vm.values().filter(|v| v.ready_at.is_some()).count(),
         create_seconds: create_end - p.start,
-        ideal: Ideal {
-            delete: Some(ideal::delete(n, time_scale, budget(run.variant))),
-            ..Ideal::of(n, import_limit, time_scale, &vms_per_node, &run.tasks)
-        },
+        ideal: Ideal::of(
+            n,
+            (import_limit, budget(run.variant)),
+            time_scale,
+            &vms_per_node,
+            &run.tasks,
+        ),
         time_to_ready: Dist::of(
             run.per_vm
                 .values()

@@ -262,18 +262,16 @@ impl Providers {
     }
 
     /// Whether the config `key` names does not exist, as the config
-    /// controllers' watch caches tell once both have listed (before that,
-    /// nothing is known to be missing). One cache lookup: it is asked on
+    /// controllers' watch caches tell once both have listed (`None` before
+    /// that: not known yet). One cache lookup: it is asked on
     /// every pass of a resource whose config this replica does not hold.
     /// A ClusterProviderConfig is missing in the namespaced mode.
-    pub fn is_missing(&self, key: &ConfigKey) -> bool {
+    pub fn is_missing(&self, key: &ConfigKey) -> Option<bool> {
         if self.not_served(key).is_some() {
-            return true;
+            return Some(true);
         }
-        let Some(stores) = self.listed_stores() else {
-            return false;
-        };
-        match key.kind {
+        let stores = self.listed_stores()?;
+        Some(match key.kind {
             ProviderConfigKind::ProviderConfig => stores
                 .provider
                 .get(&ObjectRef::new(&key.name).within(&key.namespace))
@@ -282,7 +280,7 @@ impl Providers {
                 .cluster
                 .as_ref()
                 .is_none_or(|c| c.get(&ObjectRef::new(&key.name)).is_none()),
-        }
+        })
     }
 
     /// Every config the provider config controllers' watch caches hold,
@@ -309,12 +307,6 @@ impl Providers {
     }
 
     /// The config controllers' watch caches, once both have listed.
-    /// Whether the provider config controllers' watch caches have listed
-    /// (before that, [`Self::is_missing`] knows nothing).
-    pub fn configs_listed(&self) -> bool {
-        self.listed_stores().is_some()
-    }
-
     fn listed_stores(&self) -> Option<&ConfigStores> {
         let stores = self.stores.get()?;
         let listed = |ready: Option<Result<(), _>>| matches!(ready, Some(Ok(())));
