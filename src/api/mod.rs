@@ -1,4 +1,5 @@
-//! Kubernetes API types: `ProxmoxVM`, `ProviderConfig`, `ClusterProviderConfig`.
+//! Kubernetes API types: `ProxmoxVM`, `ProxmoxImage`, `ProviderConfig`,
+//! `ClusterProviderConfig`.
 //!
 //! The types follow Crossplane v2 managed-resource conventions (`spec.forProvider`,
 //! `spec.providerConfigRef`, `spec.managementPolicies`, `status.atProvider`,
@@ -8,6 +9,7 @@
 
 pub mod condition;
 pub mod crd;
+pub mod image;
 pub mod meta;
 pub mod provider_config;
 pub mod quantity;
@@ -18,6 +20,7 @@ pub mod vm;
 mod validation_tests;
 
 pub use condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
+pub use image::{ProxmoxImage, ProxmoxImageSpec, ProxmoxImageStatus};
 pub use meta::{ManagementPolicy, ProviderConfigKind, ProviderConfigReference};
 pub use provider_config::{ClusterProviderConfig, ProviderConfig, ProviderSettings};
 pub use quantity::Quantity;

@@ -1,0 +1,118 @@
+//! `status` of a ProxmoxImage: where the file is, what each download is
+//! doing, and the template VM on each node.
+
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::condition::Condition;
+use crate::api::vm::InFlightTask;
+
+/// Observed state of a ProxmoxImage.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxmoxImageStatus {
+    /// The file on each node and storage, and the templates.
+    #[serde(default)]
+    pub at_provider: ImageAtProvider,
+
+    /// `Ready` (the file is on every storage that needs it, and the
+    /// templates exist when asked for) and `Synced`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+
+    /// The `metadata.generation` the provider last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// The image as last observed on Proxmox.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageAtProvider {
+    /// Volume ID of the file, the same on every node:
+    /// `<storage>:<content>/<file>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
+
+    /// One entry per node, or a single one for a shared storage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<ImageLocation>,
+
+    /// `3/4 ready` for `kubectl get`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+
+    /// The template VM on each node (with `spec.forProvider.template`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates: Vec<ImageTemplateStatus>,
+
+    /// `2/4 ready` for `kubectl get`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_summary: Option<String>,
+
+    /// ProxmoxVMs and ProxmoxContainers that refer to the image (its
+    /// templates not counted). The image is not deleted while any do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<u32>,
+}
+
+/// The file on one node's storage.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageLocation {
+    /// Node (for a shared storage: the node that downloaded it).
+    pub node: String,
+    /// Storage.
+    pub storage: String,
+    /// Whether the storage is shared: this one entry serves every node.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
+    /// Where the file is.
+    pub phase: LocationPhase,
+    /// The download or pull in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<InFlightTask>,
+    /// Size of the file in bytes, once there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Why the location is not ready (the last failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Where the file is on one location.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum LocationPhase {
+    /// Not there, nothing started yet.
+    Pending,
+    /// Being downloaded or pulled.
+    Downloading,
+    /// There, checksum verified.
+    Ready,
+    /// The last download failed; retried after a backoff.
+    Failed,
+    /// Being deleted (the image is being deleted).
+    Deleting,
+}
+
+/// The template VM made from the image on one node.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageTemplateStatus {
+    /// Node of the template.
+    pub node: String,
+    /// The ProxmoxVM (in the image's namespace, owned by the image) that
+    /// manages the template.
+    pub name: String,
+    /// VMID of the template, once allocated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vmid: Option<u32>,
+    /// The template exists and can be cloned.
+    pub ready: bool,
+    /// Whether clones of this template can be linked (the template's
+    /// storage can snapshot).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub linkable: bool,
+}
