@@ -52,6 +52,10 @@ pub enum Variant {
     /// a simulator of its own, and several replicas with a Lease per
     /// config; the run's N VMs per config, applied to all at once.
     Sharded,
+    /// `proxmox-provider` with the VMs as linked clones of one
+    /// ProxmoxImage's template on each node (one download and one import
+    /// per node), with the fleet's limits.
+    Fleet,
 }
 
 impl Variant {
@@ -61,6 +65,7 @@ impl Variant {
             Variant::PerTask => "per-task",
             Variant::Predecessor => "predecessor",
             Variant::Sharded => "sharded",
+            Variant::Fleet => "fleet",
         }
     }
 
@@ -70,6 +75,9 @@ impl Variant {
             Variant::PerTask => "provider, per-task polling",
             Variant::Predecessor => "predecessor pattern (worker per VM, polls every 3 s)",
             Variant::Sharded => "provider, sharded: configs × replicas with a Lease per config",
+            Variant::Fleet => {
+                "provider, fleet: linked clones of one ProxmoxImage's template per node"
+            }
         }
     }
 }
@@ -111,6 +119,16 @@ pub struct RunArgs {
     #[arg(long, env = "BENCH_SHARD_REPLICAS", default_value_t = 3,
           value_parser = clap::value_parser!(u8).range(1..=26))]
     pub shard_replicas: u8,
+    /// The `fleet` variant's requests per second to Proxmox (its config's
+    /// `limits.requestsPerSecond`).
+    #[arg(long, env = "BENCH_FLEET_RPS", default_value_t = 200,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub fleet_rps: u32,
+    /// The `fleet` variant's clones at once per node
+    /// (`limits.maxConcurrentClonesPerNode`).
+    #[arg(long, env = "BENCH_FLEET_CLONE_SLOTS", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub fleet_clone_slots: u32,
     /// Seconds measured while idle, after all VMs are Ready.
     #[arg(long, env = "BENCH_IDLE", default_value_t = 180)]
     pub idle: u64,

@@ -14,6 +14,8 @@ mod child;
 mod cli;
 mod clock;
 mod cluster;
+mod fleet;
+mod fleetmd;
 mod headline;
 mod ideal;
 mod machine;
@@ -121,6 +123,7 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
     };
     let mut summaries = Vec::new();
     let mut sharded = None;
+    let mut fleet = None;
     for &variant in &args.variants {
         eprintln!("==> {}", variant.title());
         let run = match variant {
@@ -128,6 +131,25 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
                 provider::run(&cluster, &args, variant, &binaries).await?
             }
             Variant::Predecessor => baseline::run(&args, &this, &sim_bin).await?,
+            Variant::Fleet => {
+                let limits = fleet::FleetLimits {
+                    requests_per_second: args.fleet_rps,
+                    max_concurrent_clones_per_node: args.fleet_clone_slots,
+                };
+                let (run, image) =
+                    provider::run_fleet(&cluster, &args, variant, &binaries, Some(limits)).await?;
+                let summary = summary::summarize(&run, import_limit, &args.nodes, args.time_scale);
+                fleet = Some(fleet::Fleet::of(
+                    &run,
+                    image.unwrap_or_default(),
+                    limits,
+                    &args.nodes,
+                    summary.ideal.even,
+                    args.time_scale,
+                ));
+                summaries.push(summary);
+                continue;
+            }
             Variant::Sharded => {
                 eprintln!(
                     "    {} configs × {} replicas, {n} VMs per config",
@@ -151,7 +173,7 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
         ));
     }
 
-    let report = report::Report::new(&args, machine, summaries, sharded);
+    let report = report::Report::new(&args, machine, summaries, sharded, fleet);
     std::fs::create_dir_all(&args.results)
         .with_context(|| format!("creating {}", args.results.display()))?;
     let result_path = args.results.join(format!("{}.json", report.key()));
@@ -171,7 +193,8 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
                 .iter()
                 .flat_map(|s| s.configs.iter().cloned()),
         );
-        let failed = smoke::failures(&summaries);
+        let mut failed = smoke::failures(&summaries);
+        failed.extend(report.fleet.iter().flat_map(smoke::fleet_failures));
         for f in &failed {
             eprintln!("SMOKE CHECK FAILED: {f}");
         }

@@ -225,6 +225,9 @@ pub fn section(report: &Report) -> String {
     if let Some(sharded) = &report.sharded {
         crate::shardmd::section(&mut md, report, sharded);
     }
+    if let Some(fleet) = &report.fleet {
+        crate::fleetmd::section(&mut md, fleet);
+    }
     md
 }
 

@@ -17,6 +17,7 @@ use crate::arena::Arena;
 use crate::child::{Sampler, spawn_logged, terminate};
 use crate::cli::{RunArgs, Variant};
 use crate::cluster::{Cluster, FIELD_MANAGER, PROVIDER_NAMESPACE, provider_user};
+use crate::fleet::{self, FleetLimits, ImageTimes};
 use crate::phases;
 use crate::run::Run;
 use crate::sim::{Sim, Token};
@@ -34,10 +35,30 @@ pub async fn run(
     variant: Variant,
     binaries: &Binaries<'_>,
 ) -> anyhow::Result<Run> {
+    Ok(run_fleet(cluster, args, variant, binaries, None).await?.0)
+}
+
+/// [`run`], or with `fleet` limits the fleet variant: the VMs clone a
+/// ProxmoxImage's templates, applied and deleted with them and followed
+/// until gone.
+pub async fn run_fleet(
+    cluster: &Cluster,
+    args: &RunArgs,
+    variant: Variant,
+    binaries: &Binaries<'_>,
+    fleet: Option<FleetLimits>,
+) -> anyhow::Result<(Run, Option<ImageTimes>)> {
     let name = format!("bench-{}", variant.name());
     let dir = sim::variant_dir(&args.work_dir, variant.name())?;
     let arena = Arena::start(args, binaries.sim, "provider", &dir).await?;
-    configure(&cluster.admin, &name, &arena.actor, &arena.sim).await?;
+    configure_with(
+        &cluster.admin,
+        &name,
+        &arena.actor,
+        &arena.sim,
+        fleet.map(FleetLimits::spec),
+    )
+    .await?;
 
     let mut provider = spawn_logged(
         provider_command(binaries.provider, &cluster.provider_kubeconfig, variant),
@@ -54,13 +75,37 @@ pub async fn run(
         })?;
 
     let vms = workload::api(&cluster.admin, &name);
-    let tracker = Tracker::default();
+    let tracker = match fleet {
+        Some(_) => Tracker::selecting(fleet::SELECTOR),
+        None => Tracker::default(),
+    };
     let watch = tracker.watch(vms.clone());
+    let manifest = match fleet {
+        Some(_) => fleet::vm_manifest,
+        None => workload::manifest,
+    };
     let manifests = (0..args.vm_count())
-        .map(|i| workload::manifest(&workload::vm_name(i), &name, &name, &args.nodes))
+        .map(|i| manifest(&workload::vm_name(i), &name, &name, &args.nodes))
         .collect();
+    let image = match fleet {
+        Some(_) => Some(
+            fleet::apply_and_follow(
+                &cluster.admin,
+                &name,
+                fleet::image_manifest(&name, &name, &args.nodes),
+                tracker.clone(),
+                Duration::from_secs(args.delete_timeout()),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let outcome = phases::drive(&vms, &tracker, manifests, args, &sampler, &arena.referee).await?;
     watch.abort();
+    let image = match image {
+        Some(follow) => Some(follow.await.context("following the ProxmoxImage")?),
+        None => None,
+    };
 
     sampler.mark();
     terminate(&mut provider, Duration::from_secs(20)).await;
@@ -81,7 +126,7 @@ pub async fn run(
         dir,
     };
     run.save_raw()?;
-    Ok(run)
+    Ok((run, image))
 }
 
 /// `proxmox-provider run` with leader election on (its default) and the
@@ -109,6 +154,17 @@ pub fn provider_command(binary: &Path, kubeconfig: &Path, variant: Variant) -> C
 /// The variant's namespace, credentials Secret and ClusterProviderConfig
 /// (default limits and timings; the simulator's certificate pinned).
 pub async fn configure(admin: &Client, name: &str, token: &Token, sim: &Sim) -> anyhow::Result<()> {
+    configure_with(admin, name, token, sim, None).await
+}
+
+/// [`configure`] with the config's `spec.limits` set.
+pub async fn configure_with(
+    admin: &Client,
+    name: &str,
+    token: &Token,
+    sim: &Sim,
+    limits: Option<serde_json::Value>,
+) -> anyhow::Result<()> {
     let ssa = PatchParams::apply(FIELD_MANAGER).force();
     let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
     Api::<Namespace>::all(admin.clone())
@@ -123,7 +179,7 @@ pub async fn configure(admin: &Client, name: &str, token: &Token, sim: &Sim) -> 
         .create(&PostParams::default(), &secret)
         .await
         .context("creating the credentials Secret")?;
-    let config: DynamicObject = serde_json::from_value(json!({
+    let mut config = json!({
         "apiVersion": "proxmox.crossplane.io/v1alpha1",
         "kind": "ClusterProviderConfig",
         "metadata": {"name": name},
@@ -132,7 +188,11 @@ pub async fn configure(admin: &Client, name: &str, token: &Token, sim: &Sim) -> 
             "credentials": {"source": "Secret", "secretRef": {"name": name, "namespace": PROVIDER_NAMESPACE}},
             "tls": {"fingerprint": sim.fingerprint},
         },
-    }))?;
+    });
+    if let Some(limits) = limits {
+        config["spec"]["limits"] = limits;
+    }
+    let config: DynamicObject = serde_json::from_value(config)?;
     configs(admin)
         .create(&PostParams::default(), &config)
         .await

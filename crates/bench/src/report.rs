@@ -8,6 +8,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::RunArgs;
+use crate::fleet::Fleet;
 use crate::machine::Machine;
 use crate::sharded::Sharded;
 use crate::summary::Summary;
@@ -30,6 +31,10 @@ pub struct Report {
     /// written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharded: Option<Sharded>,
+    /// The `fleet` variant's own figures, when it ran (its summary is with
+    /// the others in `variants`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<Fleet>,
 }
 
 impl Report {
@@ -38,6 +43,7 @@ impl Report {
         machine: Machine,
         variants: Vec<Summary>,
         sharded: Option<Sharded>,
+        fleet: Option<Fleet>,
     ) -> Self {
         Self {
             label: args.label.clone(),
@@ -50,6 +56,7 @@ impl Report {
             machine,
             variants,
             sharded,
+            fleet,
         }
     }
 
@@ -84,7 +91,9 @@ mod tests {
                 assert!(section.starts_with(&heading), "{}", path.display());
                 assert_eq!(
                     section.matches("\n### ").count(),
-                    report.variants.len() + usize::from(report.sharded.is_some()),
+                    report.variants.len()
+                        + usize::from(report.sharded.is_some())
+                        + usize::from(report.fleet.is_some()),
                     "one detail section per variant"
                 );
                 // Results name no directory of the machine they ran on.

@@ -41,3 +41,28 @@ pub fn failures(summaries: &[Summary]) -> Vec<String> {
     }
     failed
 }
+
+/// What failed of a fleet run's own checks: one download per node and
+/// storage, one import (the template's) per node, and nothing deleted while
+/// used.
+pub fn fleet_failures(fleet: &crate::fleet::Fleet) -> Vec<String> {
+    let mut failed = Vec::new();
+    if fleet.downloads.values().any(|&n| n != 1) || fleet.downloads.is_empty() {
+        failed.push(format!(
+            "fleet: downloads per node and storage {:?}, not one each",
+            fleet.downloads
+        ));
+    }
+    if fleet.imports != fleet.downloads.len() {
+        failed.push(format!(
+            "fleet: {} imports for {} template nodes",
+            fleet.imports,
+            fleet.downloads.len()
+        ));
+    }
+    failed.extend(fleet.early_deletes.iter().map(|e| format!("fleet: {e}")));
+    if fleet.image.gone_at.is_none() {
+        failed.push("fleet: the ProxmoxImage was not gone after its VMs".into());
+    }
+    failed
+}

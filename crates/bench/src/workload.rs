@@ -93,9 +93,33 @@ pub struct VmState {
 pub struct Tracker {
     vms: Arc<Mutex<BTreeMap<String, VmState>>>,
     deleting: Arc<std::sync::atomic::AtomicBool>,
+    /// A label selector: only these ProxmoxVMs are the run's (the fleet's
+    /// template VMs, made by the provider, are not). `None`: all of the
+    /// namespace.
+    selector: Option<String>,
 }
 
 impl Tracker {
+    /// A tracker of the ProxmoxVMs with these labels only.
+    pub fn selecting(selector: &str) -> Self {
+        Self {
+            selector: Some(selector.to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the run's VMs are being deleted.
+    pub fn deleting(&self) -> bool {
+        self.deleting.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn list_params(&self) -> ListParams {
+        match &self.selector {
+            Some(s) => ListParams::default().labels(s),
+            None => ListParams::default(),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, VmState>> {
         self.vms.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -172,7 +196,11 @@ impl Tracker {
         let tracker = self.clone();
         tokio::spawn(async move {
             let mut listed: Vec<String> = Vec::new();
-            let mut events = watcher(api, watcher::Config::default()).boxed();
+            let config = match &tracker.selector {
+                Some(s) => watcher::Config::default().labels(s),
+                None => watcher::Config::default(),
+            };
+            let mut events = watcher(api, config).boxed();
             loop {
                 match events.try_next().await {
                     Ok(Some(event)) => tracker.handle(event, &mut listed),
@@ -237,12 +265,13 @@ pub async fn apply(
     Ok(())
 }
 
-/// Deletes every ProxmoxVM of the namespace in one request.
+/// Deletes every ProxmoxVM of the run (of the namespace, or those the
+/// tracker selects) in one request.
 pub async fn delete_all(api: &Api<DynamicObject>, tracker: &Tracker) -> anyhow::Result<()> {
     tracker
         .deleting
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    api.delete_collection(&DeleteParams::default(), &ListParams::default())
+    api.delete_collection(&DeleteParams::default(), &tracker.list_params())
         .await
         .context("deleting the ProxmoxVMs")?;
     Ok(())
