@@ -76,7 +76,12 @@ pub(super) fn sent(settings: &pve_client::vm::VmParams) -> BTreeMap<String, Stri
 
 /// The image volume of [`base_spec`].
 pub(super) fn image_volume() -> String {
-    base_spec().disks[0].image.as_ref().unwrap().volume()
+    base_spec().disks[0]
+        .image
+        .as_ref()
+        .unwrap()
+        .volume()
+        .unwrap()
 }
 
 /// A config that matches [`base_spec`] exactly, owned by [`UID`].
