@@ -36,6 +36,9 @@ use pve_client::{Checksum, Client, DownloadContent, DownloadUrl, Upid};
 /// again.
 const CONFIGS_LISTING: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How soon an image of a config another replica holds looks again.
+const NOT_HELD: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The image controller's reconcile function: only for a config this
 /// replica holds, like a VM's (see [`crate::reconcile::runtime::shards`]).
 pub async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -44,7 +47,10 @@ pub async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Ac
         Some(hold) => hold,
         None => match ctx.providers.is_missing(&key) {
             Some(true) => ctx.shards.to_report(&key),
-            Some(false) => return Ok(Action::await_change()),
+            // Held by another replica. Gaining a config wakes its VMs, not
+            // its images: an image looks again on a timer (no request, a
+            // cache lookup).
+            Some(false) => return Ok(Action::requeue(NOT_HELD)),
             None => return Ok(Action::requeue(CONFIGS_LISTING)),
         },
     };
