@@ -8,6 +8,7 @@ mod delete;
 mod flow;
 mod gate;
 mod ha;
+mod images;
 mod lifecycle;
 mod limits;
 mod motion;
