@@ -117,8 +117,8 @@ pub struct ProxmoxImageSpec {
         .message("an import file name must end in .qcow2, .raw or .vmdk (letters, digits, . _ + = -)"),
     validation = Rule::new("!has(self.filename) || self.content != 'iso' || self.filename.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](iso|img)$')")
         .message("an iso file name must end in .iso or .img (letters, digits, . _ + = -)"),
-    validation = Rule::new("!has(self.filename) || self.content != 'vztmpl' || self.filename.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.]tar[.](gz|xz|zst)$')")
-        .message("a vztmpl file name must end in .tar.gz, .tar.xz or .tar.zst (letters, digits, . _ + = -)")
+    validation = Rule::new("!has(self.filename) || self.content != 'vztmpl' || self.filename.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.]tar([.](gz|xz|zst|bz2))?$')")
+        .message("a vztmpl file name must end in .tar.gz, .tar.xz, .tar.zst, .tar.bz2 or .tar (PVE 9) (letters, digits, . _ + = -)")
 )]
 pub struct ImageParameters {
     /// Where the file comes from.

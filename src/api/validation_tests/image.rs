@@ -102,8 +102,8 @@ fn proxmox_image_rules() {
         ),
         (
             "vztmpl file name",
-            json!({"source": url(), "content": "vztmpl", "filename": "rootfs.tar"}),
-            Some("must end in .tar.gz, .tar.xz or .tar.zst"),
+            json!({"source": url(), "content": "vztmpl", "filename": "rootfs.tgz"}),
+            Some("must end in .tar.gz, .tar.xz, .tar.zst, .tar.bz2 or .tar"),
         ),
         (
             "good vztmpl file name",

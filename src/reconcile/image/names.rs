@@ -67,7 +67,7 @@ pub fn source(
 
 /// `<url stem>-<checksum 12>-<hash 8>.<ext>`, with an extension Proxmox
 /// accepts for the content type (`import`: .qcow2/.raw/.vmdk, `iso`:
-/// .iso/.img, `vztmpl`: .tar.gz/.tar.xz/.tar.zst).
+/// .iso/.img, `vztmpl`: .tar.gz/.tar.xz/.tar.zst/.tar.bz2/.tar).
 fn default_file(
     url: &str,
     checksum: &str,
@@ -92,14 +92,15 @@ fn default_file(
         ImageContent::Vztmpl => {
             // The compression is read from the extension: it cannot be
             // guessed.
-            match ["tar.gz", "tar.xz", "tar.zst"]
+            // pve-storage's `$VZTMPL_EXT_RE_1`; a plain `.tar` since PVE 9.
+            match ["tar.gz", "tar.xz", "tar.zst", "tar.bz2", "tar"]
                 .into_iter()
                 .find(|ext| lower.ends_with(&format!(".{ext}")))
             {
                 Some(ext) => split_at_ext(base, ext),
                 None => {
                     return Err(BadSource(format!(
-                        "cannot tell the compression of the container template at {url}: its file name does not end in .tar.gz, .tar.xz or .tar.zst; set spec.forProvider.filename"
+                        "cannot tell the compression of the container template at {url}: its file name does not end in .tar.gz, .tar.xz, .tar.zst, .tar.bz2 or .tar; set spec.forProvider.filename"
                     )));
                 }
             }
@@ -213,9 +214,9 @@ mod tests {
 
     #[test]
     fn a_container_template_of_unknown_compression_needs_a_file_name() {
-        let err = volume("https://x.example/rootfs.tar", ImageContent::Vztmpl).unwrap_err();
+        let err = volume("https://x.example/rootfs.tar.lz4", ImageContent::Vztmpl).unwrap_err();
         assert!(err.0.contains("set spec.forProvider.filename"), "{err:?}");
-        let mut s = spec("https://x.example/rootfs.tar", ImageContent::Vztmpl);
+        let mut s = spec("https://x.example/rootfs.tar.lz4", ImageContent::Vztmpl);
         s.filename = Some("rootfs.tar.zst".into());
         assert_eq!(
             source(&s, "ns", "img").unwrap().1.as_deref(),
