@@ -31,7 +31,9 @@ use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
-use crate::api::ProxmoxImage;
+use kube::core::DeserializeGuard;
+
+use crate::api::{ProxmoxImage, ProxmoxVM};
 use crate::reconcile::runtime::context::Context;
 
 /// The image controller's cache, for the VM passes that read an image.
@@ -51,39 +53,54 @@ impl Images {
 }
 
 /// Wakes the images a VM watch event concerns (see
-/// [`refs::images_of`]): a referring VM gone lets a deleted image go, a VM
-/// placed on a node brings the file there.
-#[derive(Clone, Debug)]
-pub struct ImageWaker(UnboundedSender<ObjectRef<ProxmoxImage>>);
+/// [`refs::images_of`]) when what they read of the VM changed: a VM that
+/// appears, goes, is being deleted, names other images, is placed on a
+/// node or gets created. A VM's status writes (every few seconds while its
+/// task runs) wake no image: an image pass lists storage content, and
+/// those requests count.
+#[derive(Clone)]
+pub struct ImageWaker {
+    sender: UnboundedSender<ObjectRef<ProxmoxImage>>,
+    /// The VM cache, still holding the version before the event (the
+    /// waker sees events before the cache takes them in).
+    vms: Store<DeserializeGuard<ProxmoxVM>>,
+}
 
 impl ImageWaker {
     /// The waker and the stream the image controller reads.
-    pub fn new() -> (Self, UnboundedReceiver<ObjectRef<ProxmoxImage>>) {
-        let (tx, rx) = futures::channel::mpsc::unbounded();
-        (Self(tx), rx)
+    pub fn new(
+        vms: Store<DeserializeGuard<ProxmoxVM>>,
+    ) -> (Self, UnboundedReceiver<ObjectRef<ProxmoxImage>>) {
+        let (sender, rx) = futures::channel::mpsc::unbounded();
+        (Self { sender, vms }, rx)
     }
 
     /// Sees one event of the VM watch.
-    pub fn see(
-        &self,
-        event: &Result<
-            watcher::Event<kube::core::DeserializeGuard<crate::api::ProxmoxVM>>,
-            watcher::Error,
-        >,
-    ) {
-        let Ok(event) = event else { return };
-        let vms = match event {
-            watcher::Event::Apply(obj)
-            | watcher::Event::Delete(obj)
-            | watcher::Event::InitApply(obj) => std::slice::from_ref(obj),
-            watcher::Event::Init | watcher::Event::InitDone => return,
+    pub fn see(&self, event: &Result<watcher::Event<DeserializeGuard<ProxmoxVM>>, watcher::Error>) {
+        let (obj, gone) = match event {
+            Ok(watcher::Event::Apply(obj)) => (obj, false),
+            Ok(watcher::Event::Delete(obj)) => (obj, true),
+            // The image controller lists every image when it starts.
+            Ok(watcher::Event::InitApply(_) | watcher::Event::Init | watcher::Event::InitDone)
+            | Err(_) => return,
         };
-        for obj in vms {
-            let Ok(vm) = &obj.0 else { continue };
-            for image in refs::images_of(vm) {
-                // Closed only when the controller stopped.
-                let _ = self.0.unbounded_send(image);
+        let Ok(vm) = &obj.0 else { return };
+        let cached = self.vms.get(&crate::reconcile::runtime::wake::vm_ref(vm));
+        let before = cached.as_ref().and_then(|old| old.0.as_ref().ok());
+        if !gone && before.map(refs::seen_by_images) == Some(refs::seen_by_images(vm)) {
+            return;
+        }
+        // The images it named before too: one it stopped naming may go.
+        let old = before.map(refs::images_of).unwrap_or_default();
+        let mut images = refs::images_of(vm);
+        for image in old {
+            if !images.contains(&image) {
+                images.push(image);
             }
+        }
+        for image in images {
+            // Closed only when the controller stopped.
+            let _ = self.sender.unbounded_send(image);
         }
     }
 }

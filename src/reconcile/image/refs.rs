@@ -83,6 +83,31 @@ pub fn users(
     (users, nodes)
 }
 
+/// What the image controller reads of a VM: the images it names, its
+/// node, whether it is being deleted or created, the image it is a
+/// template of. A change of anything else wakes no image.
+pub fn seen_by_images(vm: &ProxmoxVM) -> SeenByImages {
+    SeenByImages {
+        images: image_references(vm).map(str::to_owned).collect(),
+        placed: vm.status.as_ref().and_then(|s| s.at_provider.node.clone()),
+        node: vm.spec.for_provider.node.clone(),
+        deleting: vm.metadata.deletion_timestamp.is_some(),
+        created: vm.annotations().contains_key(EXTERNAL_CREATE_SUCCEEDED),
+        template_of: vm.labels().get(IMAGE_LABEL).cloned(),
+    }
+}
+
+/// See [`seen_by_images`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeenByImages {
+    images: Vec<String>,
+    placed: Option<String>,
+    node: Option<String>,
+    deleting: bool,
+    created: bool,
+    template_of: Option<String>,
+}
+
 /// The images a VM watch event concerns: those the VM names, and the one
 /// it is a template of (its label).
 pub fn images_of(vm: &ProxmoxVM) -> Vec<ObjectRef<ProxmoxImage>> {

@@ -611,3 +611,63 @@ fn a_refused_dispatch_is_recorded_as_a_failure_and_a_started_one_as_the_task() {
     assert_eq!(locs[1].failures, Some(1));
     assert!(p.events.iter().any(|e| e.reason == "TaskStarted"));
 }
+
+mod waker {
+    use futures::StreamExt;
+    use kube::core::DeserializeGuard;
+    use kube::runtime::{reflector, watcher};
+    use serde_json::json;
+
+    use crate::api::ProxmoxVM;
+    use crate::reconcile::image::ImageWaker;
+
+    fn vm(node: Option<&str>, task_summary: &str) -> DeserializeGuard<ProxmoxVM> {
+        DeserializeGuard(Ok(serde_json::from_value(json!({
+            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "kind": "ProxmoxVM",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u"},
+            "spec": {"forProvider": {"disks": [
+                {"slot": "scsi0", "storage": "local-lvm", "image": {"name": "noble"}}]}},
+            "status": {"atProvider": {"node": node, "vmid": 100, "task": {
+                "upid": "UPID:pve:00001234:00005678:6B49D200:qmcreate:100:root@pam:",
+                "action": "Create", "type": "qmcreate", "node": "pve",
+                "startedAt": "2027-01-15T08:00:00Z", "deadline": "2027-01-15T08:10:00Z",
+                "summary": task_summary}}},
+        }))
+        .unwrap()))
+    }
+
+    #[test]
+    fn only_what_an_image_reads_of_a_vm_wakes_it() {
+        let (reader, mut writer) = reflector::store();
+        let (waker, mut woken) = ImageWaker::new(reader);
+        let first = vm(None, "qmcreate");
+        let apply = |w: &mut reflector::store::Writer<_>, obj: &DeserializeGuard<ProxmoxVM>| {
+            w.apply_watcher_event(&watcher::Event::Apply(obj.clone()));
+        };
+        waker.see(&Ok(watcher::Event::Apply(first.clone())));
+        apply(&mut writer, &first);
+        let mut count = || {
+            let mut n = 0;
+            while let Some(Some(_)) = woken.next().now_or_never() {
+                n += 1;
+            }
+            n
+        };
+        assert_eq!(count(), 1, "a new VM wakes the image it names");
+        // A status write of its task's progress: nothing.
+        let progress = vm(None, "qmcreate 40%");
+        waker.see(&Ok(watcher::Event::Apply(progress.clone())));
+        apply(&mut writer, &progress);
+        assert_eq!(count(), 0, "a progress update wakes no image");
+        // Placed on a node: the image brings the file there.
+        let placed = vm(Some("pve2"), "qmcreate 40%");
+        waker.see(&Ok(watcher::Event::Apply(placed.clone())));
+        apply(&mut writer, &placed);
+        assert_eq!(count(), 1, "a placement wakes the image");
+        waker.see(&Ok(watcher::Event::Delete(placed)));
+        assert_eq!(count(), 1, "a VM gone wakes the image");
+    }
+
+    use futures::FutureExt;
+}

@@ -77,7 +77,7 @@ pub async fn run(
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
-    let (image_waker, image_wakeups) = ImageWaker::new();
+    let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
     let vms = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .inspect(move |event| templates.see(event))
