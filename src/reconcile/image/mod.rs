@@ -137,18 +137,35 @@ pub async fn run(
                 .combine(templates),
             Default::default(),
         );
+    // kube-runtime holds the passes until the cache has listed, and a
+    // graceful shutdown waits for them: when the images cannot be listed
+    // (an RBAC without proxmoximages) it would wait forever. No pass has
+    // run then, so nothing is cut short by not waiting.
+    let never_listed = {
+        let (reader, stop) = (reader.clone(), stop.clone());
+        async move {
+            stop.await;
+            if futures::FutureExt::now_or_never(reader.wait_until_ready()).is_none() {
+                return;
+            }
+            futures::future::pending::<()>().await;
+        }
+    };
     let controller = Controller::for_stream(images, reader)
         .reconcile_on(wakeups)
         .with_config(Config::default().concurrency(0))
         .graceful_shutdown_on(stop);
     tracing::info!("image controller started");
-    controller
+    let passes = controller
         .run(pass::reconcile, pass::error_policy, ctx)
         .for_each(|result| async move {
             match result {
                 Ok((image, action)) => tracing::trace!(image = %image, ?action, "reconciled"),
                 Err(e) => tracing::debug!(error = %e, "image controller"),
             }
-        })
-        .await;
+        });
+    tokio::select! {
+        () = passes => {}
+        () = never_listed => tracing::info!("image controller stopped before its cache was filled"),
+    }
 }
