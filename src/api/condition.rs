@@ -136,6 +136,18 @@ pub enum Reason {
     /// resource needs (403: its RBAC does not grant it), e.g. reading a
     /// Secret or ConfigMap the spec names; retried with backoff.
     Forbidden,
+    /// Ready/Synced=False: a deleted ProxmoxImage is still referred to by
+    /// ProxmoxVMs (or owns template VMs); it waits for them to go.
+    ImageInUse,
+    /// Synced=False: a ProxmoxImage's `importFrom` volume is not on a node.
+    VolumeNotFound,
+    /// Synced=False: a ProxmoxImage's `source.oci` cannot be pulled yet.
+    OciNotSupportedYet,
+    /// Synced=False: a ProxmoxVM waits for the ProxmoxImage it names to be
+    /// ready on its node.
+    ImageNotReady,
+    /// Synced=False: a ProxmoxVM names a ProxmoxImage that does not exist.
+    ImageNotFound,
 }
 
 impl Reason {
@@ -177,6 +189,11 @@ impl Reason {
             Self::Overprovisioned => "Overprovisioned",
             Self::InvalidAnnotation => "InvalidAnnotation",
             Self::Forbidden => "Forbidden",
+            Self::ImageInUse => "ImageInUse",
+            Self::VolumeNotFound => "VolumeNotFound",
+            Self::OciNotSupportedYet => "OciNotSupportedYet",
+            Self::ImageNotReady => "ImageNotReady",
+            Self::ImageNotFound => "ImageNotFound",
         }
     }
 }

@@ -9,6 +9,7 @@
 //! | [`pass`] | one pass as one line: read → preflight → connect → observe and reserve → plan → act → settle → report |
 //! | [`schedule`] | what many resources share, decided atomically: VMIDs, placement, per-node import/clone slots |
 //! | [`runtime`] | the process around the passes: leader election, the controller and what triggers a pass, memory, queue, wake-ups (a task ended, a slot freed, a template got further, a Secret or ConfigMap read changed), metrics |
+//! | [`image`] | the ProxmoxImage controller: files downloaded once per storage, deleted when nothing uses them |
 //! | [`configs`] | provider config status: Ready, Proxmox version, users |
 //! | [`providers`] | provider configs → one shared Proxmox client each |
 //! | [`inventory`] | each provider config's cluster view, one read per poll interval |
@@ -21,6 +22,7 @@ pub mod configs;
 pub mod error;
 pub mod events;
 pub mod identity;
+pub mod image;
 pub mod invalid;
 pub mod inventory;
 pub mod nocloud;

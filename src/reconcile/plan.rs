@@ -27,6 +27,7 @@ mod drift;
 mod forbidden;
 mod ha;
 mod hardware;
+mod images;
 mod input;
 mod limits;
 mod motion;
@@ -52,10 +53,10 @@ pub use forbidden::write_refused;
 pub use ha::{HaCall, affinity_id};
 pub use input::{
     ActiveTask, AffinityView, AgentState, Depth, Forbidden, GuestInterface, HaResourceView, HaView,
-    Heavy, HostView, ImageRef, Needs, Observation, ObserveError, ObservedVm, PasswordState,
-    Placement, PlacementRequest, PlanInput, Power, ProviderState, SeedView, SlotGrant, SlotRequest,
-    StorageView, TaskOutcome, TaskState, TemplateLookup, TemplateRef, VmConfig, VmState, VmidGrant,
-    started_at,
+    Heavy, HostView, ImageRef, NamedImage, Needs, Observation, ObserveError, ObservedVm,
+    PasswordState, Placement, PlacementRequest, PlanInput, Power, ProviderState, SeedView,
+    SlotGrant, SlotRequest, StorageView, TaskOutcome, TaskState, TemplateLookup, TemplateRef,
+    VmConfig, VmState, VmidGrant, started_at,
 };
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
@@ -63,6 +64,7 @@ pub use output::{
 };
 pub use owner::{Ownership, marker_line, ownership};
 pub use seed::seed_prefix;
+pub use task::{NOT_VISIBLE_GRACE, backoff};
 pub use tenancy::connection_refused;
 
 use crate::api::{

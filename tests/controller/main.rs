@@ -31,6 +31,7 @@ mod events;
 mod failures;
 mod ha;
 mod hardware;
+mod images;
 mod lifecycle;
 mod motion;
 mod races;

@@ -324,6 +324,17 @@ async fn vms(env: &Env, web_config: Value) {
     let mut lost = manifests::vm("lost", json!({"node": "pve", "memory": "1Gi"}));
     lost["spec"]["providerConfigRef"] = json!({"kind": "ProviderConfig", "name": "missing"});
     env.apply(&lost).await;
+    // A ProxmoxImage: watched, finalized, its status patched.
+    env.apply(&json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxImage",
+        "metadata": {"name": "noble"},
+        "spec": {
+            "forProvider": {"source": {"importFrom": manifests::UBUNTU}, "content": "import"},
+            "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+        },
+    }))
+    .await;
 }
 
 /// Until the VMs of [`vms`] converge: web and db Ready, lost told its
@@ -336,6 +347,22 @@ async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64
     env.wait_ready("db").await;
     env.wait_synced_reason("lost", "ProviderConfigNotFound")
         .await;
+    let images: kube::Api<provider_proxmox::api::ProxmoxImage> =
+        kube::Api::namespaced(support::client(), env.ns.name());
+    support::poll("the image Ready", DEADLINE, || async {
+        let image = images.get("noble").await.map_err(|e| e.to_string())?;
+        let ready = image.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.reason == "Available")
+        });
+        if ready {
+            Ok(())
+        } else {
+            Err(format!("{:?}", image.status))
+        }
+    })
+    .await;
     let events = Events::new(
         account.client(),
         "rbac-test".into(),

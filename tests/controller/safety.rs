@@ -5,7 +5,7 @@ use provider_proxmox::api::vm::TaskAction;
 use pve_client::vm::{CreateVm, VmParams};
 use serde_json::json;
 
-use crate::reconcile::{Controller, DEADLINE, Env, Options, brief, condition, is_true, manifests};
+use crate::reconcile::{self, DEADLINE, Env, Options, brief, condition, is_true, manifests};
 use crate::support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -54,31 +54,7 @@ async fn a_lost_status_write_does_not_dispatch_the_create_again() {
         ..Options::default()
     };
     let mut env = Env::without_controller("loststatus", options).await;
-    // A controller that may do everything but write the status: every
-    // status write after a dispatch is lost.
-    env.apply(&json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "no-status"},
-        "rules": [
-            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["proxmoxvms"],
-             "verbs": ["get", "list", "watch", "update", "patch"]},
-            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["proxmoxvms/finalizers"],
-             "verbs": ["update"]},
-            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["providerconfigs"],
-             "verbs": ["get", "list", "watch"]},
-            {"apiGroups": [""], "resources": ["secrets"],
-             "verbs": ["get", "list", "watch", "create", "update", "patch"]},
-            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
-        ],
-    }))
-    .await;
-    let account = support::service_account_kubeconfig(
-        env.ns.name(),
-        "no-status",
-        support::Grant::Role("no-status"),
-    )
-    .await;
-    let restricted = Controller::start(account.client(), env.settings()).await;
+    let restricted = reconcile::without_status_writes(&env, &["proxmoxvms"]).await;
     env.apply(&manifests::vm(
         "web",
         manifests::imported(json!({"vmid": 150})),

@@ -37,6 +37,9 @@ pub enum DownloadContent {
     Import,
     /// `template/iso/` (`.iso`, `.img`).
     Iso,
+    /// `template/cache/` (`.tar.gz`, `.tar.xz`, `.tar.zst`): container
+    /// templates.
+    Vztmpl,
 }
 
 impl DownloadContent {
@@ -44,6 +47,7 @@ impl DownloadContent {
         match self {
             DownloadContent::Import => "import",
             DownloadContent::Iso => "iso",
+            DownloadContent::Vztmpl => "vztmpl",
         }
     }
 }

@@ -110,7 +110,15 @@ pub struct ProxmoxImageSpec {
     validation = Rule::new("!has(self.source.oci) || self.content == 'vztmpl'")
         .message("an OCI image can only be a container template: content must be vztmpl"),
     validation = Rule::new("!has(self.template) || self.content == 'import'")
-        .message("a template VM is made from a disk image: content must be import")
+        .message("a template VM is made from a disk image: content must be import"),
+    validation = Rule::new("!has(self.filename) || has(self.source.url)")
+        .message("filename names the file a url is downloaded to: it is only allowed with source.url"),
+    validation = Rule::new("!has(self.filename) || self.content != 'import' || self.filename.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](qcow2|raw|vmdk)$')")
+        .message("an import file name must end in .qcow2, .raw or .vmdk (letters, digits, . _ + = -)"),
+    validation = Rule::new("!has(self.filename) || self.content != 'iso' || self.filename.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](iso|img)$')")
+        .message("an iso file name must end in .iso or .img (letters, digits, . _ + = -)"),
+    validation = Rule::new("!has(self.filename) || self.content != 'vztmpl' || self.filename.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.]tar([.](gz|xz|zst|bz2))?$')")
+        .message("a vztmpl file name must end in .tar.gz, .tar.xz, .tar.zst, .tar.bz2 or .tar (PVE 9) (letters, digits, . _ + = -)")
 )]
 pub struct ImageParameters {
     /// Where the file comes from.

@@ -5,6 +5,8 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
 use crate::api::condition::Condition;
 use crate::api::vm::InFlightTask;
 
@@ -56,6 +58,16 @@ pub struct ImageAtProvider {
     /// templates not counted). The image is not deleted while any do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub users: Option<u32>,
+
+    /// Whether `volume` is a file this image downloaded (and deletes with
+    /// itself), not an `importFrom` volume it only points to.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub downloaded: bool,
+
+    /// Files of previous sources (a new URL or checksum): deleted once the
+    /// new file is ready everywhere and no VM is being created.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_volumes: Vec<String>,
 }
 
 /// The file on one node's storage.
@@ -80,6 +92,13 @@ pub struct ImageLocation {
     /// Why the location is not ready (the last failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Consecutive failed downloads here; the retry waits 10 s doubling to
+    /// 5 min after the last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<u32>,
+    /// When the last download here failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<Time>,
 }
 
 /// Where the file is on one location.

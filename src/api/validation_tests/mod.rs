@@ -11,7 +11,7 @@ use kube::CustomResourceExt;
 use kube::core::cel::{ScopeContext, Validator, WarningKind, analyze_rule, compile_schema};
 use serde_json::{Value, json};
 
-use crate::api::{ClusterProviderConfig, ProviderConfig, ProxmoxVM};
+use crate::api::{ClusterProviderConfig, ProviderConfig, ProxmoxImage, ProxmoxVM};
 
 pub(super) fn schema_of(crd: CustomResourceDefinition) -> Value {
     let schema = crd.spec.versions[0]
@@ -83,6 +83,7 @@ fn each_rule_node(node: &Value, path: &str, f: &mut dyn FnMut(&str, &Value)) {
 fn every_rule_compiles_and_fits_the_cost_budget() {
     let crds = [
         ProxmoxVM::crd(),
+        ProxmoxImage::crd(),
         ProviderConfig::crd(),
         ClusterProviderConfig::crd(),
     ];
@@ -117,5 +118,6 @@ fn every_rule_compiles_and_fits_the_cost_budget() {
 }
 
 mod hardware;
+mod image;
 mod provider_config;
 mod vm;

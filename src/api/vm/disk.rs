@@ -64,26 +64,48 @@ pub struct Disk {
     pub image: Option<DiskImage>,
 }
 
-/// A disk image Proxmox downloads with its download-url API.
+/// A disk image: a ProxmoxImage of this namespace (`name`), or one Proxmox
+/// downloads for this VM with its download-url API (`url`, `checksum`,
+/// `checksumAlgorithm`, `filename`, `storage`).
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("size(self.checksum) == {'md5': 32, 'sha1': 40, 'sha224': 56, 'sha256': 64, 'sha384': 96, 'sha512': 128}[self.checksumAlgorithm]")
-    .message("checksum length does not match checksumAlgorithm (sha256 has 64 hex digits)"))]
+#[x_kube(
+    validation = Rule::new("has(self.name) != has(self.url)")
+        .message("an image is either a ProxmoxImage (name) or a download (url, checksum, checksumAlgorithm): exactly one of name and url"),
+    validation = Rule::new("has(self.url) == has(self.checksum) && has(self.checksum) == has(self.checksumAlgorithm)")
+        .message("url needs checksum and checksumAlgorithm, and they are only allowed with url"),
+    validation = Rule::new("!has(self.name) || !has(self.filename)")
+        .message("filename is only allowed with url: a ProxmoxImage names its own file"),
+    validation = Rule::new("!has(self.checksum) || size(self.checksum) == {'md5': 32, 'sha1': 40, 'sha224': 56, 'sha256': 64, 'sha384': 96, 'sha512': 128}[self.checksumAlgorithm]")
+        .message("checksum length does not match checksumAlgorithm (sha256 has 64 hex digits)")
+)]
 pub struct DiskImage {
+    /// A ProxmoxImage in this namespace (content `import`): the VM waits
+    /// until its file is ready on the VM's node, then imports it.
+    /// `storage` is the image's then, not this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')")
+        .message("must be the name of a ProxmoxImage (a DNS subdomain)"))]
+    pub name: Option<String>,
+
     /// http(s) URL of the image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 2048))]
     #[x_kube(validation = Rule::new("self.matches('^https?://[^\\\\s]+$')")
         .message("must be an http:// or https:// URL"))]
-    pub url: String,
+    pub url: Option<String>,
 
     /// Hex checksum of the file; Proxmox verifies it after the download.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128))]
     #[x_kube(validation = Rule::new("self.matches('^[0-9a-fA-F]+$')")
         .message("must be a hex checksum"))]
-    pub checksum: String,
+    pub checksum: Option<String>,
 
     /// Algorithm of `checksum`.
-    pub checksum_algorithm: ChecksumAlgorithm,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_algorithm: Option<ChecksumAlgorithm>,
 
     /// File name in the storage's `import/` directory. Defaults to the URL's
     /// file name plus the first 12 digits of the checksum, with the extension
@@ -96,11 +118,43 @@ pub struct DiskImage {
     pub filename: Option<String>,
 
     /// File-based storage with the `import` content type that receives the
-    /// download (PVE 8.4 or later).
+    /// download (PVE 8.4 or later). Not used with `name`.
     #[serde(default = "default_image_storage")]
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: String,
+}
+
+/// A file name's stem as Proxmox keeps it (it normalises names the same
+/// way, s/[^a-zA-Z0-9_.-]/_/g), starting with a letter or digit, at most
+/// 150 characters.
+pub fn file_stem(stem: &str) -> String {
+    let mut stem: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if !stem.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        stem.insert_str(0, "image");
+    }
+    stem.truncate(150);
+    stem
+}
+
+/// The download form of a [`DiskImage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageDownload<'a> {
+    /// URL.
+    pub url: &'a str,
+    /// Checksum.
+    pub checksum: &'a str,
+    /// Its algorithm.
+    pub algorithm: ChecksumAlgorithm,
 }
 
 fn default_image_storage() -> String {
@@ -140,42 +194,40 @@ impl ChecksumAlgorithm {
 }
 
 impl DiskImage {
-    /// The file name in `<storage>/import/`: `filename`, or one derived from
-    /// the URL and checksum so different images never share a file and the
-    /// same image is downloaded once.
-    pub fn file_name(&self) -> String {
+    /// The URL, checksum and algorithm of the download form; `None` for a
+    /// ProxmoxImage (`name`).
+    pub fn download(&self) -> Option<ImageDownload<'_>> {
+        Some(ImageDownload {
+            url: self.url.as_deref()?,
+            checksum: self.checksum.as_deref()?,
+            algorithm: self.checksum_algorithm?,
+        })
+    }
+
+    /// The file name in `<storage>/import/` of the download form:
+    /// `filename`, or one derived from the URL and checksum so different
+    /// images never share a file and the same image is downloaded once.
+    pub fn file_name(&self) -> Option<String> {
+        let d = self.download()?;
         if let Some(name) = &self.filename {
-            return name.clone();
+            return Some(name.clone());
         }
-        let path = self.url.split(['?', '#']).next().unwrap_or_default();
+        let path = d.url.split(['?', '#']).next().unwrap_or_default();
         let base = path.rsplit('/').next().unwrap_or_default();
         let (stem, ext) = match base.rsplit_once('.') {
             Some((stem, ext @ ("qcow2" | "raw" | "vmdk"))) => (stem, ext),
             Some((stem, _)) => (stem, "qcow2"),
             None => (base, "qcow2"),
         };
-        // Proxmox normalises names the same way (s/[^a-zA-Z0-9_.-]/_/g).
-        let mut stem: String = stem
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        if stem.is_empty() || !stem.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-            stem.insert_str(0, "image");
-        }
-        stem.truncate(150);
-        let digest: String = self.checksum.chars().take(12).collect();
-        format!("{stem}-{}.{ext}", digest.to_ascii_lowercase())
+        let stem = file_stem(stem);
+        let digest: String = d.checksum.chars().take(12).collect();
+        Some(format!("{stem}-{}.{ext}", digest.to_ascii_lowercase()))
     }
 
-    /// The Proxmox volume ID of the downloaded file: `<storage>:import/<file>`.
-    pub fn volume(&self) -> String {
-        format!("{}:import/{}", self.storage, self.file_name())
+    /// The Proxmox volume ID of the downloaded file of the download form:
+    /// `<storage>:import/<file>`.
+    pub fn volume(&self) -> Option<String> {
+        Some(format!("{}:import/{}", self.storage, self.file_name()?))
     }
 }
 
@@ -185,9 +237,10 @@ mod tests {
 
     fn image(url: &str, filename: Option<&str>) -> DiskImage {
         DiskImage {
-            url: url.into(),
-            checksum: "ABCDEF0123456789".repeat(4),
-            checksum_algorithm: ChecksumAlgorithm::Sha256,
+            name: None,
+            url: Some(url.into()),
+            checksum: Some("ABCDEF0123456789".repeat(4)),
+            checksum_algorithm: Some(ChecksumAlgorithm::Sha256),
             filename: filename.map(Into::into),
             storage: "local".into(),
         }
@@ -205,13 +258,13 @@ mod tests {
             ("https://x.example/", "image-abcdef012345.qcow2"),
         ];
         for (url, want) in cases {
-            assert_eq!(image(url, None).file_name(), want, "{url}");
+            assert_eq!(image(url, None).file_name().as_deref(), Some(want), "{url}");
         }
     }
 
     #[test]
     fn explicit_file_name_wins() {
         let img = image("https://x.example/a.img", Some("noble.raw"));
-        assert_eq!(img.volume(), "local:import/noble.raw");
+        assert_eq!(img.volume().as_deref(), Some("local:import/noble.raw"));
     }
 }

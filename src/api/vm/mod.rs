@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 pub use cloud_init::{CloudInit, IpConfig};
 pub use console::{SerialPort, Vga, VgaType};
 pub use devices::{HotplugFeature, PciDevice, Rng, RngSource, UsbDevice};
-pub use disk::{ChecksumAlgorithm, Disk, DiskImage};
+pub use disk::{ChecksumAlgorithm, Disk, DiskImage, ImageDownload, file_stem};
 pub use firmware::{
     Bios, EfiDisk, EfiType, Machine, MachineType, OsType, TpmState, TpmVersion, Viommu,
 };

@@ -68,7 +68,14 @@ pub enum Guard {
 pub fn guard(vm: &ProxmoxVM, key: &ConfigKey, config: &ObjectMeta) -> Guard {
     // A VM being deleted needs its config to clean up, and one that has a
     // VMID was counted as a user before its config could be released.
-    if vm.metadata.deletion_timestamp.is_some() || vm.external_name().is_some() {
+    let started = vm.metadata.deletion_timestamp.is_some() || vm.external_name().is_some();
+    guard_started(started, key, config)
+}
+
+/// [`guard`] for any resource: `started` when it already depends on the
+/// config (it is being deleted, or has made something on Proxmox).
+pub fn guard_started(started: bool, key: &ConfigKey, config: &ObjectMeta) -> Guard {
+    if started {
         return Guard::Use;
     }
     if deleting(config) {

@@ -264,10 +264,12 @@ impl<'a> Ctx<'a> {
                 .disks
                 .iter()
                 .filter_map(|d| d.image.as_ref())
-                .map(|image| ImageRef {
-                    node: node.clone(),
-                    storage: image.storage.clone(),
-                    volume: image.volume(),
+                .filter_map(|image| {
+                    Some(ImageRef {
+                        node: node.clone(),
+                        storage: image.storage.clone(),
+                        volume: image.volume()?,
+                    })
                 })
                 .collect(),
             (Some(_), false) | (None, _) => vec![],
@@ -328,6 +330,15 @@ impl<'a> Ctx<'a> {
             task: self.recorded_upid().and_then(Result::ok),
             active_tasks_on: node.clone(),
             images,
+            named_images: if creating && self.spec.clone.is_none() {
+                self.spec
+                    .disks
+                    .iter()
+                    .filter_map(|d| d.image.as_ref()?.name.clone())
+                    .collect()
+            } else {
+                vec![]
+            },
             placement,
             template,
             import_sources: if self.deleting() {

@@ -150,6 +150,9 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
         Ok(p) => p,
         Err(d) => return *d,
     };
+    if let Some(d) = super::images::named(ctx, &node) {
+        return d;
+    }
     if let Some(d) = download_images(ctx, out, &node) {
         return d;
     }
@@ -350,7 +353,12 @@ fn password(ctx: &Ctx) -> Result<Option<(Sensitive, String)>, Box<Decision>> {
 /// Starts the download of the first image not yet in storage.
 fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
     for image in ctx.spec.disks.iter().filter_map(|d| d.image.as_ref()) {
-        let volume = image.volume();
+        let (Some(download), Some(volume), Some(file_name)) =
+            (image.download(), image.volume(), image.file_name())
+        else {
+            // A ProxmoxImage: see `named_images`.
+            continue;
+        };
         match ctx.obs.images.get(&volume) {
             Some(true) => continue,
             Some(false) => {}
@@ -371,15 +379,15 @@ fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
         }
         let say = Say::yes(
             Reason::DownloadingImage,
-            format!("downloading {} into {volume} on node {node}", image.url),
+            format!("downloading {} into {volume} on node {node}", download.url),
         );
         let step = PveCall::DownloadImage {
             node: node.to_owned(),
             storage: image.storage.clone(),
-            url: image.url.clone(),
-            file_name: image.file_name(),
-            checksum: image.checksum.clone(),
-            algorithm: image.checksum_algorithm,
+            url: download.url.to_owned(),
+            file_name,
+            checksum: download.checksum.to_owned(),
+            algorithm: download.algorithm,
         };
         return Some(Decision::new(step, Some(ctx.timing.poll_interval), say));
     }

@@ -139,7 +139,10 @@ fn disks(ctx: &Ctx, config: &VmConfig, d: &mut Diff) -> Result<(), String> {
                 d.not_copied = true;
             } else {
                 let slot = render::drive_key(&disk.slot)?;
-                d.changes.set.disks.insert(slot, render::disk_create(disk)?);
+                d.changes
+                    .set
+                    .disks
+                    .insert(slot, render::disk_create(disk, &ctx.obs.named_images)?);
             }
             continue;
         };

@@ -119,6 +119,9 @@ pub struct Needs {
     pub active_tasks_on: Option<String>,
     /// Whether these image volumes exist on the node (storage content).
     pub images: Vec<ImageRef>,
+    /// The ProxmoxImages the disks name (`disks[].image.name`), read from
+    /// the image controller's cache.
+    pub named_images: Vec<String>,
     /// Choose a node for the VM (none is recorded yet).
     pub placement: Option<PlacementRequest>,
     /// Resolve the clone template (by VMID or by name) cluster-wide.
@@ -262,6 +265,8 @@ pub struct Observation {
     pub active_tasks: Vec<ActiveTask>,
     /// Image volumes asked for: `true` when present.
     pub images: BTreeMap<String, bool>,
+    /// The ProxmoxImages asked for, by name.
+    pub named_images: BTreeMap<String, NamedImage>,
     /// The VMID the scheduler reserved, when [`Needs::allocate_vmid`]
     /// asked.
     pub allocated_vmid: Option<VmidGrant>,
@@ -527,6 +532,53 @@ pub enum TaskState {
     NotFound,
     /// The status could not be read.
     Unreadable(String),
+}
+
+/// A ProxmoxImage a disk names, as the image controller's cache shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NamedImage {
+    /// The cache has not listed yet.
+    Unknown,
+    /// No such ProxmoxImage in the VM's namespace.
+    NotFound,
+    /// The image.
+    Found {
+        /// Its content type (only `import` can be a disk).
+        content: crate::api::image::ImageContent,
+        /// It is being deleted.
+        deleting: bool,
+        /// Its volume ID.
+        volume: Option<String>,
+        /// The nodes where its file is ready.
+        ready_on: std::collections::BTreeSet<String>,
+        /// Its file is ready on a shared storage (every node).
+        shared_ready: bool,
+        /// Its `summary` (`2/3 ready`).
+        summary: Option<String>,
+    },
+}
+
+impl NamedImage {
+    /// The image as the cache holds it.
+    pub fn of(image: &crate::api::ProxmoxImage) -> Self {
+        let at = image.status.as_ref().map(|s| &s.at_provider);
+        let ready = |l: &&crate::api::image::ImageLocation| {
+            l.phase == crate::api::image::LocationPhase::Ready
+        };
+        let locations = at.map(|a| a.locations.as_slice()).unwrap_or_default();
+        Self::Found {
+            content: image.spec.for_provider.content,
+            deleting: image.metadata.deletion_timestamp.is_some(),
+            volume: at.and_then(|a| a.volume.clone()),
+            ready_on: locations
+                .iter()
+                .filter(ready)
+                .map(|l| l.node.clone())
+                .collect(),
+            shared_ready: locations.iter().filter(ready).any(|l| l.shared),
+            summary: at.and_then(|a| a.summary.clone()),
+        }
+    }
 }
 
 /// A task Proxmox lists as active on a node: its UPID says what it is

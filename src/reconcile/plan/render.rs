@@ -5,6 +5,7 @@
 //! up to what Proxmox allocates, the SCSI controller and boot order a new
 //! VM gets. How each value is written is the model's.
 
+use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::str::FromStr;
 
@@ -17,6 +18,7 @@ use pve_client::vm::{
 use super::compare::Want;
 use super::context::Ctx;
 use super::hardware;
+use super::input::NamedImage;
 use super::output::{Params, Sensitive};
 use super::owner;
 use crate::api::{
@@ -52,11 +54,28 @@ pub(super) fn drive_key(slot: &str) -> Result<DriveKey, String> {
 
 /// The drive that creates a disk: an import (`import-from`) of the image or
 /// volume, or a new empty volume of the spec's size rounded up to GiB.
-pub(super) fn disk_create(disk: &Disk) -> Result<Drive, String> {
+pub(super) fn disk_create(
+    disk: &Disk,
+    named: &BTreeMap<String, NamedImage>,
+) -> Result<Drive, String> {
+    let image = disk.image.as_ref();
     let source = disk
         .import_from
         .clone()
-        .or_else(|| disk.image.as_ref().map(|i| i.volume()));
+        .or_else(|| image.and_then(|i| i.volume()))
+        .or_else(|| {
+            // A ProxmoxImage's volume, once `images::named` found it ready.
+            match named.get(image?.name.as_deref()?)? {
+                NamedImage::Found { volume, .. } => volume.clone(),
+                NamedImage::Unknown | NamedImage::NotFound => None,
+            }
+        });
+    if let (None, Some(name)) = (&source, image.and_then(|i| i.name.as_deref())) {
+        return Err(format!(
+            "disk {}: ProxmoxImage {name} has no volume yet",
+            disk.slot
+        ));
+    }
     match source {
         Some(volume) => Ok(Drive::import(&disk.storage, &volume)),
         None => {
@@ -218,7 +237,10 @@ pub(super) fn create_params(
     }
     vm.description = Some(description_value(ctx).into());
     for disk in &spec.disks {
-        vm.disks.insert(drive_key(&disk.slot)?, disk_create(disk)?);
+        vm.disks.insert(
+            drive_key(&disk.slot)?,
+            disk_create(disk, &ctx.obs.named_images)?,
+        );
     }
     if let Some(first) = spec.disks.first() {
         vm.boot = Some(Boot::order([first.slot.as_str()]));
@@ -273,13 +295,16 @@ mod tests {
             import_from: None,
             image: None,
         };
-        assert_eq!(disk_create(&empty).unwrap(), Drive::alloc("local-lvm", 2));
+        assert_eq!(
+            disk_create(&empty, &BTreeMap::new()).unwrap(),
+            Drive::alloc("local-lvm", 2)
+        );
         let import = Disk {
             import_from: Some("local:import/x.qcow2".into()),
             ..empty
         };
         assert_eq!(
-            disk_create(&import).unwrap(),
+            disk_create(&import, &BTreeMap::new()).unwrap(),
             Drive::import("local-lvm", "local:import/x.qcow2")
         );
     }

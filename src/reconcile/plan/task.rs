@@ -25,10 +25,10 @@ const WHY_LINES: usize = 3;
 
 /// A task Proxmox does not know yet may just not be visible yet (cluster
 /// file system sync); after this long it is taken as lost.
-const NOT_VISIBLE_GRACE: Duration = Duration::from_secs(60);
+pub const NOT_VISIBLE_GRACE: Duration = Duration::from_secs(60);
 
 /// Retry delay after `count` consecutive failures: 10 s doubling to 5 min.
-pub(super) fn backoff(count: u32) -> Duration {
+pub fn backoff(count: u32) -> Duration {
     let exp = count.saturating_sub(1).min(16);
     (Duration::from_secs(10) * 2u32.pow(exp)).min(Duration::from_secs(300))
 }
@@ -343,7 +343,7 @@ pub(super) fn adopt(ctx: &Ctx, out: &mut Out) -> Option<Decision> {
         .disks
         .iter()
         .filter_map(|d| d.image.as_ref())
-        .map(|i| (i.file_name(), i.volume()))
+        .filter_map(|i| Some((i.file_name()?, i.volume()?)))
         .collect();
     for t in &ctx.obs.active_tasks {
         if t.id() == vmid {

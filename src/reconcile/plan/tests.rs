@@ -8,6 +8,7 @@ mod delete;
 mod flow;
 mod gate;
 mod ha;
+mod images;
 mod lifecycle;
 mod limits;
 mod motion;
@@ -76,7 +77,12 @@ pub(super) fn sent(settings: &pve_client::vm::VmParams) -> BTreeMap<String, Stri
 
 /// The image volume of [`base_spec`].
 pub(super) fn image_volume() -> String {
-    base_spec().disks[0].image.as_ref().unwrap().volume()
+    base_spec().disks[0]
+        .image
+        .as_ref()
+        .unwrap()
+        .volume()
+        .unwrap()
 }
 
 /// A config that matches [`base_spec`] exactly, owned by [`UID`].

@@ -3,7 +3,8 @@
 use kube::ResourceExt;
 
 use crate::api::{
-    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
+    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxImage,
+    ProxmoxVM,
 };
 
 /// Identifies a provider config: kind, namespace (namespaced kind) and name.
@@ -20,11 +21,19 @@ pub struct ConfigKey {
 impl ConfigKey {
     /// The config a ProxmoxVM refers to.
     pub fn of(vm: &ProxmoxVM) -> Self {
-        let r = &vm.spec.provider_config_ref;
+        Self::referred(&vm.spec.provider_config_ref, vm.namespace())
+    }
+
+    /// The config a ProxmoxImage refers to.
+    pub fn of_image(image: &ProxmoxImage) -> Self {
+        Self::referred(&image.spec.provider_config_ref, image.namespace())
+    }
+
+    fn referred(r: &crate::api::ProviderConfigReference, namespace: Option<String>) -> Self {
         Self {
             kind: r.kind,
             namespace: match r.kind {
-                ProviderConfigKind::ProviderConfig => vm.namespace().unwrap_or_default(),
+                ProviderConfigKind::ProviderConfig => namespace.unwrap_or_default(),
                 ProviderConfigKind::ClusterProviderConfig => String::new(),
             },
             name: r.name.clone(),

@@ -196,6 +196,19 @@ impl Providers {
         vm: &ProxmoxVM,
     ) -> Result<Result<Connection, ProviderState>, Error> {
         let key = ConfigKey::of(vm);
+        let started = vm.metadata.deletion_timestamp.is_some() || vm.external_name().is_some();
+        self.connect_to(&key, started).await
+    }
+
+    /// [`Providers::connect`] for any resource that names the config
+    /// `key`: `started` when it already depends on it (being deleted, or
+    /// it has made something on Proxmox), as the in-use guard asks.
+    pub async fn connect_to(
+        &self,
+        key: &ConfigKey,
+        started: bool,
+    ) -> Result<Result<Connection, ProviderState>, Error> {
+        let key = key.clone();
         if let Some(state) = self.not_served(&key) {
             return Ok(Err(state));
         }
@@ -214,7 +227,7 @@ impl Providers {
                 Err(e) => return Err(e),
             },
         };
-        match in_use::guard(vm, &key, &meta) {
+        match in_use::guard_started(started, &key, &meta) {
             Guard::Use => {}
             Guard::Refuse(message) => return Ok(Err(ProviderState::Unusable { message })),
             Guard::Protect => match in_use::set(&self.kube, &key, &meta, true).await {

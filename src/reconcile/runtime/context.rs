@@ -13,6 +13,7 @@ use super::shards::Shards;
 use super::wake::Waker;
 use crate::api::ProxmoxVM;
 use crate::reconcile::events::Events;
+use crate::reconcile::image::Images;
 use crate::reconcile::inventory::Inventory;
 use crate::reconcile::providers::Providers;
 use crate::reconcile::schedule::Scheduler;
@@ -44,6 +45,8 @@ pub struct Context {
     pub store: Store<DeserializeGuard<ProxmoxVM>>,
     /// The provider configs this replica holds (their Leases' terms).
     pub shards: Arc<Shards>,
+    /// The image controller's cache of ProxmoxImages.
+    pub images: Images,
 }
 
 impl Context {
@@ -81,6 +84,7 @@ impl Context {
             memory: Memory::default(),
             waker,
             store,
+            images: Images::default(),
         }
     }
 }

@@ -25,6 +25,10 @@
 //!   changed requeues every ProxmoxVM that refers to it (found in this
 //!   controller's cache). A config's status writes wake nobody.
 //!
+//! * The ProxmoxImage controller ([`image`]) beside it, sharing the
+//!   context; the VM watch wakes the images a VM names (or is a template
+//!   of) when the VM changes or goes.
+//!
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
 //!
@@ -52,6 +56,7 @@ use super::shards::leases;
 use super::wake::{Referenced, Templates, Waker, readers, watch_tasks};
 use crate::api::ProxmoxVM;
 use crate::reconcile::configs::{self, Tap, Users};
+use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::pass::{error_policy, reconcile};
 
@@ -72,9 +77,11 @@ pub async fn run(
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
+    let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
     let vms = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .inspect(move |event| templates.see(event))
+        .inspect(move |event| image_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
@@ -133,6 +140,7 @@ pub async fn run(
             }
         });
     let tasks = watch_tasks(Arc::clone(&ctx), stop.clone());
+    let images = image::run(Arc::clone(&ctx), image_wakeups, stop.clone());
     let leases = {
         let (ctx, hooks, stop) = (
             Arc::clone(&ctx),
@@ -154,7 +162,7 @@ pub async fn run(
         (triggers, receivers),
         stop,
     );
-    futures::join!(vms, configs, tasks, leases);
+    futures::join!(vms, configs, tasks, leases, images);
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }

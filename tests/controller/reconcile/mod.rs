@@ -364,3 +364,32 @@ pub fn brief(vm: &ProxmoxVM) -> String {
         conds.join(" | ")
     )
 }
+
+/// A controller that may do everything but write the status of
+/// `resources` (`proxmoxvms`, `proxmoximages`): every status write after a
+/// dispatch is lost, as after a crash between the two.
+pub async fn without_status_writes(env: &Env, resources: &[&str]) -> Controller {
+    env.apply(&json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "no-status"},
+        "rules": [
+            {"apiGroups": ["proxmox.crossplane.io"], "resources": resources,
+             "verbs": ["get", "list", "watch", "update", "patch"]},
+            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["proxmoxvms/finalizers"],
+             "verbs": ["update"]},
+            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["providerconfigs"],
+             "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["secrets"],
+             "verbs": ["get", "list", "watch", "create", "update", "patch"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+        ],
+    }))
+    .await;
+    let account = support::service_account_kubeconfig(
+        env.ns.name(),
+        "no-status",
+        support::Grant::Role("no-status"),
+    )
+    .await;
+    Controller::start(account.client(), env.settings()).await
+}

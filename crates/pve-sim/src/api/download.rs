@@ -294,7 +294,14 @@ pub fn file_target(
     let filename = normalize(filename);
     let format = match content {
         "iso" if regex_matches(r"(?i)[^/]+\.(?:iso|img)", &filename) => "iso".to_owned(),
-        "vztmpl" if regex_matches(r"[^/]+\.tar\.(gz|xz|zst|bz2)", &filename) => "tgz".to_owned(),
+        // `$VZTMPL_EXT_RE_1` (case-insensitive): compressed tarballs, and
+        // plain `.tar` since pve-storage 9.0.15 (PVE 9).
+        "vztmpl"
+            if regex_matches(r"(?i)[^/]+\.tar\.(gz|xz|zst|bz2)", &filename)
+                || (inst.pve_version >= 9 && regex_matches(r"(?i)[^/]+\.tar", &filename)) =>
+        {
+            "tgz".to_owned()
+        }
         "import" => match filename.rsplit_once('.') {
             Some((stem, ext))
                 if ["ova", "qcow2", "raw", "vmdk"].contains(&ext)

@@ -9,7 +9,7 @@ pub(crate) mod clones;
 mod ha;
 pub(crate) mod known;
 mod seed;
-mod tasks;
+pub(crate) mod tasks;
 mod vm;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,7 +26,7 @@ use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::{ClusterView, Inventory};
 use crate::reconcile::plan::{
-    Depth, ImageRef, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
+    Depth, ImageRef, NamedImage, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
     TemplateLookup, TemplateRef, VmState,
 };
 use crate::reconcile::providers::{ConfigKey, secret_value};
@@ -67,6 +67,8 @@ pub struct Sources<'a> {
     pub store: &'a Store<DeserializeGuard<ProxmoxVM>>,
     /// What earlier passes saw of each resource's VM.
     pub memory: &'a Memory,
+    /// The image controller's cache of ProxmoxImages.
+    pub images: &'a crate::reconcile::image::Images,
 }
 
 impl Sources<'_> {
@@ -130,6 +132,14 @@ pub async fn observe(
         obs.linked_clones = Some(clones::linked(client, &seen.node, vmid, config).await?);
     }
     obs.images = images(client, &needs.images).await?;
+    for name in &needs.named_images {
+        let seen = match from.images.get(&id.namespace, name) {
+            None => NamedImage::Unknown,
+            Some(None) => NamedImage::NotFound,
+            Some(Some(image)) => NamedImage::of(&image),
+        };
+        obs.named_images.insert(name.clone(), seen);
+    }
     // A missing image may be downloading already (another resource's task).
     let downloading = obs.images.values().any(|present| !present);
     if let Some(node) = needs

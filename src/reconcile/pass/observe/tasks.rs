@@ -8,7 +8,7 @@ use pve_client::{self, Client, TaskListEntry, TaskObservation, Upid};
 const WITH_PROGRESS: [&str; 5] = ["qmcreate", "qmclone", "download", "qmigrate", "qmmove"];
 
 /// The state of the task recorded in the status. Never waits for it.
-pub(super) async fn task_state(client: &Client, upid: &Upid) -> TaskState {
+pub(crate) async fn task_state(client: &Client, upid: &Upid) -> TaskState {
     let observed = if WITH_PROGRESS.contains(&upid.task_type()) {
         client.observe_task_progress(upid).await
     } else {
@@ -29,7 +29,7 @@ pub(super) async fn task_state(client: &Client, upid: &Upid) -> TaskState {
 
 /// The tasks running on `node` (finished ones the list still shows are left
 /// out: they are nothing to adopt or wait for).
-pub(super) async fn active_tasks(
+pub(crate) async fn active_tasks(
     client: &Client,
     node: &str,
 ) -> Result<Vec<ActiveTask>, pve_client::Error> {

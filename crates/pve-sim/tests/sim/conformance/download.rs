@@ -14,6 +14,35 @@ fn sha256_hex(s: &str) -> String {
         .collect()
 }
 
+/// Downloads `url` into `local:import/<file>` with its checksum and waits
+/// for the task to succeed.
+async fn downloaded(sim: &Sim, url: &str, file: &str, (sum, algorithm): (&str, &str)) {
+    let upid = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", url),
+                ("content", "import"),
+                ("filename", file),
+                ("checksum", sum),
+                ("checksum-algorithm", algorithm),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&upid).await;
+}
+
+/// `POST /nodes/pve/qemu` of VM `vmid` importing `volume` as scsi0.
+async fn import(sim: &Sim, vmid: &str, volume: &str) -> Resp {
+    let scsi0 = format!("local-lvm:0,import-from={volume}");
+    sim.post(
+        "/nodes/pve/qemu",
+        &[("vmid", vmid), ("scsi0", scsi0.as_str())],
+    )
+    .await
+}
+
 #[tokio::test]
 async fn download_import_image_with_checksum_then_import_it() {
     let sim = start().await;
@@ -180,20 +209,13 @@ async fn checksum_mismatch_and_failing_urls() {
         Some(json!({"url": "https://images.example/known.qcow2", "size": 1048576, "virtual_size": 2147483648u64, "checksums": {"md5": "ABCDEF"}})),
     )
     .await;
-    let known = sim
-        .post(
-            "/nodes/pve/storage/local/download-url",
-            &[
-                ("url", "https://images.example/known.qcow2"),
-                ("content", "import"),
-                ("filename", "known.qcow2"),
-                ("checksum", "abcdef"),
-                ("checksum-algorithm", "md5"),
-            ],
-        )
-        .await
-        .upid();
-    sim.task_ok(&known).await;
+    downloaded(
+        &sim,
+        "https://images.example/known.qcow2",
+        "known.qcow2",
+        ("abcdef", "md5"),
+    )
+    .await;
     let vm = sim
         .post(
             "/nodes/pve/qemu",
@@ -298,4 +320,92 @@ async fn download_parameter_rules() {
         .await
         .data();
     assert_eq!(isos[0]["volid"], "local:iso/my_image.iso");
+}
+
+/// The parameter errors of a container template download, `Null` when it
+/// was accepted (a task started).
+async fn vztmpl(sim: &Sim, filename: &str) -> serde_json::Value {
+    let url = "https://images.example/rootfs";
+    let resp = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[("url", url), ("content", "vztmpl"), ("filename", filename)],
+        )
+        .await;
+    match resp.status {
+        200 => serde_json::Value::Null,
+        _ => resp.errors(),
+    }
+}
+
+/// pve-storage's `$VZTMPL_EXT_RE_1`: compressed tarballs in any case, and
+/// a plain `.tar` since 9.0.15 (PVE 9), not on PVE 8.
+#[tokio::test]
+async fn container_template_file_names_follow_pve_storage() {
+    let nine = start().await;
+    for ok in [
+        "rootfs.tar.zst",
+        "rootfs.TAR.XZ",
+        "rootfs.tar.bz2",
+        "rootfs.tar",
+    ] {
+        assert_eq!(vztmpl(&nine, ok).await, serde_json::Value::Null, "{ok}");
+    }
+    for bad in ["rootfs.tgz", "rootfs.tar.lz4", "rootfs.qcow2"] {
+        assert_eq!(
+            vztmpl(&nine, bad).await,
+            json!({"filename": "wrong file extension"}),
+            "{bad}"
+        );
+    }
+    let eight = start_with(|c| c.pve_version = 8).await;
+    assert_eq!(
+        vztmpl(&eight, "rootfs.tar").await,
+        json!({"filename": "wrong file extension"})
+    );
+    assert_eq!(
+        vztmpl(&eight, "rootfs.tar.gz").await,
+        serde_json::Value::Null
+    );
+}
+
+/// Deleting a downloaded file (`imgdel`) while a create imports it: PVE
+/// unlinks the file and the running `qemu-img convert` keeps reading what
+/// it opened, so the import finishes; the next import from it fails.
+#[tokio::test]
+async fn a_running_import_survives_the_deletion_of_its_source() {
+    let sim = start_with(|c| c.time_scale = 0.2).await;
+    let sum = sha256_hex(URL);
+    downloaded(&sim, URL, "noble.qcow2", (&sum, "sha256")).await;
+    let create = import(&sim, "150", "local:import/noble.qcow2").await.upid();
+    let delete = sim
+        .delete(
+            &format!(
+                "/nodes/pve/storage/local/content/{}",
+                urlencode("local:import/noble.qcow2")
+            ),
+            &[],
+        )
+        .await
+        .upid();
+    sim.task_ok(&delete).await;
+    let status = sim
+        .get(&format!("/nodes/pve/tasks/{}/status", urlencode(&create)))
+        .await
+        .data();
+    assert_eq!(
+        status["status"], "running",
+        "the delete ended while the import ran: {status}"
+    );
+    sim.task_ok(&create).await;
+    assert_eq!(
+        sim.config("150").await["scsi0"],
+        "local-lvm:vm-150-disk-0,size=3584M"
+    );
+    let again = import(&sim, "151", "local:import/noble.qcow2").await;
+    let refused = match again.status {
+        200 => sim.wait_task(&again.upid()).await["exitstatus"].to_string(),
+        _ => again.reason.clone(),
+    };
+    assert!(refused.contains("noble.qcow2"), "{refused}");
 }

@@ -1,0 +1,171 @@
+//! The ProxmoxImage controller: a file downloaded once per storage (once
+//! for a shared one), shared by the VMs that name it, deleted with the
+//! image once nothing refers to it.
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`names`] | the file an image downloads and the volume it becomes |
+//! | [`plan`] | the decisions, pure: per location, the task, the file, the next call; the deletion |
+//! | [`pass`] | one pass: connect, observe, plan, act, settle, write the status (its own fields only) |
+//! | [`refs`] | who refers to an image: `disks[].image.name`, its template VMs |
+//!
+//! It runs beside the VM controller and shares its context: the provider
+//! configs and their clients, the shards (a pass only for a config this
+//! replica holds), the admission queue, the cluster views, the events.
+
+pub mod names;
+pub mod pass;
+pub mod plan;
+pub mod refs;
+
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, OnceLock};
+
+use futures::StreamExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
+use kube::runtime::controller::{Config, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
+
+use kube::core::DeserializeGuard;
+
+use crate::api::{ProxmoxImage, ProxmoxVM};
+use crate::reconcile::runtime::context::Context;
+
+/// The image controller's cache, for the VM passes that read an image.
+#[derive(Default)]
+pub struct Images {
+    store: OnceLock<Store<ProxmoxImage>>,
+}
+
+impl Images {
+    /// The image `namespace/name`, once the cache has listed: `Some(None)`
+    /// when it does not exist, `None` before the cache is filled.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Option<Arc<ProxmoxImage>>> {
+        let store = self.store.get()?;
+        futures::FutureExt::now_or_never(store.wait_until_ready())?.ok()?;
+        Some(store.get(&ObjectRef::new(name).within(namespace)))
+    }
+}
+
+/// Wakes the images a VM watch event concerns (see
+/// [`refs::images_of`]) when what they read of the VM changed: a VM that
+/// appears, goes, is being deleted, names other images, is placed on a
+/// node or gets created. A VM's status writes (every few seconds while its
+/// task runs) wake no image: an image pass lists storage content, and
+/// those requests count.
+#[derive(Clone)]
+pub struct ImageWaker {
+    sender: UnboundedSender<ObjectRef<ProxmoxImage>>,
+    /// The VM cache, still holding the version before the event (the
+    /// waker sees events before the cache takes them in).
+    vms: Store<DeserializeGuard<ProxmoxVM>>,
+}
+
+impl ImageWaker {
+    /// The waker and the stream the image controller reads.
+    pub fn new(
+        vms: Store<DeserializeGuard<ProxmoxVM>>,
+    ) -> (Self, UnboundedReceiver<ObjectRef<ProxmoxImage>>) {
+        let (sender, rx) = futures::channel::mpsc::unbounded();
+        (Self { sender, vms }, rx)
+    }
+
+    /// Sees one event of the VM watch.
+    pub fn see(&self, event: &Result<watcher::Event<DeserializeGuard<ProxmoxVM>>, watcher::Error>) {
+        let (obj, gone) = match event {
+            Ok(watcher::Event::Apply(obj)) => (obj, false),
+            Ok(watcher::Event::Delete(obj)) => (obj, true),
+            // The image controller lists every image when it starts.
+            Ok(watcher::Event::InitApply(_) | watcher::Event::Init | watcher::Event::InitDone)
+            | Err(_) => return,
+        };
+        let Ok(vm) = &obj.0 else { return };
+        let cached = self.vms.get(&crate::reconcile::runtime::wake::vm_ref(vm));
+        let before = cached.as_ref().and_then(|old| old.0.as_ref().ok());
+        if !gone && before.map(refs::seen_by_images) == Some(refs::seen_by_images(vm)) {
+            return;
+        }
+        // The images it named before too: one it stopped naming may go.
+        let old = before.map(refs::images_of).unwrap_or_default();
+        let mut images = refs::images_of(vm);
+        for image in old {
+            if !images.contains(&image) {
+                images.push(image);
+            }
+        }
+        for image in images {
+            // Closed only when the controller stopped.
+            let _ = self.sender.unbounded_send(image);
+        }
+    }
+}
+
+/// The templates the fleet controller reports, as a predicate value: the
+/// image's Ready depends on them, so a change must trigger a pass.
+fn templates(image: &ProxmoxImage) -> Option<u64> {
+    let templates = image.status.as_ref().map(|s| &s.at_provider.templates)?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(templates).ok()?.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// Runs the image controller until `stop` resolves.
+pub async fn run(
+    ctx: Arc<Context>,
+    wakeups: UnboundedReceiver<ObjectRef<ProxmoxImage>>,
+    stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) {
+    let api = crate::reconcile::runtime::controller::scoped::<ProxmoxImage>(
+        &ctx.kube,
+        ctx.settings.namespace.as_deref(),
+    );
+    let (reader, writer) = reflector::store();
+    // The VM passes read images from this cache.
+    let _ = ctx.images.store.set(reader.clone());
+    let images = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(
+            predicates::generation
+                .combine(predicates::finalizers)
+                .combine(templates),
+            Default::default(),
+        );
+    // kube-runtime holds the passes until the cache has listed, and a
+    // graceful shutdown waits for them: when the images cannot be listed
+    // (an RBAC without proxmoximages) it would wait forever. No pass has
+    // run then, so nothing is cut short by not waiting.
+    let never_listed = {
+        let (reader, stop) = (reader.clone(), stop.clone());
+        async move {
+            stop.await;
+            if futures::FutureExt::now_or_never(reader.wait_until_ready()).is_none() {
+                return;
+            }
+            futures::future::pending::<()>().await;
+        }
+    };
+    let controller = Controller::for_stream(images, reader)
+        .reconcile_on(wakeups)
+        .with_config(Config::default().concurrency(0))
+        .graceful_shutdown_on(stop);
+    tracing::info!("image controller started");
+    let passes = controller
+        .run(pass::reconcile, pass::error_policy, ctx)
+        .for_each(|result| async move {
+            match result {
+                Ok((image, action)) => tracing::trace!(image = %image, ?action, "reconciled"),
+                Err(e) => tracing::debug!(error = %e, "image controller"),
+            }
+        });
+    tokio::select! {
+        () = passes => {}
+        () = never_listed => tracing::info!("image controller stopped before its cache was filled"),
+    }
+}

@@ -1,0 +1,433 @@
+//! One pass of a ProxmoxImage: connect → observe → plan → act → settle →
+//! report. The I/O around [`super::plan`].
+//!
+//! What it asks Proxmox, per pass: the cluster view (shared with every VM
+//! pass of the config, one `GET /cluster/resources` per poll interval),
+//! one content listing per location (the file there, and its size), the
+//! recorded task of a location through the client's batched task observer
+//! (one task list per node per second for all tasks in flight), and the
+//! node's running tasks (the same shared list) only where a file is
+//! missing and no task is recorded: a download dispatched just before a
+//! lost status write is found there and adopted, never sent twice.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+use super::plan::{self, Call, CallKind, Input, Site, Step, Target, Timing, World};
+use super::refs;
+use crate::api::ProxmoxImage;
+use crate::api::image::{ImageContent, LocationPhase};
+use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::pass::observe::tasks;
+use crate::reconcile::plan::{ProviderState, TaskState};
+use crate::reconcile::providers::{ConfigKey, Connection};
+use crate::reconcile::runtime::context::Context;
+use crate::reconcile::runtime::shards::Hold;
+use crate::reconcile::runtime::wake::vm_ref;
+use pve_client::{Checksum, Client, DownloadContent, DownloadUrl, Upid};
+
+/// How soon a pass that came before the config caches had listed is tried
+/// again.
+const CONFIGS_LISTING: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How soon an image of a config another replica holds looks again.
+const NOT_HELD: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The image controller's reconcile function: only for a config this
+/// replica holds, like a VM's (see [`crate::reconcile::runtime::shards`]).
+pub async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let key = ConfigKey::of_image(&image);
+    let hold = match ctx.shards.hold(&key) {
+        Some(hold) => hold,
+        None => match ctx.providers.is_missing(&key) {
+            Some(true) => ctx.shards.to_report(&key),
+            // Held by another replica. Gaining a config wakes its VMs, not
+            // its images: an image looks again on a timer (no request, a
+            // cache lookup).
+            Some(false) => return Ok(Action::requeue(NOT_HELD)),
+            None => return Ok(Action::requeue(CONFIGS_LISTING)),
+        },
+    };
+    let _admitted = ctx.queue.admit(&ctx.metrics).await;
+    let span = tracing::info_span!("image", image = %format!("{}/{}", image.namespace().unwrap_or_default(), image.name_any()));
+    let pass = tracing::Instrument::instrument(pass(&image, &ctx, &hold), span);
+    tokio::select! {
+        result = pass => result,
+        () = hold.lost() => Err(Error::Fenced { config: hold.key().to_string() }),
+    }
+}
+
+/// After a failed pass: retried with the resource's backoff.
+pub fn error_policy(image: Arc<ProxmoxImage>, error: &Error, ctx: Arc<Context>) -> Action {
+    if let Error::Fenced { .. } = error {
+        return Action::await_change();
+    }
+    let uid = image.uid().unwrap_or_default();
+    let delay = ctx.memory.failed(&uid);
+    tracing::warn!(image = %image.name_any(), %error, retry_in_ms = delay.as_millis() as u64, "image reconcile failed");
+    Action::requeue(delay)
+}
+
+async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action, Error> {
+    let namespace = image.namespace().unwrap_or_default();
+    let name = image.name_any();
+    let key = ConfigKey::of_image(image);
+    let now = Timestamp::now();
+    let (users, user_nodes) = refs::users(&ctx.store, image);
+    ctx.shards.fence(hold)?;
+    // An image that has downloaded something depends on its config.
+    let started = image.metadata.deletion_timestamp.is_some()
+        || image.status.as_ref().is_some_and(|s| {
+            s.at_provider
+                .locations
+                .iter()
+                .any(|l| l.phase != LocationPhase::Pending)
+        });
+    let connection = ctx.providers.connect_to(&key, started).await?;
+    if hold.report_only() && connection.is_ok() {
+        return Ok(Action::await_change());
+    }
+    let (timing, world, client) = match connection {
+        Ok(connection) => {
+            let timing = timing_of(&connection);
+            let world = observe(ctx, &connection, image, &user_nodes).await;
+            (timing, world, Some(connection.client))
+        }
+        Err(state) => {
+            let default = crate::api::provider_config::Timing::default();
+            let timing = Timing {
+                poll: default.poll_interval,
+                resync: ctx.providers.default_resync(),
+                task_timeout: default.task_timeout,
+            };
+            (timing, World::NoConfig(state_message(&state)), None)
+        }
+    };
+    let input = Input {
+        image,
+        namespace: &namespace,
+        name: &name,
+        now,
+        timing,
+        world,
+        users,
+    };
+    let mut planned = plan::plan(&input);
+    let api: Api<ProxmoxImage> = Api::namespaced(ctx.kube.clone(), &namespace);
+    match &planned.step {
+        Step::Finalizer(present) => {
+            ctx.shards.fence(hold)?;
+            match finalizer(&api, image, *present).await {
+                Ok(()) => {}
+                Err(e) if is_not_found(&e) => return Ok(Action::await_change()),
+                Err(e) => return Err(e.into()),
+            }
+            if !*present {
+                ctx.memory.forget(&image.uid().unwrap_or_default());
+                return Ok(Action::await_change());
+            }
+        }
+        Step::Calls(calls) if !calls.is_empty() => {
+            let mut done = vec![];
+            if let Some(client) = &client {
+                for call in calls {
+                    ctx.shards.fence(hold)?;
+                    let result = act(client, call, image.spec.for_provider.content).await;
+                    done.push((call.clone(), result.map_err(|e| e.to_string())));
+                }
+            }
+            planned = plan::settle(&input, planned, done);
+        }
+        Step::Calls(_) => {}
+    }
+    ctx.shards.fence(hold)?;
+    write_status(&api, image, &planned.status).await?;
+    for event in &planned.events {
+        ctx.shards.fence(hold)?;
+        ctx.events.publish(image, event).await;
+    }
+    wake_users(ctx, image, &planned.status);
+    ctx.memory.succeeded(&image.uid().unwrap_or_default());
+    Ok(match planned.requeue {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
+    })
+}
+
+fn timing_of(connection: &Connection) -> Timing {
+    Timing {
+        poll: connection.timing.poll_interval,
+        resync: connection.timing.resync_interval,
+        task_timeout: connection.timing.task_timeout,
+    }
+}
+
+fn state_message(state: &ProviderState) -> String {
+    match state {
+        ProviderState::NotFound { message } | ProviderState::Unusable { message } => {
+            message.clone()
+        }
+        ProviderState::Ready { .. } => "the provider config is usable".into(),
+    }
+}
+
+/// Looks at every location: the content of the storage there, the task
+/// recorded there, and the node's running tasks where a dispatch may
+/// follow.
+async fn observe(
+    ctx: &Context,
+    connection: &Connection,
+    image: &ProxmoxImage,
+    user_nodes: &std::collections::BTreeSet<String>,
+) -> World {
+    let client = &connection.client;
+    let spec = &image.spec.for_provider;
+    let view = match ctx
+        .inventory
+        .view(&connection.key, client, connection.timing.poll_interval)
+        .await
+    {
+        Ok(view) => view,
+        Err(e) => return World::Unreadable(e.to_string()),
+    };
+    let online: Vec<String> = view
+        .nodes
+        .iter()
+        .filter(|n| n.online)
+        .map(|n| n.name.clone())
+        .collect();
+    let shared = view.shared_storages.contains(&spec.storage);
+    let mut targets = plan::targets(image, &online, shared);
+    if !shared {
+        // Where its VMs are or were placed, the file goes too.
+        for node in user_nodes {
+            if !targets.iter().any(|t| &t.node == node) {
+                targets.push(Target {
+                    node: node.clone(),
+                    shared: false,
+                });
+            }
+        }
+    }
+    let volume = super::names::source(
+        spec,
+        &image.namespace().unwrap_or_default(),
+        &image.name_any(),
+    )
+    .ok()
+    .and_then(|(_, v)| v);
+    let deleting = image.metadata.deletion_timestamp.is_some();
+    let downloads = spec.source.url.is_some();
+    let status = image.status.clone().unwrap_or_default();
+    let mut sites = vec![];
+    for target in targets {
+        let recorded = status
+            .at_provider
+            .locations
+            .iter()
+            .find(|l| l.node == target.node && l.storage == spec.storage)
+            .and_then(|l| l.task.clone());
+        let task = match &recorded {
+            Some(t) => Some(match Upid::parse(&t.upid) {
+                Ok(upid) => tasks::task_state(client, &upid).await,
+                Err(e) => TaskState::Unreadable(format!("the recorded UPID is invalid: {e}")),
+            }),
+            None => None,
+        };
+        let files = match content(client, &target.node, &spec.storage, spec.content).await {
+            Ok(files) => files,
+            Err(e) => {
+                sites.push((target, Site::Unreadable(e.to_string())));
+                continue;
+            }
+        };
+        let missing = volume.as_ref().is_none_or(|v| !files.contains_key(v));
+        let active = if missing && downloads && !deleting && recorded.is_none() {
+            match tasks::active_tasks(client, &target.node).await {
+                Ok(active) => active,
+                Err(e) => {
+                    sites.push((target, Site::Unreadable(e.to_string())));
+                    continue;
+                }
+            }
+        } else {
+            vec![]
+        };
+        sites.push((
+            target,
+            Site::Seen {
+                files,
+                task,
+                active,
+            },
+        ));
+    }
+    World::Seen(sites)
+}
+
+/// The volumes of `content` on the storage at `node`, with their sizes.
+async fn content(
+    client: &Client,
+    node: &str,
+    storage: &str,
+    content: ImageContent,
+) -> Result<BTreeMap<String, u64>, pve_client::Error> {
+    Ok(client
+        .storage_content(node, storage, Some(content.as_str()))
+        .await?
+        .into_iter()
+        .map(|c| (c.volid, c.size.unwrap_or_default()))
+        .collect())
+}
+
+async fn act(
+    client: &Client,
+    call: &Call,
+    content: ImageContent,
+) -> Result<Upid, pve_client::Error> {
+    match &call.what {
+        CallKind::Download {
+            url,
+            file,
+            checksum,
+            ..
+        } => {
+            let req = DownloadUrl {
+                url: url.clone(),
+                content: match content {
+                    ImageContent::Import => DownloadContent::Import,
+                    ImageContent::Iso => DownloadContent::Iso,
+                    ImageContent::Vztmpl => DownloadContent::Vztmpl,
+                },
+                filename: file.clone(),
+                checksum: checksum.as_ref().map(|(value, algorithm)| Checksum {
+                    value: value.clone(),
+                    algorithm: algorithm.as_str().to_owned(),
+                }),
+                verify_certificates: None,
+            };
+            client.download_url(&call.node, &call.storage, &req).await
+        }
+        CallKind::Delete { volume } => {
+            client
+                .delete_volume(&call.node, &call.storage, volume)
+                .await
+        }
+    }
+}
+
+/// Adds or removes the finalizer with a JSON merge patch carrying the
+/// resourceVersion read: a write from a stale read fails with 409, and
+/// nobody else's finalizer is lost.
+async fn finalizer(
+    api: &Api<ProxmoxImage>,
+    image: &ProxmoxImage,
+    present: bool,
+) -> Result<(), kube::Error> {
+    let others = image
+        .finalizers()
+        .iter()
+        .filter(|f| *f != plan::FINALIZER)
+        .map(String::as_str);
+    let finalizers: Vec<&str> = if present {
+        others.chain([plan::FINALIZER]).collect()
+    } else {
+        others.collect()
+    };
+    let patch = json!({"metadata": {
+        "resourceVersion": image.resource_version(),
+        "finalizers": finalizers,
+    }});
+    api.patch(
+        &image.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Writes the fields of the status this controller owns, with a JSON merge
+/// patch of those fields only: the fleet controller writes `templates` and
+/// `templateSummary` of the same status, and neither may replace the
+/// other's. Nothing is written when nothing changed.
+async fn write_status(
+    api: &Api<ProxmoxImage>,
+    image: &ProxmoxImage,
+    status: &crate::api::ProxmoxImageStatus,
+) -> Result<(), Error> {
+    let before = image.status.clone().unwrap_or_default();
+    let (a, b) = (&status.at_provider, &before.at_provider);
+    if a.volume == b.volume
+        && a.locations == b.locations
+        && a.summary == b.summary
+        && a.users == b.users
+        && a.downloaded == b.downloaded
+        && a.previous_volumes == b.previous_volumes
+        && status.conditions == before.conditions
+        && status.observed_generation == before.observed_generation
+    {
+        return Ok(());
+    }
+    let patch = json!({"status": {
+        "atProvider": {
+            "volume": json_of(&a.volume)?,
+            "locations": json_of(&a.locations)?,
+            "summary": json_of(&a.summary)?,
+            "users": json_of(&a.users)?,
+            "downloaded": a.downloaded,
+            "previousVolumes": json_of(&a.previous_volumes)?,
+        },
+        "conditions": json_of(&status.conditions)?,
+        "observedGeneration": json_of(&status.observed_generation)?,
+    }});
+    match api
+        .patch_status(
+            &image.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if is_not_found(&e) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn json_of<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, Error> {
+    serde_json::to_value(value).map_err(|source| Error::Serialize {
+        what: "the image status",
+        source,
+    })
+}
+
+/// Wakes the ProxmoxVMs that name the image when where it is ready
+/// changed (or it is new to them): a VM waiting `ImageNotReady` or
+/// `ImageNotFound` goes on at once.
+fn wake_users(ctx: &Context, image: &ProxmoxImage, status: &crate::api::ProxmoxImageStatus) {
+    let ready = |s: &crate::api::ProxmoxImageStatus| -> Vec<(String, bool)> {
+        s.at_provider
+            .locations
+            .iter()
+            .map(|l| (l.node.clone(), l.phase == LocationPhase::Ready))
+            .collect()
+    };
+    if image.status.as_ref().map(ready).as_ref() == Some(&ready(status)) {
+        return;
+    }
+    let name = image.name_any();
+    let namespace = image.namespace();
+    for obj in ctx.store.state() {
+        let Ok(vm) = &obj.0 else { continue };
+        if vm.namespace() == namespace && refs::image_references(vm).any(|n| n == name) {
+            ctx.waker.wake(vm_ref(vm));
+        }
+    }
+}

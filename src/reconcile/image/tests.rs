@@ -1,0 +1,673 @@
+//! The image plan, table by table.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::names;
+use super::plan::{
+    self, Call, CallKind, FINALIZER, Input, Plan, Site, Step, Target, Timing, Users, World,
+};
+use crate::api::ProxmoxImage;
+use crate::api::condition::{ConditionType, find};
+use crate::api::image::LocationPhase;
+use crate::reconcile::plan::{TaskOutcome, TaskState};
+use pve_client::Upid;
+
+const NOW: i64 = 1_800_000_000;
+const SUM: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+fn now() -> Timestamp {
+    Timestamp::from_second(NOW).unwrap()
+}
+
+fn timing() -> Timing {
+    Timing {
+        poll: Duration::from_secs(3),
+        resync: Duration::from_secs(60),
+        task_timeout: Duration::from_secs(600),
+    }
+}
+
+fn image(for_provider: Value, status: Value) -> ProxmoxImage {
+    serde_json::from_value(json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxImage",
+        "metadata": {"name": "noble", "namespace": "ns", "uid": "u1", "generation": 2,
+                     "finalizers": [FINALIZER]},
+        "spec": {"forProvider": for_provider},
+        "status": status,
+    }))
+    .unwrap()
+}
+
+fn url_spec() -> Value {
+    json!({
+        "source": {"url": "https://images.example/noble.img", "checksum": SUM,
+                   "checksumAlgorithm": "sha256"},
+        "content": "import",
+    })
+}
+
+fn volume(img: &ProxmoxImage) -> String {
+    names::source(&img.spec.for_provider, "ns", "noble")
+        .unwrap()
+        .1
+        .unwrap()
+}
+
+fn file(img: &ProxmoxImage) -> String {
+    volume(img).rsplit('/').next().unwrap().to_owned()
+}
+
+fn upid(node: &str, type_: &str, id: &str) -> Upid {
+    Upid::parse(&format!(
+        "UPID:{node}:00001234:00005678:6B49D200:{type_}:{id}:root@pam:"
+    ))
+    .unwrap()
+}
+
+fn seen(files: &[(&str, u64)], task: Option<TaskState>, active: Vec<Upid>) -> Site {
+    Site::Seen {
+        files: files
+            .iter()
+            .map(|(v, s)| ((*v).to_owned(), *s))
+            .collect::<BTreeMap<_, _>>(),
+        task,
+        active,
+    }
+}
+
+fn at(node: &str, site: Site) -> (Target, Site) {
+    (
+        Target {
+            node: node.into(),
+            shared: false,
+        },
+        site,
+    )
+}
+
+fn run(img: &ProxmoxImage, world: World, users: Users) -> Plan {
+    let input = Input {
+        image: img,
+        namespace: "ns",
+        name: "noble",
+        now: now(),
+        timing: timing(),
+        world,
+        users,
+    };
+    plan::plan(&input)
+}
+
+fn reason(p: &Plan, type_: ConditionType) -> (String, String) {
+    let c = find(&p.status.conditions, type_).expect("the condition");
+    (format!("{:?}", c.status), c.reason.clone())
+}
+
+fn calls(p: &Plan) -> Vec<Call> {
+    match &p.step {
+        Step::Calls(c) => c.clone(),
+        Step::Finalizer(_) => vec![],
+    }
+}
+
+#[test]
+fn the_finalizer_comes_before_any_download() {
+    let mut img = image(url_spec(), json!({}));
+    img.metadata.finalizers = None;
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[], None, vec![]))]),
+        Users::default(),
+    );
+    assert_eq!(p.step, Step::Finalizer(true));
+}
+
+#[test]
+fn a_missing_file_is_downloaded_once_per_node_and_a_present_one_is_ready() {
+    let img = image(url_spec(), json!({}));
+    let v = volume(&img);
+    let world = World::Seen(vec![
+        at("pve1", seen(&[(v.as_str(), 42)], None, vec![])),
+        at("pve2", seen(&[], None, vec![])),
+    ]);
+    let p = run(&img, world, Users::default());
+    let c = calls(&p);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].node, "pve2");
+    let CallKind::Download {
+        file,
+        content,
+        checksum,
+        ..
+    } = &c[0].what
+    else {
+        panic!("a download: {c:?}")
+    };
+    assert_eq!(file, &file_of(&v));
+    assert_eq!(*content, "import");
+    assert_eq!(checksum.as_ref().map(|c| c.0.as_str()), Some(SUM));
+    let locs = &p.status.at_provider.locations;
+    assert_eq!(locs[0].phase, LocationPhase::Ready);
+    assert_eq!(locs[0].size, Some(42));
+    assert_eq!(locs[1].phase, LocationPhase::Downloading);
+    assert_eq!(p.status.at_provider.summary.as_deref(), Some("1/2 ready"));
+    assert_eq!(p.status.at_provider.volume.as_deref(), Some(v.as_str()));
+    assert_eq!(
+        reason(&p, ConditionType::Ready),
+        ("False".into(), "Creating".into())
+    );
+    assert_eq!(
+        reason(&p, ConditionType::Synced),
+        ("True".into(), "DownloadingImage".into())
+    );
+    assert_eq!(p.status.observed_generation, Some(2));
+}
+
+fn file_of(v: &str) -> String {
+    v.rsplit('/').next().unwrap().to_owned()
+}
+
+#[test]
+fn every_location_ready_makes_the_image_ready() {
+    let img = image(url_spec(), json!({}));
+    let v = volume(&img);
+    let world = World::Seen(vec![
+        at("pve1", seen(&[(v.as_str(), 1)], None, vec![])),
+        at("pve2", seen(&[(v.as_str(), 1)], None, vec![])),
+    ]);
+    let p = run(&img, world, Users::default());
+    assert!(calls(&p).is_empty());
+    assert_eq!(
+        reason(&p, ConditionType::Ready),
+        ("True".into(), "Available".into())
+    );
+    assert_eq!(
+        reason(&p, ConditionType::Synced),
+        ("True".into(), "ReconcileSuccess".into())
+    );
+    assert_eq!(p.status.at_provider.summary.as_deref(), Some("2/2 ready"));
+    assert_eq!(p.requeue, Some(timing().resync));
+}
+
+#[test]
+fn with_a_template_ready_waits_for_the_templates_too() {
+    let mut spec = url_spec();
+    spec["template"] = json!({"storage": "local-lvm"});
+    let pending = image(
+        spec.clone(),
+        json!({"atProvider": {"templates": [
+        {"node": "pve1", "name": "noble-pve1", "ready": false}]}}),
+    );
+    let v = volume(&pending);
+    let world = || World::Seen(vec![at("pve1", seen(&[(v.as_str(), 1)], None, vec![]))]);
+    let p = run(&pending, world(), Users::default());
+    assert_eq!(
+        reason(&p, ConditionType::Ready),
+        ("False".into(), "Creating".into())
+    );
+    let done = image(
+        spec,
+        json!({"atProvider": {"templates": [
+        {"node": "pve1", "name": "noble-pve1", "ready": true}]}}),
+    );
+    let p = run(&done, world(), Users::default());
+    assert_eq!(
+        reason(&p, ConditionType::Ready),
+        ("True".into(), "Available".into())
+    );
+    // The fleet controller's fields are left as they were.
+    assert_eq!(p.status.at_provider.templates.len(), 1);
+}
+
+#[test]
+fn a_download_found_running_after_a_lost_status_write_is_adopted_not_sent_again() {
+    let img = image(url_spec(), json!({}));
+    let running = upid("pve1", "download", &file(&img));
+    let world = World::Seen(vec![at("pve1", seen(&[], None, vec![running.clone()]))]);
+    let p = run(&img, world, Users::default());
+    assert!(calls(&p).is_empty(), "{:?}", calls(&p));
+    let loc = &p.status.at_provider.locations[0];
+    assert_eq!(
+        loc.task.as_ref().map(|t| t.upid.clone()),
+        Some(running.to_string())
+    );
+    assert!(p.events.iter().any(|e| e.reason == "TaskAdopted"));
+}
+
+fn with_task(img_status: Value) -> ProxmoxImage {
+    image(url_spec(), img_status)
+}
+
+fn recorded(node: &str, upid: &Upid) -> Value {
+    json!({"atProvider": {"locations": [{
+        "node": node, "storage": "local", "phase": "Downloading",
+        "task": {"upid": upid.to_string(), "action": "DownloadImage", "type": "download",
+                 "node": node, "startedAt": "2027-01-15T08:00:00Z",
+                 "deadline": "2027-01-15T08:10:00Z", "summary": "download"},
+    }]}})
+}
+
+#[test]
+fn a_recorded_task_is_waited_for_and_its_end_recorded() {
+    let u = upid("pve1", "download", "x.qcow2");
+    let img = with_task(recorded("pve1", &u));
+    let v = volume(&img);
+    // Running: nothing sent, progress shown.
+    let p = run(
+        &img,
+        World::Seen(vec![at(
+            "pve1",
+            seen(&[], Some(TaskState::Running { progress: Some(40) }), vec![]),
+        )]),
+        Users::default(),
+    );
+    assert!(calls(&p).is_empty());
+    let loc = &p.status.at_provider.locations[0];
+    assert_eq!(loc.task.as_ref().and_then(|t| t.progress), Some(40));
+    assert_eq!(
+        loc.task.as_ref().map(|t| t.summary.as_str()),
+        Some("download 40%")
+    );
+    // Succeeded: the file is there, ready.
+    let ok = TaskState::Finished(TaskOutcome::Succeeded {
+        warnings: 0,
+        warning_lines: vec![],
+    });
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[(v.as_str(), 7)], Some(ok), vec![]))]),
+        Users::default(),
+    );
+    let loc = &p.status.at_provider.locations[0];
+    assert!(loc.task.is_none());
+    assert_eq!(loc.phase, LocationPhase::Ready);
+    assert!(p.events.iter().any(|e| e.reason == "TaskSucceeded"));
+}
+
+#[test]
+fn a_failed_download_backs_off_then_is_retried() {
+    let u = upid("pve1", "download", "x.qcow2");
+    let img = with_task(recorded("pve1", &u));
+    let failed = TaskState::Finished(TaskOutcome::Failed {
+        exit_status: "checksum mismatch".into(),
+        log_tail: vec!["checksum mismatch: got 'b' != expect 'a'".into()],
+    });
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[], Some(failed), vec![]))]),
+        Users::default(),
+    );
+    assert!(calls(&p).is_empty(), "not retried at once");
+    let loc = &p.status.at_provider.locations[0];
+    assert_eq!(loc.phase, LocationPhase::Failed);
+    assert_eq!(loc.failures, Some(1));
+    assert!(
+        loc.message
+            .as_deref()
+            .unwrap()
+            .contains("checksum mismatch")
+    );
+    assert_eq!(
+        reason(&p, ConditionType::Synced),
+        ("False".into(), "TaskFailed".into())
+    );
+    assert_eq!(p.requeue, Some(Duration::from_secs(10)));
+    // After the backoff: downloaded again.
+    let mut later = img.clone();
+    later.status = Some(p.status.clone());
+    let input = Input {
+        image: &later,
+        namespace: "ns",
+        name: "noble",
+        now: now() + Duration::from_secs(11),
+        timing: timing(),
+        world: World::Seen(vec![at("pve1", seen(&[], None, vec![]))]),
+        users: Users::default(),
+    };
+    assert_eq!(calls(&plan::plan(&input)).len(), 1);
+}
+
+#[test]
+fn import_from_is_ready_where_the_volume_exists_and_never_downloaded() {
+    let img = image(
+        json!({"source": {"importFrom": "local:import/noble.qcow2"}, "content": "import"}),
+        json!({}),
+    );
+    let world = World::Seen(vec![
+        at(
+            "pve1",
+            seen(&[("local:import/noble.qcow2", 5)], None, vec![]),
+        ),
+        at("pve2", seen(&[], None, vec![])),
+    ]);
+    let p = run(&img, world, Users::default());
+    assert!(calls(&p).is_empty());
+    assert_eq!(
+        reason(&p, ConditionType::Synced),
+        ("False".into(), "VolumeNotFound".into())
+    );
+    let c = find(&p.status.conditions, ConditionType::Synced).unwrap();
+    assert!(c.message.as_deref().unwrap().contains("pve2"), "{c:?}");
+    assert!(!p.status.at_provider.downloaded);
+}
+
+#[test]
+fn oci_says_it_is_not_supported_yet() {
+    let img = image(
+        json!({"source": {"oci": "docker.io/library/alpine:3.20"}, "content": "vztmpl"}),
+        json!({}),
+    );
+    let p = run(&img, World::Seen(vec![]), Users::default());
+    assert!(calls(&p).is_empty());
+    assert_eq!(
+        reason(&p, ConditionType::Synced),
+        ("False".into(), "OciNotSupportedYet".into())
+    );
+}
+
+#[test]
+fn no_usable_config_is_said_and_nothing_sent() {
+    let img = image(url_spec(), json!({}));
+    let p = run(
+        &img,
+        World::NoConfig("ProviderConfig ns/pve not found".into()),
+        Users::default(),
+    );
+    assert!(calls(&p).is_empty());
+    assert_eq!(
+        reason(&p, ConditionType::Synced),
+        ("False".into(), "ProviderConfigNotFound".into())
+    );
+}
+
+#[test]
+fn a_new_source_keeps_the_old_file_until_the_new_is_ready_and_no_vm_is_being_created() {
+    let old = "local:import/old-aaaaaaaaaaaa-00000000.qcow2";
+    let status = json!({"atProvider": {"volume": old, "downloaded": true, "locations": [
+        {"node": "pve1", "storage": "local", "phase": "Ready", "size": 1}]}});
+    let img = image(url_spec(), status);
+    let v = volume(&img);
+    // New file not there yet: downloaded, the old one kept.
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[(old, 1)], None, vec![]))]),
+        Users::default(),
+    );
+    assert_eq!(p.status.at_provider.previous_volumes, [old]);
+    assert!(matches!(
+        calls(&p)[..],
+        [Call {
+            what: CallKind::Download { .. },
+            ..
+        }]
+    ));
+    // New file ready, but a VM is being created: kept.
+    let mut next = img.clone();
+    next.status = Some(p.status.clone());
+    next.status.as_mut().unwrap().at_provider.locations[0].task = None;
+    let both = || {
+        World::Seen(vec![at(
+            "pve1",
+            seen(&[(old, 1), (v.as_str(), 2)], None, vec![]),
+        )])
+    };
+    let creating = Users {
+        vms: vec!["web".into()],
+        creating: 1,
+        children: vec![],
+    };
+    let p = run(&next, both(), creating);
+    assert!(calls(&p).is_empty(), "{:?}", calls(&p));
+    // No VM being created: deleted.
+    let p = run(&next, both(), Users::default());
+    assert_eq!(
+        calls(&p).iter().map(|c| c.what.clone()).collect::<Vec<_>>(),
+        [CallKind::Delete { volume: old.into() }]
+    );
+}
+
+#[test]
+fn an_import_from_volume_is_never_deleted_when_the_source_changes() {
+    let status = json!({"atProvider": {"volume": "local:import/theirs.qcow2", "locations": [
+        {"node": "pve1", "storage": "local", "phase": "Ready", "size": 1}]}});
+    let img = image(url_spec(), status);
+    let p = run(
+        &img,
+        World::Seen(vec![at(
+            "pve1",
+            seen(&[("local:import/theirs.qcow2", 1)], None, vec![]),
+        )]),
+        Users::default(),
+    );
+    assert!(p.status.at_provider.previous_volumes.is_empty());
+}
+
+fn deleted(for_provider: Value, status: Value) -> ProxmoxImage {
+    let mut img = image(for_provider, status);
+    img.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    img
+}
+
+#[test]
+fn a_deleted_image_in_use_waits_and_says_by_whom() {
+    let img = deleted(url_spec(), json!({}));
+    let v = volume(&img);
+    let users = Users {
+        vms: vec!["a".into(), "b".into()],
+        creating: 0,
+        children: vec![],
+    };
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[(v.as_str(), 1)], None, vec![]))]),
+        users,
+    );
+    assert!(calls(&p).is_empty());
+    assert_eq!(
+        reason(&p, ConditionType::Synced),
+        ("False".into(), "ImageInUse".into())
+    );
+    assert_eq!(
+        reason(&p, ConditionType::Ready),
+        ("False".into(), "ImageInUse".into())
+    );
+    let c = find(&p.status.conditions, ConditionType::Synced).unwrap();
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap()
+            .contains("2 ProxmoxVM(s) refer to it: a, b"),
+        "{c:?}"
+    );
+    assert!(
+        p.events
+            .iter()
+            .any(|e| e.warning && e.reason == "ImageInUse")
+    );
+    assert_eq!(p.status.at_provider.users, Some(2));
+    // Its template VMs hold it too.
+    let children = Users {
+        vms: vec![],
+        creating: 0,
+        children: vec!["noble-pve1".into()],
+    };
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[(v.as_str(), 1)], None, vec![]))]),
+        children,
+    );
+    assert_eq!(
+        reason(&p, ConditionType::Synced),
+        ("False".into(), "ImageInUse".into())
+    );
+}
+
+#[test]
+fn a_deleted_unused_image_deletes_its_files_then_lets_go() {
+    let img = deleted(url_spec(), json!({"atProvider": {"downloaded": true}}));
+    let v = volume(&img);
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[(v.as_str(), 1)], None, vec![]))]),
+        Users::default(),
+    );
+    assert_eq!(
+        calls(&p).iter().map(|c| c.what.clone()).collect::<Vec<_>>(),
+        [CallKind::Delete { volume: v.clone() }]
+    );
+    assert_eq!(
+        p.status.at_provider.locations[0].phase,
+        LocationPhase::Deleting
+    );
+    // Gone: the finalizer goes.
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[], None, vec![]))]),
+        Users::default(),
+    );
+    assert_eq!(p.step, Step::Finalizer(false));
+}
+
+#[test]
+fn a_deleted_import_from_image_deletes_nothing() {
+    let img = deleted(
+        json!({"source": {"importFrom": "local:import/noble.qcow2"}, "content": "import"}),
+        json!({}),
+    );
+    let p = run(
+        &img,
+        World::Seen(vec![at(
+            "pve1",
+            seen(&[("local:import/noble.qcow2", 1)], None, vec![]),
+        )]),
+        Users::default(),
+    );
+    assert_eq!(p.step, Step::Finalizer(false));
+}
+
+#[test]
+fn a_shared_storage_is_one_location() {
+    let img = image(url_spec(), json!({}));
+    let t = plan::targets(&img, &["pve2".into(), "pve1".into()], true);
+    assert_eq!(
+        t,
+        [Target {
+            node: "pve1".into(),
+            shared: true
+        }]
+    );
+    let t = plan::targets(&img, &["pve2".into(), "pve1".into()], false);
+    assert_eq!(t.len(), 2);
+    let mut named = url_spec();
+    named["nodes"] = json!(["pve3"]);
+    let t = plan::targets(&image(named, json!({})), &["pve1".into()], false);
+    assert_eq!(
+        t,
+        [Target {
+            node: "pve3".into(),
+            shared: false
+        }]
+    );
+}
+
+#[test]
+fn a_refused_dispatch_is_recorded_as_a_failure_and_a_started_one_as_the_task() {
+    let img = image(url_spec(), json!({}));
+    let input = Input {
+        image: &img,
+        namespace: "ns",
+        name: "noble",
+        now: now(),
+        timing: timing(),
+        world: World::Seen(vec![
+            at("pve1", seen(&[], None, vec![])),
+            at("pve2", seen(&[], None, vec![])),
+        ]),
+        users: Users::default(),
+    };
+    let p = plan::plan(&input);
+    let c = calls(&p);
+    let started = upid("pve1", "download", &file(&img));
+    let p = plan::settle(
+        &input,
+        p,
+        vec![
+            (c[0].clone(), Ok(started.clone())),
+            (c[1].clone(), Err("no space".into())),
+        ],
+    );
+    let locs = &p.status.at_provider.locations;
+    assert_eq!(
+        locs[0].task.as_ref().map(|t| t.upid.clone()),
+        Some(started.to_string())
+    );
+    assert_eq!(locs[1].phase, LocationPhase::Failed);
+    assert_eq!(locs[1].failures, Some(1));
+    assert!(p.events.iter().any(|e| e.reason == "TaskStarted"));
+}
+
+mod waker {
+    use futures::StreamExt;
+    use kube::core::DeserializeGuard;
+    use kube::runtime::{reflector, watcher};
+    use serde_json::json;
+
+    use crate::api::ProxmoxVM;
+    use crate::reconcile::image::ImageWaker;
+
+    fn vm(node: Option<&str>, task_summary: &str) -> DeserializeGuard<ProxmoxVM> {
+        DeserializeGuard(Ok(serde_json::from_value(json!({
+            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "kind": "ProxmoxVM",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u"},
+            "spec": {"forProvider": {"disks": [
+                {"slot": "scsi0", "storage": "local-lvm", "image": {"name": "noble"}}]}},
+            "status": {"atProvider": {"node": node, "vmid": 100, "task": {
+                "upid": "UPID:pve:00001234:00005678:6B49D200:qmcreate:100:root@pam:",
+                "action": "Create", "type": "qmcreate", "node": "pve",
+                "startedAt": "2027-01-15T08:00:00Z", "deadline": "2027-01-15T08:10:00Z",
+                "summary": task_summary}}},
+        }))
+        .unwrap()))
+    }
+
+    #[test]
+    fn only_what_an_image_reads_of_a_vm_wakes_it() {
+        let (reader, mut writer) = reflector::store();
+        let (waker, mut woken) = ImageWaker::new(reader);
+        let first = vm(None, "qmcreate");
+        let apply = |w: &mut reflector::store::Writer<_>, obj: &DeserializeGuard<ProxmoxVM>| {
+            w.apply_watcher_event(&watcher::Event::Apply(obj.clone()));
+        };
+        waker.see(&Ok(watcher::Event::Apply(first.clone())));
+        apply(&mut writer, &first);
+        let mut count = || {
+            let mut n = 0;
+            while let Some(Some(_)) = woken.next().now_or_never() {
+                n += 1;
+            }
+            n
+        };
+        assert_eq!(count(), 1, "a new VM wakes the image it names");
+        // A status write of its task's progress: nothing.
+        let progress = vm(None, "qmcreate 40%");
+        waker.see(&Ok(watcher::Event::Apply(progress.clone())));
+        apply(&mut writer, &progress);
+        assert_eq!(count(), 0, "a progress update wakes no image");
+        // Placed on a node: the image brings the file there.
+        let placed = vm(Some("pve2"), "qmcreate 40%");
+        waker.see(&Ok(watcher::Event::Apply(placed.clone())));
+        apply(&mut writer, &placed);
+        assert_eq!(count(), 1, "a placement wakes the image");
+        waker.see(&Ok(watcher::Event::Delete(placed)));
+        assert_eq!(count(), 1, "a VM gone wakes the image");
+    }
+
+    use futures::FutureExt;
+}

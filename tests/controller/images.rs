@@ -1,0 +1,269 @@
+//! ProxmoxImages: downloaded once per storage, named by VMs, deleted once
+//! nothing refers to them; never downloaded twice across a lost status
+//! write.
+
+use kube::Api;
+use kube::api::DeleteParams;
+use provider_proxmox::api::ProxmoxImage;
+use provider_proxmox::api::image::LocationPhase;
+use serde_json::{Value, json};
+
+use crate::reconcile::{self, DEADLINE, Env, Options, events_in, manifests};
+use crate::support;
+
+const DOWNLOAD: &str = "/nodes/{node}/storage/{storage}/download-url";
+const DELETE: &str = "/nodes/{node}/storage/{storage}/content/{volume}";
+
+/// The sim's checksum of an unregistered URL's content.
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn image(name: &str, url: &str) -> Value {
+    json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxImage",
+        "metadata": {"name": name},
+        "spec": {
+            "forProvider": {
+                "source": {"url": url, "checksum": sha256_hex(url), "checksumAlgorithm": "sha256"},
+                "content": "import",
+                "storage": "local",
+            },
+            "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+        },
+    })
+}
+
+fn images(env: &Env) -> Api<ProxmoxImage> {
+    Api::namespaced(support::client(), env.ns.name())
+}
+
+fn condition(image: &ProxmoxImage, type_: &str) -> Option<(String, String)> {
+    image
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (format!("{:?}", c.status), c.reason.clone()))
+}
+
+async fn wait_image<T>(
+    env: &Env,
+    name: &str,
+    what: &str,
+    check: impl Fn(Option<&ProxmoxImage>) -> Result<T, String>,
+) -> T {
+    let api = images(env);
+    support::poll(&format!("ProxmoxImage {name}: {what}"), DEADLINE, || {
+        let api = api.clone();
+        let check = &check;
+        async move {
+            let image = api.get_opt(name).await.map_err(|e| format!("GET: {e}"))?;
+            check(image.as_ref()).map_err(|why| {
+                format!(
+                    "{why}; status: {:?}",
+                    image.as_ref().and_then(|i| i.status.clone())
+                )
+            })
+        }
+    })
+    .await
+}
+
+async fn wait_image_ready(env: &Env, name: &str) -> ProxmoxImage {
+    wait_image(env, name, "Ready", |image| match image {
+        Some(i) if condition(i, "Ready").is_some_and(|c| c.0 == "True") => Ok(i.clone()),
+        _ => Err("not Ready".into()),
+    })
+    .await
+}
+
+fn named_disk_vm(name: &str, image: &str) -> Value {
+    manifests::vm(
+        name,
+        manifests::imported(json!({
+            "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "8Gi",
+                       "image": {"name": image}}],
+        })),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_is_downloaded_once_per_node_named_by_a_vm_and_deleted_after_it() {
+    // 0.5: the 600 MiB download takes about 6 s, long enough to be waited for.
+    let options = Options {
+        time_scale: 0.5,
+        nodes: vec!["pve".into(), "pve2".into()],
+        ..Options::default()
+    };
+    let env = Env::start_with("images", options).await;
+    // A VM naming an image that does not exist yet waits for it.
+    env.apply(&named_disk_vm("web", "noble")).await;
+    env.wait_synced_reason("web", "ImageNotFound").await;
+
+    let url = "https://images.example/noble-server-cloudimg-amd64.img";
+    env.apply(&image("noble", url)).await;
+    let waiting = env.wait_synced_reason("web", "ImageNotReady").await;
+    assert!(
+        waiting
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("noble"),
+        "{waiting:?}"
+    );
+    let ready = wait_image_ready(&env, "noble").await;
+    let at = ready.status.clone().unwrap().at_provider;
+    assert_eq!(at.summary.as_deref(), Some("2/2 ready"), "{at:?}");
+    assert_eq!(at.locations.len(), 2);
+    for l in &at.locations {
+        assert_eq!(l.phase, LocationPhase::Ready, "{l:?}");
+        assert_eq!(l.size, Some(600 << 20), "{l:?}");
+        assert!(l.task.is_none(), "{l:?}");
+    }
+    let volume = at.volume.clone().expect("the volume");
+    assert!(
+        volume.starts_with("local:import/noble-server-cloudimg-amd64-"),
+        "{volume}"
+    );
+    assert!(volume.ends_with(".qcow2"), "{volume}");
+    let row = support::kubectl_ok(&["get", "proxmoximage", "noble", "-n", env.ns.name()]).await;
+    let row = row.lines().nth(1).unwrap_or_default().to_owned();
+    for want in ["True", "import", "2/2 ready"] {
+        assert!(row.contains(want), "{want:?} not in {row:?}");
+    }
+
+    // Once per node, never again.
+    let downloads = env.sim.requests_to("POST", DOWNLOAD).await;
+    let mut nodes: Vec<String> = downloads
+        .iter()
+        .map(|r| r["path"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    nodes.sort();
+    assert_eq!(downloads.len(), 2, "{downloads:?}");
+    assert_ne!(nodes[0], nodes[1], "one per node: {nodes:?}");
+
+    // The VM imports the image's volume.
+    env.wait_ready("web").await;
+    let creates = env.sim.requests_to("POST", "/nodes/{node}/qemu").await;
+    assert_eq!(creates.len(), 1, "{creates:?}");
+    assert_eq!(
+        creates[0]["params"]["scsi0"],
+        format!("local-lvm:0,import-from={volume}")
+    );
+    let users = wait_image(&env, "noble", "one user", |i| {
+        i.and_then(|i| i.status.as_ref()?.at_provider.users)
+            .filter(|u| *u == 1)
+            .ok_or_else(|| "not 1 user".to_owned())
+    })
+    .await;
+    assert_eq!(users, 1);
+
+    // Deleted while the VM names it: it waits, and says why.
+    images(&env)
+        .delete("noble", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_image(&env, "noble", "ImageInUse", |i| {
+        match i.and_then(|i| condition(i, "Synced")) {
+            Some((s, r)) if s == "False" && r == "ImageInUse" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let events = events_in(env.ns.name(), "noble").await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.0 == "Warning" && e.1 == "ImageInUse" && e.2.contains("web")),
+        "{events:?}"
+    );
+    assert_eq!(
+        env.sim.count("DELETE", DELETE).await,
+        0,
+        "nothing deleted while in use"
+    );
+
+    // The VM gone, the files go, then the image.
+    env.vms()
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    env.wait_gone("web").await;
+    wait_image(&env, "noble", "gone", |i| match i {
+        None => Ok(()),
+        Some(_) => Err("still there".into()),
+    })
+    .await;
+    let deletes = env.sim.requests_to("DELETE", DELETE).await;
+    assert_eq!(deletes.len(), 2, "one per node: {deletes:?}");
+    let client = env.sim.client();
+    for node in ["pve", "pve2"] {
+        let content = client
+            .storage_content(node, "local", Some("import"))
+            .await
+            .unwrap();
+        assert!(
+            content.iter().all(|c| c.volid != volume),
+            "{volume} still on {node}: {content:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_status_write_after_a_download_does_not_download_again() {
+    // 0.5: the download takes about 6 s, long enough to be found running.
+    let options = Options {
+        time_scale: 0.5,
+        ..Options::default()
+    };
+    let mut env = Env::without_controller("imglost", options).await;
+    let restricted = reconcile::without_status_writes(&env, &["proxmoxvms", "proxmoximages"]).await;
+    env.apply(&image("noble", "https://images.example/noble.qcow2"))
+        .await;
+    support::poll("the download to be sent", DEADLINE, || async {
+        match env.sim.count("POST", DOWNLOAD).await {
+            0 => Err("no download yet".to_owned()),
+            _ => Ok(()),
+        }
+    })
+    .await;
+    let image = images(&env).get("noble").await.unwrap();
+    assert!(
+        image.status.is_none(),
+        "no status was written: {:?}",
+        image.status
+    );
+    restricted.kill().await;
+
+    env.start_controller().await;
+    let ready = wait_image_ready(&env, "noble").await;
+    let downloads = env.sim.requests_to("POST", DOWNLOAD).await;
+    assert_eq!(downloads.len(), 1, "exactly one download: {downloads:?}");
+    let at = ready.status.unwrap().at_provider;
+    assert_eq!(at.summary.as_deref(), Some("1/1 ready"), "{at:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_iso_image_named_by_a_disk_is_refused() {
+    let env = Env::start("imgiso").await;
+    let mut iso = image("seed", "https://images.example/seed.iso");
+    iso["spec"]["forProvider"]["content"] = json!("iso");
+    env.apply(&iso).await;
+    env.apply(&named_disk_vm("web", "seed")).await;
+    let c = env.wait_synced_reason("web", "InvalidSpec").await;
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("content iso"),
+        "{c:?}"
+    );
+    assert_eq!(env.sim.count("POST", "/nodes/{node}/qemu").await, 0);
+}
