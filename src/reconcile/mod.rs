@@ -20,6 +20,7 @@
 pub mod configs;
 pub mod error;
 pub mod events;
+pub mod fleet;
 pub mod identity;
 pub mod invalid;
 pub mod inventory;

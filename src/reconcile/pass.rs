@@ -310,6 +310,7 @@ async fn observe_and_reserve<'a>(
         max_age: connection.timing.poll_interval,
         store: &ctx.store,
         memory: &ctx.memory,
+        images: &ctx.images,
     };
     let node_hint = vm
         .status

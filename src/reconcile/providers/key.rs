@@ -3,7 +3,8 @@
 use kube::ResourceExt;
 
 use crate::api::{
-    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
+    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderConfigReference,
+    ProviderSettings, ProxmoxVM,
 };
 
 /// Identifies a provider config: kind, namespace (namespaced kind) and name.
@@ -20,11 +21,16 @@ pub struct ConfigKey {
 impl ConfigKey {
     /// The config a ProxmoxVM refers to.
     pub fn of(vm: &ProxmoxVM) -> Self {
-        let r = &vm.spec.provider_config_ref;
+        Self::named(&vm.spec.provider_config_ref, vm.namespace())
+    }
+
+    /// The config `r` names from a resource of `namespace` (a
+    /// ProviderConfig is of the resource's namespace).
+    pub fn named(r: &ProviderConfigReference, namespace: Option<String>) -> Self {
         Self {
             kind: r.kind,
             namespace: match r.kind {
-                ProviderConfigKind::ProviderConfig => vm.namespace().unwrap_or_default(),
+                ProviderConfigKind::ProviderConfig => namespace.unwrap_or_default(),
                 ProviderConfigKind::ClusterProviderConfig => String::new(),
             },
             name: r.name.clone(),
