@@ -100,6 +100,19 @@ pub enum Reason {
     /// Synced=True: a clone waits for its source, declared by another
     /// ProxmoxVM with `template: true`, to become a template.
     WaitingForTemplate,
+    /// Synced=False: `clone.image` or `disks[].image.name` names no
+    /// ProxmoxImage of the namespace.
+    ImageNotFound,
+    /// Synced=False: `clone.image` names a ProxmoxImage without
+    /// `spec.forProvider.template`.
+    ImageHasNoTemplate,
+    /// Synced=False: the image named by `clone.image` or
+    /// `disks[].image.name` is not on the VM's node (or any allowed node)
+    /// yet, or is being deleted.
+    ImageNotReady,
+    /// Synced=False: the image's template on the VM's node (or on every
+    /// allowed node) is not a template yet.
+    TemplateNotReady,
     /// Synced=False: waiting for a per-node slot for longer than 10 minutes.
     CapacityStalled,
     /// Synced=True: our VM runs on a node outside `node`/`allowedNodes`
@@ -143,11 +156,6 @@ pub enum Reason {
     VolumeNotFound,
     /// Synced=False: a ProxmoxImage's `source.oci` cannot be pulled yet.
     OciNotSupportedYet,
-    /// Synced=False: a ProxmoxVM waits for the ProxmoxImage it names to be
-    /// ready on its node.
-    ImageNotReady,
-    /// Synced=False: a ProxmoxVM names a ProxmoxImage that does not exist.
-    ImageNotFound,
 }
 
 impl Reason {
@@ -176,6 +184,10 @@ impl Reason {
             Self::ConnectionSecretConflict => "ConnectionSecretConflict",
             Self::WaitingForCapacity => "WaitingForCapacity",
             Self::WaitingForTemplate => "WaitingForTemplate",
+            Self::ImageNotFound => "ImageNotFound",
+            Self::ImageHasNoTemplate => "ImageHasNoTemplate",
+            Self::ImageNotReady => "ImageNotReady",
+            Self::TemplateNotReady => "TemplateNotReady",
             Self::CapacityStalled => "CapacityStalled",
             Self::OutsidePlacement => "OutsidePlacement",
             Self::AgentResponding => "AgentResponding",
@@ -192,8 +204,6 @@ impl Reason {
             Self::ImageInUse => "ImageInUse",
             Self::VolumeNotFound => "VolumeNotFound",
             Self::OciNotSupportedYet => "OciNotSupportedYet",
-            Self::ImageNotReady => "ImageNotReady",
-            Self::ImageNotFound => "ImageNotFound",
         }
     }
 }

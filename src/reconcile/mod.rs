@@ -21,6 +21,7 @@
 pub mod configs;
 pub mod error;
 pub mod events;
+pub mod fleet;
 pub mod identity;
 pub mod image;
 pub mod invalid;

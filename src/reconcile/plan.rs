@@ -24,6 +24,7 @@ mod create;
 mod decision;
 mod delete;
 mod drift;
+mod fleet;
 mod forbidden;
 mod ha;
 mod hardware;
@@ -58,6 +59,7 @@ pub use input::{
     SlotGrant, SlotRequest, StorageView, TaskOutcome, TaskState, TemplateLookup, TemplateRef,
     VmConfig, VmState, VmidGrant, started_at,
 };
+pub use input::{ImageLookup, ImageTemplate};
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
     Sensitive, Step,

@@ -29,6 +29,7 @@ mod crds;
 mod create;
 mod events;
 mod failures;
+mod fleet;
 mod ha;
 mod hardware;
 mod images;

@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use kube::Api;
-use provider_proxmox::api::ClusterProviderConfig;
+use kube::api::{Patch, PatchParams};
+use provider_proxmox::api::{ClusterProviderConfig, ProxmoxImage};
 use provider_proxmox::reconcile::LeaderElection;
 use provider_proxmox::reconcile::events::Events;
 use provider_proxmox::reconcile::plan;
@@ -337,6 +338,56 @@ async fn vms(env: &Env, web_config: Value) {
     .await;
 }
 
+/// A ProxmoxImage with a template through its fleet: its template
+/// ProxmoxVM applied and Ready, its templates status written, then the
+/// template taken out of its spec and the ProxmoxVM deleted. The image
+/// controller's part (the volume and a Ready location) is written by the
+/// test.
+async fn fleet(env: &Env) {
+    let images: Api<ProxmoxImage> = Api::namespaced(support::client(), env.ns.name());
+    env.apply(&json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxImage",
+        "metadata": {"name": "noble"},
+        "spec": {
+            "forProvider": {
+                "source": {"importFrom": manifests::UBUNTU},
+                "content": "import",
+                "template": {"storage": "local-lvm"},
+            },
+            "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+        },
+    }))
+    .await;
+    let status = json!({"status": {"atProvider": {
+        "volume": manifests::UBUNTU,
+        "locations": [{"node": "pve", "storage": "local", "phase": "Ready"}],
+    }}});
+    images
+        .patch_status("noble", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    support::poll("the image's template ready", DEADLINE, || async {
+        let image = images.get("noble").await.map_err(|e| e.to_string())?;
+        let at = image.status.unwrap_or_default().at_provider;
+        (at.template_summary.as_deref() == Some("1/1 ready"))
+            .then_some(())
+            .ok_or_else(|| format!("{:?}", at.templates))
+    })
+    .await;
+    let no_template = json!({"spec": {"forProvider": {"template": null}}});
+    images
+        .patch(
+            "noble",
+            &PatchParams::default(),
+            &Patch::Merge(&no_template),
+        )
+        .await
+        .unwrap();
+    env.wait_gone("noble-tpl-pve").await;
+    images.delete("noble", &Default::default()).await.unwrap();
+}
+
 /// Until the VMs of [`vms`] converge: web and db Ready, lost told its
 /// config is missing, a change of db applied, the test's ProviderConfig
 /// Ready with `users`; and a repeated event, which patches the count of
@@ -468,6 +519,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     settings.leader_election = Some(LeaderElection::in_namespace(ns));
     let controller = Controller::start(account.client(), settings).await;
     vms(&env, json!({"kind": "ClusterProviderConfig", "name": cpc})).await;
+    fleet(&env).await;
     // Configs not in the watch cache (they do not exist) are read directly.
     let mut lost_cluster = manifests::vm("lost-cluster", json!({"node": "pve", "memory": "1Gi"}));
     lost_cluster["spec"]["providerConfigRef"] =
@@ -538,6 +590,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     settings.leader_election = Some(LeaderElection::in_namespace(ns));
     let controller = Controller::start(account.client(), settings).await;
     vms(&env, json!({"kind": "ProviderConfig", "name": "pve"})).await;
+    fleet(&env).await;
     let mut cluster = manifests::vm("cluster", json!({"node": "pve", "memory": "1Gi"}));
     cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": "default"});

@@ -245,10 +245,11 @@ pub struct ImageTemplate {
     #[schemars(length(min = 1, max = 64))]
     pub storage: String,
 
-    /// Whether clones of the template are linked by default (a VM's
-    /// `clone.full: true` still asks for a full copy). A linked clone
-    /// depends on the template's base disk, which then stays until the last
-    /// clone is gone.
+    /// Whether clones of the template may be linked: a VM asks for a
+    /// linked clone with `clone.full: false` (`clone.full` defaults to a
+    /// full copy, as for every clone); with `false` every clone is a full
+    /// copy. A linked clone depends on the template's base disk, which then
+    /// stays until the last clone is gone.
     #[serde(default = "yes")]
     pub linked: bool,
 }

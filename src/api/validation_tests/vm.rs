@@ -134,12 +134,27 @@ fn proxmox_vm_create_rules() {
         (
             "clone template named twice",
             json!({"clone": {"templateVmid": 9000, "templateName": "jammy"}}),
-            Some("exactly one of templateVmid or templateName"),
+            Some("exactly one of templateVmid, templateName or image"),
+        ),
+        (
+            "clone of an image's template",
+            json!({"clone": {"image": "noble", "full": false}}),
+            None,
+        ),
+        (
+            "clone of an image and a template",
+            json!({"clone": {"image": "noble", "templateVmid": 9000}}),
+            Some("exactly one of templateVmid, templateName or image"),
+        ),
+        (
+            "clone of an image that is no name",
+            json!({"clone": {"image": "Noble_Image"}}),
+            Some("image must be the name of a ProxmoxImage"),
         ),
         (
             "clone template named never",
             json!({"clone": {"full": true}}),
-            Some("exactly one of templateVmid or templateName"),
+            Some("exactly one of templateVmid, templateName or image"),
         ),
         (
             "linked clone with storage",

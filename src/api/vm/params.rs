@@ -257,8 +257,8 @@ impl Default for Cpu {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
-    validation = Rule::new("has(self.templateVmid) != has(self.templateName)")
-        .message("name the template by exactly one of templateVmid or templateName"),
+    validation = Rule::new("[has(self.templateVmid), has(self.templateName), has(self.image)].filter(x, x).size() == 1")
+        .message("name the template by exactly one of templateVmid, templateName or image"),
     validation = Rule::new("self.full || !has(self.storage)")
         .message("storage can only be set for full clones (a linked clone stays on the template's storage)")
 )]
@@ -273,6 +273,17 @@ pub struct CloneSource {
     #[x_kube(validation = Rule::new(DNS_NAME)
         .message("templateName must be a Proxmox VM name (a DNS name: letters, digits, dashes and dots)"))]
     pub template_name: Option<String>,
+    /// Name of a ProxmoxImage of this namespace with
+    /// `spec.forProvider.template`: the VM is a clone of that image's
+    /// template on its node (with `node` left out, placement picks among
+    /// the allowed nodes where the template is ready). Linked with
+    /// `full: false` when the template's storage can snapshot, else a full
+    /// copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(DNS_NAME)
+        .message("image must be the name of a ProxmoxImage (a DNS subdomain name)"))]
+    pub image: Option<String>,
     /// Full copy (default) or linked clone (fast, shares the template's
     /// base disk).
     #[serde(default = "yes")]

@@ -23,7 +23,7 @@ mod tests;
 
 use std::future::Future;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -36,20 +36,16 @@ use kube::core::DeserializeGuard;
 use crate::api::{ProxmoxImage, ProxmoxVM};
 use crate::reconcile::runtime::context::Context;
 
-/// The image controller's cache, for the VM passes that read an image.
-#[derive(Default)]
-pub struct Images {
-    store: OnceLock<Store<ProxmoxImage>>,
-}
-
-impl Images {
-    /// The image `namespace/name`, once the cache has listed: `Some(None)`
-    /// when it does not exist, `None` before the cache is filled.
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Option<Arc<ProxmoxImage>>> {
-        let store = self.store.get()?;
-        futures::FutureExt::now_or_never(store.wait_until_ready())?.ok()?;
-        Some(store.get(&ObjectRef::new(name).within(namespace)))
-    }
+/// The image `namespace/name` in the controller's image cache
+/// ([`Context::images`]), once the cache has listed: `Some(None)` when it
+/// does not exist, `None` before the cache is filled.
+pub fn lookup(
+    images: &Store<ProxmoxImage>,
+    namespace: &str,
+    name: &str,
+) -> Option<Option<Arc<ProxmoxImage>>> {
+    futures::FutureExt::now_or_never(images.wait_until_ready())?.ok()?;
+    Some(images.get(&ObjectRef::new(name).within(namespace)))
 }
 
 /// Wakes the images a VM watch event concerns (see
@@ -125,8 +121,6 @@ pub async fn run(
         ctx.settings.namespace.as_deref(),
     );
     let (reader, writer) = reflector::store();
-    // The VM passes read images from this cache.
-    let _ = ctx.images.store.set(reader.clone());
     let images = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .reflect(writer)

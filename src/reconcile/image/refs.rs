@@ -17,20 +17,20 @@ use crate::api::{ProxmoxImage, ProxmoxVM};
 pub const IMAGE_LABEL: &str = "proxmox.crossplane.io/image";
 
 /// The ProxmoxImages (of its own namespace) a ProxmoxVM names:
-/// `disks[].image.name`.
+/// `disks[].image.name` and `clone.image`.
 pub fn image_references(vm: &ProxmoxVM) -> impl Iterator<Item = &str> {
-    vm.spec
-        .for_provider
-        .disks
+    let p = &vm.spec.for_provider;
+    p.disks
         .iter()
         .filter_map(|d| d.image.as_ref()?.name.as_deref())
+        .chain(p.clone.as_ref().and_then(|c| c.image.as_deref()))
 }
 
 /// Whether the VM is one of the image's template VMs (labelled and owned
 /// by it).
 fn is_child(vm: &ProxmoxVM, image: &ProxmoxImage) -> bool {
-    let name = image.name_any();
-    let labelled = vm.labels().get(IMAGE_LABEL) == Some(&name);
+    let label = crate::reconcile::fleet::child::label_value(&image.name_any());
+    let labelled = vm.labels().get(IMAGE_LABEL) == Some(&label);
     let owned = vm
         .owner_references()
         .iter()
@@ -144,6 +144,10 @@ mod tests {
             {"slot": "scsi3", "storage": "local-lvm", "image": {"name": "jammy"}},
         ]));
         assert_eq!(image_references(&v).collect::<Vec<_>>(), ["noble", "jammy"]);
+        let mut clone = vm(serde_json::json!([]));
+        clone.spec.for_provider.clone =
+            serde_json::from_value(serde_json::json!({"image": "fleet", "full": false})).unwrap();
+        assert_eq!(image_references(&clone).collect::<Vec<_>>(), ["fleet"]);
         assert_eq!(
             images_of(&v),
             [

@@ -4,6 +4,7 @@
 //! to use as it is. After the step, [`Reserved::settle`] tells the scheduler
 //! what became of them. The decisions themselves are in [`crate::reconcile::schedule`].
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use kube::ResourceExt;
@@ -21,7 +22,7 @@ use crate::reconcile::plan::{
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::context::Context;
 use crate::reconcile::runtime::wake::VmRef;
-use crate::reconcile::schedule::{Candidates, LabelCounts, RunningTask, vmids};
+use crate::reconcile::schedule::{Candidates, LabelCounts, RunningTask, placement, vmids};
 
 /// What the scheduler reserved for one pass, to be settled after its step.
 #[must_use = "a reservation is settled after the step"]
@@ -68,7 +69,16 @@ pub async fn reserve(
         )
         | None => None,
     };
-    if let (Some(request), Some(vmid)) = (&needs.placement, needs.vmid) {
+    // A clone of an image's template goes where the template is ready;
+    // with none ready on an allowed node there is nothing to place yet.
+    let request = match (&needs.placement, &obs.image) {
+        (Some(request), Some(image)) => {
+            placement::among(request, &image.ready_nodes()).map(Cow::Owned)
+        }
+        (request, None) => request.as_ref().map(Cow::Borrowed),
+        (None, Some(_)) => None,
+    };
+    if let (Some(request), Some(vmid)) = (request, needs.vmid) {
         let view = from.view().await?;
         let labelled = label_counts(ctx, &conn.key, id, request.spread_by.as_ref());
         let candidates = Candidates {
@@ -78,7 +88,7 @@ pub async fn reserve(
         };
         obs.placement = Some(
             ctx.scheduler
-                .place(&conn.key, &id.uid, vmid, request, candidates),
+                .place(&conn.key, &id.uid, vmid, &request, candidates),
         );
     }
     if needs.host {

@@ -275,10 +275,14 @@ impl<'a> Ctx<'a> {
             (Some(_), false) | (None, _) => vec![],
         };
         let template = self.spec.clone.as_ref().filter(|_| creating).and_then(|c| {
-            match (c.template_vmid, &c.template_name) {
-                (Some(vmid), _) => Some(TemplateRef::Vmid(vmid)),
-                (None, Some(name)) => Some(TemplateRef::Name(name.clone())),
-                (None, None) => None,
+            match (c.template_vmid, &c.template_name, &c.image) {
+                (Some(vmid), _, _) => Some(TemplateRef::Vmid(vmid)),
+                (None, Some(name), _) => Some(TemplateRef::Name(name.clone())),
+                (None, None, Some(image)) => Some(TemplateRef::Image {
+                    name: image.clone(),
+                    node: node.clone(),
+                }),
+                (None, None, None) => None,
             }
         });
         let heavy = if self.spec.clone.is_some() {

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
+use super::fleet::{self, ImageClone};
 use super::input::{PasswordState, Placement, SlotGrant, TemplateLookup, VmState, VmidGrant};
 use super::output::{Idle, KubeWrite, PveCall, Sensitive};
 use super::render;
@@ -194,6 +195,30 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
 }
 
 fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decision {
+    // An image's template: the one on the VM's node, once it is ready; then
+    // its VMID is cloned as a `templateVmid` would be.
+    let linkable = match clone
+        .image
+        .as_deref()
+        .map(|image| fleet::image_clone(ctx, image))
+    {
+        None => true,
+        Some(ImageClone::Clone { linkable }) => linkable,
+        Some(ImageClone::Wait(d)) => return *d,
+        // No node is placed yet (else `image_clone` would not ask): this
+        // records the one placement chose, or says why there is none.
+        Some(ImageClone::Place) => {
+            return match placement(ctx, out) {
+                Ok(_) => Decision::new(
+                    Idle::Wait,
+                    Some(Duration::ZERO),
+                    Say::yes(Reason::ReconcileSuccess, "placed; cloning next"),
+                ),
+                Err(d) => *d,
+            };
+        }
+    };
+    let full = fleet::full(clone.full, linkable);
     let (template, template_node) = match &ctx.obs.template {
         // Another ProxmoxVM declares the source with `template: true` and
         // is still building it: wait, which is no error. Its status
@@ -214,7 +239,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
         // for the VM to become one (e.g. a ProxmoxVM with `template: true`
         // still being built); nothing is cloned meanwhile.
         found @ Some(TemplateLookup::Found { vmid, .. })
-            if !tenancy::may_copy(ctx, &CopySource::of(*vmid, found.as_ref()), clone.full) =>
+            if !tenancy::may_copy(ctx, &CopySource::of(*vmid, found.as_ref()), full) =>
         {
             let source = CopySource::of(*vmid, found.as_ref());
             let allowed_full = tenancy::policy_names(ctx, &source);
@@ -272,7 +297,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
         template,
         vmid,
         target_node: (node != template_node).then_some(node),
-        full: clone.full,
+        full,
         storage: clone.storage.clone(),
         name: ctx.vm_name(),
         description: render::description_value(ctx),

@@ -235,6 +235,65 @@ pub enum TemplateRef {
     Vmid(u32),
     /// By name (must be unique).
     Name(String),
+    /// The template of a ProxmoxImage (`clone.image`) on the VM's node.
+    Image {
+        /// The image, in the VM's namespace.
+        name: String,
+        /// The node the VM is to be created on, once known: the image's
+        /// template there is the one cloned.
+        node: Option<String>,
+    },
+}
+
+/// The ProxmoxImage named by `clone.image`, as the controller's cache of
+/// images shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImageLookup {
+    /// No ProxmoxImage of that name in the VM's namespace.
+    NotFound,
+    /// It has no `spec.forProvider.template`.
+    NoTemplate,
+    /// It is being deleted: nothing new is cloned from it.
+    Deleting,
+    /// Its templates, as `status.atProvider.templates` lists them.
+    Templates(Vec<ImageTemplate>),
+}
+
+/// One node's template of an image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageTemplate {
+    /// The node.
+    pub node: String,
+    /// The template's VMID, once known.
+    pub vmid: Option<u32>,
+    /// It is a template and can be cloned.
+    pub ready: bool,
+    /// Its clones can be linked.
+    pub linkable: bool,
+}
+
+impl ImageLookup {
+    /// The nodes where the image's template can be cloned.
+    pub fn ready_nodes(&self) -> Vec<String> {
+        match self {
+            Self::Templates(templates) => templates
+                .iter()
+                .filter(|t| t.ready && t.vmid.is_some())
+                .map(|t| t.node.clone())
+                .collect(),
+            Self::NotFound | Self::NoTemplate | Self::Deleting => vec![],
+        }
+    }
+
+    /// The template on `node`, if it can be cloned.
+    pub fn ready_on(&self, node: &str) -> Option<&ImageTemplate> {
+        match self {
+            Self::Templates(templates) => templates
+                .iter()
+                .find(|t| t.node == node && t.ready && t.vmid.is_some()),
+            Self::NotFound | Self::NoTemplate | Self::Deleting => None,
+        }
+    }
 }
 
 /// How the VM was observed.
@@ -274,6 +333,9 @@ pub struct Observation {
     pub placement: Option<Placement>,
     /// The clone template.
     pub template: Option<TemplateLookup>,
+    /// The ProxmoxImage of `clone.image`, when [`Needs::template`] names
+    /// one.
+    pub image: Option<ImageLookup>,
     /// The VMs of [`Needs::import_sources`] as the cluster view shows them
     /// (`Found` or `NotFound`).
     pub import_sources: BTreeMap<u32, TemplateLookup>,

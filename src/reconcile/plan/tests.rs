@@ -5,6 +5,7 @@
 pub(super) mod converge;
 pub(super) mod create;
 mod delete;
+mod fleet;
 mod flow;
 mod gate;
 mod ha;

@@ -3,8 +3,8 @@
 use kube::ResourceExt;
 
 use crate::api::{
-    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxImage,
-    ProxmoxVM,
+    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderConfigReference,
+    ProviderSettings, ProxmoxImage, ProxmoxVM,
 };
 
 /// Identifies a provider config: kind, namespace (namespaced kind) and name.
@@ -21,15 +21,17 @@ pub struct ConfigKey {
 impl ConfigKey {
     /// The config a ProxmoxVM refers to.
     pub fn of(vm: &ProxmoxVM) -> Self {
-        Self::referred(&vm.spec.provider_config_ref, vm.namespace())
+        Self::named(&vm.spec.provider_config_ref, vm.namespace())
     }
 
     /// The config a ProxmoxImage refers to.
     pub fn of_image(image: &ProxmoxImage) -> Self {
-        Self::referred(&image.spec.provider_config_ref, image.namespace())
+        Self::named(&image.spec.provider_config_ref, image.namespace())
     }
 
-    fn referred(r: &crate::api::ProviderConfigReference, namespace: Option<String>) -> Self {
+    /// The config `r` names from a resource of `namespace` (a
+    /// ProviderConfig is of the resource's namespace).
+    pub fn named(r: &ProviderConfigReference, namespace: Option<String>) -> Self {
         Self {
             kind: r.kind,
             namespace: match r.kind {

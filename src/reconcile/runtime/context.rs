@@ -13,7 +13,7 @@ use super::shards::Shards;
 use super::wake::Waker;
 use crate::api::ProxmoxVM;
 use crate::reconcile::events::Events;
-use crate::reconcile::image::Images;
+use crate::reconcile::fleet::cache::Images;
 use crate::reconcile::inventory::Inventory;
 use crate::reconcile::providers::Providers;
 use crate::reconcile::schedule::Scheduler;
@@ -45,7 +45,7 @@ pub struct Context {
     pub store: Store<DeserializeGuard<ProxmoxVM>>,
     /// The provider configs this replica holds (their Leases' terms).
     pub shards: Arc<Shards>,
-    /// The image controller's cache of ProxmoxImages.
+    /// The controller's cache of ProxmoxImages (clones of their templates).
     pub images: Images,
 }
 
@@ -55,7 +55,7 @@ impl Context {
         kube: kube::Client,
         settings: Settings,
         metrics: Arc<Metrics>,
-        store: Store<DeserializeGuard<ProxmoxVM>>,
+        (store, images): (Store<DeserializeGuard<ProxmoxVM>>, Images),
         waker: Waker,
     ) -> Self {
         let shards = Arc::new(match &settings.leader_election {
@@ -84,7 +84,7 @@ impl Context {
             memory: Memory::default(),
             waker,
             store,
-            images: Images::default(),
+            images,
         }
     }
 }

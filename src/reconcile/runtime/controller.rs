@@ -20,6 +20,11 @@
 //! * A template's ProxmoxVM getting further (a task ended, Ready changed)
 //!   wakes the clones waiting for it ([`super::wake::Templates`], on the VM
 //!   watch, before the cache takes the change in).
+//! * Fleets ([`crate::reconcile::fleet`]): a watch of ProxmoxImages feeds
+//!   their cache (read by clones of an image's template) and the fleet
+//!   controller; an image's templates changing wakes its waiting clones,
+//!   and its template ProxmoxVMs and clones changing (on the VM watch)
+//!   wake its fleet pass.
 //! * Wake-ups from the provider config controllers: a config created,
 //!   deleted, changed in its spec, fixed (Ready again) or whose Secret
 //!   changed requeues every ProxmoxVM that refers to it (found in this
@@ -56,6 +61,7 @@ use super::shards::leases;
 use super::wake::{Referenced, Templates, Waker, readers, watch_tasks};
 use crate::api::ProxmoxVM;
 use crate::reconcile::configs::{self, Tap, Users};
+use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::pass::{error_policy, reconcile};
@@ -78,10 +84,16 @@ pub async fn run(
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
     let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
+    // Fleets: the image cache, and the images whose templates or clones
+    // changed (seen on the VM watch, before the cache takes it in).
+    let (images, image_writer) = reflector::store();
+    let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
+    let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
     let vms = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .inspect(move |event| templates.see(event))
         .inspect(move |event| image_waker.see(event))
+        .inspect(move |event| fleet_images.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
@@ -113,7 +125,7 @@ pub async fn run(
         kube.clone(),
         settings,
         metrics,
-        reader.clone(),
+        (reader.clone(), images),
         Waker::new(wake),
     ));
     let controller = Controller::for_stream(vms, reader)
@@ -153,6 +165,7 @@ pub async fn run(
             }
         }
     };
+    let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
     let configs = configs::run(
         kube,
         namespace,
@@ -162,7 +175,7 @@ pub async fn run(
         (triggers, receivers),
         stop,
     );
-    futures::join!(vms, configs, tasks, leases, images);
+    futures::join!(vms, configs, tasks, leases, images, fleet);
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }

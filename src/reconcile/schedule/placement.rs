@@ -112,6 +112,23 @@ impl PlacementBook {
     }
 }
 
+/// `request` limited to `nodes`: a clone of an image's template goes to a
+/// node where that template is ready (cloning it elsewhere needs a target
+/// node and shared storage, and a linked clone cannot leave its base).
+/// `None` when none of them is allowed: there is nothing to place on yet.
+pub fn among(request: &PlacementRequest, nodes: &[String]) -> Option<PlacementRequest> {
+    let allowed: Vec<String> = nodes
+        .iter()
+        .filter(|n| request.allowed.is_empty() || request.allowed.contains(n))
+        .cloned()
+        .collect();
+    (!allowed.is_empty()).then(|| PlacementRequest {
+        allowed,
+        prefer_template_node: false,
+        ..request.clone()
+    })
+}
+
 /// Whether `node` may take the VM: online, allowed and big enough.
 fn candidate(request: &PlacementRequest, view: &ClusterView, node: &str) -> bool {
     let allowed = request.allowed.is_empty() || request.allowed.iter().any(|n| n == node);
@@ -449,5 +466,39 @@ mod tests {
         assert_eq!(node_of(&book.place("a", 100, &req, clone, now)), "pve1");
         req.allowed = vec!["pve2".into()];
         assert_eq!(node_of(&book.place("b", 101, &req, clone, now)), "pve2");
+    }
+
+    #[test]
+    fn clones_of_an_image_go_only_where_its_template_is_ready() {
+        // pve2 has the most free memory, but only pve1 and pve3 have the
+        // image's template ready.
+        let v = view(&[
+            ("pve1", true, 64, 60),
+            ("pve2", true, 64, 0),
+            ("pve3", true, 64, 50),
+        ]);
+        let none = LabelCounts::new();
+        let mut book = PlacementBook::default();
+        let now = Instant::now();
+        let ready = ["pve1".to_owned(), "pve3".to_owned()];
+        let req = request(&[], PlacementPolicy::MostFreeMemory);
+        let among_ready = among(&req, &ready).unwrap();
+        assert_eq!(among_ready.allowed, ready);
+        assert_eq!(
+            node_of(&book.place("a", 100, &among_ready, from(&v, &none), now)),
+            "pve3"
+        );
+        // Intersected with allowedNodes.
+        let only_pve1 = among(
+            &request(&["pve1", "pve2"], PlacementPolicy::MostFreeMemory),
+            &ready,
+        );
+        assert_eq!(only_pve1.unwrap().allowed, ["pve1"]);
+        // No ready node allowed: nothing to place on (not "any node").
+        assert_eq!(
+            among(&request(&["pve2"], PlacementPolicy::FewestVms), &ready),
+            None
+        );
+        assert_eq!(among(&req, &[]), None);
     }
 }

@@ -347,7 +347,7 @@ pub fn rows() -> Vec<Row> {
             vm_with(
                 json!({"disks": null, "clone": {"templateVmid": 9000, "templateName": "jammy"}}),
             ),
-            "exactly one of templateVmid or templateName",
+            "exactly one of templateVmid, templateName or image",
         ),
         row(
             "linked clone with storage",

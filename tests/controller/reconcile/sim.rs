@@ -64,16 +64,26 @@ impl Sim {
 
     /// `GET /_sim/requests`: every API request so far.
     pub async fn requests(&self) -> Vec<Value> {
-        let v: Value = self
-            .control
-            .get(self.url("requests"))
+        let v = self.control_get("requests").await;
+        v["requests"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// `GET /_sim/state`: the simulator's state (nodes, storages, volumes
+    /// with the base of each linked clone, guests).
+    pub async fn state(&self) -> Value {
+        self.control_get("state").await
+    }
+
+    /// `GET /_sim/<path>`, as JSON.
+    async fn control_get(&self, path: &str) -> Value {
+        self.control
+            .get(self.url(path))
             .send()
             .await
             .unwrap()
             .json()
             .await
-            .unwrap();
-        v["requests"].as_array().cloned().unwrap_or_default()
+            .unwrap()
     }
 
     /// Requests matching a method and route template (any status).

@@ -25,6 +25,7 @@ use pve_client::vm::{Drive, DriveFile, is_disk_key};
 
 use crate::api::ProxmoxVM;
 use crate::api::meta::EXTERNAL_CREATE_SUCCEEDED;
+use crate::reconcile::inventory::ClusterView;
 use crate::reconcile::plan::{TemplateLookup, VmConfig};
 use crate::reconcile::providers::ConfigKey;
 
@@ -137,6 +138,40 @@ pub async fn template_source(
         }
     }
     Ok(TemplateLookup::Coming { resource })
+}
+
+/// The template of an image on `node`, VMID `vmid` (from the image's
+/// status): as the cluster view shows it, or, when the view does not show
+/// a template there (it lags a conversion that just ended), as Proxmox
+/// does (one request, only then).
+pub async fn image_template(
+    client: &Client,
+    view: &ClusterView,
+    vmid: u32,
+    node: &str,
+) -> Result<TemplateLookup, pve_client::Error> {
+    if let Some(seen) = view.vms.get(&vmid).filter(|v| v.template && v.node == node) {
+        return Ok(TemplateLookup::Found {
+            vmid,
+            node: seen.node.clone(),
+            template: true,
+            pool: seen.pool.clone(),
+            tags: seen.tags.clone(),
+        });
+    }
+    match client.vm_status(node, vmid).await {
+        Ok(status) => Ok(TemplateLookup::Found {
+            vmid,
+            node: node.to_owned(),
+            template: status.template,
+            pool: None,
+            tags: vec![],
+        }),
+        Err(pve_client::Error::NotFound { .. } | pve_client::Error::Api { .. }) => {
+            Ok(TemplateLookup::NotFound)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// VMIDs (other than `vmid`) using a base volume of the template `config`.

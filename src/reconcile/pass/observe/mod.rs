@@ -23,6 +23,7 @@ use kube::{Api, ResourceExt};
 
 use crate::api::ProxmoxVM;
 use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::fleet::cache::{self, Images};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::{ClusterView, Inventory};
 use crate::reconcile::plan::{
@@ -67,8 +68,8 @@ pub struct Sources<'a> {
     pub store: &'a Store<DeserializeGuard<ProxmoxVM>>,
     /// What earlier passes saw of each resource's VM.
     pub memory: &'a Memory,
-    /// The image controller's cache of ProxmoxImages.
-    pub images: &'a crate::reconcile::image::Images,
+    /// The controller's cache of ProxmoxImages (`clone.image`).
+    pub images: &'a Images,
 }
 
 impl Sources<'_> {
@@ -133,7 +134,7 @@ pub async fn observe(
     }
     obs.images = images(client, &needs.images).await?;
     for name in &needs.named_images {
-        let seen = match from.images.get(&id.namespace, name) {
+        let seen = match crate::reconcile::image::lookup(from.images, &id.namespace, name) {
             None => NamedImage::Unknown,
             Some(None) => NamedImage::NotFound,
             Some(Some(image)) => NamedImage::of(&image),
@@ -159,9 +160,25 @@ pub async fn observe(
             .map(|vmid| (*vmid, template_lookup(&view, &TemplateRef::Vmid(*vmid))))
             .collect();
     }
-    if let Some(template) = &needs.template {
-        let looked_up = template_lookup(from.view().await?.as_ref(), template);
-        obs.template = Some(clones::template_source(client, from.store, vm, looked_up).await?);
+    match &needs.template {
+        Some(TemplateRef::Image { name, node }) => {
+            // From the cache of images: no request. The template's VMID is
+            // then looked up as a `templateVmid` is.
+            let image = cache::lookup(from.images, &id.namespace, name);
+            let ready = node
+                .as_deref()
+                .and_then(|n| Some((image.ready_on(n)?.vmid?, n)));
+            if let Some((vmid, node)) = ready {
+                let view = from.view().await?;
+                obs.template = Some(clones::image_template(client, &view, vmid, node).await?);
+            }
+            obs.image = Some(image);
+        }
+        Some(template @ (TemplateRef::Vmid(_) | TemplateRef::Name(_))) => {
+            let looked_up = template_lookup(from.view().await?.as_ref(), template);
+            obs.template = Some(clones::template_source(client, from.store, vm, looked_up).await?);
+        }
+        None => {}
     }
     if let (true, Some(vmid)) = (needs.ha, needs.vmid) {
         obs.ha = Some(ha::ha_view(client, vmid).await?);
@@ -337,6 +354,8 @@ fn template_lookup(view: &ClusterView, wanted: &TemplateRef) -> TemplateLookup {
                 [_, _, ..] => TemplateLookup::Ambiguous(matching),
             }
         }
+        // An image's template is found through the image (see `observe`).
+        TemplateRef::Image { .. } => TemplateLookup::NotFound,
     }
 }
 

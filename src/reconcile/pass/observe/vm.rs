@@ -281,7 +281,7 @@ mod tests {
         };
         let (store, _writer) = kube::runtime::reflector::store();
         let memory = crate::reconcile::runtime::memory::Memory::default();
-        let images = crate::reconcile::image::Images::default();
+        let (images, _image_writer) = kube::runtime::reflector::store();
         let from = Sources {
             images: &images,
             memory: &memory,

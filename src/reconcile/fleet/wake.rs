@@ -1,0 +1,158 @@
+//! Wake-ups between images and VMs, from the watches the controller
+//! already has (no request of their own):
+//!
+//! * an image appearing, going, changing its spec or its templates wakes
+//!   the VMs that clone it and are not created yet ([`Clones`], on the
+//!   image watch, before its cache takes the change in);
+//! * a template ProxmoxVM changing, or a clone appearing, moving to a node
+//!   or going, wakes its image's fleet pass ([`Images`], on the VM watch):
+//!   the templates status follows its children, and a deletion waiting for
+//!   clones goes on when the last one is gone.
+
+use futures::channel::mpsc::UnboundedSender;
+use kube::ResourceExt;
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+
+use super::cache::{self, Images as ImageStore};
+use super::child;
+use super::templates::clones_image;
+use crate::api::meta::EXTERNAL_CREATE_SUCCEEDED;
+use crate::api::{ProxmoxImage, ProxmoxVM};
+use crate::reconcile::runtime::wake::{Waker, vm_ref};
+
+/// Wakes the clones waiting for an image when it changes.
+pub struct Clones {
+    images: ImageStore,
+    vms: Store<DeserializeGuard<ProxmoxVM>>,
+    waker: Waker,
+}
+
+impl Clones {
+    /// Compares with `images`, finds the clones in `vms`, wakes them through
+    /// `waker`.
+    pub fn new(images: ImageStore, vms: Store<DeserializeGuard<ProxmoxVM>>, waker: Waker) -> Self {
+        Self { images, vms, waker }
+    }
+
+    /// Looks at one event of the image watch.
+    pub fn see(&self, event: &Result<watcher::Event<ProxmoxImage>, watcher::Error>) {
+        let image = match event {
+            Ok(watcher::Event::Apply(image) | watcher::Event::InitApply(image)) => {
+                let before = self.images.get(&ObjectRef::from_obj(image));
+                if before.is_some_and(|b| progress(&b) == progress(image)) {
+                    return;
+                }
+                image
+            }
+            Ok(watcher::Event::Delete(image)) => image,
+            Ok(watcher::Event::Init | watcher::Event::InitDone) | Err(_) => return,
+        };
+        for vm in waiting_for(&self.vms, image) {
+            tracing::debug!(
+                image = %cache::full_name(image), clone = %format!("{}/{}", vm.namespace.as_deref().unwrap_or_default(), vm.name),
+                "the image's templates changed; waking its clone"
+            );
+            self.waker.wake(vm);
+        }
+    }
+}
+
+/// What of an image a waiting clone decides from.
+fn progress(image: &ProxmoxImage) -> (Option<i64>, bool, crate::reconcile::plan::ImageLookup) {
+    (
+        image.metadata.generation,
+        image.metadata.deletion_timestamp.is_some(),
+        cache::of(image),
+    )
+}
+
+/// The ProxmoxVMs in `vms` that clone `image` and are not created yet.
+fn waiting_for(
+    vms: &Store<DeserializeGuard<ProxmoxVM>>,
+    image: &ProxmoxImage,
+) -> Vec<crate::reconcile::runtime::wake::VmRef> {
+    let (namespace, name) = (image.namespace(), image.name_any());
+    vms.state()
+        .iter()
+        .filter_map(|obj| obj.0.as_ref().ok())
+        .filter(|vm| vm.namespace() == namespace && clones_image(vm, &name))
+        .filter(|vm| vm.annotation(EXTERNAL_CREATE_SUCCEEDED).is_none())
+        .map(vm_ref)
+        .collect()
+}
+
+/// Wakes the fleet pass of an image when one of its templates or clones
+/// changes.
+pub struct Images {
+    vms: Store<DeserializeGuard<ProxmoxVM>>,
+    sender: UnboundedSender<ObjectRef<ProxmoxImage>>,
+}
+
+impl Images {
+    /// Compares with `vms` (the VM cache, before it takes the event in);
+    /// wakes through `sender`.
+    pub fn new(
+        vms: Store<DeserializeGuard<ProxmoxVM>>,
+        sender: UnboundedSender<ObjectRef<ProxmoxImage>>,
+    ) -> Self {
+        Self { vms, sender }
+    }
+
+    /// Looks at one event of the VM watch.
+    pub fn see(&self, event: &Result<watcher::Event<DeserializeGuard<ProxmoxVM>>, watcher::Error>) {
+        let (vm, deleted) = match event {
+            Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => (obj, false),
+            Ok(watcher::Event::Delete(obj)) => (obj, true),
+            Ok(watcher::Event::Init | watcher::Event::InitDone) | Err(_) => return,
+        };
+        let Ok(vm) = &vm.0 else { return };
+        let Some(namespace) = vm.namespace() else {
+            return;
+        };
+        let image = if let Some(owner) = template_owner(vm) {
+            // A template: its status is the image's templates status.
+            owner
+        } else if let Some(image) = vm
+            .spec
+            .for_provider
+            .clone
+            .as_ref()
+            .and_then(|c| c.image.clone())
+        {
+            // A clone matters to its image only by being there, where.
+            let before = self.vms.get(&vm_ref(vm));
+            let before = before.as_deref().and_then(|o| o.0.as_ref().ok());
+            if !deleted && before.is_some_and(|b| placement(b) == placement(vm)) {
+                return;
+            }
+            image
+        } else {
+            return;
+        };
+        // Closed only when the controller stopped: nothing to wake.
+        let _ = self
+            .sender
+            .unbounded_send(ObjectRef::new(&image).within(&namespace));
+    }
+}
+
+/// The image controlling a template ProxmoxVM.
+fn template_owner(vm: &ProxmoxVM) -> Option<String> {
+    vm.labels().get(child::IMAGE_LABEL)?;
+    vm.owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true) && o.kind == "ProxmoxImage")
+        .map(|o| o.name.clone())
+}
+
+/// Where a clone is and whether it is going.
+fn placement(vm: &ProxmoxVM) -> (Option<&str>, bool) {
+    (
+        vm.status
+            .as_ref()
+            .and_then(|s| s.at_provider.node.as_deref()),
+        vm.metadata.deletion_timestamp.is_some(),
+    )
+}
