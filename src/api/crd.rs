@@ -5,7 +5,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::CustomResourceExt;
 
-use crate::api::{ClusterProviderConfig, ProviderConfig, ProxmoxVM};
+use crate::api::{ClusterProviderConfig, ProviderConfig, ProxmoxContainer, ProxmoxVM};
 
 /// Every CRD this provider serves, in install order, each with the file name
 /// it is committed under in `crds/`.
@@ -22,6 +22,10 @@ pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
         (
             "proxmox.crossplane.io_proxmoxvms.yaml",
             tidy(ProxmoxVM::crd()),
+        ),
+        (
+            "proxmox.crossplane.io_proxmoxcontainers.yaml",
+            tidy(ProxmoxContainer::crd()),
         ),
     ]
 }

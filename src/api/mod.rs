@@ -1,4 +1,5 @@
-//! Kubernetes API types: `ProxmoxVM`, `ProviderConfig`, `ClusterProviderConfig`.
+//! Kubernetes API types: `ProxmoxVM`, `ProxmoxContainer`, `ProviderConfig`,
+//! `ClusterProviderConfig`.
 //!
 //! The types follow Crossplane v2 managed-resource conventions (`spec.forProvider`,
 //! `spec.providerConfigRef`, `spec.managementPolicies`, `status.atProvider`,
@@ -7,6 +8,7 @@
 //! are generated from these types (`proxmox-provider crds`).
 
 pub mod condition;
+pub mod container;
 pub mod crd;
 pub mod meta;
 pub mod provider_config;
@@ -18,6 +20,7 @@ pub mod vm;
 mod validation_tests;
 
 pub use condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
+pub use container::{ProxmoxContainer, ProxmoxContainerSpec, ProxmoxContainerStatus};
 pub use meta::{ManagementPolicy, ProviderConfigKind, ProviderConfigReference};
 pub use provider_config::{ClusterProviderConfig, ProviderConfig, ProviderSettings};
 pub use quantity::Quantity;

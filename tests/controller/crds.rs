@@ -40,6 +40,7 @@ fn printed_stream_holds_every_crd() {
             "clusterproviderconfigs.proxmox.crossplane.io",
             "providerconfigs.proxmox.crossplane.io",
             "proxmoxvms.proxmox.crossplane.io",
+            "proxmoxcontainers.proxmox.crossplane.io",
         ]
     );
 }

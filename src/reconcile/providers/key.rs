@@ -2,9 +2,8 @@
 
 use kube::ResourceExt;
 
-use crate::api::{
-    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
-};
+use crate::api::meta::ConfigUser;
+use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings};
 
 /// Identifies a provider config: kind, namespace (namespaced kind) and name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
@@ -18,13 +17,15 @@ pub struct ConfigKey {
 }
 
 impl ConfigKey {
-    /// The config a ProxmoxVM refers to.
-    pub fn of(vm: &ProxmoxVM) -> Self {
-        let r = &vm.spec.provider_config_ref;
+    /// The config a ProxmoxVM or ProxmoxContainer refers to.
+    pub fn of(user: &impl ConfigUser) -> Self {
+        let r = user.provider_config_ref();
         Self {
             kind: r.kind,
             namespace: match r.kind {
-                ProviderConfigKind::ProviderConfig => vm.namespace().unwrap_or_default(),
+                ProviderConfigKind::ProviderConfig => {
+                    user.meta().namespace.clone().unwrap_or_default()
+                }
                 ProviderConfigKind::ClusterProviderConfig => String::new(),
             },
             name: r.name.clone(),

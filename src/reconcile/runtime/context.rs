@@ -11,7 +11,7 @@ use super::queue::Queue;
 use super::settings::Settings;
 use super::shards::Shards;
 use super::wake::Waker;
-use crate::api::ProxmoxVM;
+use crate::api::{ProxmoxContainer, ProxmoxVM};
 use crate::reconcile::events::Events;
 use crate::reconcile::inventory::Inventory;
 use crate::reconcile::providers::Providers;
@@ -42,17 +42,23 @@ pub struct Context {
     pub waker: Waker,
     /// The controller's cache of ProxmoxVMs.
     pub store: Store<DeserializeGuard<ProxmoxVM>>,
+    /// The container controller's cache of ProxmoxContainers (their VMIDs
+    /// share the allocator with the VMs').
+    pub containers: Store<DeserializeGuard<ProxmoxContainer>>,
     /// The provider configs this replica holds (their Leases' terms).
     pub shards: Arc<Shards>,
 }
 
 impl Context {
-    /// A context for a controller whose cache is `store`.
+    /// A context for controllers whose caches are `store` and `containers`.
     pub fn new(
         kube: kube::Client,
         settings: Settings,
         metrics: Arc<Metrics>,
-        store: Store<DeserializeGuard<ProxmoxVM>>,
+        (store, containers): (
+            Store<DeserializeGuard<ProxmoxVM>>,
+            Store<DeserializeGuard<ProxmoxContainer>>,
+        ),
         waker: Waker,
     ) -> Self {
         let shards = Arc::new(match &settings.leader_election {
@@ -81,6 +87,7 @@ impl Context {
             memory: Memory::default(),
             waker,
             store,
+            containers,
         }
     }
 }

@@ -52,6 +52,7 @@ use super::shards::leases;
 use super::wake::{Referenced, Templates, Waker, readers, watch_tasks};
 use crate::api::ProxmoxVM;
 use crate::reconcile::configs::{self, Tap, Users};
+use crate::reconcile::container;
 use crate::reconcile::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::pass::{error_policy, reconcile};
 
@@ -102,11 +103,12 @@ pub async fn run(
     .default_backoff()
     .touched_objects();
     let (secret_store, map_store) = (reader.clone(), reader.clone());
+    let (containers, container_writer) = container::controller::store();
     let ctx = Arc::new(Context::new(
         kube.clone(),
         settings,
         metrics,
-        reader.clone(),
+        (reader.clone(), containers),
         Waker::new(wake),
     ));
     let controller = Controller::for_stream(vms, reader)
@@ -133,6 +135,7 @@ pub async fn run(
             }
         });
     let tasks = watch_tasks(Arc::clone(&ctx), stop.clone());
+    let containers = container::controller::run(Arc::clone(&ctx), container_writer, stop.clone());
     let leases = {
         let (ctx, hooks, stop) = (
             Arc::clone(&ctx),
@@ -154,7 +157,7 @@ pub async fn run(
         (triggers, receivers),
         stop,
     );
-    futures::join!(vms, configs, tasks, leases);
+    futures::join!(vms, containers, configs, tasks, leases);
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }
