@@ -219,3 +219,83 @@ async fn a_lost_status_write_does_not_create_a_second_container() {
     let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
     assert_eq!(creates.len(), 1, "exactly one create: {creates:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_examples_are_accepted_and_mistakes_refused_with_what_is_wrong() {
+    let env = Env::without_controller("ctschema", Options::default()).await;
+    let ns = env.ns.name();
+    for example in ["examples/ct-debian.yaml", "examples/ct-oci.yaml"] {
+        support::apply_dry_run_server(support::repo_root().join(example).as_path(), Some(ns)).await;
+    }
+    let base = debian(json!({}));
+    let with = |change: serde_json::Value| {
+        let mut fp = base.clone();
+        for (k, v) in change.as_object().unwrap() {
+            fp[k] = v.clone();
+        }
+        serde_json::to_string(&container("bad", fp)).unwrap()
+    };
+    let cases = [
+        (
+            with(json!({"template": {}})),
+            "template needs exactly one of volume and oci",
+        ),
+        (
+            with(json!({"template": {"volume": DEBIAN,
+                "oci": {"reference": "docker.io/library/alpine:3.20"}}})),
+            "template needs exactly one of volume and oci",
+        ),
+        (
+            with(json!({"template": {"oci": {"reference": "docker.io/library/alpine"}}})),
+            "reference must name an image with a tag",
+        ),
+        (
+            with(json!({"template": {"volume": "local:iso/debian.iso"}})),
+            "volume must be a container template volume",
+        ),
+        (
+            with(
+                json!({"mountPoints": [{"slot": "mp256", "storage": "local-lvm", "size": "1Gi", "path": "/a"}]}),
+            ),
+            "slot must be mp0 ... mp255",
+        ),
+        (
+            with(json!({"networks": [{"slot": "eth0", "name": "eth0", "bridge": "vmbr0"}]})),
+            "slot must be net0 ... net31",
+        ),
+        (
+            with(json!({"networks": [
+                {"slot": "net0", "name": "eth0", "bridge": "vmbr0"},
+                {"slot": "net0", "name": "eth1", "bridge": "vmbr0"}]})),
+            "each network slot may appear only once",
+        ),
+        (
+            with(
+                json!({"networks": [{"slot": "net0", "name": "eth0", "bridge": "vmbr0",
+                "ip": "dhcp", "gateway": "10.0.0.1"}]}),
+            ),
+            "gateway needs a static ip",
+        ),
+        (
+            with(json!({"memory": "8Mi"})),
+            "memory must be at least 16Mi",
+        ),
+        (
+            with(json!({"rootfs": {"storage": "local-lvm", "size": "100Mi"}})),
+            "rootfs.size must be at least 1Gi",
+        ),
+        (
+            with(
+                json!({"description": "Managed by crossplane-provider-proxmox: ProxmoxContainer x/y uid=z"}),
+            ),
+            "description cannot contain the provider's owner marker",
+        ),
+    ];
+    for (manifest, expected) in cases {
+        let message = support::apply_expect_rejected(manifest.as_str(), Some(ns)).await;
+        assert!(
+            message.contains(expected),
+            "expected the server to say {expected:?}, it said:\n{message}"
+        );
+    }
+}

@@ -86,11 +86,10 @@ pub struct ContainerParameters {
         .message("memory must be at least 16Mi"))]
     pub memory: Quantity,
 
-    /// Swap, as a Kubernetes quantity (e.g. `512Mi`, `0`), rounded up to
-    /// whole MiB.
+    /// Swap, as a Kubernetes quantity (e.g. `512Mi`), rounded up to whole
+    /// MiB. (A quantity here is positive: a container without swap is not
+    /// expressible yet.)
     #[serde(default = "default_memory")]
-    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('0')) >= 0")
-        .message("swap cannot be negative"))]
     pub swap: Quantity,
 
     /// Host name inside the container. Left out: the resource's name.

@@ -388,7 +388,7 @@ fn deleting_destroys_only_what_is_ours() {
 fn the_create_carries_the_spec_and_the_owner_marker() {
     let c = ct(
         json!({
-            "memory": "1Gi", "swap": "0", "cpu": {"cores": 2}, "hostname": "web",
+            "memory": "1Gi", "swap": "1Mi", "cpu": {"cores": 2}, "hostname": "web",
             "mountPoints": [{"slot": "mp1", "storage": "local-lvm", "size": "1500Mi", "path": "/srv"}],
             "features": {"nesting": true, "keyctl": true},
             "sshKeys": ["ssh-ed25519 AAAA k"], "tags": ["b", "a"], "description": "notes",
@@ -408,7 +408,7 @@ fn the_create_carries_the_spec_and_the_owner_marker() {
     assert_eq!(get("rootfs"), "local-lvm:4");
     assert_eq!(get("mp1"), "local-lvm:2,mp=/srv", "rounded up to whole GiB");
     assert_eq!(get("memory"), "1024");
-    assert_eq!(get("swap"), "0");
+    assert_eq!(get("swap"), "1");
     assert_eq!(get("cores"), "2");
     assert_eq!(get("hostname"), "web");
     assert_eq!(get("unprivileged"), "1", "unprivileged by default");
