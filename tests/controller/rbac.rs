@@ -28,7 +28,7 @@ use provider_proxmox::reconcile::runtime::metrics::Metrics;
 use serde_json::{Value, json};
 
 use crate::reconcile::configs::{has_reason, wait_deleted, wait_protected};
-use crate::reconcile::{Controller, DEADLINE, Env, Options, events_in, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, containers, events_in, manifests};
 use crate::support;
 
 /// One role of rendered manifests: a ClusterRole's rules hold anywhere, a
@@ -324,6 +324,10 @@ async fn vms(env: &Env, web_config: Value) {
     let mut lost = manifests::vm("lost", json!({"node": "pve", "memory": "1Gi"}));
     lost["spec"]["providerConfigRef"] = json!({"kind": "ProviderConfig", "name": "missing"});
     env.apply(&lost).await;
+    // A container, from the template the sim seeds: the container
+    // controller's watch, metadata and status writes.
+    env.apply(&containers::container("box", containers::debian(json!({}))))
+        .await;
 }
 
 /// Until the VMs of [`vms`] converge: web and db Ready, lost told its
@@ -334,6 +338,7 @@ async fn vms(env: &Env, web_config: Value) {
 async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64) {
     env.wait_ready("web").await;
     env.wait_ready("db").await;
+    env.wait_container_ready("box").await;
     env.wait_synced_reason("lost", "ProviderConfigNotFound")
         .await;
     let events = Events::new(
@@ -365,14 +370,20 @@ async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64
     .await;
 }
 
-/// Deletes the VMs `names` and waits until they are gone.
+/// Deletes the VMs `names` and the container of [`vms`], and waits until
+/// they are gone.
 async fn delete(env: &Env, names: &[&str]) {
     for name in names {
         env.vms().delete(name, &Default::default()).await.unwrap();
     }
+    env.containers()
+        .delete("box", &Default::default())
+        .await
+        .unwrap();
     for name in names {
         env.wait_gone(name).await;
     }
+    env.wait_container_gone("box").await;
 }
 
 /// Stops the controller; every call `account` made is granted by each of

@@ -5,17 +5,19 @@
 //!
 //! Watched through `DeserializeGuard` (a malformed object cannot stall the
 //! watch), with a predicate filter on generation, annotations and
-//! finalizers: the controller's own status writes do not trigger passes; a
-//! pass says itself when to look again (every couple of seconds while a
-//! task runs, the resync interval once settled).
+//! finalizers: the controller's own status writes do not trigger passes. A
+//! task's end wakes the resource through the VMs' task watcher
+//! ([`crate::reconcile::runtime::wake`]); otherwise a pass says itself when
+//! to look again (the resync interval once settled).
 
 use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use futures::channel::mpsc::UnboundedReceiver;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::reflector::{Store, store::Writer};
+use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
 use super::pass::{error_policy, reconcile};
@@ -35,7 +37,10 @@ pub fn store() -> (
 /// Runs the container controller until `stop` resolves.
 pub async fn run(
     ctx: Arc<Context>,
-    writer: Writer<DeserializeGuard<ProxmoxContainer>>,
+    (writer, wakeups): (
+        Writer<DeserializeGuard<ProxmoxContainer>>,
+        UnboundedReceiver<ObjectRef<DeserializeGuard<ProxmoxContainer>>>,
+    ),
     stop: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let api =
@@ -52,6 +57,8 @@ pub async fn run(
             Default::default(),
         );
     Controller::for_stream(stream, reader)
+        // The task watcher's wake-ups: a task ended.
+        .reconcile_on(wakeups)
         // The shared admission queue caps passes, as for VMs.
         .with_config(Config::default().concurrency(0))
         .graceful_shutdown_on(stop)

@@ -31,8 +31,13 @@ use crate::api::vm::{InFlightTask, ObservedState, PowerState, TaskAction, TaskFa
 use crate::reconcile::identity::Identity;
 use crate::reconcile::plan::{Event, Ownership, Placement, VmidGrant, owner_of};
 
-/// How soon a pass looks again while something it waits for runs.
+/// How soon a pass looks again while something it waits for runs that no
+/// status records (a lock, a task the node lists).
 pub const WAIT: Duration = Duration::from_secs(2);
+/// How soon a pass looks again after starting a task, or while its task
+/// runs: the task watcher wakes the resource as soon as the task ended,
+/// this is only the fallback when it cannot tell.
+pub const TASK_FALLBACK: Duration = Duration::from_secs(10);
 /// How long a task may take before it is reported as late.
 const TASK_DEADLINE: Duration = Duration::from_secs(1800);
 
@@ -366,7 +371,7 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
                     | TaskAction::DeleteVolume
                     | TaskAction::Template => {}
                 }
-                return cx.done(Step::Idle, WAIT);
+                return cx.done(Step::Idle, TASK_FALLBACK);
             }
             Some(TaskSeen::Succeeded) => {
                 cx.at().task = None;
@@ -525,7 +530,7 @@ fn absent(mut cx: Ctx<'_>, obs: &Observation, vmid: u32, deleting: bool, create:
                         storage: oci.storage.clone(),
                         pull: render::oci_pull(oci),
                     },
-                    WAIT,
+                    TASK_FALLBACK,
                 );
             }
             None => {
@@ -557,7 +562,7 @@ fn absent(mut cx: Ctx<'_>, obs: &Observation, vmid: u32, deleting: bool, create:
                     node,
                     create: Box::new(create),
                 },
-                WAIT,
+                TASK_FALLBACK,
             )
         }
         Err(invalid) => invalid_spec(cx, &invalid, obs.poll),
@@ -631,10 +636,10 @@ fn present(
                 Reason::Deleting,
                 "stopping the container to destroy it",
             );
-            return cx.done(Step::Stop { node, vmid }, WAIT);
+            return cx.done(Step::Stop { node, vmid }, TASK_FALLBACK);
         }
         cx.synced(true, Reason::Deleting, "destroying the container");
-        return cx.done(Step::Destroy { node, vmid }, WAIT);
+        return cx.done(Step::Destroy { node, vmid }, TASK_FALLBACK);
     }
     let spec = &cx.ct.spec.for_provider;
     let drift = match render::drift(spec, cx.id, &seen.config) {
@@ -675,7 +680,7 @@ fn present(
             Reason::Unavailable,
             "not in the requested power state yet",
         );
-        return cx.done(step, WAIT);
+        return cx.done(step, TASK_FALLBACK);
     }
     let message = if drift.unmanaged.is_empty() {
         String::new()

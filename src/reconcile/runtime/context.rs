@@ -40,6 +40,8 @@ pub struct Context {
     pub memory: Memory,
     /// Wakes resources whose task ended or whose slot freed.
     pub waker: Waker,
+    /// Wakes ProxmoxContainers whose task ended.
+    pub container_waker: Waker<DeserializeGuard<ProxmoxContainer>>,
     /// The controller's cache of ProxmoxVMs.
     pub store: Store<DeserializeGuard<ProxmoxVM>>,
     /// The container controller's cache of ProxmoxContainers (their VMIDs
@@ -59,7 +61,7 @@ impl Context {
             Store<DeserializeGuard<ProxmoxVM>>,
             Store<DeserializeGuard<ProxmoxContainer>>,
         ),
-        waker: Waker,
+        (waker, container_waker): (Waker, Waker<DeserializeGuard<ProxmoxContainer>>),
     ) -> Self {
         let shards = Arc::new(match &settings.leader_election {
             Some(_) => Shards::sharded(settings.identity.clone()),
@@ -86,6 +88,7 @@ impl Context {
             inventory: Inventory::default(),
             memory: Memory::default(),
             waker,
+            container_waker,
             store,
             containers,
         }

@@ -104,12 +104,13 @@ pub async fn run(
     .touched_objects();
     let (secret_store, map_store) = (reader.clone(), reader.clone());
     let (containers, container_writer) = container::controller::store();
+    let (wake_container, container_wakeups) = mpsc::unbounded();
     let ctx = Arc::new(Context::new(
         kube.clone(),
         settings,
         metrics,
         (reader.clone(), containers),
-        Waker::new(wake),
+        (Waker::new(wake), Waker::new(wake_container)),
     ));
     let controller = Controller::for_stream(vms, reader)
         .owns(scoped::<Secret>(&kube, namespace.as_deref()), secrets)
@@ -135,7 +136,11 @@ pub async fn run(
             }
         });
     let tasks = watch_tasks(Arc::clone(&ctx), stop.clone());
-    let containers = container::controller::run(Arc::clone(&ctx), container_writer, stop.clone());
+    let containers = container::controller::run(
+        Arc::clone(&ctx),
+        (container_writer, container_wakeups),
+        stop.clone(),
+    );
     let leases = {
         let (ctx, hooks, stop) = (
             Arc::clone(&ctx),
