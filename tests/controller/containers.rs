@@ -59,6 +59,17 @@ async fn a_container_from_a_template_volume_becomes_ready_drift_is_corrected_and
             .unwrap()
             .is_running()
     );
+    // Core v1 events for the tasks started and finished.
+    let events = crate::reconcile::events_in(env.ns.name(), "app").await;
+    for (reason, task) in [
+        ("TaskStarted", ":vzcreate:"),
+        ("TaskSucceeded", ":vzstart:"),
+    ] {
+        assert!(
+            events.iter().any(|e| e.1 == reason && e.2.contains(task)),
+            "{reason} {task}: {events:?}"
+        );
+    }
 
     // The printer columns show it.
     let table = support::kubectl_ok(&["get", "proxmoxcontainer", "app", "-n", env.ns.name()]).await;
@@ -166,8 +177,10 @@ async fn containers_from_one_oci_image_pull_it_once_and_become_ready() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_status_write_does_not_create_a_second_container() {
+    // 0.2: the create takes about 20 s, so the second controller finds it
+    // running (locked, in the node's task list, in no status).
     let options = Options {
-        time_scale: 0.5,
+        time_scale: 0.2,
         ..Options::default()
     };
     let mut env = Env::without_controller("ctlost", options).await;
@@ -194,8 +207,9 @@ async fn a_lost_status_write_does_not_create_a_second_container() {
     )
     .await;
     let restricted = Controller::start(account.client(), env.settings()).await;
-    env.apply(&container("app", debian(json!({"vmid": 160}))))
-        .await;
+    // No vmid in the spec: the VMID is allocated and must be recorded
+    // before the create, or the next pass would allocate another.
+    env.apply(&container("app", debian(json!({})))).await;
     support::poll("the create to be sent", DEADLINE, || async {
         match env.sim.count("POST", "/nodes/{node}/lxc").await {
             0 => Err("no create yet".to_owned()),
@@ -203,9 +217,6 @@ async fn a_lost_status_write_does_not_create_a_second_container() {
         }
     })
     .await;
-    // Passes of the restricted controller go on meanwhile: none may send
-    // the create again while the first runs.
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     let ct = env.container("app").await;
     assert!(
         ct.status.is_none(),
@@ -215,9 +226,21 @@ async fn a_lost_status_write_does_not_create_a_second_container() {
     restricted.kill().await;
 
     env.start_controller().await;
-    assert_eq!(env.wait_container_ready("app").await, 160);
+    let vmid = env.wait_container_ready("app").await;
     let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
     assert_eq!(creates.len(), 1, "exactly one create: {creates:?}");
+    assert_eq!(creates[0]["params"]["vmid"], vmid.to_string());
+    let containers: Vec<u32> = env
+        .sim
+        .client()
+        .cluster_resources(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.kind == "lxc")
+        .filter_map(|r| r.vmid.map(|v| v as u32))
+        .collect();
+    assert_eq!(containers, [vmid], "one container on Proxmox");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

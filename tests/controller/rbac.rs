@@ -330,9 +330,9 @@ async fn vms(env: &Env, web_config: Value) {
         .await;
 }
 
-/// Until the VMs of [`vms`] converge: web and db Ready, lost told its
-/// config is missing, a change of db applied, the test's ProviderConfig
-/// Ready with `users`; and a repeated event, which patches the count of
+/// Until the VMs of [`vms`] converge: web, db and the container Ready,
+/// lost told its config is missing, a change of db applied, the test's
+/// ProviderConfig Ready with `users` (the container among them); and a repeated event, which patches the count of
 /// the first, through the provider's own publisher as `account` (a short
 /// workload repeats none by itself).
 async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64) {
@@ -457,7 +457,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     lost_cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": format!("missing-{ns}")});
     env.apply(&lost_cluster).await;
-    converge(&env, &account, 1).await;
+    converge(&env, &account, 2).await;
     env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
         .await;
     env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
@@ -526,7 +526,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": "default"});
     env.apply(&cluster).await;
-    converge(&env, &account, 2).await;
+    converge(&env, &account, 3).await;
     let refused = env
         .wait_synced_reason("cluster", "ProviderConfigNotFound")
         .await;

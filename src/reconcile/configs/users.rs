@@ -18,16 +18,18 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::Triggers;
-use crate::api::ProxmoxVM;
+use crate::api::{ProxmoxContainer, ProxmoxVM};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::server::Readiness;
 
 type Guarded = DeserializeGuard<ProxmoxVM>;
 
-/// The VMs of each config, from the VM controller's cache.
+/// The VMs of each config, from the VM controller's cache (and its
+/// containers, from the container controller's).
 #[derive(Clone)]
 pub struct Users {
     store: Store<Guarded>,
+    containers: Option<Store<DeserializeGuard<ProxmoxContainer>>>,
     listed: Arc<AtomicBool>,
     wake: UnboundedSender<ObjectRef<Guarded>>,
 }
@@ -38,9 +40,20 @@ impl Users {
     pub fn new(store: Store<Guarded>, wake: UnboundedSender<ObjectRef<Guarded>>) -> Self {
         Self {
             store,
+            containers: None,
             listed: Arc::new(AtomicBool::new(false)),
             wake,
         }
+    }
+
+    /// Counts the ProxmoxContainers of `containers` as users too: a config
+    /// they use is not released while one is left.
+    pub fn with_containers(
+        mut self,
+        containers: Store<DeserializeGuard<ProxmoxContainer>>,
+    ) -> Self {
+        self.containers = Some(containers);
+        self
     }
 
     /// Whether the cache holds every VM (counts before that are wrong).
@@ -58,13 +71,23 @@ impl Users {
             .collect()
     }
 
-    /// The VMs referring to `key` as `namespace/name`, sorted.
+    /// The VMs (and containers) referring to `key` as `namespace/name`,
+    /// sorted.
     pub fn names(&self, key: &ConfigKey) -> Vec<String> {
         let mut names: Vec<String> = self
             .of(key)
             .into_iter()
             .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
             .collect();
+        let containers = self.containers.iter().flat_map(Store::state);
+        names.extend(containers.filter_map(|g| match &g.0 {
+            Ok(ct) if ConfigKey::of(ct) == *key => Some(format!(
+                "{}/{} (ProxmoxContainer)",
+                ct.namespace().unwrap_or_default(),
+                ct.name_any()
+            )),
+            Ok(_) | Err(_) => None,
+        }));
         names.sort();
         names
     }

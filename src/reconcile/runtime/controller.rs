@@ -69,7 +69,8 @@ pub async fn run(
     let api: Api<DeserializeGuard<ProxmoxVM>> = scoped(&kube, settings.namespace.as_deref());
     let (reader, writer) = reflector::store();
     let (wake, wakeups) = mpsc::unbounded();
-    let users = Users::new(reader.clone(), wake.clone());
+    let (containers, container_writer) = container::controller::store();
+    let users = Users::new(reader.clone(), wake.clone()).with_containers(containers.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
@@ -103,7 +104,6 @@ pub async fn run(
     .default_backoff()
     .touched_objects();
     let (secret_store, map_store) = (reader.clone(), reader.clone());
-    let (containers, container_writer) = container::controller::store();
     let (wake_container, container_wakeups) = mpsc::unbounded();
     let ctx = Arc::new(Context::new(
         kube.clone(),
