@@ -14,12 +14,19 @@ use crate::support;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_from_a_template_volume_becomes_ready_drift_is_corrected_and_delete_purges() {
     let env = Env::start("ct").await;
+    env.apply(&json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "app-root"},
+        "stringData": {"password": "s3cret-pass"},
+    }))
+    .await;
     env.apply(&container(
         "app",
         debian(json!({
             "mountPoints": [{"slot": "mp0", "storage": "local-lvm", "size": "2Gi", "path": "/data"}],
             "features": {"nesting": true},
             "startOnBoot": true,
+            "passwordSecretRef": {"name": "app-root", "key": "password"},
         })),
     ))
     .await;
@@ -35,6 +42,11 @@ async fn a_container_from_a_template_volume_becomes_ready_drift_is_corrected_and
     assert_eq!(creates.len(), 1, "{creates:?}");
     assert_eq!(creates[0]["params"]["ostemplate"], DEBIAN);
     assert_eq!(creates[0]["params"]["unprivileged"], "1");
+    // The password went with the create (the sim's log redacts it), and
+    // nowhere else.
+    assert_eq!(creates[0]["params"]["password"], "**redacted**");
+    let written = serde_json::to_string(&ct).unwrap();
+    assert!(!written.contains("s3cret-pass"), "{written}");
     let client = env.sim.client();
     let config = client.container_config("pve", vmid).await.unwrap();
     let uid = ct.metadata.uid.clone().unwrap();
