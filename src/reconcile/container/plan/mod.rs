@@ -80,21 +80,11 @@ impl Ctx<'_> {
     }
 
     fn synced(&mut self, ok: bool, reason: Reason, message: &str) {
-        let status = if ok {
-            ConditionStatus::True
-        } else {
-            ConditionStatus::False
-        };
-        self.set(status, ConditionType::Synced, reason, message);
+        self.set(holds(ok), ConditionType::Synced, reason, message);
     }
 
     fn ready(&mut self, ok: bool, reason: Reason, message: &str) {
-        let status = if ok {
-            ConditionStatus::True
-        } else {
-            ConditionStatus::False
-        };
-        self.set(status, ConditionType::Ready, reason, message);
+        self.set(holds(ok), ConditionType::Ready, reason, message);
     }
 
     fn at(&mut self) -> &mut ContainerAtProvider {
@@ -117,6 +107,15 @@ impl Ctx<'_> {
             events: self.events,
             requeue,
         }
+    }
+}
+
+/// `True` or `False`.
+fn holds(ok: bool) -> ConditionStatus {
+    if ok {
+        ConditionStatus::True
+    } else {
+        ConditionStatus::False
     }
 }
 
