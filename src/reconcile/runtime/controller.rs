@@ -70,7 +70,9 @@ pub async fn run(
     let (reader, writer) = reflector::store();
     let (wake, wakeups) = mpsc::unbounded();
     let (containers, container_writer) = container::controller::store();
-    let users = Users::new(reader.clone(), wake.clone()).with_containers(containers.clone());
+    let (wake_container, container_wakeups) = mpsc::unbounded();
+    let users = Users::new(reader.clone(), wake.clone())
+        .with_containers(containers.clone(), wake_container.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
@@ -104,7 +106,6 @@ pub async fn run(
     .default_backoff()
     .touched_objects();
     let (secret_store, map_store) = (reader.clone(), reader.clone());
-    let (wake_container, container_wakeups) = mpsc::unbounded();
     let ctx = Arc::new(Context::new(
         kube.clone(),
         settings,
