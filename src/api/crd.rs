@@ -5,7 +5,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::CustomResourceExt;
 
-use crate::api::{ClusterProviderConfig, ProviderConfig, ProxmoxImage, ProxmoxVM};
+use crate::api::{
+    ClusterProviderConfig, ProviderConfig, ProxmoxContainer, ProxmoxImage, ProxmoxVM,
+};
 
 /// Every CRD this provider serves, in install order, each with the file name
 /// it is committed under in `crds/`.
@@ -26,6 +28,10 @@ pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
         (
             "proxmox.crossplane.io_proxmoximages.yaml",
             tidy(ProxmoxImage::crd()),
+        ),
+        (
+            "proxmox.crossplane.io_proxmoxcontainers.yaml",
+            tidy(ProxmoxContainer::crd()),
         ),
     ]
 }

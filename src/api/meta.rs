@@ -125,6 +125,51 @@ impl Default for ProviderConfigReference {
     }
 }
 
+/// A managed resource that names a provider config (a ProxmoxVM, a
+/// ProxmoxContainer): what the provider config's users, keys and in-use
+/// guard need of it.
+pub trait ConfigUser {
+    /// The provider config it names.
+    fn provider_config_ref(&self) -> &ProviderConfigReference;
+    /// Its metadata.
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    /// The VMID recorded in its `crossplane.io/external-name` annotation, raw.
+    fn external_name(&self) -> Option<&str> {
+        self.meta()
+            .annotations
+            .as_ref()?
+            .get(EXTERNAL_NAME)
+            .map(String::as_str)
+    }
+}
+
+impl ConfigUser for super::ProxmoxVM {
+    fn provider_config_ref(&self) -> &ProviderConfigReference {
+        &self.spec.provider_config_ref
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+}
+
+impl ConfigUser for super::ProxmoxImage {
+    fn provider_config_ref(&self) -> &ProviderConfigReference {
+        &self.spec.provider_config_ref
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+}
+
+impl ConfigUser for super::ProxmoxContainer {
+    fn provider_config_ref(&self) -> &ProviderConfigReference {
+        &self.spec.provider_config_ref
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+}
+
 /// A Secret in the same namespace as the referring resource.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 pub struct LocalSecretReference {

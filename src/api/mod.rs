@@ -1,4 +1,4 @@
-//! Kubernetes API types: `ProxmoxVM`, `ProxmoxImage`, `ProviderConfig`,
+//! Kubernetes API types: `ProxmoxVM`, `ProxmoxImage`, `ProxmoxContainer`,
 //! `ClusterProviderConfig`.
 //!
 //! The types follow Crossplane v2 managed-resource conventions (`spec.forProvider`,
@@ -8,6 +8,7 @@
 //! are generated from these types (`proxmox-provider crds`).
 
 pub mod condition;
+pub mod container;
 pub mod crd;
 pub mod image;
 pub mod meta;
@@ -20,6 +21,7 @@ pub mod vm;
 mod validation_tests;
 
 pub use condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
+pub use container::{ProxmoxContainer, ProxmoxContainerSpec, ProxmoxContainerStatus};
 pub use image::{ProxmoxImage, ProxmoxImageSpec, ProxmoxImageStatus};
 pub use meta::{ManagementPolicy, ProviderConfigKind, ProviderConfigReference};
 pub use provider_config::{ClusterProviderConfig, ProviderConfig, ProviderSettings};

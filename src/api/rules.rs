@@ -14,3 +14,14 @@ pub const SECRET_NAME_MESSAGE: &str = "must be a Secret name: lower-case letters
 
 /// A DNS name (a VM name, a search domain, a template's name).
 pub const DNS_NAME: &str = "self.matches('^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?[.])*[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$')";
+
+/// Proxmox tags (pve-common's `pve-tag`), one list item each.
+pub const TAGS: &str = "self.all(t, t.matches('^[a-zA-Z0-9_][a-zA-Z0-9_+.-]*$'))";
+/// Why a tag was refused.
+pub const TAGS_MESSAGE: &str =
+    "tags contain letters, digits, _ + - and ., and start with a letter, digit or _";
+
+/// A Linux bridge name (`vmbr0`).
+pub const BRIDGE: &str = "self.matches('^[a-zA-Z][a-zA-Z0-9_.-]*$')";
+/// Why a bridge name was refused.
+pub const BRIDGE_MESSAGE: &str = "must be a Linux bridge name such as vmbr0";

@@ -74,6 +74,8 @@ pub struct ClusterView {
     pub vms: HashMap<u32, VmView>,
     /// Every guest's VMID (QEMU and LXC: they share the VMID space).
     pub vmids: BTreeSet<u32>,
+    /// LXC containers by VMID: their node.
+    pub containers: HashMap<u32, String>,
     /// The storages shared by the nodes (a volume on one is on every node).
     pub shared_storages: BTreeSet<String>,
     /// Per node, its storages by ID.
@@ -125,6 +127,10 @@ impl ClusterView {
                         };
                         view.storages.entry(node).or_default().insert(storage, seen);
                     }
+                }
+                ("lxc", Some(vmid)) => {
+                    view.vmids.insert(vmid);
+                    view.containers.insert(vmid, r.node.unwrap_or_default());
                 }
                 (_, Some(vmid)) => {
                     view.vmids.insert(vmid);

@@ -10,6 +10,7 @@
 //! | [`schedule`] | what many resources share, decided atomically: VMIDs, placement, per-node import/clone slots |
 //! | [`runtime`] | the process around the passes: leader election, the controller and what triggers a pass, memory, queue, wake-ups (a task ended, a slot freed, a template got further, a Secret or ConfigMap read changed), metrics |
 //! | [`image`] | the ProxmoxImage controller: files downloaded once per storage, deleted when nothing uses them |
+//! | [`container`] | the ProxmoxContainer controller (LXC), beside the VMs' and sharing their context |
 //! | [`configs`] | provider config status: Ready, Proxmox version, users |
 //! | [`providers`] | provider configs → one shared Proxmox client each |
 //! | [`inventory`] | each provider config's cluster view, one read per poll interval |
@@ -19,6 +20,7 @@
 //! | [`invalid`] | objects that do not match the schema |
 
 pub mod configs;
+pub mod container;
 pub mod error;
 pub mod events;
 pub mod fleet;

@@ -64,7 +64,8 @@ pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
     Sensitive, Step,
 };
-pub use owner::{Ownership, marker_line, ownership};
+pub use owner::{Ownership, marker_line, marker_line_of, owner_of, ownership};
+pub(crate) use owner::{description, user_part};
 pub use seed::seed_prefix;
 pub use task::{NOT_VISIBLE_GRACE, backoff};
 pub use tenancy::connection_refused;

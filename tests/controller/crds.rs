@@ -41,6 +41,7 @@ fn printed_stream_holds_every_crd() {
             "providerconfigs.proxmox.crossplane.io",
             "proxmoxvms.proxmox.crossplane.io",
             "proxmoximages.proxmox.crossplane.io",
+            "proxmoxcontainers.proxmox.crossplane.io",
         ]
     );
 }

@@ -24,6 +24,7 @@ mod architecture;
 mod bad_input;
 mod concurrency;
 mod configs;
+mod containers;
 mod control_plane;
 mod crds;
 mod create;

@@ -29,7 +29,7 @@ use provider_proxmox::reconcile::runtime::metrics::Metrics;
 use serde_json::{Value, json};
 
 use crate::reconcile::configs::{has_reason, wait_deleted, wait_protected};
-use crate::reconcile::{Controller, DEADLINE, Env, Options, events_in, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, containers, events_in, manifests};
 use crate::support;
 
 /// One role of rendered manifests: a ClusterRole's rules hold anywhere, a
@@ -336,6 +336,10 @@ async fn vms(env: &Env, web_config: Value) {
         },
     }))
     .await;
+    // A container, from the template the sim seeds: the container
+    // controller's watch, metadata and status writes.
+    env.apply(&containers::container("box", containers::debian(json!({}))))
+        .await;
 }
 
 /// A ProxmoxImage with a template through its fleet: its template
@@ -388,14 +392,15 @@ async fn fleet(env: &Env) {
     images.delete("noble", &Default::default()).await.unwrap();
 }
 
-/// Until the VMs of [`vms`] converge: web and db Ready, lost told its
-/// config is missing, a change of db applied, the test's ProviderConfig
-/// Ready with `users`; and a repeated event, which patches the count of
+/// Until the VMs of [`vms`] converge: web, db and the container Ready,
+/// lost told its config is missing, a change of db applied, the test's
+/// ProviderConfig Ready with `users` (the container among them); and a repeated event, which patches the count of
 /// the first, through the provider's own publisher as `account` (a short
 /// workload repeats none by itself).
 async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64) {
     env.wait_ready("web").await;
     env.wait_ready("db").await;
+    env.wait_container_ready("box").await;
     env.wait_synced_reason("lost", "ProviderConfigNotFound")
         .await;
     let images: kube::Api<provider_proxmox::api::ProxmoxImage> =
@@ -443,14 +448,20 @@ async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64
     .await;
 }
 
-/// Deletes the VMs `names` and waits until they are gone.
+/// Deletes the VMs `names` and the container of [`vms`], and waits until
+/// they are gone.
 async fn delete(env: &Env, names: &[&str]) {
     for name in names {
         env.vms().delete(name, &Default::default()).await.unwrap();
     }
+    env.containers()
+        .delete("box", &Default::default())
+        .await
+        .unwrap();
     for name in names {
         env.wait_gone(name).await;
     }
+    env.wait_container_gone("box").await;
 }
 
 /// Stops the controller; every call `account` made is granted by each of
@@ -525,7 +536,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     lost_cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": format!("missing-{ns}")});
     env.apply(&lost_cluster).await;
-    converge(&env, &account, 1).await;
+    converge(&env, &account, 2).await;
     env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
         .await;
     env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
@@ -595,7 +606,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": "default"});
     env.apply(&cluster).await;
-    converge(&env, &account, 2).await;
+    converge(&env, &account, 3).await;
     let refused = env
         .wait_synced_reason("cluster", "ProviderConfigNotFound")
         .await;

@@ -52,6 +52,8 @@ async fn every_example_is_accepted() {
         "examples/vm-windows11.yaml",
         "examples/vm-golden-template.yaml",
         "examples/vm-passthrough.yaml",
+        "examples/ct-debian.yaml",
+        "examples/ct-oci.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
     ] {
@@ -132,6 +134,30 @@ fn examples_show_what_their_names_promise() {
         .unwrap();
     assert!(!policies.contains(&json!("Delete")) && !policies.contains(&json!("*")));
     assert!(policies.contains(&json!("Create")));
+
+    let debian = example("ct-debian.yaml");
+    let ct = debian
+        .iter()
+        .find(|d| d["kind"] == "ProxmoxContainer")
+        .unwrap();
+    assert_eq!(
+        ct["spec"]["forProvider"]["template"]["volume"],
+        "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
+        "the template pve-sim seeds"
+    );
+    let secret = debian.iter().find(|d| d["kind"] == "Secret").unwrap();
+    assert_eq!(
+        ct["spec"]["forProvider"]["passwordSecretRef"]["name"],
+        secret["metadata"]["name"]
+    );
+    let oci = example("ct-oci.yaml");
+    assert!(
+        oci[0]["spec"]["forProvider"]["template"]["oci"]["reference"]
+            .as_str()
+            .unwrap()
+            .contains(':'),
+        "an OCI reference with a tag"
+    );
 
     let config = example("providerconfig/cluster-default.yaml");
     let cpc = config

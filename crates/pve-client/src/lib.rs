@@ -26,6 +26,7 @@ pub mod ha;
 pub mod hook;
 mod lenient;
 mod limit;
+pub mod lxc;
 pub mod node;
 pub mod observer;
 mod request;

@@ -10,7 +10,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::rules::{SECRET_NAME, SECRET_NAME_MESSAGE};
+use super::rules::{SECRET_NAME, SECRET_NAME_MESSAGE, TAGS, TAGS_MESSAGE};
 
 mod go_duration;
 mod status;
@@ -223,8 +223,7 @@ pub struct CloneSources {
     #[schemars(length(max = 32), inner(length(min = 1, max = 64)))]
     #[x_kube(
         merge_strategy = ListMerge::Set,
-        validation = Rule::new("self.all(t, t.matches('^[a-zA-Z0-9_][a-zA-Z0-9_+.-]*$'))")
-            .message("tags contain letters, digits, _ + - and ., and start with a letter, digit or _")
+        validation = Rule::new(TAGS).message(TAGS_MESSAGE)
     )]
     pub tags: Vec<String>,
     /// VMID ranges, both ends included.

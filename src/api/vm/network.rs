@@ -4,6 +4,8 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::api::rules::{BRIDGE, BRIDGE_MESSAGE};
+
 /// One virtual network card.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -20,8 +22,7 @@ pub struct NetworkDevice {
 
     /// Bridge to attach to, e.g. `vmbr0`.
     #[schemars(length(max = 15))]
-    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9_.-]*$')")
-        .message("must be a Linux bridge name such as vmbr0"))]
+    #[x_kube(validation = Rule::new(BRIDGE).message(BRIDGE_MESSAGE))]
     pub bridge: String,
 
     /// VLAN tag (1-4094). Left out: untagged.

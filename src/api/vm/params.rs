@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{CloudInit, Disk, Hardware, Lifecycle, NetworkDevice};
 use crate::api::quantity::Quantity;
-use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE};
+use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE};
 
 /// The VM as it should be on Proxmox. Fields left out are not managed
 /// (except where a default is shown); fields marked "create only" are used
@@ -150,8 +150,7 @@ pub struct VmParameters {
     #[schemars(length(max = 32), inner(length(max = 64)))]
     #[x_kube(
         merge_strategy = ListMerge::Set,
-        validation = Rule::new("self.all(t, t.matches('^[a-zA-Z0-9_][a-zA-Z0-9_+.-]*$'))")
-            .message("tags contain letters, digits, _ + - and ., and start with a letter, digit or _")
+        validation = Rule::new(TAGS).message(TAGS_MESSAGE)
     )]
     pub tags: Vec<String>,
 

@@ -31,7 +31,8 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProxmoxVM};
+use crate::api::meta::ConfigUser;
+use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind};
 use crate::reconcile::providers::ConfigKey;
 
 /// The finalizer (Crossplane's name for it).
@@ -65,10 +66,10 @@ pub enum Guard {
 
 /// The guard of a VM pass about to use the config `key` (read afresh as
 /// `config`).
-pub fn guard(vm: &ProxmoxVM, key: &ConfigKey, config: &ObjectMeta) -> Guard {
+pub fn guard(vm: &impl ConfigUser, key: &ConfigKey, config: &ObjectMeta) -> Guard {
     // A VM being deleted needs its config to clean up, and one that has a
     // VMID was counted as a user before its config could be released.
-    let started = vm.metadata.deletion_timestamp.is_some() || vm.external_name().is_some();
+    let started = vm.meta().deletion_timestamp.is_some() || vm.external_name().is_some();
     guard_started(started, key, config)
 }
 
@@ -159,6 +160,7 @@ pub fn blocked_message(users: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::ProxmoxVM;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::jiff::Timestamp;
 

@@ -18,16 +18,26 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::Triggers;
-use crate::api::ProxmoxVM;
+use crate::api::{ProxmoxContainer, ProxmoxVM};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::server::Readiness;
+use crate::reconcile::runtime::wake::CtRef;
 
 type Guarded = DeserializeGuard<ProxmoxVM>;
 
-/// The VMs of each config, from the VM controller's cache.
+/// The container controller's cache, and how to wake one of them.
+#[derive(Clone)]
+struct Containers {
+    store: Store<DeserializeGuard<ProxmoxContainer>>,
+    wake: UnboundedSender<CtRef>,
+}
+
+/// The VMs of each config, from the VM controller's cache (and its
+/// containers, from the container controller's).
 #[derive(Clone)]
 pub struct Users {
     store: Store<Guarded>,
+    containers: Option<Containers>,
     listed: Arc<AtomicBool>,
     wake: UnboundedSender<ObjectRef<Guarded>>,
 }
@@ -38,9 +48,45 @@ impl Users {
     pub fn new(store: Store<Guarded>, wake: UnboundedSender<ObjectRef<Guarded>>) -> Self {
         Self {
             store,
+            containers: None,
             listed: Arc::new(AtomicBool::new(false)),
             wake,
         }
+    }
+
+    /// Counts the ProxmoxContainers of `store` as users too (a config they
+    /// use is not released while one is left) and wakes them with the
+    /// config's VMs through `wake`.
+    pub fn with_containers(
+        mut self,
+        store: Store<DeserializeGuard<ProxmoxContainer>>,
+        wake: UnboundedSender<CtRef>,
+    ) -> Self {
+        self.containers = Some(Containers { store, wake });
+        self
+    }
+
+    /// The containers referring to `key`, with their `namespace/name`.
+    fn containers_of(&self, key: &ConfigKey) -> Vec<(String, CtRef)> {
+        let Some(containers) = &self.containers else {
+            return vec![];
+        };
+        containers
+            .store
+            .state()
+            .iter()
+            .filter_map(|g| match &g.0 {
+                Ok(ct) if ConfigKey::of(ct) == *key => Some((
+                    format!(
+                        "{}/{} (ProxmoxContainer)",
+                        ct.namespace().unwrap_or_default(),
+                        ct.name_any()
+                    ),
+                    ObjectRef::from_obj(g.as_ref()),
+                )),
+                Ok(_) | Err(_) => None,
+            })
+            .collect()
     }
 
     /// Whether the cache holds every VM (counts before that are wrong).
@@ -58,25 +104,34 @@ impl Users {
             .collect()
     }
 
-    /// The VMs referring to `key` as `namespace/name`, sorted.
+    /// The VMs (and containers) referring to `key` as `namespace/name`,
+    /// sorted.
     pub fn names(&self, key: &ConfigKey) -> Vec<String> {
         let mut names: Vec<String> = self
             .of(key)
             .into_iter()
             .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
             .collect();
+        names.extend(self.containers_of(key).into_iter().map(|(name, _)| name));
         names.sort();
         names
     }
 
-    /// Asks for a pass of every VM referring to `key`; returns how many.
+    /// Asks for a pass of every VM (and container) referring to `key`;
+    /// returns how many.
     pub fn wake(&self, key: &ConfigKey) -> usize {
         let refs = self.of(key);
         for r in &refs {
             // Closed only when the VM controller stopped: nothing to wake.
             let _ = self.wake.unbounded_send(r.clone());
         }
-        refs.len()
+        let containers = self.containers_of(key);
+        if let Some(c) = &self.containers {
+            for (_, r) in &containers {
+                let _ = c.wake.unbounded_send(r.clone());
+            }
+        }
+        refs.len() + containers.len()
     }
 }
 

@@ -187,7 +187,7 @@ fn error_policy(_image: Arc<ProxmoxImage>, error: &Error, _ctx: Arc<Context>) ->
 
 /// The provider config an image names.
 fn config_key(image: &ProxmoxImage) -> ConfigKey {
-    ConfigKey::named(&image.spec.provider_config_ref, image.namespace())
+    ConfigKey::of(image)
 }
 
 /// The config's cluster view as the VM passes last read it (no request);

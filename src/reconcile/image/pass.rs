@@ -42,7 +42,7 @@ const NOT_HELD: std::time::Duration = std::time::Duration::from_secs(5);
 /// The image controller's reconcile function: only for a config this
 /// replica holds, like a VM's (see [`crate::reconcile::runtime::shards`]).
 pub async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = ConfigKey::of_image(&image);
+    let key = ConfigKey::of(image.as_ref());
     let hold = match ctx.shards.hold(&key) {
         Some(hold) => hold,
         None => match ctx.providers.is_missing(&key) {
@@ -77,7 +77,7 @@ pub fn error_policy(image: Arc<ProxmoxImage>, error: &Error, ctx: Arc<Context>) 
 async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action, Error> {
     let namespace = image.namespace().unwrap_or_default();
     let name = image.name_any();
-    let key = ConfigKey::of_image(image);
+    let key = ConfigKey::of(image);
     let now = Timestamp::now();
     let (users, user_nodes) = refs::users(&ctx.store, image);
     ctx.shards.fence(hold)?;

@@ -13,6 +13,7 @@ use pve_client::TaskListEntry;
 
 use super::observe::Sources;
 use super::observe::known::Known;
+use crate::api::meta::ConfigUser;
 use crate::api::{ProxmoxVM, vm::TaskAction};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::plan::{
@@ -188,7 +189,7 @@ async fn host(
 }
 
 /// The lowest free VMID of the config's range for this resource.
-async fn allocate_vmid(
+pub(crate) async fn allocate_vmid(
     ctx: &Context,
     from: Sources<'_>,
     conn: &Connection,
@@ -278,17 +279,27 @@ fn label_counts(
     counts
 }
 
-/// VMIDs recorded in the external-name annotation of ProxmoxVMs of this
-/// config.
+/// VMIDs recorded in the external-name annotation of ProxmoxVMs and
+/// ProxmoxContainers of this config (one VMID space).
 fn recorded_vmids(ctx: &Context, key: &ConfigKey) -> impl Iterator<Item = u32> {
-    let key = key.clone();
-    ctx.store.state().into_iter().filter_map(move |obj| {
-        let vm = obj.0.as_ref().ok()?;
-        if ConfigKey::of(vm) != key {
+    fn of(user: &impl ConfigUser, key: &ConfigKey) -> Option<u32> {
+        if ConfigKey::of(user) != *key {
             return None;
         }
-        vm.external_name()?.parse().ok()
-    })
+        user.external_name()?.parse().ok()
+    }
+    let (vms, cts) = (key.clone(), key.clone());
+    let vms = ctx
+        .store
+        .state()
+        .into_iter()
+        .filter_map(move |obj| of(obj.0.as_ref().ok()?, &vms));
+    let cts = ctx
+        .containers
+        .state()
+        .into_iter()
+        .filter_map(move |obj| of(obj.0.as_ref().ok()?, &cts));
+    vms.chain(cts)
 }
 
 fn wake(ctx: &Context, who: Vec<VmRef>) {

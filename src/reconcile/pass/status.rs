@@ -53,7 +53,7 @@ where
 }
 
 /// [`apply`], conditional on the object being at `base` when given.
-async fn apply_on<K, S>(
+pub(crate) async fn apply_on<K, S>(
     api: &Api<K>,
     name: &str,
     status: &S,

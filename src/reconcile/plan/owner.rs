@@ -26,9 +26,15 @@ pub enum Ownership {
     Unmarked,
 }
 
-/// The marker line for a resource.
+/// The marker line for a ProxmoxVM.
 pub fn marker_line(namespace: &str, name: &str, uid: &str) -> String {
-    format!("{PREFIX} ProxmoxVM {namespace}/{name} uid={uid}")
+    marker_line_of("ProxmoxVM", namespace, name, uid)
+}
+
+/// The marker line for a resource of `kind` (ProxmoxVM, ProxmoxContainer):
+/// only its UID decides ownership, the kind and name are for people.
+pub fn marker_line_of(kind: &str, namespace: &str, name: &str, uid: &str) -> String {
+    format!("{PREFIX} {kind} {namespace}/{name} uid={uid}")
 }
 
 /// Reads the owner UID from a description: that of its last marker line,
@@ -44,7 +50,12 @@ fn marker_uid(description: &str) -> Option<&str> {
 
 /// Who owns the VM with this config, as seen by the resource with `uid`.
 pub fn ownership(config: &VmConfig, uid: &str) -> Ownership {
-    let description = config.current.get("description").map(String::as_str);
+    owner_of(config.current.get("description").map(String::as_str), uid)
+}
+
+/// Who owns the guest (VM or container) with this description, as seen by
+/// the resource with `uid`.
+pub fn owner_of(description: Option<&str>, uid: &str) -> Ownership {
     match description.and_then(marker_uid) {
         Some(found) if found == uid && !uid.is_empty() => Ownership::Ours,
         Some(found) => Ownership::Foreign(found.to_owned()),
@@ -53,7 +64,7 @@ pub fn ownership(config: &VmConfig, uid: &str) -> Ownership {
 }
 
 /// The description to write: the user's text (if any) and the marker.
-pub(super) fn description(user: Option<&str>, marker: &str) -> String {
+pub(crate) fn description(user: Option<&str>, marker: &str) -> String {
     match user.map(str::trim_end).filter(|d| !d.trim().is_empty()) {
         Some(text) => format!("{text}\n\n{marker}"),
         None => marker.to_owned(),
@@ -62,7 +73,7 @@ pub(super) fn description(user: Option<&str>, marker: &str) -> String {
 
 /// The user's part of an observed description: everything but marker lines,
 /// trimmed.
-pub(super) fn user_part(description: &str) -> String {
+pub(crate) fn user_part(description: &str) -> String {
     description
         .lines()
         .filter(|line| !line.trim().starts_with(PREFIX))

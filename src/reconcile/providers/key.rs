@@ -2,10 +2,8 @@
 
 use kube::ResourceExt;
 
-use crate::api::{
-    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderConfigReference,
-    ProviderSettings, ProxmoxImage, ProxmoxVM,
-};
+use crate::api::meta::ConfigUser;
+use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings};
 
 /// Identifies a provider config: kind, namespace (namespaced kind) and name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
@@ -19,23 +17,15 @@ pub struct ConfigKey {
 }
 
 impl ConfigKey {
-    /// The config a ProxmoxVM refers to.
-    pub fn of(vm: &ProxmoxVM) -> Self {
-        Self::named(&vm.spec.provider_config_ref, vm.namespace())
-    }
-
-    /// The config a ProxmoxImage refers to.
-    pub fn of_image(image: &ProxmoxImage) -> Self {
-        Self::named(&image.spec.provider_config_ref, image.namespace())
-    }
-
-    /// The config `r` names from a resource of `namespace` (a
-    /// ProviderConfig is of the resource's namespace).
-    pub fn named(r: &ProviderConfigReference, namespace: Option<String>) -> Self {
+    /// The config a ProxmoxVM, ProxmoxImage or ProxmoxContainer refers to.
+    pub fn of(user: &impl ConfigUser) -> Self {
+        let r = user.provider_config_ref();
         Self {
             kind: r.kind,
             namespace: match r.kind {
-                ProviderConfigKind::ProviderConfig => namespace.unwrap_or_default(),
+                ProviderConfigKind::ProviderConfig => {
+                    user.meta().namespace.clone().unwrap_or_default()
+                }
                 ProviderConfigKind::ClusterProviderConfig => String::new(),
             },
             name: r.name.clone(),

@@ -27,8 +27,9 @@ use super::configs::in_use::{self, Guard};
 use super::error::{Error, is_forbidden, is_invalid, is_not_found};
 use super::invalid::why_unreadable;
 use super::plan::ProviderState;
+use crate::api::meta::ConfigUser;
 use crate::api::{
-    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings, ProxmoxVM,
+    ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings,
     provider_config::{CloneSources, ConfigReason, Limits, Timing},
 };
 use pve_client::{Client, RequestHook};
@@ -193,10 +194,10 @@ impl Providers {
     /// to depend on the config goes through the in-use guard ([`in_use`]).
     pub async fn connect(
         &self,
-        vm: &ProxmoxVM,
+        vm: &impl ConfigUser,
     ) -> Result<Result<Connection, ProviderState>, Error> {
         let key = ConfigKey::of(vm);
-        let started = vm.metadata.deletion_timestamp.is_some() || vm.external_name().is_some();
+        let started = vm.meta().deletion_timestamp.is_some() || vm.external_name().is_some();
         self.connect_to(&key, started).await
     }
 

@@ -11,7 +11,7 @@ use super::queue::Queue;
 use super::settings::Settings;
 use super::shards::Shards;
 use super::wake::Waker;
-use crate::api::ProxmoxVM;
+use crate::api::{ProxmoxContainer, ProxmoxVM};
 use crate::reconcile::events::Events;
 use crate::reconcile::fleet::cache::Images;
 use crate::reconcile::inventory::Inventory;
@@ -41,8 +41,13 @@ pub struct Context {
     pub memory: Memory,
     /// Wakes resources whose task ended or whose slot freed.
     pub waker: Waker,
+    /// Wakes ProxmoxContainers whose task ended.
+    pub container_waker: Waker<DeserializeGuard<ProxmoxContainer>>,
     /// The controller's cache of ProxmoxVMs.
     pub store: Store<DeserializeGuard<ProxmoxVM>>,
+    /// The container controller's cache of ProxmoxContainers (their VMIDs
+    /// share the allocator with the VMs').
+    pub containers: Store<DeserializeGuard<ProxmoxContainer>>,
     /// The provider configs this replica holds (their Leases' terms).
     pub shards: Arc<Shards>,
     /// The controller's cache of ProxmoxImages (clones of their templates).
@@ -50,13 +55,17 @@ pub struct Context {
 }
 
 impl Context {
-    /// A context for a controller whose cache is `store`.
+    /// A context for controllers whose caches are `store` and `containers`.
     pub fn new(
         kube: kube::Client,
         settings: Settings,
         metrics: Arc<Metrics>,
-        (store, images): (Store<DeserializeGuard<ProxmoxVM>>, Images),
-        waker: Waker,
+        (store, containers, images): (
+            Store<DeserializeGuard<ProxmoxVM>>,
+            Store<DeserializeGuard<ProxmoxContainer>>,
+            Images,
+        ),
+        (waker, container_waker): (Waker, Waker<DeserializeGuard<ProxmoxContainer>>),
     ) -> Self {
         let shards = Arc::new(match &settings.leader_election {
             Some(_) => Shards::sharded(settings.identity.clone()),
@@ -83,8 +92,10 @@ impl Context {
             inventory: Inventory::default(),
             memory: Memory::default(),
             waker,
+            container_waker,
             store,
             images,
+            containers,
         }
     }
 }

@@ -61,6 +61,7 @@ use super::shards::leases;
 use super::wake::{Referenced, Templates, Waker, readers, watch_tasks};
 use crate::api::ProxmoxVM;
 use crate::reconcile::configs::{self, Tap, Users};
+use crate::reconcile::container;
 use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::pass::connection_secret::MANAGED_BY;
@@ -79,7 +80,10 @@ pub async fn run(
     let api: Api<DeserializeGuard<ProxmoxVM>> = scoped(&kube, settings.namespace.as_deref());
     let (reader, writer) = reflector::store();
     let (wake, wakeups) = mpsc::unbounded();
-    let users = Users::new(reader.clone(), wake.clone());
+    let (containers, container_writer) = container::controller::store();
+    let (wake_container, container_wakeups) = mpsc::unbounded();
+    let users = Users::new(reader.clone(), wake.clone())
+        .with_containers(containers.clone(), wake_container.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
@@ -125,8 +129,8 @@ pub async fn run(
         kube.clone(),
         settings,
         metrics,
-        (reader.clone(), images),
-        Waker::new(wake),
+        (reader.clone(), containers, images),
+        (Waker::new(wake), Waker::new(wake_container)),
     ));
     let controller = Controller::for_stream(vms, reader)
         .owns(scoped::<Secret>(&kube, namespace.as_deref()), secrets)
@@ -153,6 +157,11 @@ pub async fn run(
         });
     let tasks = watch_tasks(Arc::clone(&ctx), stop.clone());
     let images = image::run(Arc::clone(&ctx), image_wakeups, stop.clone());
+    let containers = container::controller::run(
+        Arc::clone(&ctx),
+        (container_writer, container_wakeups),
+        stop.clone(),
+    );
     let leases = {
         let (ctx, hooks, stop) = (
             Arc::clone(&ctx),
@@ -175,7 +184,7 @@ pub async fn run(
         (triggers, receivers),
         stop,
     );
-    futures::join!(vms, configs, tasks, leases, images, fleet);
+    futures::join!(vms, containers, configs, tasks, leases, images, fleet);
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }

@@ -2,7 +2,7 @@
 //! its next timer.
 //!
 //! * **A task ended.** The task watcher looks at every node with tasks of
-//!   ProxmoxVMs in flight, through the node's task list that the config's
+//!   ProxmoxVMs or ProxmoxContainers in flight, through the node's task list that the config's
 //!   client already fetches for task observation (one request per node per
 //!   list interval, a second by default, shared, with the exit statuses of
 //!   the tasks that ended), and wakes each resource whose task the list
@@ -44,7 +44,8 @@ use pve_client::{ListedTask, Upid};
 
 use super::context::Context;
 use crate::api::condition::{ConditionType, find};
-use crate::api::{ConditionStatus, ProxmoxVM};
+use crate::api::vm::InFlightTask;
+use crate::api::{ConditionStatus, ProxmoxContainer, ProxmoxVM};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::pass::observe::clones;
 use crate::reconcile::providers::ConfigKey;
@@ -67,15 +68,21 @@ const TICK: Duration = Duration::from_millis(250);
 /// A task younger than this may not be in a list fetched before it started.
 const JUST_STARTED: Duration = Duration::from_secs(2);
 
-/// Asks the controller for passes.
+/// A reference to a ProxmoxContainer, as its controller's triggers take it.
+pub type CtRef = ObjectRef<DeserializeGuard<ProxmoxContainer>>;
+
+/// Asks a controller for passes: the ProxmoxVMs' (the default) or the
+/// ProxmoxContainers'.
 #[derive(Clone, Debug)]
-pub struct Waker {
-    sender: Option<UnboundedSender<VmRef>>,
+pub struct Waker<
+    K: kube::runtime::reflector::Lookup<DynamicType = ()> = DeserializeGuard<ProxmoxVM>,
+> {
+    sender: Option<UnboundedSender<ObjectRef<K>>>,
 }
 
-impl Waker {
+impl<K: kube::runtime::reflector::Lookup<DynamicType = ()>> Waker<K> {
     /// Wakes through `sender` (the controller's extra trigger stream).
-    pub fn new(sender: UnboundedSender<VmRef>) -> Self {
+    pub fn new(sender: UnboundedSender<ObjectRef<K>>) -> Self {
         Self {
             sender: Some(sender),
         }
@@ -87,7 +94,7 @@ impl Waker {
     }
 
     /// Asks for a pass of `vm`.
-    pub fn wake(&self, vm: VmRef) {
+    pub fn wake(&self, vm: ObjectRef<K>) {
         if let Some(sender) = &self.sender {
             // Closed only when the controller stopped: nothing to wake.
             let _ = sender.unbounded_send(vm);
@@ -110,9 +117,15 @@ pub async fn watch_tasks(ctx: Arc<Context>, stop: impl Future<Output = ()>) {
     }
 }
 
+/// Who to wake.
+enum Who {
+    Vm(VmRef),
+    Container(CtRef),
+}
+
 /// A resource whose recorded task may still run.
 struct InFlight {
-    vm: VmRef,
+    who: Who,
     uid: String,
     upid: Upid,
 }
@@ -123,29 +136,43 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
     // (config, node) → the resources with a task there
     let mut in_flight: HashMap<(ConfigKey, String), Vec<InFlight>> = HashMap::new();
     let mut live = HashMap::new();
-    for obj in ctx.store.state() {
-        let Ok(vm) = &obj.0 else { continue };
-        let Some(task) = vm.status.as_ref().and_then(|s| s.at_provider.task.as_ref()) else {
-            continue;
-        };
+    let mut see = |meta: &ObjectMeta,
+                   key: ConfigKey,
+                   task: Option<&InFlightTask>,
+                   who: fn(&Identity) -> Who| {
+        let Some(task) = task else { return };
         // A recorded UPID that does not parse is the pass's to report.
-        let (Some(id), Ok(upid)) = (Identity::of(&vm.metadata), Upid::parse(&task.upid)) else {
-            continue;
+        let (Some(id), Ok(upid)) = (Identity::of(meta), Upid::parse(&task.upid)) else {
+            return;
         };
         live.insert(id.uid.clone(), upid.clone());
         let young = Duration::try_from(now.duration_since(task.started_at.0))
             .is_ok_and(|age| age < JUST_STARTED);
         if young || woken.get(&id.uid) == Some(&upid) {
-            continue;
+            return;
         }
         in_flight
-            .entry((ConfigKey::of(vm), upid.node().to_owned()))
+            .entry((key, upid.node().to_owned()))
             .or_default()
             .push(InFlight {
-                vm: id.object_ref(),
+                who: who(&id),
                 uid: id.uid,
                 upid,
             });
+    };
+    for obj in ctx.store.state() {
+        let Ok(vm) = &obj.0 else { continue };
+        let task = vm.status.as_ref().and_then(|s| s.at_provider.task.as_ref());
+        see(&vm.metadata, ConfigKey::of(vm), task, |id| {
+            Who::Vm(id.object_ref())
+        });
+    }
+    for obj in ctx.containers.state() {
+        let Ok(ct) = &obj.0 else { continue };
+        let task = ct.status.as_ref().and_then(|s| s.at_provider.task.as_ref());
+        see(&ct.metadata, ConfigKey::of(ct), task, |id| {
+            Who::Container(ObjectRef::new(&id.name).within(&id.namespace))
+        });
     }
     // Forget resources whose task is no longer recorded.
     woken.retain(|uid, upid| live.get(uid) == Some(upid));
@@ -159,12 +186,15 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
         };
         // All of them into the node's next list, before it is fetched.
         client.follow_tasks(tasks.iter().map(|t| &t.upid));
-        for InFlight { vm, uid, upid } in tasks {
+        for InFlight { who, uid, upid } in tasks {
             match client.listed_task(&upid).await {
                 Ok(ListedTask::Running) => {}
                 Ok(ListedTask::Finished | ListedTask::NotListed) => {
                     woken.insert(uid, upid);
-                    ctx.waker.wake(vm);
+                    match who {
+                        Who::Vm(vm) => ctx.waker.wake(vm),
+                        Who::Container(ct) => ctx.container_waker.wake(ct),
+                    }
                 }
                 // The list could not be read: the resource's timer stays.
                 Err(_) => break,

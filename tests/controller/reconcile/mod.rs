@@ -9,6 +9,7 @@
 //! referee for what the controller sent to Proxmox.
 
 pub mod configs;
+pub mod containers;
 pub mod logs;
 pub mod manifests;
 pub mod schema;

@@ -12,6 +12,7 @@ mod api;
 mod auth_tls;
 mod errors;
 mod limits;
+mod lxc;
 mod observer;
 mod retry;
 mod tasks;

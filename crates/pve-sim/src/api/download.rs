@@ -37,7 +37,7 @@ pub const PARAMS: &[Param] = &[
 ];
 
 /// `PVE::Storage::normalize_content_filename`.
-fn normalize(filename: &str) -> String {
+pub(super) fn normalize(filename: &str) -> String {
     let base = filename
         .trim_end_matches('\n')
         .rsplit(['/', '\\'])

@@ -10,6 +10,7 @@ pub mod lxc;
 pub mod mapping;
 pub mod network;
 pub mod nodes;
+pub mod oci;
 pub mod pools;
 pub mod qemu;
 pub mod resources;
@@ -302,6 +303,15 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
     routes.extend(agent::routes());
     routes.extend(lxc::routes());
     routes.extend(ha::routes(pve_version));
+    // OCI images came with PVE 9.1 (the 9.x the sim reports).
+    if pve_version >= 9 {
+        routes.push(route(
+            "POST",
+            "/nodes/{node}/storage/{storage}/oci-registry-pull",
+            &[oci::PARAMS],
+            sim_handler!(oci::pull),
+        ));
+    }
     routes.extend(mapping::routes());
     routes.extend(migrate_routes());
     routes.extend(snapshot_routes());

@@ -141,3 +141,133 @@ async fn container_create_checks() {
         .await;
     assert_eq!(taken.reason, "VM 9000 already exists on node 'pve'");
 }
+
+#[tokio::test]
+async fn a_mount_point_asking_for_a_new_volume_gets_one() {
+    let sim = start().await;
+    let upid = sim
+        .post(
+            "/nodes/pve/lxc",
+            &[
+                ("vmid", "210"),
+                ("ostemplate", TEMPLATE),
+                ("rootfs", "local-lvm:4"),
+                ("mp0", "local-lvm:2,mp=/data"),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&upid).await;
+    let c = sim.get("/nodes/pve/lxc/210/config").await.data();
+    assert_eq!(c["mp0"], "local-lvm:vm-210-disk-1,mp=/data,size=2G", "{c}");
+    let vols = sim
+        .get_q("/nodes/pve/storage/local-lvm/content", &[("vmid", "210")])
+        .await
+        .data();
+    assert_eq!(vols.as_array().unwrap().len(), 2, "{vols}");
+    // Destroying the container frees both volumes.
+    let upid = sim
+        .delete(
+            "/nodes/pve/lxc/210",
+            &[("purge", "1"), ("destroy-unreferenced-disks", "1")],
+        )
+        .await
+        .upid();
+    sim.task_ok(&upid).await;
+    let vols = sim
+        .get_q("/nodes/pve/storage/local-lvm/content", &[("vmid", "210")])
+        .await
+        .data();
+    assert_eq!(vols, json!([]));
+}
+
+#[tokio::test]
+async fn an_oci_pull_writes_a_template_once_and_a_container_starts_from_it() {
+    let sim = start().await;
+    let pull = [("reference", "docker.io/library/alpine:3.20")];
+    let upid = sim
+        .post("/nodes/pve/storage/local/oci-registry-pull", &pull)
+        .await
+        .upid();
+    assert!(upid.contains(":ociregistrypull:alpine_3.20.tar:"), "{upid}");
+    sim.task_ok(&upid).await;
+    let log = sim.task_log(&upid).await;
+    assert!(
+        log.iter()
+            .any(|l| l.contains("skopeo copy docker://docker.io/library/alpine:3.20")),
+        "{log:?}"
+    );
+    let content = sim
+        .get_q("/nodes/pve/storage/local/content", &[("content", "vztmpl")])
+        .await
+        .data();
+    assert!(
+        content
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["volid"] == "local:vztmpl/alpine_3.20.tar"),
+        "{content}"
+    );
+    // Never overwritten: refused before a task starts.
+    let again = sim
+        .post("/nodes/pve/storage/local/oci-registry-pull", &pull)
+        .await;
+    assert_eq!(again.status, 500);
+    assert_eq!(
+        again.reason,
+        "refusing to override existing file 'alpine_3.20.tar'"
+    );
+    // A file name of one's own is normalised.
+    let named = sim
+        .post(
+            "/nodes/pve/storage/local/oci-registry-pull",
+            &[
+                ("reference", "docker.io/library/alpine:3.20"),
+                ("filename", "my alpine"),
+            ],
+        )
+        .await
+        .upid();
+    assert!(named.contains(":ociregistrypull:my_alpine.tar:"), "{named}");
+    // The reference needs a tag; storage without vztmpl is refused.
+    let untagged = sim
+        .post(
+            "/nodes/pve/storage/local/oci-registry-pull",
+            &[("reference", "docker.io/library/alpine")],
+        )
+        .await;
+    assert_eq!(untagged.status, 400, "{:?}", untagged.reason);
+    let wrong = sim
+        .post("/nodes/pve/storage/local-lvm/oci-registry-pull", &pull)
+        .await;
+    assert_eq!(wrong.status, 500);
+
+    let upid = sim
+        .post(
+            "/nodes/pve/lxc",
+            &[
+                ("vmid", "220"),
+                ("ostemplate", "local:vztmpl/alpine_3.20.tar"),
+                ("rootfs", "local-lvm:2"),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&upid).await;
+    let c = sim.get("/nodes/pve/lxc/220/config").await.data();
+    assert_eq!(c["ostype"], "alpine", "{c}");
+}
+
+#[tokio::test]
+async fn pve_8_has_no_oci_pull() {
+    let sim = crate::common::start_with(|c| c.pve_version = 8).await;
+    let pull = sim
+        .post(
+            "/nodes/pve/storage/local/oci-registry-pull",
+            &[("reference", "docker.io/library/alpine:3.20")],
+        )
+        .await;
+    assert_ne!(pull.status, 200, "{:?}", pull.reason);
+    assert!(!pull.reason.contains("not simulated"), "{:?}", pull.reason);
+}

@@ -44,11 +44,13 @@ pub fn catalog() -> &'static [Entry] {
     PARSED.get_or_init(|| parse(CATALOG).unwrap_or_default())
 }
 
-/// The catalog of a PVE major version: PVE 8 has no HA rules.
+/// The catalog of a PVE major version: PVE 8 has no HA rules and no OCI
+/// image pull (both came with 9.x).
 pub fn catalog_for(pve_version: u8) -> impl Iterator<Item = &'static Entry> {
-    catalog()
-        .iter()
-        .filter(move |(path, _, _)| pve_version >= 9 || !path.starts_with("/cluster/ha/rules"))
+    catalog().iter().filter(move |(path, _, _)| {
+        pve_version >= 9
+            || !(path.starts_with("/cluster/ha/rules") || path.ends_with("/oci-registry-pull"))
+    })
 }
 
 fn parse(text: &'static str) -> Result<Vec<Entry>, String> {

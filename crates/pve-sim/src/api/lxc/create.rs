@@ -259,6 +259,32 @@ async fn build(
     ctx.log("Creating SSH host key 'ssh_host_ed25519_key' - this may take some time ...");
     ctx.checkpoint()?;
     let mut config = plan.config;
+    // Mount points asking for a new volume (`STORAGE:SIZE_GiB,mp=PATH`)
+    // get one, as `rootfs` does (`PVE::LXC::create_disks`).
+    let new_mounts: Vec<(String, String, u64, String)> = config
+        .iter()
+        .filter(|(k, _)| k.starts_with("mp"))
+        .filter_map(|(k, v)| {
+            let (volume, rest) = v.split_once(',').unwrap_or((v.as_str(), ""));
+            let (storage, size) = volume.split_once(':')?;
+            let gib = size.parse::<f64>().ok()?;
+            Some((
+                k.clone(),
+                storage.to_owned(),
+                (gib * (1u64 << 30) as f64) as u64,
+                rest.to_owned(),
+            ))
+        })
+        .collect();
+    for (key, storage, bytes, rest) in new_mounts {
+        let volid = allocate(ctx, &storage, vmid, None, bytes, created)?;
+        let size = crate::schema::format::format_size(bytes);
+        let value = match rest.is_empty() {
+            true => format!("{volid},size={size}"),
+            false => format!("{volid},{rest},size={size}"),
+        };
+        config.insert(key, value);
+    }
     config.insert(
         "rootfs".into(),
         format!(

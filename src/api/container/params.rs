@@ -1,0 +1,358 @@
+//! `spec.forProvider` of a ProxmoxContainer: the container as it should be
+//! on Proxmox.
+
+use kube::KubeSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::meta::LocalSecretKeySelector;
+use crate::api::quantity::Quantity;
+use crate::api::rules::{
+    BRIDGE, BRIDGE_MESSAGE, DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE,
+};
+use crate::api::vm::PowerState;
+
+/// The container as it should be on Proxmox. Fields marked "create only"
+/// are used when the container is created and ignored afterwards.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("!has(oldSelf.vmid) || (has(self.vmid) && self.vmid == oldSelf.vmid)")
+        .message("vmid cannot be changed or removed once set: it names the container on Proxmox"),
+    validation = Rule::new("!has(self.node) || !has(self.allowedNodes) || size(self.allowedNodes) == 0")
+        .message("set node or allowedNodes, not both"),
+    validation = Rule::new("!has(self.mountPoints) || self.mountPoints.all(m, self.mountPoints.exists_one(o, o.slot == m.slot))")
+        .message("each mount point slot may appear only once"),
+    validation = Rule::new("!has(self.networks) || self.networks.all(n, self.networks.exists_one(o, o.slot == n.slot))")
+        .message("each network slot may appear only once"),
+    validation = Rule::new("!has(self.networks) || self.networks.all(n, self.networks.exists_one(o, o.name == n.name))")
+        .message("each network interface name may appear only once")
+)]
+pub struct ContainerParameters {
+    /// Proxmox node to create the container on. When left out, the
+    /// provider picks an online node among `allowedNodes` (all nodes if
+    /// that list is empty) with the most free memory, as for ProxmoxVMs.
+    /// Create only: containers are not migrated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    pub node: Option<String>,
+
+    /// Nodes the provider may place the container on when `node` is left
+    /// out. Empty: any online node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(max = 63)))]
+    pub allowed_nodes: Vec<String>,
+
+    /// VMID (100-999999999). VMs and containers share one VMID space. Left
+    /// out: the provider allocates the lowest free one of the provider
+    /// config's `vmidRange` (counting VMs and containers) and records it in
+    /// the `crossplane.io/external-name` annotation before creating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 999_999_999))]
+    pub vmid: Option<u32>,
+
+    /// What the root filesystem is unpacked from. Create only.
+    pub template: ContainerTemplate,
+
+    /// The root filesystem. Create only (a size change is reported, not
+    /// applied).
+    pub rootfs: RootFs,
+
+    /// Extra volumes mounted into the container (`mp0` ... `mp255`).
+    /// Create only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub mount_points: Vec<MountPoint>,
+
+    /// Run the container with its root user mapped to an unprivileged user
+    /// on the host (Proxmox's recommendation). Create only: Proxmox cannot
+    /// change it afterwards.
+    #[serde(default = "yes")]
+    pub unprivileged: bool,
+
+    /// Container features. `nesting` is corrected when it drifts; Proxmox
+    /// lets only root@pam change `keyctl` and `fuse` on an existing
+    /// container, so a drift of those is reported, not corrected.
+    #[serde(default)]
+    pub features: ContainerFeatures,
+
+    /// CPU.
+    #[serde(default)]
+    pub cpu: ContainerCpu,
+
+    /// Memory, as a Kubernetes quantity (e.g. `512Mi`); at least 16Mi,
+    /// rounded up to whole MiB.
+    #[serde(default = "default_memory")]
+    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('16Mi')) >= 0")
+        .message("memory must be at least 16Mi"))]
+    pub memory: Quantity,
+
+    /// Swap, as a Kubernetes quantity (e.g. `512Mi`), rounded up to whole
+    /// MiB. (A quantity here is positive: a container without swap is not
+    /// expressible yet.)
+    #[serde(default = "default_memory")]
+    pub swap: Quantity,
+
+    /// Host name inside the container. Left out: the resource's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    #[x_kube(validation = Rule::new(DNS_NAME).message("hostname must be a DNS name"))]
+    pub hostname: Option<String>,
+
+    /// Network interfaces (`net0` ... `net31`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub networks: Vec<ContainerNetwork>,
+
+    /// DNS settings. Left out: the host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<ContainerDns>,
+
+    /// OpenSSH public keys for root. Create only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32), inner(length(max = 4096)))]
+    pub ssh_keys: Vec<String>,
+
+    /// Secret key (in this namespace) holding root's password (at least 5
+    /// characters). Sent once, with the create; never logged or written to
+    /// the status. Create only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_secret_ref: Option<LocalSecretKeySelector>,
+
+    /// Start the container when its node boots (`onboot`).
+    #[serde(default)]
+    pub start_on_boot: bool,
+
+    /// Whether the container should be running. `Stopped` shuts it down
+    /// (its init is asked to stop, then it is stopped after 60 s).
+    #[serde(default)]
+    pub power_state: PowerState,
+
+    /// Proxmox tags. Compared without regard to order or case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32), inner(length(max = 64)))]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new(TAGS).message(TAGS_MESSAGE)
+    )]
+    pub tags: Vec<String>,
+
+    /// Notes. The provider appends a line marking the container as owned by
+    /// this resource; a container without that line (or with another
+    /// resource's) is never changed or deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    #[x_kube(validation = Rule::new("!self.contains('Managed by crossplane-provider-proxmox:')")
+        .message("description cannot contain the provider's owner marker"))]
+    pub description: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_memory() -> Quantity {
+    Quantity("512Mi".into())
+}
+
+/// The template a container's root filesystem is unpacked from: exactly
+/// one of `volume` and `oci`. (A reference to a `ProxmoxImage` resource is
+/// planned as a third source.)
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("[has(self.volume), has(self.oci)].filter(x, x).size() == 1")
+        .message("template needs exactly one of volume and oci")
+)]
+pub struct ContainerTemplate {
+    /// A container template volume that exists on the node, e.g.
+    /// `local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 255))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:vztmpl/[^/]+$')")
+        .message("volume must be a container template volume such as local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"))]
+    pub volume: Option<String>,
+
+    /// An OCI image the provider pulls into the node's storage first (PVE
+    /// 9.1 or later), once per node and reference: the pulled file is
+    /// reused by every container naming the same image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci: Option<OciImage>,
+}
+
+/// An OCI image from a registry.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct OciImage {
+    /// Image reference with a tag, e.g. `docker.io/library/alpine:3.20`.
+    #[schemars(length(max = 255))]
+    #[x_kube(validation = Rule::new("self.matches('^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|[-]*)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|[-]*)[a-z0-9]+)*)*:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$')")
+        .message("reference must name an image with a tag, e.g. docker.io/library/alpine:3.20"))]
+    pub reference: String,
+
+    /// File-based storage holding container templates (`vztmpl`) to pull
+    /// into.
+    #[serde(default = "default_oci_storage")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
+    pub storage: String,
+}
+
+fn default_oci_storage() -> String {
+    "local".into()
+}
+
+/// The root filesystem.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RootFs {
+    /// Storage to allocate it on (one that holds container directories,
+    /// `rootdir`).
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
+    pub storage: String,
+
+    /// Size, as a Kubernetes quantity, rounded up to whole GiB.
+    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('1Gi')) >= 0")
+        .message("rootfs.size must be at least 1Gi"))]
+    pub size: Quantity,
+}
+
+/// A volume mounted into the container.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct MountPoint {
+    /// Slot: `mp0` ... `mp255`.
+    #[schemars(length(max = 5))]
+    #[x_kube(validation = Rule::new("self.matches('^mp([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])$')")
+        .message("slot must be mp0 ... mp255"))]
+    pub slot: String,
+
+    /// Storage to allocate it on.
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
+    pub storage: String,
+
+    /// Size, rounded up to whole GiB.
+    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('1Gi')) >= 0")
+        .message("size must be at least 1Gi"))]
+    pub size: Quantity,
+
+    /// Absolute path inside the container, e.g. `/data`.
+    #[schemars(length(max = 255))]
+    #[x_kube(validation = Rule::new("self.matches('^/[^,]*$') && self != '/'")
+        .message("path must be absolute, not / and without commas"))]
+    pub path: String,
+}
+
+/// Container features.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerFeatures {
+    /// Allow nested containers (and a working systemd in recent
+    /// distributions).
+    #[serde(default)]
+    pub nesting: bool,
+    /// Allow the keyctl() system call (Docker inside unprivileged
+    /// containers).
+    #[serde(default)]
+    pub keyctl: bool,
+    /// Allow FUSE file systems.
+    #[serde(default)]
+    pub fuse: bool,
+}
+
+/// CPU of a container.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerCpu {
+    /// CPU cores the container may use.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1, max = 8192))]
+    pub cores: u32,
+}
+
+impl Default for ContainerCpu {
+    fn default() -> Self {
+        Self { cores: 1 }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One network interface of a container.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("!has(self.gateway) || (has(self.ip) && self.ip != 'dhcp')")
+        .message("gateway needs a static ip")
+)]
+pub struct ContainerNetwork {
+    /// Slot: `net0` ... `net31`.
+    #[schemars(length(max = 5))]
+    #[x_kube(validation = Rule::new("self.matches('^net([0-9]|[12][0-9]|3[01])$')")
+        .message("slot must be net0 ... net31"))]
+    pub slot: String,
+
+    /// Interface name inside the container, e.g. `eth0`.
+    #[schemars(length(max = 15))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9_.-]*$')")
+        .message("name must be an interface name such as eth0"))]
+    pub name: String,
+
+    /// Bridge to attach to, e.g. `vmbr0`.
+    #[schemars(length(max = 15))]
+    #[x_kube(validation = Rule::new(BRIDGE).message(BRIDGE_MESSAGE))]
+    pub bridge: String,
+
+    /// VLAN tag (1-4094). Left out: untagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 4094))]
+    pub vlan: Option<u16>,
+
+    /// IPv4: `dhcp` or an address with prefix length (`10.0.0.5/24`).
+    /// Left out: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 18))]
+    #[x_kube(validation = Rule::new("self == 'dhcp' || self.matches('^([0-9]{1,3}[.]){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$')")
+        .message("ip must be dhcp or an IPv4 address with prefix length such as 10.0.0.5/24"))]
+    pub ip: Option<String>,
+
+    /// IPv4 gateway (with a static `ip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 15))]
+    #[x_kube(validation = Rule::new("self.matches('^([0-9]{1,3}[.]){3}[0-9]{1,3}$')")
+        .message("gateway must be an IPv4 address"))]
+    pub gateway: Option<String>,
+
+    /// IPv6: `dhcp`, `auto` (SLAAC) or an address with prefix length.
+    /// Left out: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 43))]
+    #[x_kube(validation = Rule::new("self == 'dhcp' || self == 'auto' || self.matches('^[0-9a-fA-F:]+/[0-9]{1,3}$')")
+        .message("ip6 must be dhcp, auto or an IPv6 address with prefix length"))]
+    pub ip6: Option<String>,
+
+    /// Enable the Proxmox firewall on this interface.
+    #[serde(default)]
+    pub firewall: bool,
+}
+
+/// DNS settings of a container.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerDns {
+    /// Name server addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 3), inner(length(max = 45)))]
+    #[x_kube(validation = Rule::new("self.all(s, s.matches('^[0-9a-fA-F.:]+$'))")
+        .message("nameservers must be IP addresses"))]
+    pub nameservers: Vec<String>,
+
+    /// DNS search domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new(DNS_NAME).message("searchDomain must be a DNS name"))]
+    pub search_domain: Option<String>,
+}

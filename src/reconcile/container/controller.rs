@@ -1,0 +1,73 @@
+//! The kube-runtime Controller of ProxmoxContainers, run beside the
+//! ProxmoxVMs' and sharing their [`Context`] (provider configs and their
+//! clients, the VMID allocator and placement, the cluster view, events,
+//! the admission queue).
+//!
+//! Watched through `DeserializeGuard` (a malformed object cannot stall the
+//! watch), with a predicate filter on generation, annotations and
+//! finalizers: the controller's own status writes do not trigger passes. A
+//! task's end wakes the resource through the VMs' task watcher
+//! ([`crate::reconcile::runtime::wake`]); otherwise a pass says itself when
+//! to look again (the resync interval once settled).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::channel::mpsc::UnboundedReceiver;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::{Config, Controller};
+use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
+use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
+
+use super::pass::{error_policy, reconcile};
+use crate::api::ProxmoxContainer;
+use crate::reconcile::runtime::context::Context;
+use crate::reconcile::runtime::controller::scoped;
+
+/// The cache of ProxmoxContainers, made before the [`Context`] that holds
+/// its reader.
+pub fn store() -> (
+    Store<DeserializeGuard<ProxmoxContainer>>,
+    Writer<DeserializeGuard<ProxmoxContainer>>,
+) {
+    kube::runtime::reflector::store()
+}
+
+/// Runs the container controller until `stop` resolves.
+pub async fn run(
+    ctx: Arc<Context>,
+    (writer, wakeups): (
+        Writer<DeserializeGuard<ProxmoxContainer>>,
+        UnboundedReceiver<ObjectRef<DeserializeGuard<ProxmoxContainer>>>,
+    ),
+    stop: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let api =
+        scoped::<DeserializeGuard<ProxmoxContainer>>(&ctx.kube, ctx.settings.namespace.as_deref());
+    let reader = ctx.containers.clone();
+    let stream = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(
+            predicates::generation
+                .combine(predicates::annotations)
+                .combine(predicates::finalizers),
+            Default::default(),
+        );
+    Controller::for_stream(stream, reader)
+        // The task watcher's wake-ups: a task ended.
+        .reconcile_on(wakeups)
+        // The shared admission queue caps passes, as for VMs.
+        .with_config(Config::default().concurrency(0))
+        .graceful_shutdown_on(stop)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            match result {
+                Ok((ct, action)) => tracing::trace!(container = %ct, ?action, "reconciled"),
+                Err(e) => tracing::debug!(error = %e, "container controller"),
+            }
+        })
+        .await;
+}

@@ -1,0 +1,18 @@
+//! The ProxmoxContainer controller: LXC containers managed like
+//! ProxmoxVMs, sharing their Context (provider configs and their clients,
+//! the scheduler's VMIDs and placement, the cluster view, events).
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`plan`] | the decisions: resource + observation → one step, the status (pure) |
+//! | [`render`] | the spec as Proxmox values: the create call, the managed keys compared for drift (pure) |
+//! | [`pass`] | one pass: connect, observe, reserve, plan, act, settle, report |
+//! | [`controller`] | the kube-runtime Controller of ProxmoxContainers |
+
+pub mod controller;
+pub mod pass;
+pub mod plan;
+pub mod render;
+
+#[cfg(test)]
+mod tests;

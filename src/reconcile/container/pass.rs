@@ -1,0 +1,473 @@
+//! One ProxmoxContainer pass, as one line: hold → connect → observe and
+//! reserve → plan → act → settle → report (status, events) → requeue.
+//!
+//! Every decision is the pure [`plan`]'s or the shared scheduler's (a VMID,
+//! a node), made before the plan. The observation asks Proxmox only what
+//! the next decision needs: the recorded task (batched per node by the
+//! client), the container's config and status, the node's active tasks
+//! (shared), and before a create from an OCI image the storage's
+//! templates.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+
+use pve_client::lxc::ContainerConfig;
+use pve_client::{ErrorClass, TaskObservation, TaskOutcome, Upid};
+
+use super::plan::{self, Container, Observation, Outcome, Plan, Seen, Step, TaskSeen};
+use super::render;
+use crate::api::meta;
+use crate::api::vm::PlacementPolicy;
+use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
+use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::identity::Identity;
+use crate::reconcile::pass::observe::Sources;
+use crate::reconcile::pass::reserve::allocate_vmid;
+use crate::reconcile::pass::status::apply_on;
+use crate::reconcile::plan::{Placement, PlacementRequest, ProviderState};
+use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
+use crate::reconcile::runtime::context::Context;
+use crate::reconcile::schedule::{Candidates, LabelCounts};
+
+/// Task types of a container's own tasks (pve-container), which hold any
+/// other dispatch while the node lists one as running.
+const CONTAINER_TASKS: &[&str] = &[
+    "vzcreate",
+    "vzstart",
+    "vzstop",
+    "vzshutdown",
+    "vzreboot",
+    "vzdestroy",
+    "vzmigrate",
+    "vzdump",
+];
+
+/// The controller's reconcile function for ProxmoxContainers.
+pub async fn reconcile(
+    obj: Arc<DeserializeGuard<ProxmoxContainer>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let ct = match &obj.0 {
+        Ok(ct) => ct,
+        // Written around the schema: nothing can be decided from it.
+        Err(e) => {
+            tracing::warn!(error = %e, "unreadable ProxmoxContainer");
+            return Ok(Action::await_change());
+        }
+    };
+    let Some(id) = Identity::of(&ct.metadata) else {
+        return Ok(Action::await_change());
+    };
+    let key = ConfigKey::of(ct);
+    let hold = match ctx.shards.hold(&key) {
+        Some(hold) => hold,
+        None => match ctx.providers.is_missing(&key) {
+            Some(true) => ctx.shards.to_report(&key),
+            // Held by another replica: its holder reconciles it; looked at
+            // again in a while in case this replica gains the config.
+            Some(false) => return Ok(Action::requeue(Duration::from_secs(30))),
+            None => return Ok(Action::requeue(Duration::from_secs(1))),
+        },
+    };
+    let _admitted = ctx.queue.admit(&ctx.metrics).await;
+    let span = tracing::info_span!("reconcile", container = %id);
+    let result = tokio::select! {
+        result = tracing::Instrument::instrument(pass(ct, &id, &ctx), span) => result,
+        () = hold.lost() => Err(Error::Fenced { config: hold.key().to_string() }),
+    };
+    match result {
+        Ok(requeue) => {
+            ctx.memory.succeeded(&id.uid);
+            Ok(Action::requeue(requeue))
+        }
+        Err(e) => {
+            tracing::warn!(container = %id, error = %e, "pass failed");
+            Ok(Action::requeue(ctx.memory.failed(&id.uid)))
+        }
+    }
+}
+
+/// Failed passes are requeued by [`reconcile`] itself.
+pub fn error_policy(
+    _obj: Arc<DeserializeGuard<ProxmoxContainer>>,
+    _error: &Error,
+    _ctx: Arc<Context>,
+) -> Action {
+    Action::requeue(Duration::from_secs(10))
+}
+
+/// Why the observation stopped short.
+enum Failure {
+    Kube(kube::Error),
+    /// Proxmox could not be asked: reported on the resource, not a
+    /// controller error.
+    Pve(pve_client::Error),
+}
+
+impl From<kube::Error> for Failure {
+    fn from(e: kube::Error) -> Self {
+        Self::Kube(e)
+    }
+}
+
+impl From<pve_client::Error> for Failure {
+    fn from(e: pve_client::Error) -> Self {
+        Self::Pve(e)
+    }
+}
+
+async fn pass(ct: &ProxmoxContainer, id: &Identity, ctx: &Context) -> Result<Duration, Error> {
+    let connection = ctx.providers.connect(ct).await?;
+    let now = Timestamp::now();
+    let (plan, conn, password) = match connection {
+        Ok(conn) => match observe(ct, id, ctx, &conn).await {
+            Ok((obs, password)) => (plan::plan(ct, id, &obs, now), Some(conn), password),
+            Err(Failure::Kube(e)) => return Err(e.into()),
+            Err(Failure::Pve(e)) => {
+                let mut obs = Observation::unobserved(ctx.providers.default_resync());
+                obs.proxmox = Some(e.to_string());
+                (plan::plan(ct, id, &obs, now), Some(conn), None)
+            }
+        },
+        Err(state) => {
+            let mut obs = Observation::unobserved(ctx.providers.default_resync());
+            obs.connection = Err(match state {
+                ProviderState::Unusable { message } | ProviderState::NotFound { message } => {
+                    message
+                }
+                // `connect` answers Ready only with a connection.
+                ProviderState::Ready { .. } => "the provider config is not usable".to_owned(),
+            });
+            (plan::plan(ct, id, &obs, now), None, None)
+        }
+    };
+    let outcome = act(ct, id, ctx, conn.as_ref(), &plan.step, password).await;
+    if let (Some(conn), Step::RecordVmid(_)) = (&conn, &plan.step)
+        && outcome != Outcome::Done
+    {
+        ctx.scheduler.release_vmid(&conn.key, &id.uid);
+    }
+    if let (Some(conn), Step::RemoveFinalizer, Outcome::Done) = (&conn, &plan.step, &outcome) {
+        ctx.scheduler.forget(&conn.key, &id.uid);
+    }
+    let plan = plan::settle(plan, &outcome, Timestamp::now());
+    report(ct, id, ctx, &plan).await?;
+    Ok(plan.requeue)
+}
+
+/// Looks at what the plan will decide from.
+async fn observe(
+    ct: &ProxmoxContainer,
+    id: &Identity,
+    ctx: &Context,
+    conn: &Connection,
+) -> Result<(Observation, Option<pve_client::Secret>), Failure> {
+    let client = &conn.client;
+    let poll = conn.timing.poll_interval;
+    let from = Sources {
+        kube: &ctx.kube,
+        client,
+        inventory: &ctx.inventory,
+        key: &conn.key,
+        max_age: poll,
+        store: &ctx.store,
+        memory: &ctx.memory,
+        images: &ctx.images,
+    };
+    let status = ct.status.clone().unwrap_or_default();
+    let spec = &ct.spec.for_provider;
+    let mut obs = Observation::unobserved(poll);
+    if let Some(task) = &status.at_provider.task {
+        obs.task = Some(match Upid::parse(&task.upid) {
+            Ok(upid) => match client.observe_task(&upid).await {
+                Ok(TaskObservation::Running { .. } | TaskObservation::NotVisibleYet) => {
+                    TaskSeen::Running
+                }
+                Ok(TaskObservation::Finished(TaskOutcome::Succeeded { .. })) => TaskSeen::Succeeded,
+                Ok(TaskObservation::Finished(TaskOutcome::Failed { exit_status, .. })) => {
+                    TaskSeen::Failed(exit_status)
+                }
+                Err(e) if e.class() == ErrorClass::NotFound => {
+                    TaskSeen::Failed(format!("the task is not known to Proxmox: {e}"))
+                }
+                Err(e) => return Err(e.into()),
+            },
+            Err(e) => TaskSeen::Failed(format!("the recorded UPID does not parse: {e}")),
+        });
+        if obs.task == Some(TaskSeen::Running) {
+            return Ok((obs, None));
+        }
+    }
+    let deleting = ct.metadata.deletion_timestamp.is_some();
+    let vmid = match plan::recorded_vmid(ct) {
+        Some(vmid) => vmid,
+        None => {
+            if !deleting && spec.vmid.is_none() {
+                obs.vmid = Some(allocate_vmid(ctx, from, conn, id).await);
+            }
+            return Ok((obs, None));
+        }
+    };
+    let view = from.view().await?;
+    // Where to look: where the cluster lists it, else where it was
+    // created, else where the spec puts it.
+    let listed = view.containers.get(&vmid).cloned();
+    let node = listed
+        .clone()
+        .or(status.at_provider.node.clone())
+        .or(spec.node.clone());
+    obs.container = match &node {
+        Some(node) => look(client, node, vmid).await?,
+        None => Container::Absent,
+    };
+    if obs.container == Container::Absent && view.vmids.contains(&vmid) && listed.is_none() {
+        obs.container = Container::Taken(format!(
+            "VMID {vmid} belongs to a VM, not a container; it is left untouched"
+        ));
+    }
+    let node = match &obs.container {
+        Container::Present(seen) => Some(seen.node.clone()),
+        Container::Absent if !deleting => match &spec.node {
+            Some(node) => Some(node.clone()),
+            None => {
+                let request = PlacementRequest {
+                    allowed: spec.allowed_nodes.clone(),
+                    memory: spec.memory.bytes().unwrap_or_default(),
+                    cpus: spec.cpu.cores,
+                    policy: PlacementPolicy::MostFreeMemory,
+                    spread_by: None,
+                    prefer_template_node: false,
+                };
+                let labelled = LabelCounts::new();
+                let placement = ctx.scheduler.place(
+                    &conn.key,
+                    &id.uid,
+                    vmid,
+                    &request,
+                    Candidates {
+                        view: &view,
+                        labelled: &labelled,
+                        template_node: None,
+                    },
+                );
+                let chosen = match &placement {
+                    Placement::Chosen { node, .. } => Some(node.clone()),
+                    Placement::NoNode { .. } => None,
+                };
+                obs.placement = Some(placement);
+                chosen
+            }
+        },
+        Container::Absent | Container::Unknown | Container::Taken(_) => None,
+    };
+    let Some(node) = node else {
+        return Ok((obs, None));
+    };
+    // A task of this VMID the node lists as running, though no status
+    // recorded it (a status write lost after the dispatch).
+    let pull_file = spec
+        .template
+        .oci
+        .as_ref()
+        .map(|oci| pve_client::lxc::oci_file_name(&render::oci_pull(oci).filename));
+    let active = client.active_tasks(&node).await?;
+    let vmid_text = vmid.to_string();
+    obs.busy = active
+        .iter()
+        .filter(|t| t.is_running())
+        .find(|t| {
+            let (kind, task_id) = (t.task_type.as_deref(), t.id.as_deref());
+            let ours = kind.is_some_and(|k| CONTAINER_TASKS.contains(&k))
+                && task_id == Some(vmid_text.as_str());
+            let pull = kind == Some("ociregistrypull")
+                && pull_file.is_some()
+                && task_id == pull_file.as_deref();
+            ours || pull
+        })
+        .map(|t| {
+            format!(
+                "task {} of {} running on {node}",
+                t.task_type.as_deref().unwrap_or_default(),
+                t.id.as_deref().unwrap_or_default()
+            )
+        });
+    let mut password = None;
+    if obs.container == Container::Absent && !deleting {
+        if let Some(oci) = &spec.template.oci {
+            let volume = render::oci_pull(oci).volume(&oci.storage);
+            let content = client
+                .storage_content(&node, &oci.storage, Some("vztmpl"))
+                .await?;
+            obs.template_present = Some(content.iter().any(|c| c.volid == volume));
+        }
+        if let Some(sel) = &spec.password_secret_ref {
+            let secrets: Api<Secret> = Api::namespaced(ctx.kube.clone(), &id.namespace);
+            obs.password = Some(match secrets.get_opt(&sel.name).await? {
+                Some(secret) => match secret_value(&secret, &sel.key) {
+                    Some(value) if value.len() >= 5 => {
+                        password = Some(pve_client::Secret::new(value));
+                        Ok(())
+                    }
+                    Some(_) => Err(format!(
+                        "the password in Secret {} key {} is shorter than 5 characters",
+                        sel.name, sel.key
+                    )),
+                    None => Err(format!("Secret {} has no key {}", sel.name, sel.key)),
+                },
+                None => Err(format!("Secret {} not found", sel.name)),
+            });
+        }
+    }
+    Ok((obs, password))
+}
+
+/// The container `vmid` on `node`: its config and power state.
+async fn look(
+    client: &pve_client::Client,
+    node: &str,
+    vmid: u32,
+) -> Result<Container, pve_client::Error> {
+    let config: ContainerConfig = match client.container_config(node, vmid).await {
+        Ok(config) => config,
+        Err(e) if e.class() == ErrorClass::NotFound => return Ok(Container::Absent),
+        Err(e) => return Err(e),
+    };
+    let running = match client.container_status(node, vmid).await {
+        Ok(status) => status.is_running(),
+        Err(e) if e.class() == ErrorClass::NotFound => return Ok(Container::Absent),
+        Err(e) => return Err(e),
+    };
+    Ok(Container::Present(Seen {
+        node: node.to_owned(),
+        config,
+        running,
+    }))
+}
+
+/// Carries out the one step.
+async fn act(
+    ct: &ProxmoxContainer,
+    id: &Identity,
+    ctx: &Context,
+    conn: Option<&Connection>,
+    step: &Step,
+    password: Option<pve_client::Secret>,
+) -> Outcome {
+    let started = |r: Result<Upid, pve_client::Error>| match r {
+        Ok(upid) => Outcome::Started {
+            type_: upid.task_type().to_owned(),
+            upid: upid.to_string(),
+        },
+        Err(e) => Outcome::Failed(e.to_string()),
+    };
+    let metadata = |patch: Value| async move {
+        let api: Api<ProxmoxContainer> = Api::namespaced(ctx.kube.clone(), &id.namespace);
+        match api
+            .patch(&id.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Outcome::Done,
+            Err(e) if is_not_found(&e) => Outcome::Done,
+            Err(e) => Outcome::Failed(format!("writing the metadata: {e}")),
+        }
+    };
+    let version = ct.resource_version().unwrap_or_default();
+    let others: Vec<&String> = ct
+        .finalizers()
+        .iter()
+        .filter(|f| *f != meta::FINALIZER)
+        .collect();
+    let Some(client) = conn.map(|c| &c.client) else {
+        return match step {
+            Step::RemoveFinalizer => {
+                metadata(json!({"metadata": {"resourceVersion": version, "finalizers": others}}))
+                    .await
+            }
+            _ => Outcome::Done,
+        };
+    };
+    match step {
+        Step::Idle => Outcome::Done,
+        Step::AddFinalizer => {
+            let mut list: Vec<&str> = others.iter().map(|s| s.as_str()).collect();
+            list.push(meta::FINALIZER);
+            metadata(json!({"metadata": {"resourceVersion": version, "finalizers": list}})).await
+        }
+        Step::RemoveFinalizer => {
+            metadata(json!({"metadata": {"resourceVersion": version, "finalizers": others}})).await
+        }
+        // On the version read: two writers can never both record a VMID.
+        Step::RecordVmid(vmid) => {
+            metadata(json!({"metadata": {
+                "resourceVersion": version,
+                "annotations": {
+                    meta::EXTERNAL_NAME: vmid.to_string(),
+                    meta::EXTERNAL_CREATE_PENDING: Timestamp::now().to_string(),
+                },
+            }}))
+            .await
+        }
+        Step::Pull {
+            node,
+            storage,
+            pull,
+        } => started(client.pull_oci_image(node, storage, pull).await),
+        Step::Create { node, create } => {
+            let mut create = create.as_ref().clone();
+            create.password = password;
+            started(client.create_container(node, &create).await)
+        }
+        Step::Configure { node, vmid, update } => {
+            match client.update_container_config(node, *vmid, update).await {
+                Ok(()) => Outcome::Done,
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+        Step::Start { node, vmid } => started(client.start_container(node, *vmid).await),
+        Step::Shutdown { node, vmid } => {
+            started(client.shutdown_container(node, *vmid, Some(60), true).await)
+        }
+        Step::Stop { node, vmid } => started(client.stop_container(node, *vmid).await),
+        Step::Destroy { node, vmid } => started(
+            client
+                .delete_container(
+                    node,
+                    *vmid,
+                    pve_client::vm::DeleteOptions {
+                        purge: true,
+                        destroy_unreferenced_disks: true,
+                    },
+                )
+                .await,
+        ),
+    }
+}
+
+/// Writes the status (when it changed) and publishes the events.
+async fn report(
+    ct: &ProxmoxContainer,
+    id: &Identity,
+    ctx: &Context,
+    plan: &Plan,
+) -> Result<(), Error> {
+    for event in &plan.events {
+        ctx.events.publish(ct, event).await;
+    }
+    let unchanged = ct.status.as_ref() == Some(&plan.status);
+    let removed = plan.step == Step::RemoveFinalizer;
+    if unchanged || removed {
+        return Ok(());
+    }
+    let api: Api<ProxmoxContainer> = Api::namespaced(ctx.kube.clone(), &id.namespace);
+    let status: &ProxmoxContainerStatus = &plan.status;
+    apply_on(&api, &id.name, status, None).await?;
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! An existing container: waited for while PVE holds it, left alone when
+//! it is not ours, else its drift corrected, its power state enforced, or
+//! (on deletion) stopped and destroyed.
+
+use std::time::Duration;
+
+use super::{Ctx, Observation, Plan, Seen, Step, TASK_FALLBACK, WAIT, invalid_spec};
+use crate::api::condition::Reason;
+use crate::api::meta;
+use crate::api::vm::{ObservedState, PowerState};
+use crate::reconcile::container::render;
+use crate::reconcile::plan::{Ownership, owner_of};
+
+pub(super) fn plan(
+    mut cx: Ctx<'_>,
+    obs: &Observation,
+    vmid: u32,
+    seen: &Seen,
+    deleting: bool,
+    caps: meta::Capabilities,
+) -> Plan {
+    let lock = seen.config.lock().map(str::to_owned);
+    cx.at().node = Some(seen.node.clone());
+    cx.at().lock = lock.clone();
+    cx.at().state = Some(if seen.running {
+        ObservedState::Running
+    } else {
+        ObservedState::Stopped
+    });
+    // While PVE creates it, the config holds only the lock: the marker
+    // comes with the rest at the end of the create.
+    if lock.as_deref() == Some("create") {
+        cx.synced(
+            true,
+            Reason::WaitingForTask,
+            "the container is being created (lock: create)",
+        );
+        cx.ready(false, Reason::Creating, "the container is being created");
+        return cx.done(Step::Idle, WAIT);
+    }
+    match owner_of(seen.config.get("description"), &cx.id.uid) {
+        Ownership::Ours => {}
+        Ownership::Foreign(uid) => {
+            let why = format!(
+                "container {vmid} is owned by another resource (uid {uid}); it is left untouched"
+            );
+            return not_ours(cx, &why, deleting, obs.poll);
+        }
+        Ownership::Unmarked => {
+            let why = format!(
+                "container {vmid} exists without this resource's owner marker; it is left untouched"
+            );
+            return not_ours(cx, &why, deleting, obs.poll);
+        }
+    }
+    if let Some(lock) = lock {
+        cx.synced(
+            false,
+            Reason::VmLocked,
+            &format!("the container is locked ({lock})"),
+        );
+        return cx.done(Step::Idle, Duration::from_secs(5));
+    }
+    let node = seen.node.clone();
+    if deleting {
+        cx.ready(false, Reason::Deleting, "the container is being destroyed");
+        if !caps.delete {
+            return cx.done(Step::RemoveFinalizer, Duration::ZERO);
+        }
+        if seen.running {
+            cx.synced(
+                true,
+                Reason::Deleting,
+                "stopping the container to destroy it",
+            );
+            return cx.done(Step::Stop { node, vmid }, TASK_FALLBACK);
+        }
+        cx.synced(true, Reason::Deleting, "destroying the container");
+        return cx.done(Step::Destroy { node, vmid }, TASK_FALLBACK);
+    }
+    let spec = &cx.ct.spec.for_provider;
+    let drift = match render::drift(spec, cx.id, &seen.config) {
+        Ok(drift) => drift,
+        Err(invalid) => return invalid_spec(cx, &invalid, obs.poll),
+    };
+    cx.at().unmanaged_drift = drift.unmanaged.clone();
+    if caps.update && !drift.update.is_empty() {
+        let keys: Vec<&str> = drift
+            .update
+            .set
+            .keys()
+            .chain(drift.update.delete.iter())
+            .map(String::as_str)
+            .collect();
+        let note = format!("correcting {}", keys.join(", "));
+        cx.event(false, "Configured", note.clone());
+        cx.synced(true, Reason::ReconcileSuccess, &note);
+        return cx.done(
+            Step::Configure {
+                node,
+                vmid,
+                update: drift.update,
+            },
+            Duration::ZERO,
+        );
+    }
+    let want_running = spec.power_state == PowerState::Running;
+    if caps.update && want_running != seen.running {
+        let step = if want_running {
+            Step::Start { node, vmid }
+        } else {
+            Step::Shutdown { node, vmid }
+        };
+        cx.synced(true, Reason::ReconcileSuccess, "changing the power state");
+        cx.ready(
+            false,
+            Reason::Unavailable,
+            "not in the requested power state yet",
+        );
+        return cx.done(step, TASK_FALLBACK);
+    }
+    let message = if drift.unmanaged.is_empty() {
+        String::new()
+    } else {
+        drift.unmanaged.join("; ")
+    };
+    cx.synced(true, Reason::ReconcileSuccess, &message);
+    if want_running == seen.running {
+        cx.ready(true, Reason::Available, "");
+    } else {
+        cx.ready(
+            false,
+            Reason::Unavailable,
+            "not in the requested power state (Update not allowed)",
+        );
+    }
+    cx.done(Step::Idle, obs.poll)
+}
+
+fn not_ours(mut cx: Ctx<'_>, why: &str, deleting: bool, poll: Duration) -> Plan {
+    cx.synced(false, Reason::NotOwned, why);
+    cx.ready(false, Reason::Unavailable, why);
+    if deleting {
+        return cx.done(Step::RemoveFinalizer, Duration::ZERO);
+    }
+    cx.done(Step::Idle, poll)
+}

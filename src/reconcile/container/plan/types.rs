@@ -1,0 +1,169 @@
+//! What the plan decides from and what it decides.
+
+use std::time::Duration;
+
+use pve_client::lxc::{ContainerConfig, ContainerUpdate, CreateContainer, OciPull};
+
+use crate::api::container::ProxmoxContainerStatus;
+use crate::api::vm::TaskAction;
+use crate::reconcile::plan::{Event, Placement, VmidGrant};
+
+/// The container as the pass found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Container {
+    /// Not looked at (no VMID yet, or nothing to look with).
+    Unknown,
+    /// No guest has the VMID.
+    Absent,
+    /// The VMID belongs to a guest that is not a container (a VM).
+    Taken(String),
+    /// The container, on `node`.
+    Present(Seen),
+}
+
+/// An existing container.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub node: String,
+    pub config: ContainerConfig,
+    pub running: bool,
+}
+
+/// The recorded task, as Proxmox tells.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskSeen {
+    Running,
+    Succeeded,
+    Failed(String),
+}
+
+/// What the pass observed, for the plan to decide from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    /// The provider config: `Err` says why it cannot be used.
+    pub connection: Result<(), String>,
+    /// The resync interval of the config.
+    pub poll: Duration,
+    /// A VMID reserved for this resource (asked for without an
+    /// external name and without `vmid`).
+    pub vmid: Option<VmidGrant>,
+    /// Where to create it (asked for without `node`).
+    pub placement: Option<Placement>,
+    pub container: Container,
+    /// The recorded task's state.
+    pub task: Option<TaskSeen>,
+    /// A task of this VMID (or this OCI pull) the node lists as running.
+    pub busy: Option<String>,
+    /// Whether the OCI image's file is on the node's storage (looked at
+    /// only before a create from an image).
+    pub template_present: Option<bool>,
+    /// Whether the password Secret's key could be read (`Err`: why not);
+    /// `None`: no password asked for, or not needed this pass.
+    pub password: Option<Result<(), String>>,
+    /// Proxmox could not be asked (why): nothing is decided this pass.
+    pub proxmox: Option<String>,
+}
+
+impl Observation {
+    /// Nothing observed yet, with the config's resync interval.
+    pub fn unobserved(poll: Duration) -> Self {
+        Self {
+            connection: Ok(()),
+            poll,
+            vmid: None,
+            placement: None,
+            container: Container::Unknown,
+            task: None,
+            busy: None,
+            template_present: None,
+            password: None,
+            proxmox: None,
+        }
+    }
+}
+
+/// The one step a pass takes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Nothing to do now.
+    Idle,
+    AddFinalizer,
+    RemoveFinalizer,
+    /// Records the VMID in the external-name annotation (before any create).
+    RecordVmid(u32),
+    /// Pulls the OCI image into `storage` on `node`.
+    Pull {
+        node: String,
+        storage: String,
+        pull: OciPull,
+    },
+    /// Creates the container (the pass adds the password).
+    Create {
+        node: String,
+        create: Box<CreateContainer>,
+    },
+    /// Corrects drift (synchronous).
+    Configure {
+        node: String,
+        vmid: u32,
+        update: ContainerUpdate,
+    },
+    Start {
+        node: String,
+        vmid: u32,
+    },
+    Shutdown {
+        node: String,
+        vmid: u32,
+    },
+    Stop {
+        node: String,
+        vmid: u32,
+    },
+    /// Destroys it with `purge` and `destroy-unreferenced-disks`.
+    Destroy {
+        node: String,
+        vmid: u32,
+    },
+}
+
+impl Step {
+    /// The action a task of this step is recorded under, with the node it
+    /// runs on; `None` for steps that start no task.
+    pub fn task(&self) -> Option<(TaskAction, &str)> {
+        match self {
+            Step::Pull { node, .. } => Some((TaskAction::DownloadImage, node)),
+            Step::Create { node, .. } => Some((TaskAction::Create, node)),
+            Step::Start { node, .. } => Some((TaskAction::Start, node)),
+            Step::Shutdown { node, .. } => Some((TaskAction::Shutdown, node)),
+            Step::Stop { node, .. } => Some((TaskAction::Stop, node)),
+            Step::Destroy { node, .. } => Some((TaskAction::Destroy, node)),
+            Step::Idle
+            | Step::AddFinalizer
+            | Step::RemoveFinalizer
+            | Step::RecordVmid(_)
+            | Step::Configure { .. } => None,
+        }
+    }
+}
+
+/// What a pass decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub step: Step,
+    pub status: ProxmoxContainerStatus,
+    pub events: Vec<Event>,
+    /// When to look again.
+    pub requeue: Duration,
+}
+
+/// What carrying out the step did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done without a task.
+    Done,
+    /// A task started.
+    Started { upid: String, type_: String },
+    /// Proxmox or Kubernetes refused (the message is for people).
+    Failed(String),
+}

@@ -1,0 +1,550 @@
+//! The container plan, table by table: resource + observation → step.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use pve_client::lxc::ContainerConfig;
+use serde_json::{Value, json};
+
+use super::plan::{Container, Observation, Outcome, Seen, Step, TaskSeen, plan, settle};
+use crate::api::ProxmoxContainer;
+use crate::api::condition::{ConditionStatus, ConditionType, find};
+use crate::api::vm::TaskAction;
+use crate::reconcile::identity::Identity;
+use crate::reconcile::plan::{Placement, VmidGrant, marker_line_of};
+
+const UID: &str = "u-1";
+
+fn now() -> Timestamp {
+    Timestamp::from_second(1_800_000_000).unwrap()
+}
+
+fn ct(spec: Value, annotations: Value, status: Value) -> ProxmoxContainer {
+    let mut for_provider = json!({
+        "node": "pve",
+        "template": {"volume": "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+        "rootfs": {"storage": "local-lvm", "size": "4Gi"},
+        "networks": [{"slot": "net0", "name": "eth0", "bridge": "vmbr0", "ip": "dhcp"}],
+    });
+    for (k, v) in spec.as_object().unwrap() {
+        if v.is_null() {
+            for_provider.as_object_mut().unwrap().remove(k);
+        } else {
+            for_provider[k] = v.clone();
+        }
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxContainer",
+        "metadata": {
+            "name": "app", "namespace": "ns", "uid": UID, "generation": 1,
+            "finalizers": ["finalizer.managedresource.crossplane.io"],
+            "annotations": annotations,
+        },
+        "spec": {"forProvider": for_provider},
+        "status": status,
+    }))
+    .unwrap()
+}
+
+fn id() -> Identity {
+    Identity {
+        namespace: "ns".into(),
+        name: "app".into(),
+        uid: UID.into(),
+    }
+}
+
+fn recorded() -> Value {
+    json!({"crossplane.io/external-name": "120"})
+}
+
+fn obs(container: Container) -> Observation {
+    Observation {
+        container,
+        ..Observation::unobserved(Duration::from_secs(60))
+    }
+}
+
+/// A container as the provider created it: the spec's values, our marker.
+fn ours(running: bool, extra: &[(&str, &str)]) -> Container {
+    let marker = marker_line_of("ProxmoxContainer", "ns", "app", UID);
+    let mut raw: std::collections::BTreeMap<String, String> = [
+        ("cores", "1"),
+        ("memory", "512"),
+        ("swap", "512"),
+        ("hostname", "app"),
+        ("unprivileged", "1"),
+        ("rootfs", "local-lvm:vm-120-disk-0,size=4G"),
+        (
+            "net0",
+            "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=dhcp,type=veth",
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    raw.insert("description".into(), marker);
+    for (k, v) in extra {
+        raw.insert((*k).to_owned(), (*v).to_owned());
+    }
+    Container::Present(Seen {
+        node: "pve".into(),
+        config: ContainerConfig {
+            digest: Some("d1".into()),
+            raw,
+        },
+        running,
+    })
+}
+
+fn kind(step: &Step) -> &'static str {
+    match step {
+        Step::Idle => "idle",
+        Step::AddFinalizer => "add-finalizer",
+        Step::RemoveFinalizer => "remove-finalizer",
+        Step::RecordVmid(_) => "record-vmid",
+        Step::Pull { .. } => "pull",
+        Step::Create { .. } => "create",
+        Step::Configure { .. } => "configure",
+        Step::Start { .. } => "start",
+        Step::Shutdown { .. } => "shutdown",
+        Step::Stop { .. } => "stop",
+        Step::Destroy { .. } => "destroy",
+    }
+}
+
+fn deleting(mut c: ProxmoxContainer) -> ProxmoxContainer {
+    c.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    c
+}
+
+fn task(action: &str, type_: &str) -> Value {
+    json!({"atProvider": {"task": {
+        "upid": format!("UPID:pve:00001234:00005678:6B49D200:{type_}:120:root@pam:"),
+        "action": action, "type": type_, "node": "pve",
+        "startedAt": "2027-01-15T08:00:00Z", "deadline": "2027-01-15T08:30:00Z",
+        "summary": type_,
+    }}})
+}
+
+#[test]
+fn the_way_to_a_container_step_by_step() {
+    let no_finalizer = {
+        let mut c = ct(json!({}), json!({}), json!({}));
+        c.metadata.finalizers = None;
+        c
+    };
+    let with_oci = json!({"template": {"oci": {"reference": "docker.io/library/alpine:3.20", "storage": "local"}}});
+    let cases: Vec<(&str, ProxmoxContainer, Observation, &str)> = vec![
+        (
+            "a new resource gets the finalizer first",
+            no_finalizer,
+            obs(Container::Unknown),
+            "add-finalizer",
+        ),
+        (
+            "a VMID named in the spec is recorded before anything else",
+            ct(json!({"vmid": 150}), json!({}), json!({})),
+            obs(Container::Unknown),
+            "record-vmid",
+        ),
+        (
+            "an allocated VMID is recorded",
+            ct(json!({}), json!({}), json!({})),
+            Observation {
+                vmid: Some(VmidGrant::Reserved(123)),
+                ..obs(Container::Unknown)
+            },
+            "record-vmid",
+        ),
+        (
+            "no VMID free: nothing is created",
+            ct(json!({}), json!({}), json!({})),
+            Observation {
+                vmid: Some(VmidGrant::Unavailable("full".into())),
+                ..obs(Container::Unknown)
+            },
+            "idle",
+        ),
+        (
+            "absent with a VMID: created",
+            ct(json!({}), recorded(), json!({})),
+            obs(Container::Absent),
+            "create",
+        ),
+        (
+            "absent without a node: created where placement says",
+            ct(json!({"node": null}), recorded(), json!({})),
+            Observation {
+                placement: Some(Placement::Chosen {
+                    node: "pve2".into(),
+                    why: "most free memory".into(),
+                }),
+                ..obs(Container::Absent)
+            },
+            "create",
+        ),
+        (
+            "an OCI image not pulled yet is pulled first",
+            ct(with_oci.clone(), recorded(), json!({})),
+            Observation {
+                template_present: Some(false),
+                ..obs(Container::Absent)
+            },
+            "pull",
+        ),
+        (
+            "an OCI image pulled: created from it",
+            ct(with_oci, recorded(), json!({})),
+            Observation {
+                template_present: Some(true),
+                ..obs(Container::Absent)
+            },
+            "create",
+        ),
+        (
+            "a missing password Secret holds the create",
+            ct(
+                json!({"passwordSecretRef": {"name": "pw", "key": "password"}}),
+                recorded(),
+                json!({}),
+            ),
+            Observation {
+                password: Some(Err("Secret pw not found".into())),
+                ..obs(Container::Absent)
+            },
+            "idle",
+        ),
+        (
+            "a recorded task still running: nothing else is dispatched",
+            ct(json!({}), recorded(), task("Create", "vzcreate")),
+            Observation {
+                task: Some(TaskSeen::Running),
+                ..obs(Container::Absent)
+            },
+            "idle",
+        ),
+        (
+            "a task of the VMID the node lists (a lost status write): waited for",
+            ct(json!({}), recorded(), json!({})),
+            Observation {
+                busy: Some("vzcreate of 120".into()),
+                ..obs(Container::Absent)
+            },
+            "idle",
+        ),
+        (
+            "a config locked by a create no status recorded: waited for",
+            ct(json!({}), recorded(), json!({})),
+            obs(Container::Present(Seen {
+                node: "pve".into(),
+                config: ContainerConfig {
+                    digest: None,
+                    raw: [("lock".to_owned(), "create".to_owned())].into(),
+                },
+                running: false,
+            })),
+            "idle",
+        ),
+        (
+            "ours and stopped: started",
+            ct(json!({}), recorded(), json!({})),
+            obs(ours(false, &[])),
+            "start",
+        ),
+        (
+            "ours, running, powerState Stopped: shut down",
+            ct(json!({"powerState": "Stopped"}), recorded(), json!({})),
+            obs(ours(true, &[])),
+            "shutdown",
+        ),
+        (
+            "ours, as the spec says: nothing to do",
+            ct(json!({}), recorded(), json!({})),
+            obs(ours(true, &[])),
+            "idle",
+        ),
+        (
+            "drift comes before the power state",
+            ct(json!({}), recorded(), json!({})),
+            obs(ours(false, &[("memory", "2048")])),
+            "configure",
+        ),
+        (
+            "a VM with the VMID: never touched",
+            ct(json!({}), recorded(), json!({})),
+            obs(Container::Taken("VMID 120 belongs to a VM".into())),
+            "idle",
+        ),
+        (
+            "paused: nothing",
+            ct(json!({}), recorded(), json!({})).tap_policies(json!([])),
+            obs(ours(false, &[])),
+            "idle",
+        ),
+        (
+            "Observe only: drift and power are left alone",
+            ct(json!({}), recorded(), json!({})).tap_policies(json!(["Observe"])),
+            obs(ours(false, &[("memory", "2048")])),
+            "idle",
+        ),
+    ];
+    for (name, c, o, want) in cases {
+        let p = plan(&c, &id(), &o, now());
+        assert_eq!(kind(&p.step), want, "{name}: {:?}", p.step);
+    }
+}
+
+trait TapPolicies {
+    fn tap_policies(self, policies: Value) -> Self;
+}
+
+impl TapPolicies for ProxmoxContainer {
+    fn tap_policies(mut self, policies: Value) -> Self {
+        self.spec.management_policies = serde_json::from_value(policies).unwrap();
+        self
+    }
+}
+
+#[test]
+fn deleting_destroys_only_what_is_ours() {
+    let cases: Vec<(&str, ProxmoxContainer, Observation, &str)> = vec![
+        (
+            "running: stopped first",
+            deleting(ct(json!({}), recorded(), json!({}))),
+            obs(ours(true, &[])),
+            "stop",
+        ),
+        (
+            "stopped: destroyed",
+            deleting(ct(json!({}), recorded(), json!({}))),
+            obs(ours(false, &[])),
+            "destroy",
+        ),
+        (
+            "gone: the finalizer goes",
+            deleting(ct(json!({}), recorded(), json!({}))),
+            obs(Container::Absent),
+            "remove-finalizer",
+        ),
+        (
+            "no VMID ever recorded: the finalizer goes",
+            deleting(ct(json!({}), json!({}), json!({}))),
+            obs(Container::Unknown),
+            "remove-finalizer",
+        ),
+        (
+            "without Delete: orphaned",
+            deleting(ct(json!({}), recorded(), json!({})))
+                .tap_policies(json!(["Observe", "Create", "Update"])),
+            obs(ours(false, &[])),
+            "remove-finalizer",
+        ),
+        (
+            "while its destroy runs: waited for",
+            deleting(ct(json!({}), recorded(), task("Destroy", "vzdestroy"))),
+            Observation {
+                task: Some(TaskSeen::Running),
+                ..obs(ours(false, &[]))
+            },
+            "idle",
+        ),
+    ];
+    for (name, c, o, want) in cases {
+        let p = plan(&c, &id(), &o, now());
+        assert_eq!(kind(&p.step), want, "{name}: {:?}", p.step);
+    }
+    // Someone else's container, or one without a marker, is never destroyed.
+    for description in [
+        Some(marker_line_of("ProxmoxContainer", "ns", "other", "u-2")),
+        Some("hand-made".to_owned()),
+        None,
+    ] {
+        let mut seen = ours(false, &[]);
+        if let Container::Present(s) = &mut seen {
+            match &description {
+                Some(d) => s.config.raw.insert("description".into(), d.clone()),
+                None => s.config.raw.remove("description"),
+            };
+        }
+        let c = deleting(ct(json!({}), recorded(), json!({})));
+        let p = plan(&c, &id(), &obs(seen.clone()), now());
+        assert_eq!(kind(&p.step), "remove-finalizer", "{description:?}");
+        let live = plan(
+            &ct(json!({}), recorded(), json!({})),
+            &id(),
+            &obs(seen),
+            now(),
+        );
+        assert_eq!(kind(&live.step), "idle", "{description:?}");
+        let synced = find(&live.status.conditions, ConditionType::Synced).unwrap();
+        assert_eq!(synced.reason, "NotOwned");
+    }
+}
+
+#[test]
+fn the_create_carries_the_spec_and_the_owner_marker() {
+    let c = ct(
+        json!({
+            "memory": "1Gi", "swap": "1Mi", "cpu": {"cores": 2}, "hostname": "web",
+            "mountPoints": [{"slot": "mp1", "storage": "local-lvm", "size": "1500Mi", "path": "/srv"}],
+            "features": {"nesting": true, "keyctl": true},
+            "sshKeys": ["ssh-ed25519 AAAA k"], "tags": ["b", "a"], "description": "notes",
+            "dns": {"nameservers": ["1.1.1.1", "9.9.9.9"], "searchDomain": "example.org"},
+        }),
+        recorded(),
+        json!({}),
+    );
+    let p = plan(&c, &id(), &obs(Container::Absent), now());
+    let Step::Create { node, create } = &p.step else {
+        panic!("{:?}", p.step)
+    };
+    assert_eq!(node, "pve");
+    let form = create.to_params();
+    let get = |k| form.get(k).unwrap_or_default().to_owned();
+    assert_eq!(get("vmid"), "120");
+    assert_eq!(get("rootfs"), "local-lvm:4");
+    assert_eq!(get("mp1"), "local-lvm:2,mp=/srv", "rounded up to whole GiB");
+    assert_eq!(get("memory"), "1024");
+    assert_eq!(get("swap"), "1");
+    assert_eq!(get("cores"), "2");
+    assert_eq!(get("hostname"), "web");
+    assert_eq!(get("unprivileged"), "1", "unprivileged by default");
+    assert_eq!(get("features"), "keyctl=1,nesting=1");
+    assert_eq!(get("nameserver"), "1.1.1.1 9.9.9.9");
+    assert_eq!(get("searchdomain"), "example.org");
+    assert_eq!(get("net0"), "name=eth0,bridge=vmbr0,ip=dhcp");
+    assert_eq!(
+        get("description"),
+        format!(
+            "notes\n\n{}",
+            marker_line_of("ProxmoxContainer", "ns", "app", UID)
+        )
+    );
+    assert!(
+        form.get("password").is_none(),
+        "the plan never holds the password"
+    );
+    assert_eq!(p.status.at_provider.node.as_deref(), Some("pve"));
+}
+
+#[test]
+fn drift_sets_what_changed_keeps_the_mac_and_reports_what_only_root_may_change() {
+    let c = ct(
+        json!({"cpu": {"cores": 2}, "startOnBoot": true, "tags": ["web"],
+               "features": {"nesting": true, "fuse": true},
+               "networks": [{"slot": "net0", "name": "eth0", "bridge": "vmbr1", "ip": "dhcp", "vlan": 20}]}),
+        recorded(),
+        json!({}),
+    );
+    let p = plan(&c, &id(), &obs(ours(true, &[])), now());
+    let Step::Configure { update, .. } = &p.step else {
+        panic!("{:?}", p.step)
+    };
+    assert_eq!(update.set["cores"], "2");
+    assert_eq!(update.set["onboot"], "1");
+    assert_eq!(update.set["tags"], "web");
+    assert_eq!(
+        update.set["net0"],
+        "name=eth0,bridge=vmbr1,hwaddr=BC:24:11:00:00:01,ip=dhcp,tag=20,type=veth"
+    );
+    assert!(
+        !update.set.contains_key("memory"),
+        "unchanged keys are not sent"
+    );
+    assert!(!update.set.contains_key("features"), "fuse needs root@pam");
+    assert_eq!(update.digest.as_deref(), Some("d1"));
+    assert_eq!(
+        p.status.at_provider.unmanaged_drift.len(),
+        1,
+        "{:?}",
+        p.status.at_provider.unmanaged_drift
+    );
+    // Tags removed from the spec are deleted on Proxmox.
+    let bare = ct(json!({}), recorded(), json!({}));
+    let p = plan(&bare, &id(), &obs(ours(true, &[("tags", "old")])), now());
+    let Step::Configure { update, .. } = &p.step else {
+        panic!("{:?}", p.step)
+    };
+    assert_eq!(update.delete, ["tags"]);
+    assert!(update.set.is_empty(), "{update:?}");
+}
+
+#[test]
+fn a_started_task_is_recorded_and_its_end_observed() {
+    let c = ct(json!({}), recorded(), json!({}));
+    let p = plan(&c, &id(), &obs(Container::Absent), now());
+    let upid = "UPID:pve:00001234:00005678:6B49D200:vzcreate:120:root@pam:";
+    let settled = settle(
+        p,
+        &Outcome::Started {
+            upid: upid.into(),
+            type_: "vzcreate".into(),
+        },
+        now(),
+    );
+    let task = settled.status.at_provider.task.clone().unwrap();
+    assert_eq!(
+        (task.action, task.upid.as_str()),
+        (TaskAction::Create, upid)
+    );
+    assert!(settled.events.iter().any(|e| e.reason == "TaskStarted"));
+
+    // The next pass, the task ended: cleared, and on to the next step.
+    let mut c = ct(json!({}), recorded(), json!({}));
+    c.status = Some(settled.status);
+    let done = plan(
+        &c,
+        &id(),
+        &Observation {
+            task: Some(TaskSeen::Succeeded),
+            ..obs(ours(false, &[]))
+        },
+        now(),
+    );
+    assert!(done.status.at_provider.task.is_none());
+    assert_eq!(kind(&done.step), "start");
+
+    // It failed: reported, and not retried before the backoff.
+    let failed = plan(
+        &c,
+        &id(),
+        &Observation {
+            task: Some(TaskSeen::Failed("no space".into())),
+            ..obs(Container::Absent)
+        },
+        now(),
+    );
+    assert_eq!(kind(&failed.step), "idle");
+    let synced = find(&failed.status.conditions, ConditionType::Synced).unwrap();
+    assert_eq!(
+        (synced.status, synced.reason.as_str()),
+        (ConditionStatus::False, "TaskFailed")
+    );
+    let mut again = ct(json!({}), recorded(), json!({}));
+    again.status = Some(failed.status);
+    let soon = plan(&again, &id(), &obs(Container::Absent), now());
+    assert_eq!(kind(&soon.step), "idle", "within the backoff");
+    let later = plan(
+        &again,
+        &id(),
+        &obs(Container::Absent),
+        now() + Duration::from_secs(60),
+    );
+    assert_eq!(kind(&later.step), "create", "after the backoff");
+}
+
+#[test]
+fn ready_follows_the_container_and_carries_the_generation() {
+    let c = ct(json!({}), recorded(), json!({}));
+    let p = plan(&c, &id(), &obs(ours(true, &[])), now());
+    let ready = find(&p.status.conditions, ConditionType::Ready).unwrap();
+    assert_eq!(ready.status, ConditionStatus::True);
+    assert_eq!(ready.observed_generation, Some(1));
+    assert_eq!(p.status.observed_generation, Some(1));
+    let refused = settle(p, &Outcome::Failed("500 boom".into()), now());
+    let synced = find(&refused.status.conditions, ConditionType::Synced).unwrap();
+    assert_eq!(synced.status, ConditionStatus::False);
+}
