@@ -335,6 +335,11 @@ async fn vms(env: &Env, web_config: Value) {
         },
     }))
     .await;
+    // A VM naming it (the image is read afresh before the import).
+    let img = manifests::imported(json!({
+        "disks": [{"slot": "scsi0", "storage": "local-lvm", "image": {"name": "noble"}}],
+    }));
+    env.apply(&manifests::vm("img", img)).await;
 }
 
 /// Until the VMs of [`vms`] converge: web and db Ready, lost told its
@@ -345,6 +350,7 @@ async fn vms(env: &Env, web_config: Value) {
 async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64) {
     env.wait_ready("web").await;
     env.wait_ready("db").await;
+    env.wait_ready("img").await;
     env.wait_synced_reason("lost", "ProviderConfigNotFound")
         .await;
     let images: kube::Api<provider_proxmox::api::ProxmoxImage> =
@@ -473,7 +479,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     lost_cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": format!("missing-{ns}")});
     env.apply(&lost_cluster).await;
-    converge(&env, &account, 1).await;
+    converge(&env, &account, 2).await;
     env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
         .await;
     env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
@@ -496,7 +502,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
             .ok_or_else(|| format!("{warnings:?}"))
     })
     .await;
-    delete(&env, &["web", "db", "lost", "lost-cluster"]).await;
+    delete(&env, &["web", "db", "img", "lost", "lost-cluster"]).await;
     wait_deleted(&cpcs, &cpc).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
 }
@@ -542,7 +548,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": "default"});
     env.apply(&cluster).await;
-    converge(&env, &account, 2).await;
+    converge(&env, &account, 3).await;
     let refused = env
         .wait_synced_reason("cluster", "ProviderConfigNotFound")
         .await;
@@ -552,7 +558,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
             && message.contains(&format!("serves only namespace {ns}")),
         "{message}"
     );
-    delete(&env, &["web", "db", "lost", "cluster"]).await;
+    delete(&env, &["web", "db", "img", "lost", "cluster"]).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
 }
 
