@@ -8,7 +8,9 @@ use provider_proxmox::api::ProxmoxImage;
 use provider_proxmox::api::image::LocationPhase;
 use serde_json::{Value, json};
 
-use crate::reconcile::{self, DEADLINE, Env, Options, events_in, manifests};
+use pve_sim::SimConfig;
+
+use crate::reconcile::{self, DEADLINE, Env, Options, Sim, events_in, manifests};
 use crate::support;
 
 const DOWNLOAD: &str = "/nodes/{node}/storage/{storage}/download-url";
@@ -266,4 +268,54 @@ async fn an_iso_image_named_by_a_disk_is_refused() {
         "{c:?}"
     );
     assert_eq!(env.sim.count("POST", "/nodes/{node}/qemu").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_storage_gets_one_download_for_every_node() {
+    let mut env = Env::without_controller("imgshared", Options::default()).await;
+    env.sim = Sim::start_with(SimConfig {
+        time_scale: 0.01,
+        state: Some(
+            serde_json::from_value(json!({
+                "nodes": [{"name": "pve"}, {"name": "pve2"}],
+                "storages": [
+                    {"id": "local", "type": "dir", "content": ["iso", "vztmpl", "import", "snippets"], "size": "100G"},
+                    {"id": "local-lvm", "type": "lvmthin", "content": ["images", "rootdir"], "size": "400G"},
+                    {"id": "nfs", "type": "dir", "path": "/mnt/pve/nfs", "content": ["import"],
+                     "size": "1T", "shared": true, "nodes": ["pve", "pve2"]},
+                ],
+            }))
+            .expect("a state file"),
+        ),
+        ..SimConfig::default()
+    })
+    .await;
+    env.apply(&manifests::provider_config(&env.sim, &json!({})))
+        .await;
+    env.start_controller().await;
+    let mut shared = image("noble", "https://images.example/noble.qcow2");
+    shared["spec"]["forProvider"]["storage"] = json!("nfs");
+    env.apply(&shared).await;
+    let ready = wait_image_ready(&env, "noble").await;
+    let at = ready.status.unwrap().at_provider;
+    assert_eq!(at.locations.len(), 1, "{at:?}");
+    assert!(at.locations[0].shared, "{at:?}");
+    assert_eq!(at.summary.as_deref(), Some("1/1 ready"));
+    assert_eq!(env.sim.count("POST", DOWNLOAD).await, 1);
+    // A VM on the other node imports it from there.
+    let mut vm = named_disk_vm("web", "noble");
+    vm["spec"]["forProvider"]["node"] = json!("pve2");
+    env.apply(&vm).await;
+    env.wait_ready("web").await;
+    let creates = env.sim.requests_to("POST", "/nodes/{node}/qemu").await;
+    assert_eq!(creates[0]["params"]["node"], "pve2", "{creates:?}");
+    assert_eq!(
+        creates[0]["params"]["scsi0"],
+        format!("local-lvm:0,import-from={}", at.volume.unwrap())
+    );
+    assert_eq!(
+        env.sim.count("POST", DOWNLOAD).await,
+        1,
+        "still one download"
+    );
 }

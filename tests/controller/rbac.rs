@@ -340,6 +340,11 @@ async fn vms(env: &Env, web_config: Value) {
     // controller's watch, metadata and status writes.
     env.apply(&containers::container("box", containers::debian(json!({}))))
         .await;
+    // A VM naming it (the image is read afresh before the import).
+    let img = manifests::imported(json!({
+        "disks": [{"slot": "scsi0", "storage": "local-lvm", "image": {"name": "noble"}}],
+    }));
+    env.apply(&manifests::vm("img", img)).await;
 }
 
 /// A ProxmoxImage with a template through its fleet: its template
@@ -394,13 +399,15 @@ async fn fleet(env: &Env) {
 
 /// Until the VMs of [`vms`] converge: web, db and the container Ready,
 /// lost told its config is missing, a change of db applied, the test's
-/// ProviderConfig Ready with `users` (the container among them); and a repeated event, which patches the count of
-/// the first, through the provider's own publisher as `account` (a short
+/// ProviderConfig Ready with `users` (the container and the VM naming the
+/// image among them); and a repeated event, which patches the count of the
+/// first, through the provider's own publisher as `account` (a short
 /// workload repeats none by itself).
 async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64) {
     env.wait_ready("web").await;
     env.wait_ready("db").await;
     env.wait_container_ready("box").await;
+    env.wait_ready("img").await;
     env.wait_synced_reason("lost", "ProviderConfigNotFound")
         .await;
     let images: kube::Api<provider_proxmox::api::ProxmoxImage> =
@@ -536,7 +543,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     lost_cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": format!("missing-{ns}")});
     env.apply(&lost_cluster).await;
-    converge(&env, &account, 2).await;
+    converge(&env, &account, 3).await;
     env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
         .await;
     env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
@@ -559,7 +566,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
             .ok_or_else(|| format!("{warnings:?}"))
     })
     .await;
-    delete(&env, &["web", "db", "lost", "lost-cluster"]).await;
+    delete(&env, &["web", "db", "img", "lost", "lost-cluster"]).await;
     wait_deleted(&cpcs, &cpc).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
 }
@@ -606,7 +613,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": "default"});
     env.apply(&cluster).await;
-    converge(&env, &account, 3).await;
+    converge(&env, &account, 4).await;
     let refused = env
         .wait_synced_reason("cluster", "ProviderConfigNotFound")
         .await;
@@ -616,7 +623,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
             && message.contains(&format!("serves only namespace {ns}")),
         "{message}"
     );
-    delete(&env, &["web", "db", "lost", "cluster"]).await;
+    delete(&env, &["web", "db", "img", "lost", "cluster"]).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
 }
 

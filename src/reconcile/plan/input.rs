@@ -621,6 +621,20 @@ pub enum NamedImage {
 }
 
 impl NamedImage {
+    /// Whether a disk could be imported from it on some node (the pass
+    /// then reads it afresh before the plan decides).
+    pub fn usable(&self) -> bool {
+        match self {
+            Self::Found {
+                deleting,
+                ready_on,
+                shared_ready,
+                ..
+            } => !deleting && (*shared_ready || !ready_on.is_empty()),
+            Self::Unknown | Self::NotFound => false,
+        }
+    }
+
     /// The image as the cache holds it.
     pub fn of(image: &crate::api::ProxmoxImage) -> Self {
         let at = image.status.as_ref().map(|s| &s.at_provider);

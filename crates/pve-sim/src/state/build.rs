@@ -244,7 +244,7 @@ pub fn export(cluster: &Cluster, config: &SimConfig, secrets: bool) -> StateFile
                 Some(spec) => spec.nodes.get_or_insert_with(Vec::new).push(node.clone()),
                 None => storages.push(storage_spec(s, node)),
             }
-            if s.shared && node != &all[0] {
+            if s.shared && cluster.shared_home(&s.id) != Some(node.as_str()) {
                 continue;
             }
             for v in s.volumes.values() {

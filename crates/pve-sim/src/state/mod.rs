@@ -112,12 +112,38 @@ impl Cluster {
             .ok_or_else(|| NoSuchVm::of(kind, node, vmid))
     }
 
+    /// The storage `id` as `node` sees it. A shared storage is one storage
+    /// whichever node asks (a file downloaded through one node is on every
+    /// node, as on NFS or CephFS): every node reads and writes the copy of
+    /// the first node that has it ([`Cluster::shared_home`]).
     pub fn storage(&self, node: &str, id: &str) -> Option<&Storage> {
-        self.storages.get(node)?.iter().find(|s| s.id == id)
+        let s = self.storages.get(node)?.iter().find(|s| s.id == id)?;
+        match s.shared.then(|| self.shared_home(id)).flatten() {
+            Some(home) if home != node => self.storages.get(home)?.iter().find(|s| s.id == id),
+            Some(_) | None => Some(s),
+        }
     }
 
     pub fn storage_mut(&mut self, node: &str, id: &str) -> Option<&mut Storage> {
-        self.storages.get_mut(node)?.iter_mut().find(|s| s.id == id)
+        let shared = self.storage(node, id)?.shared;
+        let home = match shared.then(|| self.shared_home(id)).flatten() {
+            Some(home) => home.to_owned(),
+            None => node.to_owned(),
+        };
+        self.storages
+            .get_mut(&home)?
+            .iter_mut()
+            .find(|s| s.id == id)
+    }
+
+    /// The node whose copy of the shared storage `id` every node uses: the
+    /// first node (in the cluster's order) that has it.
+    pub fn shared_home(&self, id: &str) -> Option<&str> {
+        self.nodes.iter().map(|n| n.name.as_str()).find(|n| {
+            self.storages
+                .get(*n)
+                .is_some_and(|l| l.iter().any(|s| s.id == id && s.shared))
+        })
     }
 
     /// A volume by volume ID on a node.

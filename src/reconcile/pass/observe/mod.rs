@@ -21,7 +21,7 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 use kube::{Api, ResourceExt};
 
-use crate::api::ProxmoxVM;
+use crate::api::{ProxmoxImage, ProxmoxVM};
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::fleet::cache::{self, Images};
 use crate::reconcile::identity::Identity;
@@ -137,7 +137,22 @@ pub async fn observe(
         let seen = match crate::reconcile::image::lookup(from.images, &id.namespace, name) {
             None => NamedImage::Unknown,
             Some(None) => NamedImage::NotFound,
-            Some(Some(image)) => NamedImage::of(&image),
+            // About to be imported: read afresh, so a VM never starts on
+            // an image whose deletion the cache does not show yet (as the
+            // in-use guard of provider configs). The image counts this VM
+            // as a user from the same cache, so one that saw no deletion
+            // here holds the image's files.
+            Some(Some(cached)) if NamedImage::of(&cached).usable() => {
+                match Api::<ProxmoxImage>::namespaced(from.kube.clone(), &id.namespace)
+                    .get_opt(name)
+                    .await
+                {
+                    Ok(Some(fresh)) => NamedImage::of(&fresh),
+                    Ok(None) => NamedImage::NotFound,
+                    Err(e) => return Err(Failure::Kube(e.into())),
+                }
+            }
+            Some(Some(cached)) => NamedImage::of(&cached),
         };
         obs.named_images.insert(name.clone(), seen);
     }

@@ -409,3 +409,52 @@ async fn a_running_import_survives_the_deletion_of_its_source() {
     };
     assert!(refused.contains("noble.qcow2"), "{refused}");
 }
+
+/// A shared storage (NFS, CephFS) is one storage: a file downloaded
+/// through one node is listed and imported on every node.
+#[tokio::test]
+async fn a_file_downloaded_to_a_shared_storage_is_on_every_node() {
+    let state = pve_sim::state::file::StateFile::parse(
+        "nodes: [{name: pve}, {name: pve2}]
+storages:
+  - {id: local, type: dir, content: [iso, vztmpl, import, snippets], size: 100G}
+  - {id: local-lvm, type: lvmthin, content: [images, rootdir], size: 400G}
+  - {id: nfs, type: dir, path: /mnt/pve/nfs, content: [import], size: 1T, shared: true}
+",
+    )
+    .unwrap();
+    let sim = start_with(|c| c.state = Some(state)).await;
+    let sum = sha256_hex(URL);
+    let upid = sim
+        .post(
+            "/nodes/pve/storage/nfs/download-url",
+            &[
+                ("url", URL),
+                ("content", "import"),
+                ("filename", "noble.qcow2"),
+                ("checksum", sum.as_str()),
+                ("checksum-algorithm", "sha256"),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&upid).await;
+    let listed = sim
+        .get_q("/nodes/pve2/storage/nfs/content", &[("content", "import")])
+        .await
+        .data();
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["volid"] == "nfs:import/noble.qcow2"),
+        "{listed}"
+    );
+    let scsi0 = "local-lvm:0,import-from=nfs:import/noble.qcow2";
+    let create = sim
+        .post("/nodes/pve2/qemu", &[("vmid", "150"), ("scsi0", scsi0)])
+        .await
+        .upid();
+    sim.task_ok(&create).await;
+}
