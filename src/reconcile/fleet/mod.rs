@@ -113,9 +113,15 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
     let view = view(&ctx, &key, &image, &vms).await;
     let work = templates::work(&image, &vms, &View(view.as_deref()));
     let vm_api: Api<ProxmoxVM> = Api::namespaced(ctx.kube.clone(), &namespace);
+    for name in &work.taken {
+        tracing::warn!(image = %cache::full_name(&image), template = %name, "a ProxmoxVM that is not the image's has the name of its template; left alone, no template on that node");
+    }
     for (name, manifest, exists) in &work.apply {
         tracing::info!(image = %cache::full_name(&image), template = %name, "applying the image's template");
-        if !exists && create(&vm_api, manifest).await? {
+        if !exists {
+            // Created, or there already (the cache lags): the next pass,
+            // from a cache that has it, decides whether it is the image's.
+            create(&vm_api, manifest).await?;
             continue;
         }
         vm_api
@@ -159,11 +165,11 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
     })
 }
 
-/// Creates a template ProxmoxVM the cache does not have; `false` when it
-/// exists after all (the cache lags: it is applied instead). A create
-/// rather than a server-side apply, which also needs `create` yet shows
-/// as a `patch`: the RBAC grants what the provider is seen to ask for.
-async fn create(api: &Api<ProxmoxVM>, manifest: &serde_json::Value) -> Result<bool, Error> {
+/// Creates a template ProxmoxVM the cache does not have (one that exists
+/// after all is left as it is: it may be another's). A create rather than
+/// a server-side apply, which also needs `create` yet shows as a `patch`:
+/// the RBAC grants what the provider is seen to ask for.
+async fn create(api: &Api<ProxmoxVM>, manifest: &serde_json::Value) -> Result<(), Error> {
     let vm: ProxmoxVM =
         serde_json::from_value(manifest.clone()).map_err(|source| Error::Serialize {
             what: "a template ProxmoxVM",
@@ -174,8 +180,8 @@ async fn create(api: &Api<ProxmoxVM>, manifest: &serde_json::Value) -> Result<bo
         ..PostParams::default()
     };
     match api.create(&params, &vm).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
         Err(e) => Err(e.into()),
     }
 }

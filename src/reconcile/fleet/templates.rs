@@ -34,6 +34,9 @@ pub struct Work {
     /// A template is ready but the plugin of its storage is not known yet
     /// (no cluster view read): look again soon.
     pub recheck: bool,
+    /// Names a template would have that another ProxmoxVM (not the
+    /// image's) has: left alone, never overwritten.
+    pub taken: Vec<String>,
 }
 
 /// What the provider last saw on Proxmox (its cluster view).
@@ -108,7 +111,10 @@ pub fn work(image: &ProxmoxImage, vms: &[&ProxmoxVM], seen: &dyn Seen) -> Work {
         let manifest = child::manifest(image, template, node, volume);
         let child_name = child::name(&name, node);
         let existing = children.iter().find(|c| c.name_any() == child_name);
-        if existing.is_none_or(|c| !same_spec(c, &manifest)) {
+        let foreign = existing.is_none() && vms.iter().any(|vm| vm.name_any() == child_name);
+        if foreign {
+            work.taken.push(child_name.clone());
+        } else if existing.is_none_or(|c| !same_spec(c, &manifest)) {
             work.apply
                 .push((child_name.clone(), manifest, existing.is_some()));
         }
@@ -457,6 +463,19 @@ mod tests {
         foreign.metadata.owner_references.as_mut().unwrap()[0].uid = "other".into();
         let plan = work(&deleted, &[&foreign], &lvm_thin_everywhere());
         assert!(plan.delete.is_empty());
+    }
+
+    #[test]
+    fn a_proxmoxvm_of_the_name_that_is_not_the_images_is_left_alone() {
+        let image = image(&["pve1"]);
+        let mut theirs = clone("noble-tpl-pve1", None);
+        theirs.spec.for_provider.clone = None;
+        let plan = work(&image, &[&theirs], &lvm_thin_everywhere());
+        assert!(plan.apply.is_empty(), "{:?}", plan.apply);
+        assert!(plan.delete.is_empty());
+        assert_eq!(plan.taken, ["noble-tpl-pve1"]);
+        let at = &plan.status.unwrap()["status"]["atProvider"];
+        assert_eq!(at["templates"][0]["ready"], false);
     }
 
     #[test]
