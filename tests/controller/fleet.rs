@@ -161,7 +161,7 @@ async fn an_image_template_per_node_and_vms_cloned_from_it_linked_or_full() {
     let applied = logs
         .lines()
         .filter(|l| {
-            l.contains("applying the image's template") && l.contains(&format!("image={ns}/noble"))
+            l.contains("creating the image's template") && l.contains(&format!("image={ns}/noble"))
         })
         .count();
     assert_eq!(applied, 2, "each template written once, not at every pass");

@@ -4,7 +4,7 @@
 //! image each.
 //!
 //! The fleet controller watches ProxmoxImages and, for each location the
-//! image controller reports `Ready`, server-side applies a template
+//! image controller reports `Ready`, creates a template
 //! ProxmoxVM ([`child`]) owned by the image; the VM machinery creates and
 //! converts it like any other ProxmoxVM. It writes only
 //! `status.atProvider.templates` and `templateSummary`, with a merge patch
@@ -94,7 +94,7 @@ pub async fn run(
     }
 }
 
-/// One pass of an image: its templates applied or deleted, their status.
+/// One pass of an image: its templates created or deleted, their status.
 async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action, Error> {
     let key = config_key(&image);
     // Another replica holds the config (it writes the image's templates),
@@ -116,21 +116,9 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
     for name in &work.taken {
         tracing::warn!(image = %cache::full_name(&image), template = %name, "a ProxmoxVM that is not the image's has the name of its template; left alone, no template on that node");
     }
-    for (name, manifest, exists) in &work.apply {
-        tracing::info!(image = %cache::full_name(&image), template = %name, "applying the image's template");
-        if !exists {
-            // Created, or there already (the cache lags): the next pass,
-            // from a cache that has it, decides whether it is the image's.
-            create(&vm_api, manifest).await?;
-            continue;
-        }
-        vm_api
-            .patch(
-                name,
-                &PatchParams::apply(child::FIELD_MANAGER).force(),
-                &Patch::Apply(manifest),
-            )
-            .await?;
+    for (name, manifest) in &work.create {
+        tracing::info!(image = %cache::full_name(&image), template = %name, "creating the image's template");
+        create(&vm_api, manifest).await?;
     }
     for (name, uid) in &work.delete {
         tracing::info!(image = %cache::full_name(&image), template = %name, "deleting the image's template");
@@ -165,10 +153,9 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
     })
 }
 
-/// Creates a template ProxmoxVM the cache does not have (one that exists
-/// after all is left as it is: it may be another's). A create rather than
-/// a server-side apply, which also needs `create` yet shows as a `patch`:
-/// the RBAC grants what the provider is seen to ask for.
+/// Creates a template ProxmoxVM the cache does not have; one that exists
+/// after all (the cache lags) is left as it is: it may be another's, and
+/// the next pass, from a cache that has it, tells.
 async fn create(api: &Api<ProxmoxVM>, manifest: &serde_json::Value) -> Result<(), Error> {
     let vm: ProxmoxVM =
         serde_json::from_value(manifest.clone()).map_err(|source| Error::Serialize {

@@ -3,7 +3,7 @@
 //! has seen, so every decision is table-tested.
 //!
 //! * A template ProxmoxVM ([`super::child`]) on each node whose location
-//!   the image controller reports `Ready`, applied when missing or changed.
+//!   the image controller reports `Ready`, created when missing.
 //! * `status.atProvider.templates` and `templateSummary`, and only those
 //!   (the image controller owns the rest of the status).
 //! * A template whose node left the image (or the image's `template`
@@ -22,9 +22,11 @@ use crate::api::{ProxmoxImage, ProxmoxVM};
 /// What to do for one image.
 #[derive(Debug, Default, PartialEq)]
 pub struct Work {
-    /// Template ProxmoxVMs to apply: name, manifest, and whether the
-    /// cache has it already (else it is created).
-    pub apply: Vec<(String, Value, bool)>,
+    /// Template ProxmoxVMs to create: name and manifest. One that exists
+    /// is left as it is: a new volume or template storage applies to new
+    /// templates (a template's disk is not imported again, and moving it
+    /// is not the fleet's to decide).
+    pub create: Vec<(String, Value)>,
     /// Template ProxmoxVMs to delete: name and UID (the delete's
     /// precondition, so a newer object of the name is left alone).
     pub delete: Vec<(String, String)>,
@@ -114,9 +116,8 @@ pub fn work(image: &ProxmoxImage, vms: &[&ProxmoxVM], seen: &dyn Seen) -> Work {
         let foreign = existing.is_none() && vms.iter().any(|vm| vm.name_any() == child_name);
         if foreign {
             work.taken.push(child_name.clone());
-        } else if existing.is_none_or(|c| !same_spec(c, &manifest)) {
-            work.apply
-                .push((child_name.clone(), manifest, existing.is_some()));
+        } else if existing.is_none() {
+            work.create.push((child_name.clone(), manifest));
         }
         let plugin = seen.plugin(node, &template.storage);
         let vmid = existing.and_then(|c| child::vmid(c));
@@ -165,12 +166,6 @@ fn clone_node(vm: &ProxmoxVM) -> Option<&str> {
 
 fn id(vm: &ProxmoxVM) -> (String, String) {
     (vm.name_any(), vm.uid().unwrap_or_default())
-}
-
-/// Whether the applied child already has the manifest's spec.
-fn same_spec(existing: &ProxmoxVM, manifest: &Value) -> bool {
-    serde_json::from_value::<ProxmoxVM>(manifest.clone())
-        .is_ok_and(|wanted| wanted.spec == existing.spec)
 }
 
 /// The merge patch setting `templates` and `templateSummary` (only them:
@@ -249,14 +244,14 @@ mod tests {
         .unwrap()
     }
 
-    /// The template ProxmoxVM `work` applies for `node`, as the API server
+    /// The template ProxmoxVM `work` creates for `node`, as the API server
     /// would hold it; `ready`: created, converted and Ready.
     fn applied(image: &ProxmoxImage, node: &str, vmid: u32, ready: bool) -> ProxmoxVM {
         let plan = work(image, &[], &lvm_thin_everywhere());
-        let (_, manifest, _) = plan
-            .apply
+        let (_, manifest) = plan
+            .create
             .into_iter()
-            .find(|(name, ..)| name.ends_with(node))
+            .find(|(name, _)| name.ends_with(node))
             .unwrap();
         let mut vm: ProxmoxVM = serde_json::from_value(manifest).unwrap();
         vm.metadata.uid = Some(format!("uid-{node}"));
@@ -303,14 +298,13 @@ mod tests {
     fn a_template_is_applied_on_each_node_whose_file_is_ready() {
         let image = image(&["pve1", "pve2"]);
         let plan = work(&image, &[], &lvm_thin_everywhere());
-        let names: Vec<&str> = plan.apply.iter().map(|(n, ..)| n.as_str()).collect();
+        let names: Vec<&str> = plan.create.iter().map(|(n, ..)| n.as_str()).collect();
         assert_eq!(
             names,
             ["noble-tpl-pve1", "noble-tpl-pve2"],
             "not pve3: downloading"
         );
-        let (_, manifest, exists) = &plan.apply[0];
-        assert!(!exists, "created");
+        let (_, manifest) = &plan.create[0];
         assert_eq!(manifest["metadata"]["labels"][child::IMAGE_LABEL], "noble");
         let owner = &manifest["metadata"]["ownerReferences"][0];
         assert_eq!(
@@ -362,9 +356,9 @@ mod tests {
         let two = applied(&image, "pve2", 9002, false);
         let plan = work(&image, &[&one, &two], &lvm_thin_everywhere());
         assert!(
-            plan.apply.is_empty(),
-            "both applied as wanted: {:?}",
-            plan.apply
+            plan.create.is_empty(),
+            "both there already: {:?}",
+            plan.create
         );
         let patch = plan.status.unwrap();
         let at = &patch["status"]["atProvider"];
@@ -386,6 +380,14 @@ mod tests {
         assert_eq!(
             work(&image, &[&one, &two], &lvm_thin_everywhere()).status,
             None
+        );
+        // Another storage for templates: the existing ones are left as
+        // they are (no disk move of a template, no import again).
+        image.spec.for_provider.template.as_mut().unwrap().storage = "ceph".into();
+        assert!(
+            work(&image, &[&one, &two], &lvm_thin_everywhere())
+                .create
+                .is_empty()
         );
     }
 
@@ -454,7 +456,7 @@ mod tests {
             ));
         let waiting = clone("db", None);
         let plan = work(&deleted, &[&one, &two, &waiting], &lvm_thin_everywhere());
-        assert_eq!(plan, Work::default(), "nothing applied, deleted or written");
+        assert_eq!(plan, Work::default(), "nothing created, deleted or written");
         // ... then every template.
         let plan = work(&deleted, &[&one, &two], &lvm_thin_everywhere());
         assert_eq!(plan.delete.len(), 2);
@@ -471,7 +473,7 @@ mod tests {
         let mut theirs = clone("noble-tpl-pve1", None);
         theirs.spec.for_provider.clone = None;
         let plan = work(&image, &[&theirs], &lvm_thin_everywhere());
-        assert!(plan.apply.is_empty(), "{:?}", plan.apply);
+        assert!(plan.create.is_empty(), "{:?}", plan.create);
         assert!(plan.delete.is_empty());
         assert_eq!(plan.taken, ["noble-tpl-pve1"]);
         let at = &plan.status.unwrap()["status"]["atProvider"];
