@@ -79,8 +79,11 @@ async fn templates(env: &Env) -> Vec<(String, String, Option<u32>, bool, bool)> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_template_per_node_and_vms_cloned_from_it_linked_or_full() {
+    // A resync of half an hour: only a trigger explains a waiting clone
+    // going on.
     let options = reconcile::Options {
         nodes: vec!["pve1".into(), "pve2".into()],
+        provider: json!({"resyncInterval": "30m"}),
         ..reconcile::Options::default()
     };
     let env = Env::start_with("fleet", options).await;
@@ -146,6 +149,22 @@ async fn an_image_template_per_node_and_vms_cloned_from_it_linked_or_full() {
     for name in ["web-1", "web-2", "web-3", "db"] {
         env.wait_ready(name).await;
     }
+    let logs = reconcile::logs::text();
+    let ns = env.ns.name();
+    assert!(
+        logs.lines().any(
+            |l| l.contains("the image's templates changed; waking its clone")
+                && l.contains(&format!("clone={ns}/web-1"))
+        ),
+        "woken by the image's status"
+    );
+    let applied = logs
+        .lines()
+        .filter(|l| {
+            l.contains("creating the image's template") && l.contains(&format!("image={ns}/noble"))
+        })
+        .count();
+    assert_eq!(applied, 2, "each template written once, not at every pass");
     // One import per node (the templates), none for the clones.
     let creates = env.sim.requests_to("POST", "/nodes/{node}/qemu").await;
     assert_eq!(creates.len(), 2, "{creates:?}");

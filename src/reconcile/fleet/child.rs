@@ -19,7 +19,7 @@ use crate::api::{ConditionStatus, ProxmoxImage, ProxmoxVM};
 /// The label of an image's template VMs (with an ownerReference to it).
 pub use crate::reconcile::image::refs::IMAGE_LABEL;
 
-/// The field manager of the templates' server-side applies.
+/// The field manager of the templates' creates.
 pub const FIELD_MANAGER: &str = "proxmox-provider-fleet";
 
 /// Memory of a template: it never runs, and its clones set their own.
@@ -54,7 +54,7 @@ pub fn label_value(image: &str) -> String {
 }
 
 /// The template ProxmoxVM of `image` on `node`, importing `volume` onto
-/// the template's storage: the object the fleet controller applies.
+/// the template's storage: the object the fleet controller creates.
 pub fn manifest(image: &ProxmoxImage, template: &ImageTemplate, node: &str, volume: &str) -> Value {
     let owner = OwnerReference {
         api_version: ProxmoxImage::api_version(&()).into_owned(),

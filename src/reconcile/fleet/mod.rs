@@ -4,7 +4,7 @@
 //! image each.
 //!
 //! The fleet controller watches ProxmoxImages and, for each location the
-//! image controller reports `Ready`, server-side applies a template
+//! image controller reports `Ready`, creates a template
 //! ProxmoxVM ([`child`]) owned by the image; the VM machinery creates and
 //! converts it like any other ProxmoxVM. It writes only
 //! `status.atProvider.templates` and `templateSummary`, with a merge patch
@@ -94,7 +94,7 @@ pub async fn run(
     }
 }
 
-/// One pass of an image: its templates applied or deleted, their status.
+/// One pass of an image: its templates created or deleted, their status.
 async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action, Error> {
     let key = config_key(&image);
     // Another replica holds the config (it writes the image's templates),
@@ -113,18 +113,12 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
     let view = view(&ctx, &key, &image, &vms).await;
     let work = templates::work(&image, &vms, &View(view.as_deref()));
     let vm_api: Api<ProxmoxVM> = Api::namespaced(ctx.kube.clone(), &namespace);
-    for (name, manifest, exists) in &work.apply {
-        tracing::info!(image = %cache::full_name(&image), template = %name, "applying the image's template");
-        if !exists && create(&vm_api, manifest).await? {
-            continue;
-        }
-        vm_api
-            .patch(
-                name,
-                &PatchParams::apply(child::FIELD_MANAGER).force(),
-                &Patch::Apply(manifest),
-            )
-            .await?;
+    for name in &work.taken {
+        tracing::warn!(image = %cache::full_name(&image), template = %name, "a ProxmoxVM that is not the image's has the name of its template; left alone, no template on that node");
+    }
+    for (name, manifest) in &work.create {
+        tracing::info!(image = %cache::full_name(&image), template = %name, "creating the image's template");
+        create(&vm_api, manifest).await?;
     }
     for (name, uid) in &work.delete {
         tracing::info!(image = %cache::full_name(&image), template = %name, "deleting the image's template");
@@ -159,11 +153,10 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
     })
 }
 
-/// Creates a template ProxmoxVM the cache does not have; `false` when it
-/// exists after all (the cache lags: it is applied instead). A create
-/// rather than a server-side apply, which also needs `create` yet shows
-/// as a `patch`: the RBAC grants what the provider is seen to ask for.
-async fn create(api: &Api<ProxmoxVM>, manifest: &serde_json::Value) -> Result<bool, Error> {
+/// Creates a template ProxmoxVM the cache does not have; one that exists
+/// after all (the cache lags) is left as it is: it may be another's, and
+/// the next pass, from a cache that has it, tells.
+async fn create(api: &Api<ProxmoxVM>, manifest: &serde_json::Value) -> Result<(), Error> {
     let vm: ProxmoxVM =
         serde_json::from_value(manifest.clone()).map_err(|source| Error::Serialize {
             what: "a template ProxmoxVM",
@@ -174,8 +167,8 @@ async fn create(api: &Api<ProxmoxVM>, manifest: &serde_json::Value) -> Result<bo
         ..PostParams::default()
     };
     match api.create(&params, &vm).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
         Err(e) => Err(e.into()),
     }
 }

@@ -3,7 +3,7 @@
 //! has seen, so every decision is table-tested.
 //!
 //! * A template ProxmoxVM ([`super::child`]) on each node whose location
-//!   the image controller reports `Ready`, applied when missing or changed.
+//!   the image controller reports `Ready`, created when missing.
 //! * `status.atProvider.templates` and `templateSummary`, and only those
 //!   (the image controller owns the rest of the status).
 //! * A template whose node left the image (or the image's `template`
@@ -22,9 +22,11 @@ use crate::api::{ProxmoxImage, ProxmoxVM};
 /// What to do for one image.
 #[derive(Debug, Default, PartialEq)]
 pub struct Work {
-    /// Template ProxmoxVMs to apply: name, manifest, and whether the
-    /// cache has it already (else it is created).
-    pub apply: Vec<(String, Value, bool)>,
+    /// Template ProxmoxVMs to create: name and manifest. One that exists
+    /// is left as it is: a new volume or template storage applies to new
+    /// templates (a template's disk is not imported again, and moving it
+    /// is not the fleet's to decide).
+    pub create: Vec<(String, Value)>,
     /// Template ProxmoxVMs to delete: name and UID (the delete's
     /// precondition, so a newer object of the name is left alone).
     pub delete: Vec<(String, String)>,
@@ -34,6 +36,9 @@ pub struct Work {
     /// A template is ready but the plugin of its storage is not known yet
     /// (no cluster view read): look again soon.
     pub recheck: bool,
+    /// Names a template would have that another ProxmoxVM (not the
+    /// image's) has: left alone, never overwritten.
+    pub taken: Vec<String>,
 }
 
 /// What the provider last saw on Proxmox (its cluster view).
@@ -108,9 +113,11 @@ pub fn work(image: &ProxmoxImage, vms: &[&ProxmoxVM], seen: &dyn Seen) -> Work {
         let manifest = child::manifest(image, template, node, volume);
         let child_name = child::name(&name, node);
         let existing = children.iter().find(|c| c.name_any() == child_name);
-        if existing.is_none_or(|c| !same_spec(c, &manifest)) {
-            work.apply
-                .push((child_name.clone(), manifest, existing.is_some()));
+        let foreign = existing.is_none() && vms.iter().any(|vm| vm.name_any() == child_name);
+        if foreign {
+            work.taken.push(child_name.clone());
+        } else if existing.is_none() {
+            work.create.push((child_name.clone(), manifest));
         }
         let plugin = seen.plugin(node, &template.storage);
         let vmid = existing.and_then(|c| child::vmid(c));
@@ -159,12 +166,6 @@ fn clone_node(vm: &ProxmoxVM) -> Option<&str> {
 
 fn id(vm: &ProxmoxVM) -> (String, String) {
     (vm.name_any(), vm.uid().unwrap_or_default())
-}
-
-/// Whether the applied child already has the manifest's spec.
-fn same_spec(existing: &ProxmoxVM, manifest: &Value) -> bool {
-    serde_json::from_value::<ProxmoxVM>(manifest.clone())
-        .is_ok_and(|wanted| wanted.spec == existing.spec)
 }
 
 /// The merge patch setting `templates` and `templateSummary` (only them:
@@ -243,14 +244,14 @@ mod tests {
         .unwrap()
     }
 
-    /// The template ProxmoxVM `work` applies for `node`, as the API server
+    /// The template ProxmoxVM `work` creates for `node`, as the API server
     /// would hold it; `ready`: created, converted and Ready.
     fn applied(image: &ProxmoxImage, node: &str, vmid: u32, ready: bool) -> ProxmoxVM {
         let plan = work(image, &[], &lvm_thin_everywhere());
-        let (_, manifest, _) = plan
-            .apply
+        let (_, manifest) = plan
+            .create
             .into_iter()
-            .find(|(name, ..)| name.ends_with(node))
+            .find(|(name, _)| name.ends_with(node))
             .unwrap();
         let mut vm: ProxmoxVM = serde_json::from_value(manifest).unwrap();
         vm.metadata.uid = Some(format!("uid-{node}"));
@@ -297,14 +298,13 @@ mod tests {
     fn a_template_is_applied_on_each_node_whose_file_is_ready() {
         let image = image(&["pve1", "pve2"]);
         let plan = work(&image, &[], &lvm_thin_everywhere());
-        let names: Vec<&str> = plan.apply.iter().map(|(n, ..)| n.as_str()).collect();
+        let names: Vec<&str> = plan.create.iter().map(|(n, ..)| n.as_str()).collect();
         assert_eq!(
             names,
             ["noble-tpl-pve1", "noble-tpl-pve2"],
             "not pve3: downloading"
         );
-        let (_, manifest, exists) = &plan.apply[0];
-        assert!(!exists, "created");
+        let (_, manifest) = &plan.create[0];
         assert_eq!(manifest["metadata"]["labels"][child::IMAGE_LABEL], "noble");
         let owner = &manifest["metadata"]["ownerReferences"][0];
         assert_eq!(
@@ -356,9 +356,9 @@ mod tests {
         let two = applied(&image, "pve2", 9002, false);
         let plan = work(&image, &[&one, &two], &lvm_thin_everywhere());
         assert!(
-            plan.apply.is_empty(),
-            "both applied as wanted: {:?}",
-            plan.apply
+            plan.create.is_empty(),
+            "both there already: {:?}",
+            plan.create
         );
         let patch = plan.status.unwrap();
         let at = &patch["status"]["atProvider"];
@@ -380,6 +380,14 @@ mod tests {
         assert_eq!(
             work(&image, &[&one, &two], &lvm_thin_everywhere()).status,
             None
+        );
+        // Another storage for templates: the existing ones are left as
+        // they are (no disk move of a template, no import again).
+        image.spec.for_provider.template.as_mut().unwrap().storage = "ceph".into();
+        assert!(
+            work(&image, &[&one, &two], &lvm_thin_everywhere())
+                .create
+                .is_empty()
         );
     }
 
@@ -448,7 +456,7 @@ mod tests {
             ));
         let waiting = clone("db", None);
         let plan = work(&deleted, &[&one, &two, &waiting], &lvm_thin_everywhere());
-        assert_eq!(plan, Work::default(), "nothing applied, deleted or written");
+        assert_eq!(plan, Work::default(), "nothing created, deleted or written");
         // ... then every template.
         let plan = work(&deleted, &[&one, &two], &lvm_thin_everywhere());
         assert_eq!(plan.delete.len(), 2);
@@ -457,6 +465,19 @@ mod tests {
         foreign.metadata.owner_references.as_mut().unwrap()[0].uid = "other".into();
         let plan = work(&deleted, &[&foreign], &lvm_thin_everywhere());
         assert!(plan.delete.is_empty());
+    }
+
+    #[test]
+    fn a_proxmoxvm_of_the_name_that_is_not_the_images_is_left_alone() {
+        let image = image(&["pve1"]);
+        let mut theirs = clone("noble-tpl-pve1", None);
+        theirs.spec.for_provider.clone = None;
+        let plan = work(&image, &[&theirs], &lvm_thin_everywhere());
+        assert!(plan.create.is_empty(), "{:?}", plan.create);
+        assert!(plan.delete.is_empty());
+        assert_eq!(plan.taken, ["noble-tpl-pve1"]);
+        let at = &plan.status.unwrap()["status"]["atProvider"];
+        assert_eq!(at["templates"][0]["ready"], false);
     }
 
     #[test]
