@@ -13,8 +13,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
+use futures::{FutureExt, StreamExt};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
@@ -41,7 +41,7 @@ pub async fn run(
         Writer<DeserializeGuard<ProxmoxContainer>>,
         UnboundedReceiver<ObjectRef<DeserializeGuard<ProxmoxContainer>>>,
     ),
-    stop: impl Future<Output = ()> + Send + Sync + 'static,
+    stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     let api =
         scoped::<DeserializeGuard<ProxmoxContainer>>(&ctx.kube, ctx.settings.namespace.as_deref());
@@ -56,18 +56,39 @@ pub async fn run(
                 .combine(predicates::finalizers),
             Default::default(),
         );
-    Controller::for_stream(stream, reader)
+    let run = Controller::for_stream(stream, reader)
         // The task watcher's wake-ups: a task ended.
         .reconcile_on(wakeups)
         // The shared admission queue caps passes, as for VMs.
         .with_config(Config::default().concurrency(0))
-        .graceful_shutdown_on(stop)
-        .run(reconcile, error_policy, ctx)
+        .graceful_shutdown_on(stop.clone())
+        .run(reconcile, error_policy, Arc::clone(&ctx))
         .for_each(|result| async move {
             match result {
                 Ok((ct, action)) => tracing::trace!(container = %ct, ?action, "reconciled"),
                 Err(e) => tracing::debug!(error = %e, "container controller"),
             }
-        })
-        .await;
+        });
+    // kube-runtime holds the runner until the cache has listed, and keeps
+    // holding it through a graceful shutdown: a watch that never lists (an
+    // RBAC without proxmoxcontainers list/watch) would keep the process
+    // from stopping. Once stopping, a cache that never listed has no pass
+    // to finish.
+    let never_listed = {
+        let store = ctx.containers.clone();
+        async move {
+            stop.await;
+            if store.wait_until_ready().now_or_never().is_none() {
+                tracing::warn!(
+                    "the ProxmoxContainer watch never listed (RBAC without list/watch of proxmoxcontainers?): stopping without it"
+                );
+            } else {
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = run => {}
+        () = never_listed => {}
+    }
 }
