@@ -13,7 +13,7 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::support;
-use crate::tools::{prerequisites, proxmoxvms, read, repo, yaml_docs};
+use crate::tools::{kubectl_wait, prerequisites, proxmoxvms, read, repo, yaml_docs};
 
 /// Every YAML file under examples/, sorted.
 fn example_files() -> Vec<PathBuf> {
@@ -345,18 +345,7 @@ async fn kubectl_wait_and_kstatus_see_what_the_provider_writes() {
     let created = api.get("vm-100").await.unwrap();
     assert_eq!(created.metadata.generation, Some(1));
     let wait = |timeout: &'static str, condition: &'static str| {
-        let ns = ns.name().to_owned();
-        async move {
-            support::kubectl(&[
-                "wait",
-                "--namespace",
-                &ns,
-                &format!("--for={condition}"),
-                "proxmoxvm/vm-100",
-                &format!("--timeout={timeout}"),
-            ])
-            .await
-        }
+        kubectl_wait(ns.name(), "proxmoxvm/vm-100", condition, timeout)
     };
 
     // Creating: Ready=False. `kubectl wait` must not return success.

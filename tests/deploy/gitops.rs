@@ -1,26 +1,85 @@
-//! GitOps health of ProxmoxVMs.
+//! GitOps health of ProxmoxVMs, ProxmoxImages and ProxmoxContainers.
 //!
-//! Argo CD (`deploy/argocd/`): every case of the check's `health_test.yaml`
-//! (Argo CD's own test format) gives the expected status and message in
-//! gopher-lua set up exactly as Argo CD runs argocd-cm scripts, and in Lua 5.4
-//! from Debian with the same libraries; the argocd-cm entry is the script
-//! verbatim; the sample objects are valid ProxmoxVMs for the real API server.
+//! Argo CD (`deploy/argocd/`): for each kind, every case of its check's
+//! `health_test.yaml` (Argo CD's own test format) gives the expected status
+//! and message in gopher-lua set up exactly as Argo CD runs argocd-cm
+//! scripts, and in Lua 5.4 from Debian with the same libraries; the argocd-cm
+//! entries are the scripts verbatim; the sample objects are valid objects of
+//! their kind for the real API server.
 //!
 //! Flux (`deploy/flux/`): the Kustomization is accepted with Flux's real
-//! CRD, and its CEL health expressions classify the same samples the way the
-//! Argo CD check does.
+//! CRD, and each kind's CEL health expressions classify that kind's samples
+//! the way its Argo CD check does.
+//!
+//! kstatus: the image and container CRDs keep the contract `kubectl wait`
+//! and kstatus read (a status write is no new generation, Ready and
+//! observedGeneration are waited for), as the VM's does in `examples`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use provider_proxmox::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
 use serde_json::{Value, json};
 
-use crate::support;
-use crate::tools::{proxmoxvms, read, repo, run_with_input, temp_file, tool, yaml_docs};
+use crate::support::{self, KubectlOutput};
+use crate::tools::{kubectl_wait, read, repo, run_with_input, temp_file, tool, yaml_docs};
 
-const DIR: &str = "deploy/argocd/proxmox.crossplane.io/ProxmoxVM";
+/// A kind with a health check of its own.
+struct Kind {
+    name: &'static str,
+    /// The Argo CD healths its samples must reach: an image has no pause
+    /// (its controller reads neither managementPolicies nor
+    /// crossplane.io/paused), so no Suspended.
+    healths: &'static [&'static str],
+    /// What some Progressing message must contain: the work in flight the
+    /// check reports (a task's percent, the pull's task type).
+    in_flight: &'static str,
+}
+
+const KINDS: [Kind; 3] = [
+    Kind {
+        name: "ProxmoxVM",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "42%",
+    },
+    Kind {
+        name: "ProxmoxImage",
+        healths: &["Degraded", "Healthy", "Progressing"],
+        in_flight: "42%",
+    },
+    Kind {
+        name: "ProxmoxContainer",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "ociregistrypull",
+    },
+];
+
+impl Kind {
+    fn dir(&self) -> String {
+        format!("deploy/argocd/proxmox.crossplane.io/{}", self.name)
+    }
+
+    fn cm_key(&self) -> String {
+        format!(
+            "resource.customizations.health.proxmox.crossplane.io_{}",
+            self.name
+        )
+    }
+
+    /// The kind's objects in a namespace, untyped, so a test can write any
+    /// spec or status.
+    fn api(&self, namespace: &str) -> kube::Api<DynamicObject> {
+        let resource = match self.name {
+            "ProxmoxVM" => ApiResource::erase::<ProxmoxVM>(&()),
+            "ProxmoxImage" => ApiResource::erase::<ProxmoxImage>(&()),
+            "ProxmoxContainer" => ApiResource::erase::<ProxmoxContainer>(&()),
+            other => panic!("no API for {other}"),
+        };
+        kube::Api::namespaced_with(support::client(), namespace, &resource)
+    }
+}
 
 /// What a health check returned: (status, message), or the interpreter's error.
 type Health = Result<(String, String), String>;
@@ -31,9 +90,10 @@ struct Case {
     message: String,
 }
 
-fn cases() -> Vec<Case> {
+fn cases(kind: &Kind) -> Vec<Case> {
+    let dir = kind.dir();
     let doc = &yaml_docs(
-        &read(&format!("{DIR}/health_test.yaml")),
+        &read(&format!("{dir}/health_test.yaml")),
         "health_test.yaml",
     )[0];
     doc["tests"]
@@ -48,14 +108,16 @@ fn cases() -> Vec<Case> {
         .collect()
 }
 
-fn sample(input: &str) -> Value {
-    let docs = yaml_docs(&read(&format!("{DIR}/{input}")), input);
+fn sample(kind: &Kind, input: &str) -> Value {
+    let docs = yaml_docs(&read(&format!("{}/{input}", kind.dir())), input);
     assert_eq!(docs.len(), 1, "{input}");
-    docs.into_iter().next().unwrap()
+    let doc = docs.into_iter().next().unwrap();
+    assert_eq!(doc["kind"], kind.name, "{input}");
+    doc
 }
 
-fn script() -> PathBuf {
-    repo().join(DIR).join("health.lua")
+fn script(kind: &Kind) -> PathBuf {
+    repo().join(kind.dir()).join("health.lua")
 }
 
 /// (status, message) from Argo CD's interpreter (hack/tools/argocd-lua).
@@ -147,14 +209,17 @@ io.write(tostring(hs.status), "\n", tostring(hs.message), "\n")
 
 fn check_all(interpreter: &str, eval: fn(&Path, &Value) -> Health) {
     let mut wrong = vec![];
-    for case in cases() {
-        let got = eval(&script(), &sample(&case.input))
-            .unwrap_or_else(|e| panic!("{interpreter}: {} failed: {e}", case.input));
-        if got != (case.status.clone(), case.message.clone()) {
-            wrong.push(format!(
-                "{}: expected {} {:?}, got {} {:?}",
-                case.input, case.status, case.message, got.0, got.1
-            ));
+    for kind in &KINDS {
+        for case in cases(kind) {
+            let got = eval(&script(kind), &sample(kind, &case.input)).unwrap_or_else(|e| {
+                panic!("{interpreter}: {} {} failed: {e}", kind.name, case.input)
+            });
+            if got != (case.status.clone(), case.message.clone()) {
+                wrong.push(format!(
+                    "{} {}: expected {} {:?}, got {} {:?}",
+                    kind.name, case.input, case.status, case.message, got.0, got.1
+                ));
+            }
         }
     }
     assert!(wrong.is_empty(), "{interpreter}:\n{}", wrong.join("\n"));
@@ -172,24 +237,44 @@ fn health_check_passes_argo_cases_in_lua_5_4() {
 
 #[test]
 fn cases_cover_every_sample_and_every_health() {
-    let cases = cases();
-    let inputs: BTreeSet<String> = cases.iter().map(|c| c.input.clone()).collect();
-    let files: BTreeSet<String> = std::fs::read_dir(repo().join(DIR).join("testdata"))
-        .unwrap()
-        .map(|e| format!("testdata/{}", e.unwrap().file_name().to_str().unwrap()))
-        .collect();
-    assert_eq!(inputs, files, "every sample has exactly one case");
-    let statuses: BTreeSet<&str> = cases.iter().map(|c| c.status.as_str()).collect();
+    let checks: BTreeSet<String> =
+        std::fs::read_dir(repo().join("deploy/argocd/proxmox.crossplane.io"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
     assert_eq!(
-        statuses,
-        BTreeSet::from(["Degraded", "Healthy", "Progressing", "Suspended"])
+        checks,
+        KINDS.iter().map(|k| k.name.to_owned()).collect(),
+        "every check in deploy/argocd/ is tested here"
     );
-    assert!(
-        cases
-            .iter()
-            .any(|c| c.status == "Progressing" && c.message.contains("42%")),
-        "the import percent is in a Progressing message"
-    );
+    for kind in &KINDS {
+        let cases = cases(kind);
+        let inputs: BTreeSet<String> = cases.iter().map(|c| c.input.clone()).collect();
+        let files: BTreeSet<String> = std::fs::read_dir(repo().join(kind.dir()).join("testdata"))
+            .unwrap()
+            .map(|e| format!("testdata/{}", e.unwrap().file_name().to_str().unwrap()))
+            .collect();
+        assert_eq!(
+            inputs, files,
+            "{}: every sample has exactly one case",
+            kind.name
+        );
+        let statuses: BTreeSet<&str> = cases.iter().map(|c| c.status.as_str()).collect();
+        assert_eq!(
+            statuses,
+            kind.healths.iter().copied().collect(),
+            "{}",
+            kind.name
+        );
+        assert!(
+            cases
+                .iter()
+                .any(|c| c.status == "Progressing" && c.message.contains(kind.in_flight)),
+            "{}: the work in flight ({}) is in a Progressing message",
+            kind.name,
+            kind.in_flight
+        );
+    }
 }
 
 #[test]
@@ -215,14 +300,18 @@ fn argocd_cm_entry_is_the_script_verbatim() {
     assert_eq!(docs[0]["metadata"]["name"], "argocd-cm");
     let data = docs[0]["data"].as_object().unwrap();
     assert_eq!(
-        data.keys().collect::<Vec<_>>(),
-        ["resource.customizations.health.proxmox.crossplane.io_ProxmoxVM"]
+        data.keys().cloned().collect::<BTreeSet<_>>(),
+        KINDS.iter().map(Kind::cm_key).collect(),
+        "one entry per kind"
     );
-    assert_eq!(
-        data["resource.customizations.health.proxmox.crossplane.io_ProxmoxVM"],
-        read(&format!("{DIR}/health.lua")),
-        "deploy/argocd/argocd-cm.yaml must embed health.lua unchanged"
-    );
+    for kind in &KINDS {
+        assert_eq!(
+            data[&kind.cm_key()],
+            read(&format!("{}/health.lua", kind.dir())),
+            "deploy/argocd/argocd-cm.yaml must embed {}/health.lua unchanged",
+            kind.name
+        );
+    }
 }
 
 #[tokio::test]
@@ -249,12 +338,18 @@ fn within(written: &Value, stored: &Value) -> bool {
 }
 
 #[tokio::test]
-async fn samples_are_valid_proxmoxvms_for_the_api_server() {
+async fn samples_are_valid_objects_for_the_api_server() {
     support::install_crds(repo().join("crds")).await;
     let ns = support::namespace("argocd-samples").await;
-    let api = proxmoxvms(ns.name());
-    for (i, case) in cases().iter().enumerate() {
-        let sample = sample(&case.input);
+    for kind in &KINDS {
+        samples_accepted(kind, ns.name()).await;
+    }
+}
+
+async fn samples_accepted(kind: &Kind, namespace: &str) {
+    let api = kind.api(namespace);
+    for (i, case) in cases(kind).iter().enumerate() {
+        let sample = sample(kind, &case.input);
         // What a client may set at creation: spec and annotations.
         let name = format!("sample-{i}");
         let mut object = json!({
@@ -272,7 +367,7 @@ async fn samples_are_valid_proxmoxvms_for_the_api_server() {
         let object: DynamicObject = serde_json::from_value(object).unwrap();
         api.create(&PostParams::default(), &object)
             .await
-            .unwrap_or_else(|e| panic!("{}: spec refused: {e}", case.input));
+            .unwrap_or_else(|e| panic!("{} {}: spec refused: {e}", kind.name, case.input));
         if let Some(status) = sample.get("status") {
             api.patch_status(
                 &name,
@@ -280,11 +375,12 @@ async fn samples_are_valid_proxmoxvms_for_the_api_server() {
                 &Patch::Merge(json!({ "status": status })),
             )
             .await
-            .unwrap_or_else(|e| panic!("{}: status refused: {e}", case.input));
+            .unwrap_or_else(|e| panic!("{} {}: status refused: {e}", kind.name, case.input));
             let stored = api.get(&name).await.unwrap();
             assert!(
                 within(status, &stored.data["status"]),
-                "{}: the server pruned or changed fields of the status (unknown to the CRD?):\nwritten: {status:#}\nstored: {:#}",
+                "{} {}: the server pruned or changed fields of the status (unknown to the CRD?):\nwritten: {status:#}\nstored: {:#}",
+                kind.name,
                 case.input,
                 stored.data["status"]
             );
@@ -331,13 +427,30 @@ fn flux_eval(expression: &str, obj: &Value) -> bool {
 #[test]
 fn flux_expressions_agree_with_the_argo_check() {
     let kustomization = flux_kustomization();
-    let check = &kustomization["spec"]["healthCheckExprs"][0];
-    assert_eq!(check["kind"], "ProxmoxVM");
+    let checks = kustomization["spec"]["healthCheckExprs"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        checks
+            .iter()
+            .map(|c| c["kind"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        KINDS.iter().map(|k| k.name).collect::<Vec<_>>(),
+        "one healthCheckExprs entry per kind"
+    );
+    let mut wrong = vec![];
+    for (kind, check) in KINDS.iter().zip(checks) {
+        assert_eq!(check["apiVersion"], "proxmox.crossplane.io/v1alpha1");
+        flux_agrees(kind, check, &mut wrong);
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+fn flux_agrees(kind: &Kind, check: &Value, wrong: &mut Vec<String>) {
     let failed = check["failed"].as_str().unwrap();
     let current = check["current"].as_str().unwrap();
-    let mut wrong = vec![];
-    for case in cases() {
-        let obj = sample(&case.input);
+    for case in cases(kind) {
+        let obj = sample(kind, &case.input);
         // Flux evaluates failed before current; neither means in progress.
         let flux = if flux_eval(failed, &obj) {
             "Failed"
@@ -354,16 +467,123 @@ fn flux_expressions_agree_with_the_argo_check() {
             "Healthy" => "Current",
             "Degraded" => "Failed",
             "Progressing" => "InProgress",
-            // Flux has no "paused": a paused VM is as healthy as it was.
+            // Flux has no "paused": a paused resource is as healthy as it was.
             "Suspended" if ready => "Current",
             _ => "InProgress",
         };
         if flux != expected {
             wrong.push(format!(
-                "{}: Argo {}, Flux {flux}, expected {expected}",
-                case.input, case.status
+                "{} {}: Argo {}, Flux {flux}, expected {expected}",
+                kind.name, case.input, case.status
             ));
         }
     }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A status as the provider writes it: Ready and Synced of one generation.
+fn status_of(generation: i64, ready: &str, reason: &str) -> Value {
+    json!({
+        "observedGeneration": generation,
+        "conditions": [
+            {"type": "Ready", "status": ready, "reason": reason,
+             "lastTransitionTime": "2026-11-30T10:00:00Z", "observedGeneration": generation},
+            {"type": "Synced", "status": "True", "reason": "ReconcileSuccess",
+             "lastTransitionTime": "2026-11-30T10:00:00Z", "observedGeneration": generation},
+        ],
+    })
+}
+
+/// What `kubectl wait` and kstatus read of an image or a container: a status
+/// write through the status subresource is no new generation, `kubectl wait
+/// --for=condition=Ready` waits for Ready=True, and a spec change is a
+/// generation that counts as observed only once observedGeneration says so.
+/// `change` is a spec change of the kind.
+async fn kstatus_contract(kind: &Kind, change: Value) {
+    support::install_crds(repo().join("crds")).await;
+    let ns = support::namespace("kstatus-gitops").await;
+    let api = kind.api(ns.name());
+    let healthy = sample(kind, "testdata/healthy.yaml");
+    let name = healthy["metadata"]["name"].as_str().unwrap().to_owned();
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": healthy["apiVersion"],
+        "kind": healthy["kind"],
+        "metadata": {"name": name},
+        "spec": healthy["spec"],
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &object).await.unwrap();
+    assert_eq!(created.metadata.generation, Some(1), "{}", kind.name);
+    let write = |status: Value| {
+        let api = api.clone();
+        let name = name.clone();
+        async move {
+            api.patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let target = format!("{}/{name}", kind.name.to_lowercase());
+    let wait = |condition: &'static str, timeout: &'static str| {
+        kubectl_wait(ns.name(), &target, condition, timeout)
+    };
+    let waits_in_vain = |out: KubectlOutput, what: &str| {
+        assert!(
+            !out.success && out.stderr.contains("timed out"),
+            "{}: kubectl wait returned while {what}: {} {}",
+            kind.name,
+            out.stdout,
+            out.stderr
+        );
+    };
+
+    let written = write(status_of(1, "False", "Creating")).await;
+    assert_eq!(
+        written.metadata.generation,
+        Some(1),
+        "{}: a status write is not a new generation",
+        kind.name
+    );
+    waits_in_vain(wait("condition=Ready", "3s").await, "Ready=False");
+    write(status_of(1, "True", "Available")).await;
+    let out = wait("condition=Ready", "120s").await;
+    assert!(
+        out.success && out.stdout.contains("condition met"),
+        "{}: kubectl wait failed with Ready=True: {}",
+        kind.name,
+        out.stderr
+    );
+
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "spec": change })),
+    )
+    .await
+    .unwrap();
+    let changed = api.get(&name).await.unwrap();
+    assert_eq!(changed.metadata.generation, Some(2), "{}", kind.name);
+    assert_eq!(
+        changed.data["status"]["observedGeneration"], 1,
+        "{}",
+        kind.name
+    );
+    let observed = "jsonpath={.status.observedGeneration}=2";
+    waits_in_vain(wait(observed, "3s").await, "generation 2 is not observed");
+    write(status_of(2, "True", "Available")).await;
+    let out = wait(observed, "120s").await;
+    assert!(out.success, "{}: {}", kind.name, out.stderr);
+}
+
+#[tokio::test]
+async fn kubectl_wait_and_kstatus_see_what_the_image_controller_writes() {
+    kstatus_contract(&KINDS[1], json!({"forProvider": {"nodes": ["pve"]}})).await;
+}
+
+#[tokio::test]
+async fn kubectl_wait_and_kstatus_see_what_the_container_controller_writes() {
+    kstatus_contract(&KINDS[2], json!({"forProvider": {"memory": "2Gi"}})).await;
 }

@@ -220,6 +220,25 @@ pub fn proxmoxvms(namespace: &str) -> kube::Api<kube::api::DynamicObject> {
     kube::Api::namespaced_with(crate::support::client(), namespace, &resource)
 }
 
+/// `kubectl wait --for=<condition> <target>` in a namespace, e.g.
+/// `condition=Ready` on `proxmoxvm/vm-100`.
+pub async fn kubectl_wait(
+    namespace: &str,
+    target: &str,
+    condition: &str,
+    timeout: &str,
+) -> crate::support::KubectlOutput {
+    crate::support::kubectl(&[
+        "wait",
+        "--namespace",
+        namespace,
+        &format!("--for={condition}"),
+        target,
+        &format!("--timeout={timeout}"),
+    ])
+    .await
+}
+
 /// The API server's version without the `v`, for `helm --kube-version`.
 pub async fn server_version() -> String {
     let info = crate::support::client().apiserver_version().await.unwrap();
