@@ -357,7 +357,7 @@ async fn fleet(env: &Env) {
     env.apply(&json!({
         "apiVersion": "proxmox.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
-        "metadata": {"name": "noble"},
+        "metadata": {"name": "golden"},
         "spec": {
             "forProvider": {
                 "source": {"importFrom": manifests::UBUNTU},
@@ -373,11 +373,11 @@ async fn fleet(env: &Env) {
         "locations": [{"node": "pve", "storage": "local", "phase": "Ready"}],
     }}});
     images
-        .patch_status("noble", &PatchParams::default(), &Patch::Merge(&status))
+        .patch_status("golden", &PatchParams::default(), &Patch::Merge(&status))
         .await
         .unwrap();
     support::poll("the image's template ready", DEADLINE, || async {
-        let image = images.get("noble").await.map_err(|e| e.to_string())?;
+        let image = images.get("golden").await.map_err(|e| e.to_string())?;
         let at = image.status.unwrap_or_default().at_provider;
         (at.template_summary.as_deref() == Some("1/1 ready"))
             .then_some(())
@@ -387,14 +387,14 @@ async fn fleet(env: &Env) {
     let no_template = json!({"spec": {"forProvider": {"template": null}}});
     images
         .patch(
-            "noble",
+            "golden",
             &PatchParams::default(),
             &Patch::Merge(&no_template),
         )
         .await
         .unwrap();
-    env.wait_gone("noble-tpl-pve").await;
-    images.delete("noble", &Default::default()).await.unwrap();
+    env.wait_gone("golden-tpl-pve").await;
+    images.delete("golden", &Default::default()).await.unwrap();
 }
 
 /// Until the VMs of [`vms`] converge: web, db and the container Ready,
