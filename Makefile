@@ -93,7 +93,8 @@ chaos: ## Full-size chaos suite (50 VMs, kills, failovers, apiserver restart, Pr
 # The benchmark's binaries: release builds, so CPU and memory are what a
 # deployment would see (the smoke check reuses make test's debug builds).
 BENCH_BINS := --workspace --bin proxmox-provider --bin pve-sim --bin provider-bench
-# Small enough to converge with today's controller (about two minutes on 2 cores).
+# Small enough to converge with today's controller (about two minutes on 2 cores;
+# the fleet variant adds about 40 s).
 BENCH_SMOKE_VMS ?= 20
 
 .PHONY: bench
@@ -108,7 +109,7 @@ profile: ## Where the provider's CPU (PROFILE_TOOL=perf: flame graph) or memory 
 .PHONY: bench-smoke
 bench-smoke: ## make test's smoke check: BENCH_SMOKE_VMS VMs Ready and gone, one VM each, import limit held
 	$(BUILD)
-	$(TARGET_DIR)/debug/provider-bench run --smoke --vms $(BENCH_SMOKE_VMS) --variants batched \
+	$(TARGET_DIR)/debug/provider-bench run --smoke --vms $(BENCH_SMOKE_VMS) --variants batched,fleet \
 	  --idle 0 --timeout 300 --label smoke --work-dir .work/bench-smoke --results .work/bench-smoke
 
 .PHONY: fmt

@@ -235,7 +235,7 @@ pub struct Fleet {
     pub import_ideal: f64,
     pub wall_seconds: Option<f64>,
     pub image: ImageTimes,
-    /// `node/storage` → download tasks (1 each is the target).
+    /// `node/file` → download tasks (1 each is the target).
     pub downloads: BTreeMap<String, usize>,
     /// Tasks by type while creating: imports (`qmcreate`), clones, template
     /// conversions.

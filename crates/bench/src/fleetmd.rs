@@ -54,7 +54,7 @@ pub fn section(md: &mut String, fleet: &Fleet) {
             "≤ 0.25×".to_owned(),
         ),
         (
-            "downloads per node/storage".to_owned(),
+            "downloads per node/file".to_owned(),
             join(&fleet.downloads),
             "1 each".to_owned(),
         ),
