@@ -18,6 +18,7 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -82,7 +83,7 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
     let name = image.name_any();
     let key = ConfigKey::of(image);
     let now = Timestamp::now();
-    let (users, user_nodes) = refs::users(&ctx.store, image);
+    let (users, user_nodes) = refs::users(&ctx.store, &ctx.containers, image);
     ctx.shards.fence(hold)?;
     // An image that has downloaded something depends on its config.
     let started = image.metadata.deletion_timestamp.is_some()
@@ -445,7 +446,7 @@ fn json_of<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, Error> {
     })
 }
 
-/// Wakes the ProxmoxVMs that name the image when where it is ready
+/// Wakes the ProxmoxVMs and ProxmoxContainers that name the image when where it is ready
 /// changed (or it is new to them): a VM waiting `ImageNotReady` or
 /// `ImageNotFound` goes on at once.
 fn wake_users(ctx: &Context, image: &ProxmoxImage, status: &crate::api::ProxmoxImageStatus) {
@@ -465,6 +466,12 @@ fn wake_users(ctx: &Context, image: &ProxmoxImage, status: &crate::api::ProxmoxI
         let Ok(vm) = &obj.0 else { continue };
         if vm.namespace() == namespace && refs::image_references(vm).any(|n| n == name) {
             ctx.waker.wake(vm_ref(vm));
+        }
+    }
+    for obj in ctx.containers.state() {
+        let Ok(ct) = &obj.0 else { continue };
+        if ct.namespace() == namespace && refs::container_image(ct) == Some(name.as_str()) {
+            ctx.container_waker.wake(ObjectRef::from_obj(obj.as_ref()));
         }
     }
 }

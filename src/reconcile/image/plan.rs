@@ -47,7 +47,10 @@ pub struct Users {
     /// The ProxmoxVMs that name the image (its templates not counted),
     /// sorted.
     pub vms: Vec<String>,
-    /// How many of them are being created (a create task in flight or not
+    /// The ProxmoxContainers that name the image (`template.image`),
+    /// sorted.
+    pub containers: Vec<String>,
+    /// How many of them (VMs and containers) are being created (a create task in flight or not
     /// started yet): a previous file is kept while any are.
     pub creating: usize,
     /// The template ProxmoxVMs the image owns.
@@ -235,7 +238,8 @@ pub fn plan(input: &Input<'_>) -> Plan {
         events: vec![],
         requeue: Some(input.timing.resync),
     };
-    out.status.at_provider.users = Some(u32::try_from(input.users.vms.len()).unwrap_or(u32::MAX));
+    let users = input.users.vms.len() + input.users.containers.len();
+    out.status.at_provider.users = Some(u32::try_from(users).unwrap_or(u32::MAX));
     let deleting = image.metadata.deletion_timestamp.is_some();
     let has_finalizer = image
         .metadata
@@ -682,13 +686,20 @@ fn event(warning: bool, reason: &'static str, note: String) -> Event {
 /// every file it downloaded, then let it go.
 fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Source) -> Plan {
     let users = &input.users;
-    if !users.vms.is_empty() || !users.children.is_empty() {
+    if !users.vms.is_empty() || !users.containers.is_empty() || !users.children.is_empty() {
         let mut why = vec![];
         if !users.vms.is_empty() {
             why.push(format!(
                 "{} ProxmoxVM(s) refer to it: {}",
                 users.vms.len(),
                 named(&users.vms)
+            ));
+        }
+        if !users.containers.is_empty() {
+            why.push(format!(
+                "{} ProxmoxContainer(s) refer to it: {}",
+                users.containers.len(),
+                named(&users.containers)
             ));
         }
         if !users.children.is_empty() {

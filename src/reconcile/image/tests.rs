@@ -525,6 +525,7 @@ fn a_new_source_keeps_the_old_file_until_the_new_is_ready_and_no_vm_is_being_cre
         )])
     };
     let creating = Users {
+        containers: vec![],
         vms: vec!["web".into()],
         creating: 1,
         children: vec![],
@@ -562,6 +563,33 @@ fn deleted(for_provider: Value, status: Value) -> ProxmoxImage {
     img
 }
 
+/// A container naming the image holds it as a VM does, and is a user.
+#[test]
+fn a_deleted_image_a_container_names_waits_for_it() {
+    let img = deleted(oci_spec(), json!({"atProvider": {"downloaded": true}}));
+    let v = volume(&img);
+    let users = Users {
+        containers: vec!["app".into()],
+        ..Users::default()
+    };
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[(v.as_str(), 1)], None, vec![]))]),
+        users,
+    );
+    assert!(calls(&p).is_empty(), "nothing deleted: {:?}", calls(&p));
+    let c = find(&p.status.conditions, ConditionType::Synced).unwrap();
+    assert_eq!(c.reason, "ImageInUse");
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap()
+            .contains("1 ProxmoxContainer(s) refer to it: app"),
+        "{c:?}"
+    );
+    assert_eq!(p.status.at_provider.users, Some(1));
+}
+
 #[test]
 fn a_deleted_image_in_use_waits_and_says_by_whom() {
     let img = deleted(url_spec(), json!({}));
@@ -569,6 +597,7 @@ fn a_deleted_image_in_use_waits_and_says_by_whom() {
     let users = Users {
         vms: vec!["a".into(), "b".into()],
         creating: 0,
+        containers: vec![],
         children: vec![],
     };
     let p = run(
@@ -601,6 +630,7 @@ fn a_deleted_image_in_use_waits_and_says_by_whom() {
     assert_eq!(p.status.at_provider.users, Some(2));
     // Its template VMs hold it too.
     let children = Users {
+        containers: vec![],
         vms: vec![],
         creating: 0,
         children: vec!["noble-pve1".into()],

@@ -88,6 +88,7 @@ pub async fn run(
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
     let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
+    let container_images = image_waker.for_containers(containers.clone());
     // Fleets: the image cache, and the images whose templates or clones
     // changed (seen on the VM watch, before the cache takes it in).
     let (images, image_writer) = reflector::store();
@@ -160,6 +161,7 @@ pub async fn run(
     let containers = container::controller::run(
         Arc::clone(&ctx),
         (container_writer, container_wakeups),
+        container_images,
         stop.clone(),
     );
     let leases = {
