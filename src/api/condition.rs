@@ -154,8 +154,9 @@ pub enum Reason {
     ImageInUse,
     /// Synced=False: a ProxmoxImage's `importFrom` volume is not on a node.
     VolumeNotFound,
-    /// Synced=False: a ProxmoxImage's `source.oci` cannot be pulled yet.
-    OciNotSupportedYet,
+    /// Synced=False: a ProxmoxImage's `source.oci` needs oci-registry-pull,
+    /// which Proxmox VE has since 9.1; the cluster runs an older version.
+    OciNeedsPve91,
 }
 
 impl Reason {
@@ -203,7 +204,7 @@ impl Reason {
             Self::Forbidden => "Forbidden",
             Self::ImageInUse => "ImageInUse",
             Self::VolumeNotFound => "VolumeNotFound",
-            Self::OciNotSupportedYet => "OciNotSupportedYet",
+            Self::OciNeedsPve91 => "OciNeedsPve91",
         }
     }
 }

@@ -269,3 +269,79 @@ async fn a_config_without_users_is_deleted_at_once() {
     wait_deleted(&configs(&env), "pve").await;
     assert!(env.events("pve").await.is_empty(), "nothing to warn about");
 }
+
+/// A ProxmoxImage deletes its files through its config: a config whose
+/// only user is an image keeps its in-use finalizer while the image exists,
+/// and the image's deletion still runs with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_used_only_by_an_image_stays_while_the_image_exists() {
+    let mut env = Env::without_controller("pcimage", long_resync()).await;
+    let ns = env.ns.name().to_owned();
+    env.apply(&json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxImage",
+        "metadata": {"name": "alpine"},
+        "spec": {
+            "forProvider": {"source": {"oci": "docker.io/library/alpine:3.20"}, "content": "vztmpl"},
+            "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+        },
+    }))
+    .await;
+    env.start_controller().await;
+    wait_protected(&configs(&env), "pve").await;
+    env.wait_config("pve", "1 user", |s| s.users == Some(1))
+        .await;
+    let images: Api<provider_proxmox::api::ProxmoxImage> = Api::namespaced(support::client(), &ns);
+    support::poll(
+        "the image to pull its file",
+        crate::reconcile::DEADLINE,
+        || async {
+            let image = images.get("alpine").await.map_err(|e| e.to_string())?;
+            match image.status.and_then(|s| s.at_provider.summary) {
+                Some(s) if s == "1/1 ready" => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+
+    configs(&env)
+        .delete("pve", &DeleteParams::default())
+        .await
+        .unwrap();
+    let status = env
+        .wait_config("pve", "Deleting, naming the image", |s| {
+            has_reason(s, "Deleting")
+                && ready(s)
+                    .unwrap()
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.contains(&format!("{ns}/alpine (ProxmoxImage)")))
+        })
+        .await;
+    assert_eq!(ready(&status).unwrap().status, ConditionStatus::False);
+    assert!(
+        configs(&env).get_opt("pve").await.unwrap().is_some(),
+        "the config stays while the image exists"
+    );
+
+    // The image still deletes its file through the config.
+    images
+        .delete("alpine", &DeleteParams::default())
+        .await
+        .unwrap();
+    support::poll("the image to go", crate::reconcile::DEADLINE, || async {
+        match images.get_opt("alpine").await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(_) => Err("still there".to_owned()),
+        }
+    })
+    .await;
+    assert_eq!(
+        env.sim
+            .count("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}")
+            .await,
+        1,
+        "the pulled file deleted"
+    );
+}

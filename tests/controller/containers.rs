@@ -273,12 +273,12 @@ async fn the_examples_are_accepted_and_mistakes_refused_with_what_is_wrong() {
     let cases = [
         (
             with(json!({"template": {}})),
-            "template needs exactly one of volume and oci",
+            "template needs exactly one of volume, oci and image",
         ),
         (
             with(json!({"template": {"volume": DEBIAN,
                 "oci": {"reference": "docker.io/library/alpine:3.20"}}})),
-            "template needs exactly one of volume and oci",
+            "template needs exactly one of volume, oci and image",
         ),
         (
             with(json!({"template": {"oci": {"reference": "docker.io/library/alpine"}}})),

@@ -86,6 +86,38 @@ async fn wait_image_ready(env: &Env, name: &str) -> ProxmoxImage {
     .await
 }
 
+async fn wait_image_gone(env: &Env, name: &str) {
+    wait_image(env, name, "gone", |i| match i {
+        None => Ok(()),
+        Some(_) => Err("still there".into()),
+    })
+    .await;
+}
+
+async fn wait_one_user(env: &Env, name: &str) {
+    wait_image(env, name, "one user", |i| {
+        i.and_then(|i| i.status.as_ref()?.at_provider.users)
+            .filter(|u| *u == 1)
+            .ok_or_else(|| "not 1 user".to_owned())
+    })
+    .await;
+}
+
+/// The volume is on neither node's `local` storage.
+async fn assert_gone(env: &Env, content: &str, volume: &str) {
+    let client = env.sim.client();
+    for node in ["pve", "pve2"] {
+        let listed = client
+            .storage_content(node, "local", Some(content))
+            .await
+            .unwrap();
+        assert!(
+            listed.iter().all(|c| c.volid != volume),
+            "{volume} still on {node}: {listed:?}"
+        );
+    }
+}
+
 fn named_disk_vm(name: &str, image: &str) -> Value {
     manifests::vm(
         name,
@@ -159,13 +191,7 @@ async fn an_image_is_downloaded_once_per_node_named_by_a_vm_and_deleted_after_it
         creates[0]["params"]["scsi0"],
         format!("local-lvm:0,import-from={volume}")
     );
-    let users = wait_image(&env, "noble", "one user", |i| {
-        i.and_then(|i| i.status.as_ref()?.at_provider.users)
-            .filter(|u| *u == 1)
-            .ok_or_else(|| "not 1 user".to_owned())
-    })
-    .await;
-    assert_eq!(users, 1);
+    wait_one_user(&env, "noble").await;
 
     // Deleted while the VM names it: it waits, and says why.
     images(&env)
@@ -198,24 +224,10 @@ async fn an_image_is_downloaded_once_per_node_named_by_a_vm_and_deleted_after_it
         .await
         .unwrap();
     env.wait_gone("web").await;
-    wait_image(&env, "noble", "gone", |i| match i {
-        None => Ok(()),
-        Some(_) => Err("still there".into()),
-    })
-    .await;
+    wait_image_gone(&env, "noble").await;
     let deletes = env.sim.requests_to("DELETE", DELETE).await;
     assert_eq!(deletes.len(), 2, "one per node: {deletes:?}");
-    let client = env.sim.client();
-    for node in ["pve", "pve2"] {
-        let content = client
-            .storage_content(node, "local", Some("import"))
-            .await
-            .unwrap();
-        assert!(
-            content.iter().all(|c| c.volid != volume),
-            "{volume} still on {node}: {content:?}"
-        );
-    }
+    assert_gone(&env, "import", &volume).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -318,4 +330,167 @@ async fn a_shared_storage_gets_one_download_for_every_node() {
         1,
         "still one download"
     );
+}
+
+const PULL: &str = "/nodes/{node}/storage/{storage}/oci-registry-pull";
+
+fn oci_image(name: &str, reference: &str) -> Value {
+    json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxImage",
+        "metadata": {"name": name},
+        "spec": {
+            "forProvider": {"source": {"oci": reference}, "content": "vztmpl", "storage": "local"},
+            "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+        },
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oci_image_is_pulled_once_per_node_and_its_file_deleted_with_it() {
+    let options = Options {
+        nodes: vec!["pve".into(), "pve2".into()],
+        ..Options::default()
+    };
+    let env = Env::start_with("imgoci", options).await;
+    env.apply(&oci_image("alpine", "docker.io/library/alpine:3.20"))
+        .await;
+    let ready = wait_image_ready(&env, "alpine").await;
+    let at = ready.status.clone().unwrap().at_provider;
+    assert_eq!(at.summary.as_deref(), Some("2/2 ready"), "{at:?}");
+    let volume = at.volume.clone().expect("the volume");
+    assert!(
+        volume.starts_with("local:vztmpl/alpine_3.20-") && volume.ends_with(".tar"),
+        "{volume}"
+    );
+    let pulls = env.sim.requests_to("POST", PULL).await;
+    let mut nodes: Vec<String> = pulls
+        .iter()
+        .map(|r| r["path"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    nodes.sort();
+    assert_eq!(pulls.len(), 2, "one pull per node: {pulls:?}");
+    assert_ne!(nodes[0], nodes[1], "one per node: {nodes:?}");
+    assert_eq!(
+        pulls[0]["params"]["reference"],
+        "docker.io/library/alpine:3.20"
+    );
+    assert_eq!(env.sim.count("POST", DOWNLOAD).await, 0);
+
+    images(&env)
+        .delete("alpine", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_image_gone(&env, "alpine").await;
+    assert_eq!(env.sim.count("DELETE", DELETE).await, 2, "one per node");
+    assert_gone(&env, "vztmpl", &volume).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oci_image_on_pve_8_says_it_needs_9_1_and_pulls_nothing() {
+    let mut env = Env::without_controller("imgoci8", Options::default()).await;
+    env.sim = Sim::start_with(SimConfig {
+        time_scale: 0.01,
+        pve_version: 8,
+        ..SimConfig::default()
+    })
+    .await;
+    env.apply(&manifests::provider_config(&env.sim, &json!({})))
+        .await;
+    env.start_controller().await;
+    env.apply(&oci_image("alpine", "docker.io/library/alpine:3.20"))
+        .await;
+    let message = wait_image(&env, "alpine", "OciNeedsPve91", |i| {
+        let c = i
+            .and_then(|i| i.status.as_ref())
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Synced"));
+        match c {
+            Some(c) if c.reason == "OciNeedsPve91" => Ok(c.message.clone().unwrap_or_default()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert!(message.contains("8.4"), "{message}");
+    assert_eq!(env.sim.count("POST", PULL).await, 0);
+}
+
+/// A ProxmoxContainer naming an OCI ProxmoxImage (`template.image`): the
+/// image brings its file to the container's node, the container is created
+/// from its volume, holds the image while it exists, and once it is gone
+/// the image deletes its files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_from_an_oci_image_holds_it_until_the_container_is_gone() {
+    use crate::reconcile::containers::{container, ct_condition, debian};
+    // A 30-minute resync: only the wakers explain the container going on
+    // once the image is ready, and the image going on once the container
+    // is gone.
+    let options = Options {
+        nodes: vec!["pve".into(), "pve2".into()],
+        provider: json!({"resyncInterval": "30m"}),
+        ..Options::default()
+    };
+    let env = Env::start_with("imgct", options).await;
+    let ct = |name: &str| {
+        let mut fp = debian(json!({"template": {"image": {"name": "alpine"}}}));
+        fp["node"] = json!("pve2");
+        container(name, fp)
+    };
+    env.apply(&ct("app")).await;
+    env.wait_container("app", "ImageNotFound", |ct| {
+        match ct_condition(ct, "Synced").map(|c| c.reason.as_str()) {
+            Some("ImageNotFound") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let mut img = oci_image("alpine", "docker.io/library/alpine:3.20");
+    img["spec"]["forProvider"]["nodes"] = json!(["pve"]);
+    env.apply(&img).await;
+    env.wait_container_ready("app").await;
+    let created = env.container("app").await;
+    let image = images(&env).get("alpine").await.unwrap();
+    let at = image.status.clone().unwrap().at_provider;
+    let volume = at.volume.clone().expect("the volume");
+    let nodes: Vec<&str> = at.locations.iter().map(|l| l.node.as_str()).collect();
+    assert_eq!(nodes, ["pve", "pve2"], "the container's node added: {at:?}");
+    let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
+    assert_eq!(creates.len(), 1, "{creates:?}");
+    assert_eq!(creates[0]["params"]["ostemplate"], volume.as_str());
+    assert_eq!(
+        created.status.unwrap().at_provider.node.as_deref(),
+        Some("pve2")
+    );
+    assert_eq!(env.sim.count("POST", PULL).await, 2, "one pull per node");
+    wait_one_user(&env, "alpine").await;
+
+    images(&env)
+        .delete("alpine", &DeleteParams::default())
+        .await
+        .unwrap();
+    let message = wait_image(&env, "alpine", "ImageInUse", |i| {
+        let c = i
+            .and_then(|i| i.status.as_ref())
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Synced"));
+        match c {
+            Some(c) if c.reason == "ImageInUse" => Ok(c.message.clone().unwrap_or_default()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert!(
+        message.contains("ProxmoxContainer(s) refer to it: app"),
+        "{message}"
+    );
+    assert_eq!(
+        env.sim.count("DELETE", DELETE).await,
+        0,
+        "nothing deleted while in use"
+    );
+
+    env.containers()
+        .delete("app", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_image_gone(&env, "alpine").await;
+    assert_gone(&env, "vztmpl", &volume).await;
 }

@@ -9,8 +9,8 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 pub use params::{
-    ContainerCpu, ContainerDns, ContainerFeatures, ContainerNetwork, ContainerParameters,
-    ContainerTemplate, MountPoint, OciImage, RootFs,
+    ContainerCpu, ContainerDns, ContainerFeatures, ContainerImage, ContainerNetwork,
+    ContainerParameters, ContainerTemplate, MountPoint, OciImage, RootFs,
 };
 pub use status::{ContainerAtProvider, ProxmoxContainerStatus};
 

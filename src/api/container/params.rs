@@ -155,13 +155,12 @@ fn default_memory() -> Quantity {
 }
 
 /// The template a container's root filesystem is unpacked from: exactly
-/// one of `volume` and `oci`. (A reference to a `ProxmoxImage` resource is
-/// planned as a third source.)
+/// one of `volume`, `oci` and `image`.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
-    validation = Rule::new("[has(self.volume), has(self.oci)].filter(x, x).size() == 1")
-        .message("template needs exactly one of volume and oci")
+    validation = Rule::new("[has(self.volume), has(self.oci), has(self.image)].filter(x, x).size() == 1")
+        .message("template needs exactly one of volume, oci and image")
 )]
 pub struct ContainerTemplate {
     /// A container template volume that exists on the node, e.g.
@@ -177,6 +176,22 @@ pub struct ContainerTemplate {
     /// reused by every container naming the same image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oci: Option<OciImage>,
+
+    /// A ProxmoxImage of the container's namespace with content `vztmpl`:
+    /// the container waits until its file is ready on the container's
+    /// node, is created from its volume, and holds the image (it is not
+    /// deleted while the container names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ContainerImage>,
+}
+
+/// A ProxmoxImage a container is created from.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerImage {
+    /// The ProxmoxImage's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
 }
 
 /// An OCI image from a registry.

@@ -111,8 +111,10 @@ pub struct ProxmoxImageSpec {
         .message("an OCI image can only be a container template: content must be vztmpl"),
     validation = Rule::new("!has(self.template) || self.content == 'import'")
         .message("a template VM is made from a disk image: content must be import"),
-    validation = Rule::new("!has(self.filename) || has(self.source.url)")
-        .message("filename names the file a url is downloaded to: it is only allowed with source.url"),
+    validation = Rule::new("!has(self.filename) || has(self.source.url) || has(self.source.oci)")
+        .message("filename names the file a url is downloaded or an OCI image pulled to: it is only allowed with source.url or source.oci"),
+    validation = Rule::new("!has(self.filename) || !has(self.source.oci) || self.filename.matches('^[A-Za-z0-9][A-Za-z0-9._-]*[.]tar$')")
+        .message("an OCI image is pulled into a .tar file: filename must end in .tar (letters, digits, . _ -)"),
     validation = Rule::new("!has(self.filename) || self.content != 'import' || self.filename.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](qcow2|raw|vmdk)$')")
         .message("an import file name must end in .qcow2, .raw or .vmdk (letters, digits, . _ + = -)"),
     validation = Rule::new("!has(self.filename) || self.content != 'iso' || self.filename.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](iso|img)$')")
@@ -144,7 +146,8 @@ pub struct ImageParameters {
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub nodes: Vec<String>,
 
-    /// File name on the storage. Left out: derived from the source and this
+    /// File name on the storage (`source.url` or `source.oci`; an OCI
+    /// pull's ends in `.tar`). Left out: derived from the source and this
     /// resource, so two images never share a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 200))]
@@ -204,9 +207,9 @@ pub struct ImageSource {
         .message("must be a Proxmox volume ID such as local:import/noble.qcow2"))]
     pub import_from: Option<String>,
 
-    /// An OCI image reference such as `docker.io/library/alpine:3.20`,
-    /// pulled by Proxmox (oci-registry-pull, PVE 9.1 or later) into a
-    /// container template.
+    /// An OCI image reference such as `docker.io/library/alpine:3.20`
+    /// (with a tag), pulled by Proxmox (oci-registry-pull, PVE 9.1 or
+    /// later) into a container template `<storage>:vztmpl/<file>.tar`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 512))]
     pub oci: Option<String>,

@@ -118,6 +118,16 @@ fn proxmox_image_rules() {
             ),
             Some("only allowed with source.url"),
         ),
+        (
+            "oci file name",
+            json!({"source": {"oci": "docker.io/library/alpine:3.20"}, "content": "vztmpl", "filename": "alpine.tar.zst"}),
+            Some("filename must end in .tar"),
+        ),
+        (
+            "good oci file name",
+            json!({"source": {"oci": "docker.io/library/alpine:3.20"}, "content": "vztmpl", "filename": "alpine.tar"}),
+            None,
+        ),
     ];
     for (name, fp, want) in cases {
         assert_verdict(name, &refusals(&schema, &image(fp), None), want);

@@ -18,7 +18,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::Triggers;
-use crate::api::{ProxmoxContainer, ProxmoxVM};
+use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::server::Readiness;
 use crate::reconcile::runtime::wake::CtRef;
@@ -38,6 +38,7 @@ struct Containers {
 pub struct Users {
     store: Store<Guarded>,
     containers: Option<Containers>,
+    images: Option<Store<ProxmoxImage>>,
     listed: Arc<AtomicBool>,
     wake: UnboundedSender<ObjectRef<Guarded>>,
 }
@@ -49,6 +50,7 @@ impl Users {
         Self {
             store,
             containers: None,
+            images: None,
             listed: Arc::new(AtomicBool::new(false)),
             wake,
         }
@@ -64,6 +66,33 @@ impl Users {
     ) -> Self {
         self.containers = Some(Containers { store, wake });
         self
+    }
+
+    /// Counts the ProxmoxImages of `store` as users too: an image deletes
+    /// its files through its config, so the config is not released while
+    /// one is left. (Images are not woken: they look again on their timer.)
+    pub fn with_images(mut self, store: Store<ProxmoxImage>) -> Self {
+        self.images = Some(store);
+        self
+    }
+
+    /// The images referring to `key`, as `namespace/name (ProxmoxImage)`.
+    fn images_of(&self, key: &ConfigKey) -> Vec<String> {
+        let Some(images) = &self.images else {
+            return vec![];
+        };
+        images
+            .state()
+            .iter()
+            .filter(|image| ConfigKey::of(image.as_ref()) == *key)
+            .map(|image| {
+                format!(
+                    "{}/{} (ProxmoxImage)",
+                    image.namespace().unwrap_or_default(),
+                    image.name_any()
+                )
+            })
+            .collect()
     }
 
     /// The containers referring to `key`, with their `namespace/name`.
@@ -89,9 +118,14 @@ impl Users {
             .collect()
     }
 
-    /// Whether the cache holds every VM (counts before that are wrong).
+    /// Whether the caches hold every VM and image (counts before that are
+    /// wrong).
     pub fn listed(&self) -> bool {
-        self.listed.load(Ordering::SeqCst)
+        // An image cache not filled yet would count no image.
+        let images = self.images.as_ref().is_none_or(|store| {
+            futures::FutureExt::now_or_never(store.wait_until_ready()).is_some_and(|r| r.is_ok())
+        });
+        images && self.listed.load(Ordering::SeqCst)
     }
 
     /// The VMs referring to `key`.
@@ -104,8 +138,8 @@ impl Users {
             .collect()
     }
 
-    /// The VMs (and containers) referring to `key` as `namespace/name`,
-    /// sorted.
+    /// The VMs (and containers and images) referring to `key` as
+    /// `namespace/name`, sorted.
     pub fn names(&self, key: &ConfigKey) -> Vec<String> {
         let mut names: Vec<String> = self
             .of(key)
@@ -113,6 +147,7 @@ impl Users {
             .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
             .collect();
         names.extend(self.containers_of(key).into_iter().map(|(name, _)| name));
+        names.extend(self.images_of(key));
         names.sort();
         names
     }

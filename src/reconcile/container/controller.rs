@@ -41,6 +41,7 @@ pub async fn run(
         Writer<DeserializeGuard<ProxmoxContainer>>,
         UnboundedReceiver<ObjectRef<DeserializeGuard<ProxmoxContainer>>>,
     ),
+    images: crate::reconcile::image::ContainerImages,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     let api =
@@ -48,6 +49,8 @@ pub async fn run(
     let reader = ctx.containers.clone();
     let stream = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
+        // Before the cache takes the event in: it holds the old object.
+        .inspect(move |event| images.see(event))
         .reflect(writer)
         .applied_objects()
         .predicate_filter(

@@ -32,7 +32,7 @@ use crate::reconcile::identity::Identity;
 use crate::reconcile::pass::observe::Sources;
 use crate::reconcile::pass::reserve::allocate_vmid;
 use crate::reconcile::pass::status::apply_on;
-use crate::reconcile::plan::{Placement, PlacementRequest, ProviderState};
+use crate::reconcile::plan::{NamedImage, Placement, PlacementRequest, ProviderState};
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
 use crate::reconcile::runtime::context::Context;
 use crate::reconcile::schedule::{Candidates, LabelCounts};
@@ -307,6 +307,16 @@ async fn observe(
                 .storage_content(&node, &oci.storage, Some("vztmpl"))
                 .await?;
             obs.template_present = Some(content.iter().any(|c| c.volid == volume));
+        }
+        if let Some(image) = &spec.template.image {
+            // From the image cache: no request.
+            obs.image = Some(
+                match crate::reconcile::image::lookup(&ctx.images, &id.namespace, &image.name) {
+                    None => NamedImage::Unknown,
+                    Some(None) => NamedImage::NotFound,
+                    Some(Some(image)) => NamedImage::of(&image),
+                },
+            );
         }
         if let Some(sel) = &spec.password_secret_ref {
             let secrets: Api<Secret> = Api::namespaced(ctx.kube.clone(), &id.namespace);

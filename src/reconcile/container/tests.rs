@@ -548,3 +548,69 @@ fn ready_follows_the_container_and_carries_the_generation() {
     let synced = find(&refused.status.conditions, ConditionType::Synced).unwrap();
     assert_eq!(synced.status, ConditionStatus::False);
 }
+
+/// `template.image`: waits (ImageNotFound, ImageNotReady, the node
+/// recorded so the image brings its file there), refuses an image that is
+/// no container template, and creates from the image's volume once it is
+/// ready on the node.
+#[test]
+fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
+    use crate::api::image::ImageContent;
+    use crate::reconcile::plan::NamedImage;
+    let c = ct(
+        json!({"template": {"image": {"name": "alpine"}}}),
+        recorded(),
+        json!({}),
+    );
+    let found = |content, ready_on: &[&str], deleting| NamedImage::Found {
+        content,
+        deleting,
+        volume: Some("local:vztmpl/alpine_3.20-0123abcd.tar".into()),
+        ready_on: ready_on.iter().map(|n| (*n).to_owned()).collect(),
+        shared_ready: false,
+        summary: Some("1/2 ready".into()),
+    };
+    let synced = |image: Option<NamedImage>| {
+        let o = Observation {
+            image,
+            ..obs(Container::Absent)
+        };
+        let p = plan(&c, &id(), &o, now());
+        let s = p
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Synced")
+            .map(|c| (c.reason.clone(), c.message.clone().unwrap_or_default()));
+        (p, s.unwrap_or_default())
+    };
+    let cases = [
+        (Some(NamedImage::NotFound), "ImageNotFound"),
+        (Some(NamedImage::Unknown), "ImageNotReady"),
+        (
+            Some(found(ImageContent::Vztmpl, &["pve2"], false)),
+            "ImageNotReady",
+        ),
+        (
+            Some(found(ImageContent::Vztmpl, &["pve"], true)),
+            "ImageNotReady",
+        ),
+        (
+            Some(found(ImageContent::Import, &["pve"], false)),
+            "InvalidSpec",
+        ),
+    ];
+    for (image, want) in cases {
+        let (p, (reason, message)) = synced(image.clone());
+        assert_eq!(kind(&p.step), "idle", "{image:?}");
+        assert_eq!(reason, want, "{image:?}: {message}");
+        assert!(message.contains("ns/alpine"), "{message}");
+        assert_eq!(p.status.at_provider.node.as_deref(), Some("pve"));
+    }
+    let (p, _) = synced(Some(found(ImageContent::Vztmpl, &["pve"], false)));
+    let Step::Create { node, create } = &p.step else {
+        panic!("{:?}", p.step)
+    };
+    assert_eq!(node, "pve");
+    assert_eq!(create.ostemplate, "local:vztmpl/alpine_3.20-0123abcd.tar");
+}

@@ -33,7 +33,7 @@ use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
 use kube::core::DeserializeGuard;
 
-use crate::api::{ProxmoxImage, ProxmoxVM};
+use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
 use crate::reconcile::runtime::context::Context;
 
 /// The image `namespace/name` in the controller's image cache
@@ -103,6 +103,74 @@ impl ImageWaker {
 
 /// The templates the fleet controller reports, as a predicate value: the
 /// image's Ready depends on them, so a change must trigger a pass.
+/// Wakes the image a ProxmoxContainer names when what the image reads of
+/// it changed (its image, node, state, deletion) or it is gone: an image
+/// waiting `ImageInUse` goes on, a new node gets the file.
+#[derive(Clone)]
+pub struct ContainerImages {
+    sender: UnboundedSender<ObjectRef<ProxmoxImage>>,
+    containers: Store<DeserializeGuard<ProxmoxContainer>>,
+}
+
+impl ImageWaker {
+    /// The same wake-ups, from the container watch.
+    pub fn for_containers(
+        &self,
+        containers: Store<DeserializeGuard<ProxmoxContainer>>,
+    ) -> ContainerImages {
+        ContainerImages {
+            sender: self.sender.clone(),
+            containers,
+        }
+    }
+}
+
+impl ContainerImages {
+    /// Looks at one event of the container watch.
+    pub fn see(
+        &self,
+        event: &Result<watcher::Event<DeserializeGuard<ProxmoxContainer>>, watcher::Error>,
+    ) {
+        let (obj, gone) = match event {
+            Ok(watcher::Event::Apply(obj)) => (obj, false),
+            Ok(watcher::Event::Delete(obj)) => (obj, true),
+            Ok(watcher::Event::InitApply(_) | watcher::Event::Init | watcher::Event::InitDone)
+            | Err(_) => return,
+        };
+        let Ok(ct) = &obj.0 else { return };
+        let cached = self.containers.get(&ObjectRef::from_obj(obj));
+        let before = cached.as_ref().and_then(|old| old.0.as_ref().ok());
+        let seen = |ct: &ProxmoxContainer| {
+            let at = ct.status.as_ref().map(|s| &s.at_provider);
+            (
+                refs::container_image(ct).map(str::to_owned),
+                at.and_then(|a| a.node.clone()),
+                at.and_then(|a| a.state),
+                ct.metadata.deletion_timestamp.is_some(),
+            )
+        };
+        if !gone && before.map(seen) == Some(seen(ct)) {
+            return;
+        }
+        let Some(namespace) = kube::ResourceExt::namespace(ct) else {
+            return;
+        };
+        let names = [
+            before.and_then(refs::container_image),
+            refs::container_image(ct),
+        ];
+        let mut sent: Vec<&str> = vec![];
+        for name in names.into_iter().flatten() {
+            if !sent.contains(&name) {
+                sent.push(name);
+                let _ = self
+                    .sender
+                    .unbounded_send(ObjectRef::new(name).within(&namespace));
+            }
+        }
+    }
+}
+
 fn templates(image: &ProxmoxImage) -> Option<u64> {
     let templates = image.status.as_ref().map(|s| &s.at_provider.templates)?;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();

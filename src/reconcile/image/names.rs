@@ -23,8 +23,14 @@ pub enum Source {
     },
     /// A volume that is already there (`source.importFrom`).
     Existing,
-    /// An OCI image, not pulled by this version.
-    Oci,
+    /// Pulled from an OCI registry (`source.oci`, oci-registry-pull).
+    Pull {
+        /// The image reference.
+        reference: String,
+        /// The `filename` parameter of the pull: PVE normalises it and
+        /// appends `.tar`.
+        file: String,
+    },
 }
 
 /// Why the source cannot be carried out (said as `InvalidSpec`).
@@ -42,8 +48,13 @@ pub fn source(
     if let Some(volume) = &src.import_from {
         return Ok((Source::Existing, Some(volume.clone())));
     }
+    if let Some(reference) = &src.oci {
+        return Ok(pull(spec, reference, namespace, name));
+    }
     let Some(url) = &src.url else {
-        return Ok((Source::Oci, None));
+        return Err(BadSource(
+            "exactly one of source.url, source.importFrom and source.oci must be set".into(),
+        ));
     };
     let file = match &spec.filename {
         Some(file) => file.clone(),
@@ -63,6 +74,43 @@ pub fn source(
         },
         Some(volume),
     ))
+}
+
+/// An OCI pull: the file PVE names it (`normalize_content_filename` of the
+/// `filename` parameter, `.tar` appended), by default the reference's last
+/// path part (`alpine:3.20` → `alpine_3.20`, as a container's own pull
+/// names it) with the owner hash: a container's pull of the same reference
+/// and another image of it never share the file this image deletes.
+fn pull(
+    spec: &ImageParameters,
+    reference: &str,
+    namespace: &str,
+    name: &str,
+) -> (Source, Option<String>) {
+    let file = match &spec.filename {
+        // Validated to end in `.tar`, which PVE appends itself.
+        Some(file) => file.strip_suffix(".tar").unwrap_or(file).to_owned(),
+        None => {
+            let last = reference.rsplit('/').next().unwrap_or(reference);
+            format!("{last}-{}", owner_hash(namespace, name))
+        }
+    };
+    let volume = format!(
+        "{}:vztmpl/{}",
+        spec.storage,
+        pve_client::lxc::oci_file_name(&file)
+    );
+    let source = Source::Pull {
+        reference: reference.to_owned(),
+        file,
+    };
+    (source, Some(volume))
+}
+
+/// 8 hex digits of a hash of the image's namespace and name.
+fn owner_hash(namespace: &str, name: &str) -> String {
+    let owner = Sha256::digest(format!("{namespace}/{name}").as_bytes());
+    owner.iter().take(4).map(|b| format!("{b:02x}")).collect()
 }
 
 /// `<url stem>-<checksum 12>-<hash 8>.<ext>`, with an extension Proxmox
@@ -108,8 +156,7 @@ fn default_file(
     };
     let stem = crate::api::vm::file_stem(&stem);
     let digest: String = checksum.chars().take(12).collect();
-    let owner = Sha256::digest(format!("{namespace}/{name}").as_bytes());
-    let owner: String = owner.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let owner = owner_hash(namespace, name);
     Ok(format!(
         "{stem}-{}-{owner}.{ext}",
         digest.to_ascii_lowercase()
@@ -225,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn import_from_is_the_volume_and_oci_has_none() {
+    fn import_from_is_the_volume_and_oci_is_pulled_into_a_tar() {
         let mut s = spec("https://x.example/a.qcow2", ImageContent::Import);
         s.source.url = None;
         s.source.import_from = Some("local:import/noble.qcow2".into());
@@ -235,6 +282,28 @@ mod tests {
         );
         s.source.import_from = None;
         s.source.oci = Some("docker.io/library/alpine:3.20".into());
-        assert_eq!(source(&s, "ns", "img"), Ok((Source::Oci, None)));
+        s.content = ImageContent::Vztmpl;
+        let hash = owner_hash("ns", "img");
+        assert_eq!(
+            source(&s, "ns", "img"),
+            Ok((
+                Source::Pull {
+                    reference: "docker.io/library/alpine:3.20".into(),
+                    file: format!("alpine:3.20-{hash}"),
+                },
+                Some(format!("local:vztmpl/alpine_3.20-{hash}.tar"))
+            ))
+        );
+        s.filename = Some("alpine-base.tar".into());
+        assert_eq!(
+            source(&s, "ns", "img").map(|(src, v)| (src, v.unwrap_or_default())),
+            Ok((
+                Source::Pull {
+                    reference: "docker.io/library/alpine:3.20".into(),
+                    file: "alpine-base".into(),
+                },
+                "local:vztmpl/alpine-base.tar".into()
+            ))
+        );
     }
 }

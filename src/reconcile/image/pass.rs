@@ -8,7 +8,9 @@
 //! (one task list per node per second for all tasks in flight), and the
 //! node's running tasks (the same shared list) only where a file is
 //! missing and no task is recorded: a download dispatched just before a
-//! lost status write is found there and adopted, never sent twice.
+//! lost status write is found there and adopted, never sent twice. For
+//! `source.oci`, in such a pass only, one `GET /version` (oci-registry-pull
+//! needs PVE 9.1; an older one is said, `OciNeedsPve91`, and nothing sent).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -30,6 +33,7 @@ use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::context::Context;
 use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::runtime::wake::vm_ref;
+use pve_client::lxc::OciPull;
 use pve_client::{Checksum, Client, DownloadContent, DownloadUrl, Upid};
 
 /// How soon a pass that came before the config caches had listed is tried
@@ -79,7 +83,7 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
     let name = image.name_any();
     let key = ConfigKey::of(image);
     let now = Timestamp::now();
-    let (users, user_nodes) = refs::users(&ctx.store, image);
+    let (users, user_nodes) = refs::users(&ctx.store, &ctx.containers, image);
     ctx.shards.fence(hold)?;
     // An image that has downloaded something depends on its config.
     let started = image.metadata.deletion_timestamp.is_some()
@@ -223,9 +227,11 @@ async fn observe(
     .ok()
     .and_then(|(_, v)| v);
     let deleting = image.metadata.deletion_timestamp.is_some();
-    let downloads = spec.source.url.is_some();
+    let downloads = spec.source.url.is_some() || spec.source.oci.is_some();
     let status = image.status.clone().unwrap_or_default();
     let mut sites = vec![];
+    // Whether this Proxmox has oci-registry-pull, read once per pass.
+    let mut pulls = false;
     for target in targets {
         let recorded = status
             .at_provider
@@ -248,7 +254,18 @@ async fn observe(
             }
         };
         let missing = volume.as_ref().is_none_or(|v| !files.contains_key(v));
-        let active = if missing && downloads && !deleting && recorded.is_none() {
+        let dispatching = missing && downloads && !deleting && recorded.is_none();
+        if dispatching && spec.source.oci.is_some() && !pulls {
+            match oci_pull_missing(client).await {
+                Ok(None) => pulls = true,
+                Ok(Some(version)) => return World::OciUnsupported(version),
+                Err(e) => {
+                    sites.push((target, Site::Unreadable(e.to_string())));
+                    continue;
+                }
+            }
+        }
+        let active = if dispatching {
             match tasks::active_tasks(client, &target.node).await {
                 Ok(active) => active,
                 Err(e) => {
@@ -269,6 +286,16 @@ async fn observe(
         ));
     }
     World::Seen(sites)
+}
+
+/// The version of a Proxmox VE without oci-registry-pull (before 9.1), or
+/// `None`: one `GET /version`, only in a pass that may pull (a file missing,
+/// no task recorded), so a Ready image never asks.
+async fn oci_pull_missing(client: &Client) -> Result<Option<String>, pve_client::Error> {
+    let version = client.version().await?.version;
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    Ok(((major, minor) < (9, 1)).then(|| format!("Proxmox VE {version}")))
 }
 
 /// The volumes of `content` on the storage at `node`, with their sizes.
@@ -313,6 +340,17 @@ async fn act(
                 verify_certificates: None,
             };
             client.download_url(&call.node, &call.storage, &req).await
+        }
+        CallKind::Pull {
+            reference, file, ..
+        } => {
+            let pull = OciPull {
+                reference: reference.clone(),
+                filename: file.clone(),
+            };
+            client
+                .pull_oci_image(&call.node, &call.storage, &pull)
+                .await
         }
         CallKind::Delete { volume } => {
             client
@@ -408,7 +446,7 @@ fn json_of<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, Error> {
     })
 }
 
-/// Wakes the ProxmoxVMs that name the image when where it is ready
+/// Wakes the ProxmoxVMs and ProxmoxContainers that name the image when where it is ready
 /// changed (or it is new to them): a VM waiting `ImageNotReady` or
 /// `ImageNotFound` goes on at once.
 fn wake_users(ctx: &Context, image: &ProxmoxImage, status: &crate::api::ProxmoxImageStatus) {
@@ -428,6 +466,12 @@ fn wake_users(ctx: &Context, image: &ProxmoxImage, status: &crate::api::ProxmoxI
         let Ok(vm) = &obj.0 else { continue };
         if vm.namespace() == namespace && refs::image_references(vm).any(|n| n == name) {
             ctx.waker.wake(vm_ref(vm));
+        }
+    }
+    for obj in ctx.containers.state() {
+        let Ok(ct) = &obj.0 else { continue };
+        if ct.namespace() == namespace && refs::container_image(ct) == Some(name.as_str()) {
+            ctx.container_waker.wake(ObjectRef::from_obj(obj.as_ref()));
         }
     }
 }

@@ -5,7 +5,8 @@
 //! there first (running: wait; ended: its outcome is recorded), then the
 //! file: there → Ready; not there → a download running on the node that a
 //! lost status write forgot is adopted, a failure waits out its backoff,
-//! else `download-url` is dispatched. One call per location and pass at
+//! else `download-url` (`oci-registry-pull` for `source.oci`: the same
+//! adoption, backoff and deletion) is dispatched. One call per location and pass at
 //! most, each recorded in its location before anything else is sent there.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,7 +47,10 @@ pub struct Users {
     /// The ProxmoxVMs that name the image (its templates not counted),
     /// sorted.
     pub vms: Vec<String>,
-    /// How many of them are being created (a create task in flight or not
+    /// The ProxmoxContainers that name the image (`template.image`),
+    /// sorted.
+    pub containers: Vec<String>,
+    /// How many of them (VMs and containers) are being created (a create task in flight or not
     /// started yet): a previous file is kept while any are.
     pub creating: usize,
     /// The template ProxmoxVMs the image owns.
@@ -90,6 +94,9 @@ pub enum World {
     NoConfig(String),
     /// The cluster could not be read.
     Unreadable(String),
+    /// `source.oci` on a Proxmox VE older than 9.1 (its version), which has
+    /// no oci-registry-pull.
+    OciUnsupported(String),
 }
 
 /// The plan's input.
@@ -135,6 +142,15 @@ pub enum CallKind {
         content: &'static str,
         /// Checksum and its algorithm.
         checksum: Option<(String, ChecksumAlgorithm)>,
+        /// The volume it becomes.
+        volume: String,
+    },
+    /// `oci-registry-pull`.
+    Pull {
+        /// The OCI image reference.
+        reference: String,
+        /// The `filename` parameter (PVE appends `.tar`).
+        file: String,
         /// The volume it becomes.
         volume: String,
     },
@@ -222,7 +238,8 @@ pub fn plan(input: &Input<'_>) -> Plan {
         events: vec![],
         requeue: Some(input.timing.resync),
     };
-    out.status.at_provider.users = Some(u32::try_from(input.users.vms.len()).unwrap_or(u32::MAX));
+    let users = input.users.vms.len() + input.users.containers.len();
+    out.status.at_provider.users = Some(u32::try_from(users).unwrap_or(u32::MAX));
     let deleting = image.metadata.deletion_timestamp.is_some();
     let has_finalizer = image
         .metadata
@@ -266,22 +283,19 @@ pub fn plan(input: &Input<'_>) -> Plan {
         at.previous_volumes.push(old);
     }
     at.volume = volume.clone();
-    at.downloaded = matches!(source, Source::Download { .. });
+    at.downloaded = matches!(source, Source::Download { .. } | Source::Pull { .. });
     if deleting {
         return delete(input, out, volume.as_deref(), &source);
     }
-    if source == Source::Oci {
-        let why = "pulling OCI images (source.oci) is not supported by this provider version yet; use source.url with a container template";
-        say(
-            input,
-            &mut out,
-            (Reason::OciNotSupportedYet, why.into()),
-            None,
-        );
-        return out;
-    }
     let sites = match &input.world {
         World::Seen(sites) => sites,
+        World::OciUnsupported(version) => {
+            let why = format!(
+                "pulling an OCI image (source.oci) needs oci-registry-pull, which Proxmox VE has since 9.1; the cluster runs {version}: upgrade it, or use source.url with a container template"
+            );
+            say(input, &mut out, (Reason::OciNeedsPve91, why), None);
+            return out;
+        }
         World::NoConfig(why) => {
             say(
                 input,
@@ -341,18 +355,18 @@ pub fn plan(input: &Input<'_>) -> Plan {
             continue;
         }
         loc.size = None;
-        match &source {
-            Source::Existing | Source::Oci => {
+        match fetch(&source, input.image, &volume) {
+            None => {
                 loc.phase = LocationPhase::Pending;
                 let why = format!("volume {volume} does not exist on node {}", target.node);
                 loc.message = Some(why.clone());
                 problems.push((Reason::VolumeNotFound, why));
                 soonest(&mut wait, input.timing.resync);
             }
-            Source::Download { url, file } => {
+            Some((task_type, task_id, what)) => {
                 if let Some(t) = active
                     .iter()
-                    .find(|t| t.task_type() == "download" && t.id() == file)
+                    .find(|t| t.task_type() == task_type && t.id() == task_id)
                 {
                     adopt(input, &mut out.events, &mut loc, t, &volume);
                     soonest(&mut wait, input.timing.poll);
@@ -371,17 +385,10 @@ pub fn plan(input: &Input<'_>) -> Plan {
                     soonest(&mut wait, left);
                 } else {
                     loc.phase = LocationPhase::Downloading;
-                    let src = &image.spec.for_provider.source;
                     calls.push(Call {
                         node: target.node.clone(),
                         storage: storage.clone(),
-                        what: CallKind::Download {
-                            url: url.clone(),
-                            file: file.clone(),
-                            content: image.spec.for_provider.content.as_str(),
-                            checksum: src.checksum.clone().zip(src.checksum_algorithm),
-                            volume: volume.clone(),
-                        },
+                        what,
                     });
                     soonest(&mut wait, input.timing.poll);
                 }
@@ -445,6 +452,45 @@ pub fn plan(input: &Input<'_>) -> Plan {
         wait,
     );
     out
+}
+
+/// What fetches the file of a source: the task type and id a running one
+/// shows on the node (to adopt it) and the call that starts it; `None` for
+/// a volume that is only referred to.
+fn fetch(
+    source: &Source,
+    image: &ProxmoxImage,
+    volume: &str,
+) -> Option<(&'static str, String, CallKind)> {
+    let spec = &image.spec.for_provider;
+    match source {
+        Source::Existing => None,
+        Source::Download { url, file } => Some((
+            "download",
+            file.clone(),
+            CallKind::Download {
+                url: url.clone(),
+                file: file.clone(),
+                content: spec.content.as_str(),
+                checksum: spec
+                    .source
+                    .checksum
+                    .clone()
+                    .zip(spec.source.checksum_algorithm),
+                volume: volume.to_owned(),
+            },
+        )),
+        // PVE names the task after the file it writes.
+        Source::Pull { reference, file } => Some((
+            "ociregistrypull",
+            pve_client::lxc::oci_file_name(file),
+            CallKind::Pull {
+                reference: reference.clone(),
+                file: file.clone(),
+                volume: volume.to_owned(),
+            },
+        )),
+    }
 }
 
 /// Whether the volume the status shows was downloaded by this image.
@@ -601,7 +647,10 @@ fn adopt(
     events.push(event(
         false,
         "TaskAdopted",
-        format!("found download {t} already running; observing it instead of starting another"),
+        format!(
+            "found {} {t} already running; observing it instead of starting another",
+            t.task_type()
+        ),
     ));
 }
 
@@ -637,13 +686,20 @@ fn event(warning: bool, reason: &'static str, note: String) -> Event {
 /// every file it downloaded, then let it go.
 fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Source) -> Plan {
     let users = &input.users;
-    if !users.vms.is_empty() || !users.children.is_empty() {
+    if !users.vms.is_empty() || !users.containers.is_empty() || !users.children.is_empty() {
         let mut why = vec![];
         if !users.vms.is_empty() {
             why.push(format!(
                 "{} ProxmoxVM(s) refer to it: {}",
                 users.vms.len(),
                 named(&users.vms)
+            ));
+        }
+        if !users.containers.is_empty() {
+            why.push(format!(
+                "{} ProxmoxContainer(s) refer to it: {}",
+                users.containers.len(),
+                named(&users.containers)
             ));
         }
         if !users.children.is_empty() {
@@ -681,8 +737,10 @@ fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Sourc
     }
     let sites = match &input.world {
         World::Seen(sites) => sites,
-        World::NoConfig(why) | World::Unreadable(why) => {
-            if matches!(source, Source::Existing | Source::Oci)
+        // Never seen while deleting (the pass reads the version only to
+        // pull); said as a cluster it cannot act on.
+        World::NoConfig(why) | World::Unreadable(why) | World::OciUnsupported(why) => {
+            if matches!(source, Source::Existing)
                 && out.status.at_provider.previous_volumes.is_empty()
             {
                 // Nothing of ours to delete.
@@ -697,7 +755,7 @@ fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Sourc
         }
     };
     let mut ours: Vec<String> = out.status.at_provider.previous_volumes.clone();
-    if let (Source::Download { .. }, Some(v)) = (source, volume) {
+    if let (Source::Download { .. } | Source::Pull { .. }, Some(v)) = (source, volume) {
         ours.push(v.to_owned());
     }
     let storage = &input.image.spec.for_provider.storage;
@@ -872,7 +930,9 @@ pub fn settle(
             continue;
         };
         let (action, volume) = match &call.what {
-            CallKind::Download { volume, .. } => (TaskAction::DownloadImage, volume.as_str()),
+            CallKind::Download { volume, .. } | CallKind::Pull { volume, .. } => {
+                (TaskAction::DownloadImage, volume.as_str())
+            }
             CallKind::Delete { volume } => (TaskAction::DeleteVolume, volume.as_str()),
         };
         match result {

@@ -1,6 +1,6 @@
-//! Who refers to an image: the ProxmoxVMs of its namespace that name it,
-//! and the template VMs it owns. Read from the VM controller's cache (no
-//! request of its own).
+//! Who refers to an image: the ProxmoxVMs and ProxmoxContainers of its
+//! namespace that name it, and the template VMs it owns. Read from the
+//! controllers' caches (no request of its own).
 
 use std::collections::BTreeSet;
 
@@ -10,7 +10,15 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::plan::Users;
 use crate::api::meta::{EXTERNAL_CREATE_SUCCEEDED, EXTERNAL_NAME};
-use crate::api::{ProxmoxImage, ProxmoxVM};
+use crate::api::vm::ObservedState;
+use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
+
+/// The ProxmoxImage (of its own namespace) a ProxmoxContainer names
+/// (`template.image.name`).
+pub fn container_image(ct: &ProxmoxContainer) -> Option<&str> {
+    let image = ct.spec.for_provider.template.image.as_ref()?;
+    Some(image.name.as_str())
+}
 
 /// The label the template VMs an image owns carry (with an
 /// ownerReference to it).
@@ -42,6 +50,7 @@ fn is_child(vm: &ProxmoxVM, image: &ProxmoxImage) -> bool {
 /// the file goes there too.
 pub fn users(
     store: &Store<DeserializeGuard<ProxmoxVM>>,
+    containers: &Store<DeserializeGuard<ProxmoxContainer>>,
     image: &ProxmoxImage,
 ) -> (Users, BTreeSet<String>) {
     let namespace = image.namespace().unwrap_or_default();
@@ -78,7 +87,31 @@ pub fn users(
             nodes.insert(node);
         }
     }
+    for obj in containers.state() {
+        let Ok(ct) = &obj.0 else { continue };
+        if ct.namespace().as_deref() != Some(namespace.as_str())
+            || container_image(ct) != Some(name.as_str())
+        {
+            continue;
+        }
+        users.containers.push(ct.name_any());
+        let at = ct.status.as_ref().map(|s| &s.at_provider);
+        if ct.metadata.deletion_timestamp.is_none()
+            && matches!(at.and_then(|a| a.state), None | Some(ObservedState::Absent))
+        {
+            users.creating += 1;
+        }
+        // Where it waits for the file (recorded before it is created) or
+        // where its spec puts it.
+        if let Some(node) = at
+            .and_then(|a| a.node.clone())
+            .or_else(|| ct.spec.for_provider.node.clone())
+        {
+            nodes.insert(node);
+        }
+    }
     users.vms.sort();
+    users.containers.sort();
     users.children.sort();
     (users, nodes)
 }

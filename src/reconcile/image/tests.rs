@@ -356,18 +356,126 @@ fn import_from_is_ready_where_the_volume_exists_and_never_downloaded() {
     assert!(!p.status.at_provider.downloaded);
 }
 
+fn oci_spec() -> Value {
+    json!({"source": {"oci": "docker.io/library/alpine:3.20"}, "content": "vztmpl"})
+}
+
+/// An OCI source is pulled as a URL is downloaded: one `oci-registry-pull`
+/// per node whose file is missing, a present file Ready, a pull found
+/// running (a lost status write) adopted, never sent twice.
 #[test]
-fn oci_says_it_is_not_supported_yet() {
-    let img = image(
-        json!({"source": {"oci": "docker.io/library/alpine:3.20"}, "content": "vztmpl"}),
-        json!({}),
+fn oci_is_pulled_once_per_node_and_a_running_pull_is_adopted() {
+    let img = image(oci_spec(), json!({}));
+    let v = volume(&img);
+    let name = file(&img);
+    assert!(
+        name.starts_with("alpine_3.20-") && name.ends_with(".tar"),
+        "{name}"
     );
-    let p = run(&img, World::Seen(vec![]), Users::default());
+    let running = upid("pve3", "ociregistrypull", &name);
+    let world = World::Seen(vec![
+        at("pve1", seen(&[(v.as_str(), 42)], None, vec![])),
+        at("pve2", seen(&[], None, vec![])),
+        at("pve3", seen(&[], None, vec![running.clone()])),
+    ]);
+    let p = run(&img, world, Users::default());
+    let sent = calls(&p);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].node, "pve2");
+    assert_eq!(
+        sent[0].what,
+        CallKind::Pull {
+            reference: "docker.io/library/alpine:3.20".into(),
+            // The reference's last part as given; PVE writes `alpine_3.20-….tar`.
+            file: format!(
+                "alpine:{}",
+                &name["alpine_".len()..name.len() - ".tar".len()]
+            ),
+            volume: v.clone(),
+        }
+    );
+    let phases: Vec<_> = p
+        .status
+        .at_provider
+        .locations
+        .iter()
+        .map(|l| l.phase)
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            LocationPhase::Ready,
+            LocationPhase::Downloading,
+            LocationPhase::Downloading
+        ]
+    );
+    assert_eq!(
+        p.status.at_provider.locations[2]
+            .task
+            .as_ref()
+            .map(|t| t.upid.clone()),
+        Some(running.to_string())
+    );
+    assert!(p.status.at_provider.downloaded);
+    assert_eq!(
+        reason(&p, ConditionType::Synced),
+        ("True".into(), "DownloadingImage".into())
+    );
+    // The dispatch recorded: the next pass waits for it.
+    let p = plan::settle(
+        &Input {
+            image: &img,
+            namespace: "ns",
+            name: "noble",
+            now: now(),
+            timing: timing(),
+            world: World::Seen(vec![]),
+            users: Users::default(),
+        },
+        p.clone(),
+        vec![(sent[0].clone(), Ok(upid("pve2", "ociregistrypull", &name)))],
+    );
+    let task = p.status.at_provider.locations[1].task.clone().unwrap();
+    assert_eq!(task.type_, "ociregistrypull");
+    assert_eq!(task.target.as_deref(), Some(v.as_str()));
+}
+
+#[test]
+fn oci_with_a_file_name_pulls_into_that_file() {
+    let mut spec = oci_spec();
+    spec["filename"] = json!("alpine-base.tar");
+    let img = image(spec, json!({}));
+    assert_eq!(volume(&img), "local:vztmpl/alpine-base.tar");
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[], None, vec![]))]),
+        Users::default(),
+    );
+    assert_eq!(
+        calls(&p)[0].what,
+        CallKind::Pull {
+            reference: "docker.io/library/alpine:3.20".into(),
+            file: "alpine-base".into(),
+            volume: "local:vztmpl/alpine-base.tar".into(),
+        }
+    );
+}
+
+#[test]
+fn oci_on_pve_8_says_it_needs_9_1_and_sends_nothing() {
+    let img = image(oci_spec(), json!({}));
+    let p = run(
+        &img,
+        World::OciUnsupported("Proxmox VE 8.4.14".into()),
+        Users::default(),
+    );
     assert!(calls(&p).is_empty());
     assert_eq!(
         reason(&p, ConditionType::Synced),
-        ("False".into(), "OciNotSupportedYet".into())
+        ("False".into(), "OciNeedsPve91".into())
     );
+    let c = find(&p.status.conditions, ConditionType::Synced).unwrap();
+    assert!(c.message.as_deref().unwrap().contains("8.4.14"), "{c:?}");
 }
 
 #[test]
@@ -417,6 +525,7 @@ fn a_new_source_keeps_the_old_file_until_the_new_is_ready_and_no_vm_is_being_cre
         )])
     };
     let creating = Users {
+        containers: vec![],
         vms: vec!["web".into()],
         creating: 1,
         children: vec![],
@@ -454,6 +563,33 @@ fn deleted(for_provider: Value, status: Value) -> ProxmoxImage {
     img
 }
 
+/// A container naming the image holds it as a VM does, and is a user.
+#[test]
+fn a_deleted_image_a_container_names_waits_for_it() {
+    let img = deleted(oci_spec(), json!({"atProvider": {"downloaded": true}}));
+    let v = volume(&img);
+    let users = Users {
+        containers: vec!["app".into()],
+        ..Users::default()
+    };
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[(v.as_str(), 1)], None, vec![]))]),
+        users,
+    );
+    assert!(calls(&p).is_empty(), "nothing deleted: {:?}", calls(&p));
+    let c = find(&p.status.conditions, ConditionType::Synced).unwrap();
+    assert_eq!(c.reason, "ImageInUse");
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap()
+            .contains("1 ProxmoxContainer(s) refer to it: app"),
+        "{c:?}"
+    );
+    assert_eq!(p.status.at_provider.users, Some(1));
+}
+
 #[test]
 fn a_deleted_image_in_use_waits_and_says_by_whom() {
     let img = deleted(url_spec(), json!({}));
@@ -461,6 +597,7 @@ fn a_deleted_image_in_use_waits_and_says_by_whom() {
     let users = Users {
         vms: vec!["a".into(), "b".into()],
         creating: 0,
+        containers: vec![],
         children: vec![],
     };
     let p = run(
@@ -493,6 +630,7 @@ fn a_deleted_image_in_use_waits_and_says_by_whom() {
     assert_eq!(p.status.at_provider.users, Some(2));
     // Its template VMs hold it too.
     let children = Users {
+        containers: vec![],
         vms: vec![],
         creating: 0,
         children: vec!["noble-pve1".into()],
@@ -508,9 +646,16 @@ fn a_deleted_image_in_use_waits_and_says_by_whom() {
     );
 }
 
+/// A downloaded file and an OCI pull's file alike.
 #[test]
 fn a_deleted_unused_image_deletes_its_files_then_lets_go() {
-    let img = deleted(url_spec(), json!({"atProvider": {"downloaded": true}}));
+    for spec in [url_spec(), oci_spec()] {
+        deleted_unused_image_deletes_its_file(spec);
+    }
+}
+
+fn deleted_unused_image_deletes_its_file(spec: Value) {
+    let img = deleted(spec, json!({"atProvider": {"downloaded": true}}));
     let v = volume(&img);
     let p = run(
         &img,

@@ -82,15 +82,17 @@ pub async fn run(
     let (wake, wakeups) = mpsc::unbounded();
     let (containers, container_writer) = container::controller::store();
     let (wake_container, container_wakeups) = mpsc::unbounded();
+    // Fleets: the image cache, and the images whose templates or clones
+    // changed (seen on the VM watch, before the cache takes it in).
+    let (images, image_writer) = reflector::store();
     let users = Users::new(reader.clone(), wake.clone())
-        .with_containers(containers.clone(), wake_container.clone());
+        .with_containers(containers.clone(), wake_container.clone())
+        .with_images(images.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
     let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
-    // Fleets: the image cache, and the images whose templates or clones
-    // changed (seen on the VM watch, before the cache takes it in).
-    let (images, image_writer) = reflector::store();
+    let container_images = image_waker.for_containers(containers.clone());
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
     let vms = watcher(api, watcher::Config::default().any_semantic())
@@ -160,6 +162,7 @@ pub async fn run(
     let containers = container::controller::run(
         Arc::clone(&ctx),
         (container_writer, container_wakeups),
+        container_images,
         stop.clone(),
     );
     let leases = {

@@ -5,9 +5,73 @@ use std::time::Duration;
 
 use super::{Ctx, Observation, Plan, Step, TASK_FALLBACK, backoff, invalid_spec};
 use crate::api::condition::Reason;
+use crate::api::image::ImageContent;
 use crate::api::vm::ObservedState;
 use crate::reconcile::container::render;
-use crate::reconcile::plan::Placement;
+use crate::reconcile::plan::{NamedImage, Placement};
+
+/// How often a container waiting for its image looks again; the image's
+/// progress wakes it sooner.
+const IMAGE_RECHECK: Duration = Duration::from_secs(30);
+
+/// The volume of the ProxmoxImage `name` on `node`, or why the container
+/// waits (`ImageNotFound`, `ImageNotReady`) or is refused (`InvalidSpec`).
+fn image_volume(
+    cx: &Ctx<'_>,
+    obs: &Observation,
+    name: &str,
+    node: &str,
+) -> Result<String, (Reason, String)> {
+    let ns = cx.ct.metadata.namespace.as_deref().unwrap_or_default();
+    match &obs.image {
+        None | Some(NamedImage::Unknown) => Err((
+            Reason::ImageNotReady,
+            format!("ProxmoxImage {ns}/{name} was not looked up yet"),
+        )),
+        Some(NamedImage::NotFound) => Err((
+            Reason::ImageNotFound,
+            format!(
+                "ProxmoxImage {ns}/{name} does not exist; create it or fix template.image.name"
+            ),
+        )),
+        Some(NamedImage::Found {
+            content,
+            deleting,
+            volume,
+            ready_on,
+            shared_ready,
+            summary,
+        }) => {
+            if *content != ImageContent::Vztmpl {
+                return Err((
+                    Reason::InvalidSpec,
+                    format!(
+                        "ProxmoxImage {ns}/{name} has content {}; a container is created only from an image of content vztmpl",
+                        content.as_str()
+                    ),
+                ));
+            }
+            if *deleting {
+                return Err((
+                    Reason::ImageNotReady,
+                    format!(
+                        "ProxmoxImage {ns}/{name} is being deleted; a container that does not use it yet cannot start to"
+                    ),
+                ));
+            }
+            match volume {
+                Some(volume) if *shared_ready || ready_on.contains(node) => Ok(volume.clone()),
+                _ => Err((
+                    Reason::ImageNotReady,
+                    format!(
+                        "waiting for ProxmoxImage {ns}/{name} to be ready on node {node} ({})",
+                        summary.as_deref().unwrap_or("no location ready yet")
+                    ),
+                )),
+            }
+        }
+    }
+}
 
 pub(super) fn plan(
     mut cx: Ctx<'_>,
@@ -53,7 +117,19 @@ pub(super) fn plan(
             return cx.done(Step::Idle, Duration::from_secs(30));
         }
     };
-    let Some(volume) = render::template_volume(&spec.template) else {
+    let from_image = match &spec.template.image {
+        Some(image) => match image_volume(&cx, obs, &image.name, &node) {
+            Ok(volume) => Some(volume),
+            Err((reason, why)) => {
+                // Recorded so the image brings its file to this node.
+                cx.at().node = Some(node.clone());
+                cx.synced(false, reason, &why);
+                return cx.done(Step::Idle, IMAGE_RECHECK);
+            }
+        },
+        None => None,
+    };
+    let Some(volume) = from_image.or_else(|| render::template_volume(&spec.template)) else {
         cx.synced(false, Reason::InvalidSpec, "template needs volume or oci");
         return cx.done(Step::Idle, obs.poll);
     };

@@ -6,7 +6,7 @@ use pve_client::lxc::{ContainerConfig, ContainerUpdate, CreateContainer, OciPull
 
 use crate::api::container::ProxmoxContainerStatus;
 use crate::api::vm::TaskAction;
-use crate::reconcile::plan::{Event, Placement, VmidGrant};
+use crate::reconcile::plan::{Event, NamedImage, Placement, VmidGrant};
 
 /// The container as the pass found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +57,9 @@ pub struct Observation {
     /// Whether the OCI image's file is on the node's storage (looked at
     /// only before a create from an image).
     pub template_present: Option<bool>,
+    /// The ProxmoxImage `template.image` names, from the image cache
+    /// (looked at only before a create).
+    pub image: Option<NamedImage>,
     /// Whether the password Secret's key could be read (`Err`: why not);
     /// `None`: no password asked for, or not needed this pass.
     pub password: Option<Result<(), String>>,
@@ -76,6 +79,7 @@ impl Observation {
             task: None,
             busy: None,
             template_present: None,
+            image: None,
             password: None,
             proxmox: None,
         }
