@@ -24,7 +24,7 @@ local failure_reasons = {
   ProviderConfigNotFound = true,
   InvalidSpec = true,
   VolumeNotFound = true,
-  OciNotSupportedYet = true,
+  OciNeedsPve91 = true,
   ImageInUse = true,
 }
 
