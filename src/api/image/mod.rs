@@ -22,6 +22,10 @@ pub use status::{
 };
 
 use crate::api::meta::ProviderConfigReference;
+use crate::api::rules::{
+    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE, HTTP_URL,
+    HTTP_URL_MESSAGE, URL_WITH_CHECKSUM, URL_WITH_CHECKSUM_MESSAGE,
+};
 use crate::api::vm::ChecksumAlgorithm;
 
 /// A file on Proxmox storage, downloaded once per storage and shared by the
@@ -172,10 +176,8 @@ fn default_storage() -> String {
 #[x_kube(
     validation = Rule::new("[has(self.url), has(self.importFrom), has(self.oci)].filter(x, x).size() == 1")
         .message("exactly one of url, importFrom and oci must be set"),
-    validation = Rule::new("has(self.url) == has(self.checksum) && has(self.checksum) == has(self.checksumAlgorithm)")
-        .message("url needs checksum and checksumAlgorithm, and they are only allowed with url"),
-    validation = Rule::new("!has(self.checksum) || size(self.checksum) == {'md5': 32, 'sha1': 40, 'sha224': 56, 'sha256': 64, 'sha384': 96, 'sha512': 128}[self.checksumAlgorithm]")
-        .message("checksum length does not match checksumAlgorithm (sha256 has 64 hex digits)")
+    validation = Rule::new(URL_WITH_CHECKSUM).message(URL_WITH_CHECKSUM_MESSAGE),
+    validation = Rule::new(CHECKSUM_LENGTH).message(CHECKSUM_LENGTH_MESSAGE)
 )]
 pub struct ImageSource {
     /// http(s) URL Proxmox downloads the file from (download-url). A new
@@ -183,15 +185,13 @@ pub struct ImageSource {
     /// no VM being created needs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 2048))]
-    #[x_kube(validation = Rule::new("self.matches('^https?://[^\\\\s]+$')")
-        .message("must be an http:// or https:// URL"))]
+    #[x_kube(validation = Rule::new(HTTP_URL).message(HTTP_URL_MESSAGE))]
     pub url: Option<String>,
 
     /// Hex checksum of the file; Proxmox verifies it after the download.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128))]
-    #[x_kube(validation = Rule::new("self.matches('^[0-9a-fA-F]+$')")
-        .message("must be a hex checksum"))]
+    #[x_kube(validation = Rule::new(HEX_CHECKSUM).message(HEX_CHECKSUM_MESSAGE))]
     pub checksum: Option<String>,
 
     /// Algorithm of `checksum`.

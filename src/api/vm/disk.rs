@@ -5,7 +5,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::quantity::Quantity;
-use crate::api::rules::{STORAGE_ID, STORAGE_ID_MESSAGE};
+use crate::api::rules::{
+    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE, HTTP_URL,
+    HTTP_URL_MESSAGE, STORAGE_ID, STORAGE_ID_MESSAGE, URL_WITH_CHECKSUM, URL_WITH_CHECKSUM_MESSAGE,
+};
 
 /// One disk of the VM.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -72,12 +75,10 @@ pub struct Disk {
 #[x_kube(
     validation = Rule::new("has(self.name) != has(self.url)")
         .message("an image is either a ProxmoxImage (name) or a download (url, checksum, checksumAlgorithm): exactly one of name and url"),
-    validation = Rule::new("has(self.url) == has(self.checksum) && has(self.checksum) == has(self.checksumAlgorithm)")
-        .message("url needs checksum and checksumAlgorithm, and they are only allowed with url"),
+    validation = Rule::new(URL_WITH_CHECKSUM).message(URL_WITH_CHECKSUM_MESSAGE),
     validation = Rule::new("!has(self.name) || !has(self.filename)")
         .message("filename is only allowed with url: a ProxmoxImage names its own file"),
-    validation = Rule::new("!has(self.checksum) || size(self.checksum) == {'md5': 32, 'sha1': 40, 'sha224': 56, 'sha256': 64, 'sha384': 96, 'sha512': 128}[self.checksumAlgorithm]")
-        .message("checksum length does not match checksumAlgorithm (sha256 has 64 hex digits)")
+    validation = Rule::new(CHECKSUM_LENGTH).message(CHECKSUM_LENGTH_MESSAGE)
 )]
 pub struct DiskImage {
     /// A ProxmoxImage in this namespace (content `import`): the VM waits
@@ -92,15 +93,13 @@ pub struct DiskImage {
     /// http(s) URL of the image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 2048))]
-    #[x_kube(validation = Rule::new("self.matches('^https?://[^\\\\s]+$')")
-        .message("must be an http:// or https:// URL"))]
+    #[x_kube(validation = Rule::new(HTTP_URL).message(HTTP_URL_MESSAGE))]
     pub url: Option<String>,
 
     /// Hex checksum of the file; Proxmox verifies it after the download.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128))]
-    #[x_kube(validation = Rule::new("self.matches('^[0-9a-fA-F]+$')")
-        .message("must be a hex checksum"))]
+    #[x_kube(validation = Rule::new(HEX_CHECKSUM).message(HEX_CHECKSUM_MESSAGE))]
     pub checksum: Option<String>,
 
     /// Algorithm of `checksum`.
