@@ -23,7 +23,7 @@ use serde_json::json;
 
 use self::correlate::{Correlator, Occurrence, Outcome, Series, Write};
 use super::error::is_not_found;
-use super::plan;
+use super::vm::plan;
 use crate::reconcile::runtime::metrics::{EventWrite, Metrics};
 use crate::reconcile::runtime::settings::COMPONENT;
 

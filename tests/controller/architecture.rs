@@ -4,7 +4,7 @@
 //! * `pve-client` depends on no Kubernetes crate and not on the simulator;
 //! * `pve-sim` depends on neither `pve-client` nor the provider (a UPID or
 //!   encoding bug written once cannot pass in both);
-//! * the provider's `reconcile::plan` does no I/O: no async code, no
+//! * the provider's `reconcile::vm::plan` does no I/O: no async code, no
 //!   clients, no clock (the time comes in `PlanInput::now`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -146,7 +146,7 @@ fn sources(dir: &Path) -> Vec<(String, String)> {
 #[test]
 fn the_plan_does_no_io() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = sources(&root.join("src/reconcile/plan"));
+    let mut files = sources(&root.join("src/reconcile/vm/plan"));
     assert!(files.len() > 10, "the plan's sources: {}", files.len());
     // The containers' plan, and the spec rendering it uses.
     let container = root.join("src/reconcile/container");

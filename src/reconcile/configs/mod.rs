@@ -60,7 +60,7 @@ use self::reconcile::{Ctx, error_policy, reconcile};
 use super::events::Events;
 use super::providers::{ConfigKey, Providers, SecretName};
 use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind};
-use crate::reconcile::runtime::controller::scoped;
+use crate::reconcile::managed::watch::scoped;
 use crate::reconcile::runtime::memory::Memory;
 use crate::reconcile::runtime::shards::Shards;
 

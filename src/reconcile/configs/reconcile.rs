@@ -22,11 +22,11 @@ use crate::api::ProviderConfigKind;
 use crate::reconcile::error::Error;
 use crate::reconcile::events::Events;
 use crate::reconcile::invalid;
-use crate::reconcile::pass::status;
-use crate::reconcile::plan;
 use crate::reconcile::providers::{ConfigKey, Providers};
 use crate::reconcile::runtime::memory::Memory;
 use crate::reconcile::runtime::shards::{Hold, Shards};
+use crate::reconcile::vm::pass::status;
+use crate::reconcile::vm::plan;
 
 /// How long a pass waits for the VM cache to be filled (users are counted
 /// from it).

@@ -22,8 +22,8 @@ use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
 use super::pass::{error_policy, reconcile};
 use crate::api::ProxmoxContainer;
-use crate::reconcile::runtime::context::Context;
-use crate::reconcile::runtime::controller::scoped;
+use crate::reconcile::context::Context;
+use crate::reconcile::managed::watch::scoped;
 
 /// The cache of ProxmoxContainers, made before the [`Context`] that holds
 /// its reader.

@@ -27,15 +27,15 @@ use super::render;
 use crate::api::meta;
 use crate::api::vm::PlacementPolicy;
 use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
+use crate::reconcile::context::Context;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
-use crate::reconcile::pass::observe::Sources;
-use crate::reconcile::pass::reserve::allocate_vmid;
-use crate::reconcile::pass::status::apply_on;
-use crate::reconcile::plan::{NamedImage, Placement, PlacementRequest, ProviderState};
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
-use crate::reconcile::runtime::context::Context;
 use crate::reconcile::schedule::{Candidates, LabelCounts};
+use crate::reconcile::vm::pass::observe::Sources;
+use crate::reconcile::vm::pass::reserve::allocate_vmid;
+use crate::reconcile::vm::pass::status::apply_on;
+use crate::reconcile::vm::plan::{NamedImage, Placement, PlacementRequest, ProviderState};
 
 /// Task types of a container's own tasks (pve-container), which hold any
 /// other dispatch while the node lists one as running.

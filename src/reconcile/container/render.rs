@@ -13,7 +13,7 @@ use pve_client::vm::Tags;
 use crate::api::container::{ContainerParameters, ContainerTemplate, OciImage};
 use crate::api::quantity::Quantity;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::plan::{description, marker_line_of, user_part};
+use crate::reconcile::vm::plan::{description, marker_line_of, user_part};
 
 /// A spec value that cannot be carried out (a quantity the API server let
 /// through but that is not a size).

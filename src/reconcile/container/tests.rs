@@ -11,7 +11,7 @@ use crate::api::ProxmoxContainer;
 use crate::api::condition::{ConditionStatus, ConditionType, find};
 use crate::api::vm::TaskAction;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::plan::{Placement, VmidGrant, marker_line_of};
+use crate::reconcile::vm::plan::{Placement, VmidGrant, marker_line_of};
 
 const UID: &str = "u-1";
 
@@ -556,7 +556,7 @@ fn ready_follows_the_container_and_carries_the_generation() {
 #[test]
 fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
     use crate::api::image::ImageContent;
-    use crate::reconcile::plan::NamedImage;
+    use crate::reconcile::vm::plan::NamedImage;
     let c = ct(
         json!({"template": {"image": {"name": "alpine"}}}),
         recorded(),

@@ -35,11 +35,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
 use crate::api::{ProxmoxImage, ProxmoxVM};
+use crate::reconcile::context::Context;
 use crate::reconcile::error::Error;
 use crate::reconcile::inventory::ClusterView;
+use crate::reconcile::managed::watch::scoped;
 use crate::reconcile::providers::ConfigKey;
-use crate::reconcile::runtime::context::Context;
-use crate::reconcile::runtime::controller::scoped;
 
 /// How soon an image whose template's storage is not known yet is looked
 /// at again (the VM passes read the cluster view meanwhile).

@@ -34,7 +34,7 @@ use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use kube::core::DeserializeGuard;
 
 use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
-use crate::reconcile::runtime::context::Context;
+use crate::reconcile::context::Context;
 
 /// The image `namespace/name` in the controller's image cache
 /// ([`Context::images`]), once the cache has listed: `Some(None)` when it
@@ -184,7 +184,7 @@ pub async fn run(
     wakeups: UnboundedReceiver<ObjectRef<ProxmoxImage>>,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    let api = crate::reconcile::runtime::controller::scoped::<ProxmoxImage>(
+    let api = crate::reconcile::managed::watch::scoped::<ProxmoxImage>(
         &ctx.kube,
         ctx.settings.namespace.as_deref(),
     );

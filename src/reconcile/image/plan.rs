@@ -20,7 +20,7 @@ use crate::api::condition::{ConditionType, find};
 use crate::api::image::{ImageLocation, LocationPhase, ProxmoxImage, ProxmoxImageStatus};
 use crate::api::vm::{ChecksumAlgorithm, InFlightTask, TaskAction};
 use crate::api::{Condition, ConditionStatus, Reason, set_condition};
-use crate::reconcile::plan::{
+use crate::reconcile::vm::plan::{
     ActiveTask, Event, NOT_VISIBLE_GRACE, TaskOutcome, TaskState, backoff, started_at,
 };
 

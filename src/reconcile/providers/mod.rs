@@ -26,12 +26,12 @@ use kube::{Api, ResourceExt};
 use super::configs::in_use::{self, Guard};
 use super::error::{Error, is_forbidden, is_invalid, is_not_found};
 use super::invalid::why_unreadable;
-use super::plan::ProviderState;
 use crate::api::meta::ConfigUser;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings,
     provider_config::{CloneSources, ConfigReason, Limits, Timing},
 };
+use crate::reconcile::vm::plan::ProviderState;
 use pve_client::{Client, RequestHook};
 
 /// A usable provider config.

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::reconcile::pass::observe::known::Known;
-use crate::reconcile::plan::Depth;
+use crate::reconcile::vm::pass::observe::known::Known;
+use crate::reconcile::vm::plan::Depth;
 
 /// The first backoff after a failed pass, doubling up to [`BACKOFF_MAX`].
 const BACKOFF_BASE: Duration = Duration::from_secs(1);

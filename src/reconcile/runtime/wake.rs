@@ -42,13 +42,13 @@ use kube::runtime::watcher;
 
 use pve_client::{ListedTask, Upid};
 
-use super::context::Context;
 use crate::api::condition::{ConditionType, find};
 use crate::api::vm::InFlightTask;
 use crate::api::{ConditionStatus, ProxmoxContainer, ProxmoxVM};
+use crate::reconcile::context::Context;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::pass::observe::clones;
 use crate::reconcile::providers::ConfigKey;
+use crate::reconcile::vm::pass::observe::clones;
 
 /// A reference to a ProxmoxVM, as the controller's triggers take it.
 pub type VmRef = ObjectRef<DeserializeGuard<ProxmoxVM>>;

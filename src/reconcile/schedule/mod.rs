@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 
 use pve_client::Upid;
 
-use super::plan::{Heavy, Placement, PlacementRequest, SlotGrant};
 use super::providers::ConfigKey;
 use crate::api::provider_config::Limits;
 use crate::reconcile::runtime::wake::VmRef;
+use crate::reconcile::vm::plan::{Heavy, Placement, PlacementRequest, SlotGrant};
 
 /// The per-node limit of `kind`.
 fn limit_of(limits: &Limits, kind: Heavy) -> u32 {

@@ -8,7 +8,7 @@ use crate::api::condition::Reason;
 use crate::api::image::ImageContent;
 use crate::api::vm::ObservedState;
 use crate::reconcile::container::render;
-use crate::reconcile::plan::{NamedImage, Placement};
+use crate::reconcile::vm::plan::{NamedImage, Placement};
 
 /// How often a container waiting for its image looks again; the image's
 /// progress wakes it sooner.

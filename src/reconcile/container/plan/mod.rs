@@ -39,7 +39,7 @@ use crate::api::container::{ContainerAtProvider, ProxmoxContainer, ProxmoxContai
 use crate::api::meta::{self, ConfigUser, PolicyMode, policy_mode};
 use crate::api::vm::{InFlightTask, TaskAction, TaskFailure};
 use crate::reconcile::identity::Identity;
-use crate::reconcile::plan::{Event, VmidGrant};
+use crate::reconcile::vm::plan::{Event, VmidGrant};
 
 pub use types::{Container, Observation, Outcome, Plan, Seen, Step, TaskSeen};
 

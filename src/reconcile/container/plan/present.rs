@@ -9,7 +9,7 @@ use crate::api::condition::Reason;
 use crate::api::meta;
 use crate::api::vm::{ObservedState, PowerState};
 use crate::reconcile::container::render;
-use crate::reconcile::plan::{Ownership, owner_of};
+use crate::reconcile::vm::plan::{Ownership, owner_of};
 
 pub(super) fn plan(
     mut cx: Ctx<'_>,

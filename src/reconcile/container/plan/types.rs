@@ -6,7 +6,7 @@ use pve_client::lxc::{ContainerConfig, ContainerUpdate, CreateContainer, OciPull
 
 use crate::api::container::ProxmoxContainerStatus;
 use crate::api::vm::TaskAction;
-use crate::reconcile::plan::{Event, NamedImage, Placement, VmidGrant};
+use crate::reconcile::vm::plan::{Event, NamedImage, Placement, VmidGrant};
 
 /// The container as the pass found it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -40,8 +40,8 @@ use super::assign::{assign, fnv1a};
 use super::{LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, Shards};
 use crate::api::ProviderConfigKind;
 use crate::reconcile::configs::{Triggers, Users};
+use crate::reconcile::context::Context;
 use crate::reconcile::providers::ConfigKey;
-use crate::reconcile::runtime::context::Context;
 use crate::reconcile::runtime::settings::{COMPONENT, LEASE_NAME};
 
 /// The label telling the provider's Leases apart (`member` or `config`).

@@ -3,7 +3,7 @@
 
 use pve_client::{Client, ha_nodes};
 
-use crate::reconcile::plan::{AffinityView, HaResourceView, HaView, affinity_id};
+use crate::reconcile::vm::plan::{AffinityView, HaResourceView, HaView, affinity_id};
 
 /// Reads the HA configuration of VM `vmid` (three requests: the version,
 /// the resources, the rules or groups).

@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::api::vm::{CloudInitSource, CustomCloudInit};
-use crate::reconcile::nocloud::SeedFiles;
-use crate::reconcile::plan::SeedView;
+use crate::reconcile::vm::nocloud::SeedFiles;
+use crate::reconcile::vm::plan::SeedView;
 
 const SECRET: &[u8] = b"#cloud-config\npassword: hunter2\n";
 

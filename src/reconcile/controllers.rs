@@ -16,9 +16,9 @@
 //! * The metadata of Secrets and ConfigMaps (never their data): one that
 //!   appears, changes or goes wakes the ProxmoxVMs of its namespace that
 //!   read it by name (`customCloudInit`, the cloud-init password; see
-//!   [`super::wake::readers`]).
+//!   [`super::runtime::wake::readers`]).
 //! * A template's ProxmoxVM getting further (a task ended, Ready changed)
-//!   wakes the clones waiting for it ([`super::wake::Templates`], on the VM
+//!   wakes the clones waiting for it ([`super::runtime::wake::Templates`], on the VM
 //!   watch, before the cache takes the change in).
 //! * Fleets ([`crate::reconcile::fleet`]): a watch of ProxmoxImages feeds
 //!   their cache (read by clones of an image's template) and the fleet
@@ -38,7 +38,7 @@
 //! and `/readyz` (the cache is filled).
 //!
 //! Many VMs reconcile in parallel (`max_concurrent_reconciles`, admitted
-//! in arrival order by [`super::queue`]); the Controller never runs two
+//! in arrival order by [`super::runtime::queue`]); the Controller never runs two
 //! passes of one VM at once.
 
 use std::future::Future;
@@ -47,29 +47,30 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Api;
 use kube::core::{DeserializeGuard, PartialObjectMeta};
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
-use kube::{Api, Resource};
 
 use super::context::Context;
-use super::metrics::Metrics;
-use super::server::Readiness;
-use super::settings::Settings;
-use super::shards::leases;
-use super::wake::{Referenced, Templates, Waker, readers, watch_tasks};
+use super::managed::watch::scoped;
+use super::runtime::metrics::Metrics;
+use super::runtime::server::Readiness;
+use super::runtime::settings::Settings;
+use super::runtime::shards::leases;
+use super::runtime::wake::{Referenced, Templates, Waker, readers, watch_tasks};
 use crate::api::ProxmoxVM;
 use crate::reconcile::configs::{self, Tap, Users};
 use crate::reconcile::container;
 use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
-use crate::reconcile::pass::connection_secret::MANAGED_BY;
-use crate::reconcile::pass::{error_policy, reconcile};
+use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
+use crate::reconcile::vm::pass::{error_policy, reconcile};
 
 /// Runs the controllers until `stop` resolves (then lets running passes
 /// finish). With leader election, the Lease loop beside them decides which
-/// provider configs this replica acts for (see [`super::shards`]).
+/// provider configs this replica acts for (see [`super::runtime::shards`]).
 pub async fn run(
     kube: kube::Client,
     settings: Settings,
@@ -209,18 +210,6 @@ fn slim(obj: &mut DeserializeGuard<ProxmoxVM>) {
 
 /// kubectl's client-side apply record.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// An API for all namespaces, or only `namespace`.
-pub(crate) fn scoped<K>(kube: &kube::Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = kube::core::NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(kube.clone(), ns),
-        None => Api::all(kube.clone()),
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use super::Sources;
 use crate::reconcile::inventory::ClusterView;
-use crate::reconcile::plan::{AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState};
+use crate::reconcile::vm::plan::{
+    AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState,
+};
 use pve_client::{self, AgentNetwork, Client, vm::VmStatus};
 
 /// Finds and reads the VM. Looks on `node_hint` first; only when it is not

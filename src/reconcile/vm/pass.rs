@@ -25,16 +25,16 @@ pub mod read;
 pub mod reserve;
 pub mod status;
 
-use super::error::{Error, forbidden_message};
-use super::identity::Identity;
 use super::plan::{
     self, ActFailure, Done, Forbidden, Idle, KubeWrite, Needs, Observation, ObserveError, Plan,
     PlanInput, Preflight, ProviderState, Step,
 };
-use super::providers::{ConfigKey, Connection};
-use super::runtime::context::Context;
-use super::runtime::shards::Hold;
 use crate::api::ProxmoxVM;
+use crate::reconcile::context::Context;
+use crate::reconcile::error::{Error, forbidden_message};
+use crate::reconcile::identity::Identity;
+use crate::reconcile::providers::{ConfigKey, Connection};
+use crate::reconcile::runtime::shards::Hold;
 use act::{act, act_local};
 use observe::{Failure, Sources, observe};
 use read::current;
@@ -147,7 +147,11 @@ pub fn error_policy(
     }
     if matches!(error, Error::InvalidObject { .. }) {
         tracing::warn!(vm = %id, %error, "cannot reconcile until the resource changes");
-        super::invalid::report::<ProxmoxVM>(&ctx.kube, meta, super::invalid::VM);
+        crate::reconcile::invalid::report::<ProxmoxVM>(
+            &ctx.kube,
+            meta,
+            crate::reconcile::invalid::VM,
+        );
         return Action::await_change();
     }
     let delay = ctx.memory.failed(&id.uid);

@@ -4,8 +4,8 @@
 use pve_client::{Client, Upid};
 
 use super::proxmox_failure;
-use crate::reconcile::nocloud::SeedFiles;
-use crate::reconcile::plan::ActFailure;
+use crate::reconcile::vm::nocloud::SeedFiles;
+use crate::reconcile::vm::plan::ActFailure;
 
 /// Builds the ISO and starts its upload (`imgcopy` task).
 pub(super) async fn upload(

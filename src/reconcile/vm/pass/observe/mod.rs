@@ -26,12 +26,12 @@ use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::fleet::cache::{self, Images};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::{ClusterView, Inventory};
-use crate::reconcile::plan::{
+use crate::reconcile::providers::{ConfigKey, secret_value};
+use crate::reconcile::runtime::memory::Memory;
+use crate::reconcile::vm::plan::{
     Depth, ImageRef, NamedImage, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
     TemplateLookup, TemplateRef, VmState,
 };
-use crate::reconcile::providers::{ConfigKey, secret_value};
-use crate::reconcile::runtime::memory::Memory;
 use pve_client::{self, Client};
 
 /// Why an observation could not be completed.

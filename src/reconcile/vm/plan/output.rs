@@ -355,7 +355,7 @@ pub enum PveCall {
         /// The ISO's file name.
         filename: String,
         /// Its files (`Debug` shows names and sizes only).
-        files: crate::reconcile::nocloud::SeedFiles,
+        files: crate::reconcile::vm::nocloud::SeedFiles,
     },
     /// `DELETE .../storage/{storage}/content/{volume}` of a seed ISO no
     /// longer attached.

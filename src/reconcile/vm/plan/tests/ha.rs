@@ -5,7 +5,7 @@ use pve_client::HaAffinity;
 
 use super::*;
 use crate::api::vm::{HaState, HighAvailability, NodeAffinity};
-use crate::reconcile::plan::{AffinityView, HaCall, HaResourceView, HaView};
+use crate::reconcile::vm::plan::{AffinityView, HaCall, HaResourceView, HaView};
 
 fn ha_call(plan: &Plan) -> &HaCall {
     match &plan.step {

@@ -6,9 +6,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
 use crate::api::ProxmoxVM;
+use crate::reconcile::context::Context;
 use crate::reconcile::error::Error;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::runtime::context::Context;
 
 /// The resource for this pass; `None`: it is gone.
 pub async fn current(

@@ -8,8 +8,8 @@ use pve_client::Client;
 use super::Failure;
 use crate::api::vm::{CloudInitSource, CustomCloudInit};
 use crate::reconcile::error::is_not_found;
-use crate::reconcile::nocloud::SeedFiles;
-use crate::reconcile::plan::{SeedView, seed_prefix};
+use crate::reconcile::vm::nocloud::SeedFiles;
+use crate::reconcile::vm::plan::{SeedView, seed_prefix};
 
 /// What to read.
 pub(super) struct SeedRead<'a> {

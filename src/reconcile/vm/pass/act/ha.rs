@@ -2,7 +2,7 @@
 
 use pve_client::Client;
 
-use crate::reconcile::plan::HaCall;
+use crate::reconcile::vm::plan::HaCall;
 
 /// Writes one piece of the VM's HA configuration.
 pub(super) async fn write(client: &Client, call: &HaCall) -> Result<(), pve_client::Error> {

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::api::vm::TaskAction;
 use crate::reconcile::inventory::VmView;
-use crate::reconcile::plan::{AgentState, Depth, ObservedVm, Power, TaskState, VmState};
+use crate::reconcile::vm::plan::{AgentState, Depth, ObservedVm, Power, TaskState, VmState};
 
 /// How long a look is reused by a pass that follows one that only wrote to
 /// Kubernetes, or waits for the guest agent.
@@ -334,7 +334,7 @@ pub fn remember(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::plan::{GuestInterface, VmConfig};
+    use crate::reconcile::vm::plan::{GuestInterface, VmConfig};
     use pve_client::TaskOutcome;
 
     fn vm(power: Power, agent: AgentState) -> ObservedVm {

@@ -4,7 +4,7 @@
 
 use super::create::ready_to_create;
 use super::*;
-use crate::reconcile::plan::{HostView, StorageView};
+use crate::reconcile::vm::plan::{HostView, StorageView};
 
 const GIB: u64 = 1 << 30;
 

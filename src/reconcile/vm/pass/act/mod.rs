@@ -13,10 +13,10 @@ use pve_client::ErrorClass;
 
 use super::forbidden;
 use crate::api::ProxmoxVM;
+use crate::reconcile::context::Context;
 use crate::reconcile::error::is_conflict;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::plan::{ActFailure, Done, KubeWrite, LocalStep, Step};
-use crate::reconcile::runtime::context::Context;
+use crate::reconcile::vm::plan::{ActFailure, Done, KubeWrite, LocalStep, Step};
 
 /// Carries out `step` for `vm` (as read at the start of the pass: metadata
 /// writes carry its resourceVersion and fail with 409 if it is stale).

@@ -15,15 +15,15 @@ use super::observe::Sources;
 use super::observe::known::Known;
 use crate::api::meta::ConfigUser;
 use crate::api::{ProxmoxVM, vm::TaskAction};
+use crate::reconcile::context::Context;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::plan::{
+use crate::reconcile::providers::{ConfigKey, Connection};
+use crate::reconcile::runtime::wake::VmRef;
+use crate::reconcile::schedule::{Candidates, LabelCounts, RunningTask, placement, vmids};
+use crate::reconcile::vm::plan::{
     ActFailure, Done, Heavy, HostView, KubeWrite, Needs, Observation, Placement, Plan, PveCall,
     SlotGrant, Step, TemplateLookup, VmState, VmidGrant,
 };
-use crate::reconcile::providers::{ConfigKey, Connection};
-use crate::reconcile::runtime::context::Context;
-use crate::reconcile::runtime::wake::VmRef;
-use crate::reconcile::schedule::{Candidates, LabelCounts, RunningTask, placement, vmids};
 
 /// What the scheduler reserved for one pass, to be settled after its step.
 #[must_use = "a reservation is settled after the step"]

@@ -1,7 +1,7 @@
 //! Proxmox calls that start a task, from the plan's steps.
 
 use super::proxmox_failure;
-use crate::reconcile::plan::{ActFailure, Params, PveCall};
+use crate::reconcile::vm::plan::{ActFailure, Params, PveCall};
 use pve_client::vm::{CloneVm, CreateVm, DeleteOptions, DiskSize, ShutdownOptions};
 use pve_client::{self, Checksum, Client, DownloadContent, DownloadUrl, ErrorClass, Upid};
 

@@ -14,7 +14,7 @@ use super::context::Ctx;
 use super::decision::Out;
 use super::input::{ObservedVm, Power, VmConfig};
 use super::output::{ConfigChanges, PveCall};
-use crate::reconcile::nocloud::SeedFiles;
+use crate::reconcile::vm::nocloud::SeedFiles;
 
 /// The file name prefix of VM `vmid`'s seed ISOs.
 pub fn seed_prefix(vmid: u32) -> String {

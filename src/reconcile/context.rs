@@ -5,12 +5,12 @@ use std::sync::Arc;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 
-use super::memory::Memory;
-use super::metrics::Metrics;
-use super::queue::Queue;
-use super::settings::Settings;
-use super::shards::Shards;
-use super::wake::Waker;
+use super::runtime::memory::Memory;
+use super::runtime::metrics::Metrics;
+use super::runtime::queue::Queue;
+use super::runtime::settings::Settings;
+use super::runtime::shards::Shards;
+use super::runtime::wake::Waker;
 use crate::api::{ProxmoxContainer, ProxmoxVM};
 use crate::reconcile::events::Events;
 use crate::reconcile::fleet::cache::Images;

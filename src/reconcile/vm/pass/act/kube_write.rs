@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::api::{ProxmoxVM, meta};
 use crate::reconcile::identity::Identity;
-use crate::reconcile::plan::KubeWrite;
+use crate::reconcile::vm::plan::KubeWrite;
 
 /// The merge patch for a write.
 pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value {

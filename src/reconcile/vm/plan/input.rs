@@ -405,7 +405,7 @@ pub struct SeedView {
     /// The node whose storage was listed.
     pub node: String,
     /// The files, or why they could not be read.
-    pub data: Result<crate::reconcile::nocloud::SeedFiles, String>,
+    pub data: Result<crate::reconcile::vm::nocloud::SeedFiles, String>,
     /// The VM's seed ISOs on the storage (volume IDs).
     pub volumes: Vec<String>,
     /// The QEMU process ID of the running VM.

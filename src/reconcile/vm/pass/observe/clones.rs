@@ -26,8 +26,8 @@ use pve_client::vm::{Drive, DriveFile, is_disk_key};
 use crate::api::ProxmoxVM;
 use crate::api::meta::EXTERNAL_CREATE_SUCCEEDED;
 use crate::reconcile::inventory::ClusterView;
-use crate::reconcile::plan::{TemplateLookup, VmConfig};
 use crate::reconcile::providers::ConfigKey;
+use crate::reconcile::vm::plan::{TemplateLookup, VmConfig};
 
 /// Whether `clone`'s clone source is the VM of `template`: a ProxmoxVM of
 /// the same provider config declaring `template: true`, named by the
