@@ -16,9 +16,9 @@
 //! * The metadata of Secrets and ConfigMaps (never their data): one that
 //!   appears, changes or goes wakes the ProxmoxVMs of its namespace that
 //!   read it by name (`customCloudInit`, the cloud-init password; see
-//!   [`super::runtime::wake::readers`]).
+//!   [`super::vm::wake::readers`]).
 //! * A template's ProxmoxVM getting further (a task ended, Ready changed)
-//!   wakes the clones waiting for it ([`super::runtime::wake::Templates`], on the VM
+//!   wakes the clones waiting for it ([`super::vm::wake::Templates`], on the VM
 //!   watch, before the cache takes the change in).
 //! * Fleets ([`crate::reconcile::fleet`]): a watch of ProxmoxImages feeds
 //!   their cache (read by clones of an image's template) and the fleet
@@ -54,12 +54,14 @@ use kube::runtime::reflector;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
 use super::context::Context;
+use super::managed::task_watch::watch_tasks;
 use super::managed::watch::scoped;
 use super::runtime::metrics::Metrics;
 use super::runtime::server::Readiness;
 use super::runtime::settings::Settings;
 use super::runtime::shards::leases;
-use super::runtime::wake::{Referenced, Templates, Waker, readers, watch_tasks};
+use super::runtime::wake::Waker;
+use super::vm::wake::{Referenced, Templates, readers};
 use crate::api::ProxmoxVM;
 use crate::reconcile::configs::{self, Tap, Users};
 use crate::reconcile::container;

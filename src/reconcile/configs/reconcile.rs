@@ -19,14 +19,14 @@ use super::probe::Probes;
 use super::report;
 use super::users::Users;
 use crate::api::ProviderConfigKind;
+use crate::reconcile::common::event::Event;
 use crate::reconcile::error::Error;
 use crate::reconcile::events::Events;
 use crate::reconcile::invalid;
+use crate::reconcile::managed::status;
 use crate::reconcile::providers::{ConfigKey, Providers};
 use crate::reconcile::runtime::memory::Memory;
 use crate::reconcile::runtime::shards::{Hold, Shards};
-use crate::reconcile::vm::pass::status;
-use crate::reconcile::vm::plan;
 
 /// How long a pass waits for the VM cache to be filled (users are counted
 /// from it).
@@ -170,7 +170,7 @@ async fn pass<K: ConfigObject>(
         && report::message(old) != Some(why)
     {
         tracing::info!(config = %key, %why, "provider config deletion waits for its ProxmoxVMs");
-        let event = plan::Event {
+        let event = Event {
             warning: true,
             reason: "InUse",
             note: why.clone(),

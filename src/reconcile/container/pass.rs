@@ -27,15 +27,16 @@ use super::render;
 use crate::api::meta;
 use crate::api::vm::PlacementPolicy;
 use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
+use crate::reconcile::common::grants::{Placement, PlacementRequest};
+use crate::reconcile::common::images::NamedImage;
+use crate::reconcile::common::provider::ProviderState;
 use crate::reconcile::context::Context;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
+use crate::reconcile::managed::reserve::allocate_vmid;
+use crate::reconcile::managed::status::apply_on;
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
 use crate::reconcile::schedule::{Candidates, LabelCounts};
-use crate::reconcile::vm::pass::observe::Sources;
-use crate::reconcile::vm::pass::reserve::allocate_vmid;
-use crate::reconcile::vm::pass::status::apply_on;
-use crate::reconcile::vm::plan::{NamedImage, Placement, PlacementRequest, ProviderState};
 
 /// Task types of a container's own tasks (pve-container), which hold any
 /// other dispatch while the node lists one as running.
@@ -172,16 +173,6 @@ async fn observe(
 ) -> Result<(Observation, Option<pve_client::Secret>), Failure> {
     let client = &conn.client;
     let poll = conn.timing.poll_interval;
-    let from = Sources {
-        kube: &ctx.kube,
-        client,
-        inventory: &ctx.inventory,
-        key: &conn.key,
-        max_age: poll,
-        store: &ctx.store,
-        memory: &ctx.memory,
-        images: &ctx.images,
-    };
     let status = ct.status.clone().unwrap_or_default();
     let spec = &ct.spec.for_provider;
     let mut obs = Observation::unobserved(poll);
@@ -211,12 +202,12 @@ async fn observe(
         Some(vmid) => vmid,
         None => {
             if !deleting && spec.vmid.is_none() {
-                obs.vmid = Some(allocate_vmid(ctx, from, conn, id).await);
+                obs.vmid = Some(allocate_vmid(ctx, conn, id).await);
             }
             return Ok((obs, None));
         }
     };
-    let view = from.view().await?;
+    let view = ctx.inventory.view(&conn.key, client, poll).await?;
     // Where to look: where the cluster lists it, else where it was
     // created, else where the spec puts it.
     let listed = view.containers.get(&vmid).cloned();

@@ -10,8 +10,9 @@ use super::plan::{Container, Observation, Outcome, Seen, Step, TaskSeen, plan, s
 use crate::api::ProxmoxContainer;
 use crate::api::condition::{ConditionStatus, ConditionType, find};
 use crate::api::vm::TaskAction;
+use crate::reconcile::common::grants::{Placement, VmidGrant};
+use crate::reconcile::common::owner::marker_line_of;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::vm::plan::{Placement, VmidGrant, marker_line_of};
 
 const UID: &str = "u-1";
 
@@ -556,7 +557,7 @@ fn ready_follows_the_container_and_carries_the_generation() {
 #[test]
 fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
     use crate::api::image::ImageContent;
-    use crate::reconcile::vm::plan::NamedImage;
+    use crate::reconcile::common::images::NamedImage;
     let c = ct(
         json!({"template": {"image": {"name": "alpine"}}}),
         recorded(),

@@ -26,13 +26,14 @@ use super::plan::{self, Call, CallKind, Input, Site, Step, Target, Timing, World
 use super::refs;
 use crate::api::ProxmoxImage;
 use crate::api::image::{ImageContent, LocationPhase};
+use crate::reconcile::common::provider::ProviderState;
+use crate::reconcile::common::tasks::TaskState;
 use crate::reconcile::context::Context;
 use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::managed::tasks;
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::runtime::wake::vm_ref;
-use crate::reconcile::vm::pass::observe::tasks;
-use crate::reconcile::vm::plan::{ProviderState, TaskState};
 use pve_client::lxc::OciPull;
 use pve_client::{Checksum, Client, DownloadContent, DownloadUrl, Upid};
 

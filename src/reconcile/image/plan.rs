@@ -20,8 +20,9 @@ use crate::api::condition::{ConditionType, find};
 use crate::api::image::{ImageLocation, LocationPhase, ProxmoxImage, ProxmoxImageStatus};
 use crate::api::vm::{ChecksumAlgorithm, InFlightTask, TaskAction};
 use crate::api::{Condition, ConditionStatus, Reason, set_condition};
-use crate::reconcile::vm::plan::{
-    ActiveTask, Event, NOT_VISIBLE_GRACE, TaskOutcome, TaskState, backoff, started_at,
+use crate::reconcile::common::event::Event;
+use crate::reconcile::common::tasks::{
+    ActiveTask, NOT_VISIBLE_GRACE, TaskOutcome, TaskState, backoff, started_at,
 };
 
 /// The managed-resource finalizer (Crossplane's name), as on ProxmoxVMs.

@@ -13,7 +13,7 @@ use super::plan::{
 use crate::api::ProxmoxImage;
 use crate::api::condition::{ConditionType, find};
 use crate::api::image::LocationPhase;
-use crate::reconcile::vm::plan::{TaskOutcome, TaskState};
+use crate::reconcile::common::tasks::{TaskOutcome, TaskState};
 use pve_client::Upid;
 
 const NOW: i64 = 1_800_000_000;

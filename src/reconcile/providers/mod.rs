@@ -31,7 +31,7 @@ use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings,
     provider_config::{CloneSources, ConfigReason, Limits, Timing},
 };
-use crate::reconcile::vm::plan::ProviderState;
+use crate::reconcile::common::provider::ProviderState;
 use pve_client::{Client, RequestHook};
 
 /// A usable provider config.

@@ -65,7 +65,6 @@ pub use output::{
     Sensitive, Step,
 };
 pub use owner::{Ownership, marker_line, marker_line_of, owner_of, ownership};
-pub(crate) use owner::{description, user_part};
 pub use seed::seed_prefix;
 pub use task::{NOT_VISIBLE_GRACE, backoff};
 pub use tenancy::connection_refused;

@@ -38,8 +38,9 @@ use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason, s
 use crate::api::container::{ContainerAtProvider, ProxmoxContainer, ProxmoxContainerStatus};
 use crate::api::meta::{self, ConfigUser, PolicyMode, policy_mode};
 use crate::api::vm::{InFlightTask, TaskAction, TaskFailure};
+use crate::reconcile::common::event::Event;
+use crate::reconcile::common::grants::VmidGrant;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::vm::plan::{Event, VmidGrant};
 
 pub use types::{Container, Observation, Outcome, Plan, Seen, Step, TaskSeen};
 

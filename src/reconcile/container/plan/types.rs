@@ -6,7 +6,9 @@ use pve_client::lxc::{ContainerConfig, ContainerUpdate, CreateContainer, OciPull
 
 use crate::api::container::ProxmoxContainerStatus;
 use crate::api::vm::TaskAction;
-use crate::reconcile::vm::plan::{Event, NamedImage, Placement, VmidGrant};
+use crate::reconcile::common::event::Event;
+use crate::reconcile::common::grants::{Placement, VmidGrant};
+use crate::reconcile::common::images::NamedImage;
 
 /// The container as the pass found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
