@@ -4,8 +4,10 @@
 //! types and functions, no I/O.
 
 pub mod event;
+pub mod finalizer;
 pub mod grants;
 pub mod images;
+pub mod look;
 pub mod owner;
 pub mod provider;
 pub mod tasks;

@@ -88,13 +88,13 @@ pub async fn run(
     // Fleets: the image cache, and the images whose templates or clones
     // changed (seen on the VM watch, before the cache takes it in).
     let (images, image_writer) = reflector::store();
+    let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
-        .with_images(images.clone());
+        .with_images(images.clone(), image_waker.sender());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
-    let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
     let container_images = image_waker.for_containers(containers.clone());
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
@@ -169,14 +169,17 @@ pub async fn run(
         stop.clone(),
     );
     let leases = {
-        let (ctx, hooks, stop) = (
-            Arc::clone(&ctx),
-            (users.clone(), triggers.clone()),
-            stop.clone(),
-        );
+        let (ctx, stop) = (Arc::clone(&ctx), stop.clone());
+        let (users, triggers) = (users.clone(), triggers.clone());
+        // Gaining a config wakes everything that names it, and its pass.
+        let gained: leases::Gained = Box::new(move |key| {
+            let woken = users.wake(key);
+            triggers.send(key);
+            woken
+        });
         async move {
             if let Some(election) = ctx.settings.leader_election.clone() {
-                leases::run(ctx, hooks, election.namespace, stop).await;
+                leases::run(ctx, gained, election.namespace, stop).await;
             }
         }
     };

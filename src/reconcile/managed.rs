@@ -1,7 +1,14 @@
-//! What every managed kind runs through, whatever the kind: the scope of
-//! its watch, the status write, observing its Proxmox task, a VMID for
-//! the kinds that take one.
+//! What every managed kind runs through, whatever the kind:
+//!
+//! | module | what |
+//! |---|---|
+//! | [`envelope`] | the pass's hold: held here, report-only, or wait; cancelled when the term ends |
+//! | [`watch`] | the scope of every watch |
+//! | [`status`] | the status write (server-side apply, on the version read) |
+//! | [`tasks`], [`task_watch`] | a Proxmox task observed, and the resource woken when it ended |
+//! | [`reserve`] | a VMID, for the kinds that take one |
 
+pub mod envelope;
 pub mod reserve;
 pub mod status;
 pub mod task_watch;

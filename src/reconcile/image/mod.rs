@@ -71,6 +71,11 @@ impl ImageWaker {
         (Self { sender, vms }, rx)
     }
 
+    /// How to ask the image controller for a pass of one image.
+    pub fn sender(&self) -> UnboundedSender<ObjectRef<ProxmoxImage>> {
+        self.sender.clone()
+    }
+
     /// Sees one event of the VM watch.
     pub fn see(&self, event: &Result<watcher::Event<DeserializeGuard<ProxmoxVM>>, watcher::Error>) {
         let (obj, gone) = match event {

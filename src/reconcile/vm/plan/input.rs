@@ -15,6 +15,7 @@ pub use crate::reconcile::common::grants::{
     Heavy, Placement, PlacementRequest, SlotGrant, VmidGrant,
 };
 pub use crate::reconcile::common::images::{ImageLookup, ImageTemplate, NamedImage};
+pub use crate::reconcile::common::look::Depth;
 pub use crate::reconcile::common::provider::ProviderState;
 pub use crate::reconcile::common::tasks::{ActiveTask, TaskState, started_at};
 pub use crate::reconcile::common::views::StorageView;
@@ -166,20 +167,6 @@ pub enum TemplateRef {
         /// template there is the one cloned.
         node: Option<String>,
     },
-}
-
-/// How the VM was observed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Depth {
-    /// Power state and lock from the VM's own `status/current`.
-    #[default]
-    Full,
-    /// An idle VM: power state and lock from the shared cluster view (the
-    /// glue falls back to [`Depth::Full`] when the view does not show it as
-    /// expected). A plan from such a look may only conclude "up to date";
-    /// anything else asks for a full look first
-    /// ([`super::Idle::LookCloser`]).
-    Idle,
 }
 
 /// What the glue saw on Proxmox. Fields the [`Needs`] did not ask for stay

@@ -67,7 +67,7 @@ pub struct Sources<'a> {
     /// declared by one).
     pub store: &'a Store<DeserializeGuard<ProxmoxVM>>,
     /// What earlier passes saw of each resource's VM.
-    pub memory: &'a Memory,
+    pub memory: &'a Memory<known::Known>,
     /// The controller's cache of ProxmoxImages (`clone.image`).
     pub images: &'a Images,
 }
