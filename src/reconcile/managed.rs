@@ -7,7 +7,9 @@
 //! | [`status`] | the status write (server-side apply, on the version read) |
 //! | [`tasks`], [`task_watch`] | a Proxmox task observed, and the resource woken when it ended |
 //! | [`reserve`] | a VMID, for the kinds that take one |
+//! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
 
+pub mod crud;
 pub mod envelope;
 pub mod reserve;
 pub mod status;
