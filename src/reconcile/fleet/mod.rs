@@ -23,7 +23,6 @@ pub mod wake;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -39,7 +38,7 @@ use crate::reconcile::context::Context;
 use crate::reconcile::error::Error;
 use crate::reconcile::inventory::ClusterView;
 use crate::reconcile::managed::envelope::run_held;
-use crate::reconcile::managed::watch::scoped;
+use crate::reconcile::managed::watch::{never_listed, scoped};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::shards::Hold;
 
@@ -57,21 +56,15 @@ pub async fn run(
 ) {
     let api: Api<ProxmoxImage> = scoped(&ctx.kube, ctx.settings.namespace.as_deref());
     let clones = wake::Clones::new(ctx.images.clone(), ctx.store.clone(), ctx.waker.clone());
-    let listed = Arc::new(AtomicBool::new(false));
-    let seen = Arc::clone(&listed);
     // No predicate: the image controller's status writes (a location
     // Ready) are what this controller acts on.
     let images = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
-        .inspect(move |event| {
-            if matches!(event, Ok(watcher::Event::InitDone)) {
-                seen.store(true, Ordering::Relaxed);
-            }
-            clones.see(event);
-        })
+        .inspect(move |event| clones.see(event))
         .modify(|image| image.metadata.managed_fields = None)
         .reflect(writer)
         .applied_objects();
+    let ctx_images = ctx.images.clone();
     let controller = Controller::for_stream(images, ctx.images.clone())
         .reconcile_on(wakeups)
         .graceful_shutdown_on(stop.clone())
@@ -81,15 +74,7 @@ pub async fn run(
                 tracing::debug!(error = %e, "fleet controller");
             }
         });
-    // A controller whose images were never listed (its RBAC does not
-    // allow it, the CRD is missing) runs no pass, and its graceful
-    // shutdown would wait for that first list forever: it just ends.
-    let unlisted = async move {
-        stop.await;
-        if listed.load(Ordering::Relaxed) {
-            std::future::pending::<()>().await;
-        }
-    };
+    let unlisted = never_listed(ctx_images, "ProxmoxImage (fleet)", stop);
     tokio::select! {
         () = controller => {}
         () = unlisted => {}
