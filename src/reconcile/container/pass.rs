@@ -29,7 +29,6 @@ use crate::api::vm::PlacementPolicy;
 use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
 use crate::reconcile::common::finalizer;
 use crate::reconcile::common::grants::{Placement, PlacementRequest};
-use crate::reconcile::common::images::NamedImage;
 use crate::reconcile::context::Context;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
@@ -314,13 +313,11 @@ async fn observe(
             obs.template_present = Some(content.iter().any(|c| c.volid == volume));
         }
         if let Some(image) = &spec.template.image {
-            // From the image cache: no request.
+            // About to be created from it: read afresh when the cache says
+            // it is usable, as a VM's disk image is (`image::named`).
             obs.image = Some(
-                match crate::reconcile::image::lookup(&ctx.images, &id.namespace, &image.name) {
-                    None => NamedImage::Unknown,
-                    Some(None) => NamedImage::NotFound,
-                    Some(Some(image)) => NamedImage::of(&image),
-                },
+                crate::reconcile::image::named(&ctx.kube, &ctx.images, &id.namespace, &image.name)
+                    .await?,
             );
         }
         if let Some(sel) = &spec.password_secret_ref {

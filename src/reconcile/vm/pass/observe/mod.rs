@@ -20,7 +20,7 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 use kube::{Api, ResourceExt};
 
-use crate::api::{ProxmoxImage, ProxmoxVM};
+use crate::api::ProxmoxVM;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::fleet::cache::{self, Images};
 use crate::reconcile::identity::Identity;
@@ -29,7 +29,7 @@ use crate::reconcile::managed::tasks;
 use crate::reconcile::providers::{ConfigKey, secret_value};
 use crate::reconcile::runtime::memory::Memory;
 use crate::reconcile::vm::plan::{
-    Depth, ImageRef, NamedImage, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
+    Depth, ImageRef, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
     TemplateLookup, TemplateRef, VmState,
 };
 use pve_client::{self, Client};
@@ -134,26 +134,10 @@ pub async fn observe(
     }
     obs.images = images(client, &needs.images).await?;
     for name in &needs.named_images {
-        let seen = match crate::reconcile::image::lookup(from.images, &id.namespace, name) {
-            None => NamedImage::Unknown,
-            Some(None) => NamedImage::NotFound,
-            // About to be imported: read afresh, so a VM never starts on
-            // an image whose deletion the cache does not show yet (as the
-            // in-use guard of provider configs). The image counts this VM
-            // as a user from the same cache, so one that saw no deletion
-            // here holds the image's files.
-            Some(Some(cached)) if NamedImage::of(&cached).usable() => {
-                match Api::<ProxmoxImage>::namespaced(from.kube.clone(), &id.namespace)
-                    .get_opt(name)
-                    .await
-                {
-                    Ok(Some(fresh)) => NamedImage::of(&fresh),
-                    Ok(None) => NamedImage::NotFound,
-                    Err(e) => return Err(Failure::Kube(e.into())),
-                }
-            }
-            Some(Some(cached)) => NamedImage::of(&cached),
-        };
+        // About to be imported: read afresh (see `image::named`).
+        let seen = crate::reconcile::image::named(from.kube, from.images, &id.namespace, name)
+            .await
+            .map_err(|e| Failure::Kube(e.into()))?;
         obs.named_images.insert(name.clone(), seen);
     }
     // A missing image may be downloading already (another resource's task).
