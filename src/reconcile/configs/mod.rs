@@ -1,7 +1,8 @@
 //! The provider config reconciler: `status` of every `ProviderConfig` and
 //! `ClusterProviderConfig` — `Ready` (the config, its Secrets and TLS
 //! settings resolve and Proxmox answered an authenticated `GET /version`),
-//! the Proxmox VE version, and `users` (how many ProxmoxVMs refer to it).
+//! the Proxmox VE version, and `users` (how many ProxmoxVMs, ProxmoxContainers
+//! and ProxmoxImages refer to it).
 //!
 //! One kube-runtime `Controller` per kind rather than a periodic task: the
 //! Controller already merges triggers (config edits, Secret edits, VMs
