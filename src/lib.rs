@@ -1,12 +1,15 @@
-//! Crossplane-style Kubernetes provider for Proxmox VE virtual machines.
+//! Crossplane-style Kubernetes provider for Proxmox VE: virtual machines,
+//! containers and images.
 //!
 //! The workspace is split along the walls that keep it honest; the
 //! dependency graph enforces them (see docs/architecture.md):
 //!
-//! * [`api`]: the Kubernetes resource types (`ProxmoxVM`, `ProviderConfig`,
-//!   `ClusterProviderConfig`) from which the CRDs in `crds/` are generated.
-//! * [`reconcile`]: the controller. Its decisions are a pure function of the
-//!   spec, the observed Proxmox state and the status; I/O stays at the edges.
+//! * [`api`]: the Kubernetes resource types (`ProxmoxVM`, `ProxmoxContainer`,
+//!   `ProxmoxImage`, `ProviderConfig`, `ClusterProviderConfig`) from which the
+//!   CRDs in `crds/` are generated.
+//! * [`reconcile`]: the controllers, one slice per kind. Each kind's decisions
+//!   are a pure function of the spec, the observed Proxmox state and the
+//!   status; I/O stays at the edges, in the envelope every kind shares.
 //! * `pve-client` (crates/pve-client): the Proxmox VE REST client and its
 //!   typed model of Proxmox values. It does not depend on Kubernetes crates.
 //! * `pve-sim` (crates/pve-sim): a Proxmox VE API simulator for tests, demos

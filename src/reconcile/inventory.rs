@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use pve_client::{Client, Resource};
 
-use super::plan::StorageView;
+use super::common::views::StorageView;
 use super::providers::ConfigKey;
 
 /// How long the cluster's `next-id` setting is trusted.

@@ -1,14 +1,17 @@
-//! The ProxmoxVM controller.
-//!
-//! The decisions are a pure function ([`plan`]); everything else here is the
-//! I/O around it, one concept per module:
+//! The controllers of every kind: each kind a slice ([`vm`], [`container`],
+//! [`image`], [`fleet`], [`configs`]) with a pure decision core and the I/O
+//! around it; beneath them what they share, one concept per module:
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`plan`] | the decisions: spec + observed Proxmox state + status → the next step (pure) |
-//! | [`pass`] | one pass as one line: read → preflight → connect → observe and reserve → plan → act → settle → report |
+//! | [`vm`] | the ProxmoxVM slice: `plan` (spec + observed Proxmox state + status → the next step, pure) and `pass` (read → preflight → connect → observe and reserve → plan → act → settle → report) |
+//! | [`common`] | the vocabulary every kind uses, naming none: a provider config's state, the scheduler's grants, a task's state, the owner marker, events (pure) |
 //! | [`schedule`] | what many resources share, decided atomically: VMIDs, placement, per-node import/clone slots |
-//! | [`runtime`] | the process around the passes: leader election, the controller and what triggers a pass, memory, queue, wake-ups (a task ended, a slot freed, a template got further, a Secret or ConfigMap read changed), metrics |
+//! | [`process`] | starting and stopping: the metrics server and the controllers until shutdown |
+//! | [`controllers`] | the composition root: every kind's watch and what triggers its pass |
+//! | [`context`] | what every pass shares |
+//! | [`managed`] | what every managed kind runs through (the scope of its watch) |
+//! | [`runtime`] | process infrastructure that names no kind: leader election, memory, queue, wake-ups (a task ended, a slot freed, a template got further, a Secret or ConfigMap read changed), metrics |
 //! | [`image`] | the ProxmoxImage controller: files downloaded once per storage, deleted when nothing uses them |
 //! | [`container`] | the ProxmoxContainer controller (LXC), beside the VMs' and sharing their context |
 //! | [`configs`] | provider config status: Ready, Proxmox version, users |
@@ -16,11 +19,13 @@
 //! | [`inventory`] | each provider config's cluster view, one read per poll interval |
 //! | [`events`] | core v1 events, aggregated |
 //! | [`identity`] | who a resource is, resolved once per pass |
-//! | [`nocloud`] | the `customCloudInit` seed ISO's files |
 //! | [`invalid`] | objects that do not match the schema |
 
+pub mod common;
 pub mod configs;
 pub mod container;
+pub mod context;
+pub mod controllers;
 pub mod error;
 pub mod events;
 pub mod fleet;
@@ -28,13 +33,13 @@ pub mod identity;
 pub mod image;
 pub mod invalid;
 pub mod inventory;
-pub mod nocloud;
-pub mod pass;
-pub mod plan;
+pub mod managed;
+pub mod process;
 pub mod providers;
 pub mod runtime;
 pub mod schedule;
+pub mod vm;
 
 pub use error::Error;
+pub use process::{Runtime, run};
 pub use runtime::settings::{LeaderElection, Settings};
-pub use runtime::{Runtime, run};

@@ -47,6 +47,15 @@ pub fn vms(ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(support::client(), ns, &resource("ProxmoxVM", "proxmoxvms"))
 }
 
+/// ProxmoxContainers of `ns`.
+pub fn containers(ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        support::client(),
+        ns,
+        &resource("ProxmoxContainer", "proxmoxcontainers"),
+    )
+}
+
 /// ProviderConfigs of `ns`.
 pub fn configs(ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(

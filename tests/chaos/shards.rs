@@ -16,6 +16,11 @@
 //! * every request names a replica;
 //! * exactly one VM per resource, all Ready; nothing left after the delete.
 //!
+//! Each config also has a ProxmoxContainer, created and deleted through the
+//! same freezes and kill: its writes are judged with the VMs' (a paused
+//! replica writes nothing for any kind after losing its Lease), and it is
+//! Ready, then gone with its container.
+//!
 //! Size: `CHAOS_SHARD_VMS` VMs per config (2 in `make test`, 6 in `make
 //! chaos`).
 
@@ -140,6 +145,27 @@ fn vm_manifest(config: &str, i: usize) -> Value {
     })
 }
 
+/// A container of `config`, from the Debian template every simulator
+/// seeds.
+fn container_manifest(config: &str) -> Value {
+    json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxContainer",
+        "metadata": {"name": format!("{config}-ct")},
+        "spec": {
+            "providerConfigRef": {"kind": "ProviderConfig", "name": config},
+            "forProvider": {
+                "node": "pve",
+                "template": {"volume": "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+                "rootfs": {"storage": "local-lvm", "size": "4Gi"},
+                "cpu": {"cores": 1},
+                "memory": "512Mi",
+                "networks": [{"slot": "net0", "name": "eth0", "bridge": "vmbr0", "ip": "dhcp"}],
+            },
+        },
+    })
+}
+
 /// The replica identity in a request's `User-Agent`.
 fn agent(entry: &Value) -> Option<String> {
     let ua = entry["agent"].as_str()?;
@@ -220,10 +246,12 @@ pub async fn run() {
         holder_slot(&replicas, &ns, config).await;
     }
     let vms = k8s::vms(&ns);
+    let containers = k8s::containers(&ns);
     for config in CONFIGS {
         for i in 0..per_config {
             k8s::apply(&vms, &vm_manifest(config, i)).await;
         }
+        k8s::apply(&containers, &container_manifest(config)).await;
     }
     let mut log = Vec::new();
     // While creates are in flight: freeze one holder past its Lease, then
@@ -253,6 +281,19 @@ pub async fn run() {
         }
     })
     .await;
+    support::poll("every ProxmoxContainer Ready", TIMEOUT, || async {
+        let all = k8s::list(&containers).await;
+        let ready = all
+            .iter()
+            .filter(|ct| k8s::condition(ct, "Ready").is_some_and(|c| c["status"] == "True"))
+            .count();
+        if ready == all.len() && ready == CONFIGS.len() {
+            Ok(())
+        } else {
+            Err(format!("{ready} of {} Ready", all.len()))
+        }
+    })
+    .await;
     let mut failures = Vec::new();
     for (config, sim) in CONFIGS.iter().zip(&sims) {
         let mut owners: BTreeMap<String, usize> = BTreeMap::new();
@@ -274,6 +315,7 @@ pub async fn run() {
     }
     // The delete, with a holder frozen past its Lease meanwhile.
     k8s::delete_all(&vms).await;
+    k8s::delete_all(&containers).await;
     let (slot, who) = holder_slot(&replicas, &ns, CONFIGS[2]).await;
     replicas.freeze(slot);
     log.push(format!(
@@ -282,12 +324,19 @@ pub async fn run() {
     ));
     tokio::time::sleep(FROZEN).await;
     replicas.thaw(slot);
-    support::poll("every ProxmoxVM gone", TIMEOUT, || async {
-        match k8s::list(&vms).await.len() {
-            0 => Ok(()),
-            n => Err(format!("{n} left")),
-        }
-    })
+    support::poll(
+        "every ProxmoxVM and ProxmoxContainer gone",
+        TIMEOUT,
+        || async {
+            match (
+                k8s::list(&vms).await.len(),
+                k8s::list(&containers).await.len(),
+            ) {
+                (0, 0) => Ok(()),
+                (vms, cts) => Err(format!("{vms} VMs and {cts} containers left")),
+            }
+        },
+    )
     .await;
     for (config, sim) in CONFIGS.iter().zip(&sims) {
         let left: Vec<_> = state::vms(sim)
@@ -298,6 +347,19 @@ pub async fn run() {
             .collect();
         if !left.is_empty() {
             failures.push(format!("{config}: left after the delete: {left:?}"));
+        }
+        let lxc = sim.api_get_retrying("/cluster/resources?type=vm").await;
+        let cts: Vec<_> = lxc
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r["type"] == "lxc")
+            .collect();
+        if !cts.is_empty() {
+            failures.push(format!(
+                "{config}: containers left after the delete: {cts:?}"
+            ));
         }
     }
     // A last look at the Leases, then the judgement of every request.
@@ -347,8 +409,9 @@ pub async fn run() {
         })
         .collect::<std::collections::BTreeSet<_>>();
     eprintln!(
-        "shards: {} VMs on {} configs; {}; {writes} Proxmox writes judged; requests by replica {by_replica:?}; {} Lease terms seen",
+        "shards: {} VMs and {} containers on {} configs; {}; {writes} Proxmox writes judged; requests by replica {by_replica:?}; {} Lease terms seen",
         per_config * CONFIGS.len(),
+        CONFIGS.len(),
         CONFIGS.len(),
         log.join("; "),
         terms.len()

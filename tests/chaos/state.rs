@@ -58,6 +58,10 @@ pub async fn vms(sim: &Sim) -> Vec<SimVm> {
         let Some(vmid) = entry["vmid"].as_u64().and_then(|v| u32::try_from(v).ok()) else {
             continue;
         };
+        // Containers are listed too (`lxc`); they have no qemu config.
+        if entry["type"].as_str() == Some("lxc") {
+            continue;
+        }
         let node = entry["node"].as_str().unwrap_or_default().to_owned();
         let config = sim
             .api_get_retrying(&format!("/nodes/{node}/qemu/{vmid}/config"))

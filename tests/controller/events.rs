@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use provider_proxmox::reconcile::events::Events;
-use provider_proxmox::reconcile::plan;
 use provider_proxmox::reconcile::runtime::metrics::Metrics;
+use provider_proxmox::reconcile::vm::plan;
 use serde_json::json;
 
 use crate::reconcile::{Env, Options, manifests};

@@ -24,8 +24,8 @@ use kube::api::{Patch, PatchParams};
 use provider_proxmox::api::{ClusterProviderConfig, ProxmoxImage};
 use provider_proxmox::reconcile::LeaderElection;
 use provider_proxmox::reconcile::events::Events;
-use provider_proxmox::reconcile::plan;
 use provider_proxmox::reconcile::runtime::metrics::Metrics;
+use provider_proxmox::reconcile::vm::plan;
 use serde_json::{Value, json};
 
 use crate::reconcile::configs::{has_reason, wait_deleted, wait_protected};

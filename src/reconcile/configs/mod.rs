@@ -1,7 +1,8 @@
 //! The provider config reconciler: `status` of every `ProviderConfig` and
 //! `ClusterProviderConfig` — `Ready` (the config, its Secrets and TLS
 //! settings resolve and Proxmox answered an authenticated `GET /version`),
-//! the Proxmox VE version, and `users` (how many ProxmoxVMs refer to it).
+//! the Proxmox VE version, and `users` (how many ProxmoxVMs, ProxmoxContainers
+//! and ProxmoxImages refer to it).
 //!
 //! One kube-runtime `Controller` per kind rather than a periodic task: the
 //! Controller already merges triggers (config edits, Secret edits, VMs
@@ -26,13 +27,13 @@
 //! changed (a fixed Secret reaches a waiting VM at once, not at its next
 //! retry); a spec change or a deletion of a config wakes them directly.
 //!
-//! A config in use cannot be deleted: see [`in_use`].
+//! A config in use cannot be deleted: see
+//! [`crate::reconcile::providers::in_use`].
 //!
 //! With leader election, only the replica holding a config's Lease runs
 //! its passes (checks it, writes its status, which names that replica in
 //! `status.holder`); the others skip it until they gain it.
 
-pub mod in_use;
 mod kind;
 mod probe;
 mod reconcile;
@@ -60,7 +61,7 @@ use self::reconcile::{Ctx, error_policy, reconcile};
 use super::events::Events;
 use super::providers::{ConfigKey, Providers, SecretName};
 use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind};
-use crate::reconcile::runtime::controller::scoped;
+use crate::reconcile::managed::watch::scoped;
 use crate::reconcile::runtime::memory::Memory;
 use crate::reconcile::runtime::shards::Shards;
 
@@ -135,7 +136,7 @@ pub async fn run(
         users,
         probes: probe::Probes::default(),
         events,
-        failures: Memory::default(),
+        failures: Memory::<()>::default(),
         scope: scope.clone(),
         shards,
     });

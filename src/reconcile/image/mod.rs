@@ -34,7 +34,8 @@ use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use kube::core::DeserializeGuard;
 
 use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
-use crate::reconcile::runtime::context::Context;
+use crate::reconcile::common::images::NamedImage;
+use crate::reconcile::context::Context;
 
 /// The image `namespace/name` in the controller's image cache
 /// ([`Context::images`]), once the cache has listed: `Some(None)` when it
@@ -46,6 +47,34 @@ pub fn lookup(
 ) -> Option<Option<Arc<ProxmoxImage>>> {
     futures::FutureExt::now_or_never(images.wait_until_ready())?.ok()?;
     Some(images.get(&ObjectRef::new(name).within(namespace)))
+}
+
+/// The image `namespace/name` as a resource about to use it must see it:
+/// from the cache, and read afresh when the cache says it is usable, so
+/// nothing starts on an image whose deletion the cache does not show yet
+/// (the race guard of b5d2f37, for VMs and containers alike). The image
+/// counts its users from the same caches, so one that saw no deletion
+/// here holds the image's files. One GET, only before a use.
+pub async fn named(
+    kube: &kube::Client,
+    images: &Store<ProxmoxImage>,
+    namespace: &str,
+    name: &str,
+) -> Result<NamedImage, kube::Error> {
+    Ok(match lookup(images, namespace, name) {
+        None => NamedImage::Unknown,
+        Some(None) => NamedImage::NotFound,
+        Some(Some(cached)) if NamedImage::of(&cached).usable() => {
+            match kube::Api::<ProxmoxImage>::namespaced(kube.clone(), namespace)
+                .get_opt(name)
+                .await?
+            {
+                Some(fresh) => NamedImage::of(&fresh),
+                None => NamedImage::NotFound,
+            }
+        }
+        Some(Some(cached)) => NamedImage::of(&cached),
+    })
 }
 
 /// Wakes the images a VM watch event concerns (see
@@ -69,6 +98,11 @@ impl ImageWaker {
     ) -> (Self, UnboundedReceiver<ObjectRef<ProxmoxImage>>) {
         let (sender, rx) = futures::channel::mpsc::unbounded();
         (Self { sender, vms }, rx)
+    }
+
+    /// How to ask the image controller for a pass of one image.
+    pub fn sender(&self) -> UnboundedSender<ObjectRef<ProxmoxImage>> {
+        self.sender.clone()
     }
 
     /// Sees one event of the VM watch.
@@ -184,7 +218,7 @@ pub async fn run(
     wakeups: UnboundedReceiver<ObjectRef<ProxmoxImage>>,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    let api = crate::reconcile::runtime::controller::scoped::<ProxmoxImage>(
+    let api = crate::reconcile::managed::watch::scoped::<ProxmoxImage>(
         &ctx.kube,
         ctx.settings.namespace.as_deref(),
     );
@@ -199,20 +233,11 @@ pub async fn run(
                 .combine(templates),
             Default::default(),
         );
-    // kube-runtime holds the passes until the cache has listed, and a
-    // graceful shutdown waits for them: when the images cannot be listed
-    // (an RBAC without proxmoximages) it would wait forever. No pass has
-    // run then, so nothing is cut short by not waiting.
-    let never_listed = {
-        let (reader, stop) = (reader.clone(), stop.clone());
-        async move {
-            stop.await;
-            if futures::FutureExt::now_or_never(reader.wait_until_ready()).is_none() {
-                return;
-            }
-            futures::future::pending::<()>().await;
-        }
-    };
+    let never_listed = crate::reconcile::managed::watch::never_listed(
+        reader.clone(),
+        "ProxmoxImage",
+        stop.clone(),
+    );
     let controller = Controller::for_stream(images, reader)
         .reconcile_on(wakeups)
         .with_config(Config::default().concurrency(0))

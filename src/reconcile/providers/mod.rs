@@ -8,6 +8,7 @@
 //! reconciler ([`super::configs`]) share it.
 
 mod build;
+pub mod in_use;
 mod key;
 
 pub(crate) use build::secret_value;
@@ -23,15 +24,15 @@ use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
-use super::configs::in_use::{self, Guard};
 use super::error::{Error, is_forbidden, is_invalid, is_not_found};
 use super::invalid::why_unreadable;
-use super::plan::ProviderState;
 use crate::api::meta::ConfigUser;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings,
     provider_config::{CloneSources, ConfigReason, Limits, Timing},
 };
+use crate::reconcile::common::provider::ProviderState;
+use in_use::Guard;
 use pve_client::{Client, RequestHook};
 
 /// A usable provider config.

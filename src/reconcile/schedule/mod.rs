@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use pve_client::Upid;
 
-use super::plan::{Heavy, Placement, PlacementRequest, SlotGrant};
 use super::providers::ConfigKey;
 use crate::api::provider_config::Limits;
+use crate::reconcile::common::grants::{Heavy, Placement, PlacementRequest, SlotGrant};
 use crate::reconcile::runtime::wake::VmRef;
 
 /// The per-node limit of `kind`.

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::super::inventory::{ClusterView, NodeView};
-use super::super::plan::{Placement, PlacementRequest};
 use crate::api::quantity::human_bytes;
 use crate::api::vm::PlacementPolicy;
+use crate::reconcile::common::grants::{Placement, PlacementRequest};
 
 /// How long an assumption waits for its VM to run before it is dropped.
 const ASSUMED_FOR: Duration = Duration::from_secs(1800);

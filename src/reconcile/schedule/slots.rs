@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use pve_client::Upid;
 
-use super::super::plan::{Heavy, SlotGrant};
+use crate::reconcile::common::grants::{Heavy, SlotGrant};
 use crate::reconcile::runtime::wake::VmRef;
 
 /// A dispatched task the active list has not shown for this long is taken

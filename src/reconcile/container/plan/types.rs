@@ -6,7 +6,10 @@ use pve_client::lxc::{ContainerConfig, ContainerUpdate, CreateContainer, OciPull
 
 use crate::api::container::ProxmoxContainerStatus;
 use crate::api::vm::TaskAction;
-use crate::reconcile::plan::{Event, NamedImage, Placement, VmidGrant};
+use crate::reconcile::common::event::Event;
+use crate::reconcile::common::grants::{Placement, VmidGrant};
+use crate::reconcile::common::images::NamedImage;
+use crate::reconcile::common::provider::ProviderState;
 
 /// The container as the pass found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,10 +41,10 @@ pub enum TaskSeen {
 }
 
 /// What the pass observed, for the plan to decide from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Observation {
     /// The provider config: `Err` says why it cannot be used.
-    pub connection: Result<(), String>,
+    pub connection: Result<(), ProviderState>,
     /// The resync interval of the config.
     pub poll: Duration,
     /// A VMID reserved for this resource (asked for without an

@@ -1,0 +1,103 @@
+//! What every pass shares.
+
+use std::sync::Arc;
+
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::Store;
+
+use super::runtime::memory::Memory;
+use super::runtime::metrics::Metrics;
+use super::runtime::queue::Queue;
+use super::runtime::settings::Settings;
+use super::runtime::shards::Shards;
+use super::runtime::wake::Waker;
+use super::vm::pass::observe::known::Known;
+use crate::api::{ProxmoxContainer, ProxmoxVM};
+use crate::reconcile::events::Events;
+use crate::reconcile::fleet::cache::Images;
+use crate::reconcile::inventory::Inventory;
+use crate::reconcile::providers::Providers;
+use crate::reconcile::schedule::Scheduler;
+
+/// The controller's shared state.
+pub struct Context {
+    /// The Kubernetes client.
+    pub kube: kube::Client,
+    /// One Proxmox client per provider config (shared with the provider
+    /// config reconciler).
+    pub providers: Arc<Providers>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Event publisher.
+    pub events: Events,
+    /// Settings.
+    pub settings: Settings,
+    /// VMIDs, placements and per-node slots, decided atomically.
+    pub scheduler: Scheduler,
+    /// Each provider config's cluster view, shared by its passes.
+    pub inventory: Inventory,
+    /// Fair admission of passes.
+    pub queue: Queue,
+    /// What the controller remembers of each resource between passes (of
+    /// a VM, its last look too).
+    pub memory: Memory<Known>,
+    /// Wakes resources whose task ended or whose slot freed.
+    pub waker: Waker,
+    /// Wakes ProxmoxContainers whose task ended.
+    pub container_waker: Waker<DeserializeGuard<ProxmoxContainer>>,
+    /// The controller's cache of ProxmoxVMs.
+    pub store: Store<DeserializeGuard<ProxmoxVM>>,
+    /// The container controller's cache of ProxmoxContainers (their VMIDs
+    /// share the allocator with the VMs').
+    pub containers: Store<DeserializeGuard<ProxmoxContainer>>,
+    /// The provider configs this replica holds (their Leases' terms).
+    pub shards: Arc<Shards>,
+    /// The controller's cache of ProxmoxImages (clones of their templates).
+    pub images: Images,
+}
+
+impl Context {
+    /// A context for controllers whose caches are `store` and `containers`.
+    pub fn new(
+        kube: kube::Client,
+        settings: Settings,
+        metrics: Arc<Metrics>,
+        (store, containers, images): (
+            Store<DeserializeGuard<ProxmoxVM>>,
+            Store<DeserializeGuard<ProxmoxContainer>>,
+            Images,
+        ),
+        (waker, container_waker): (Waker, Waker<DeserializeGuard<ProxmoxContainer>>),
+    ) -> Self {
+        let shards = Arc::new(match &settings.leader_election {
+            Some(_) => Shards::sharded(settings.identity.clone()),
+            None => Shards::unsharded(),
+        });
+        Self {
+            shards,
+            providers: Arc::new(Providers::new(
+                kube.clone(),
+                metrics.request_hook(),
+                settings.poll_interval,
+                settings.namespaced().map(str::to_owned),
+            )),
+            events: Events::new(
+                kube.clone(),
+                settings.identity.clone(),
+                Arc::clone(&metrics),
+            ),
+            kube,
+            metrics,
+            queue: Queue::new(usize::from(settings.max_concurrent_reconciles)),
+            settings,
+            scheduler: Scheduler::default(),
+            inventory: Inventory::default(),
+            memory: Memory::default(),
+            waker,
+            container_waker,
+            store,
+            images,
+            containers,
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The kube-runtime Controller of ProxmoxVMs, and the provider config
+//! controllers ([`crate::reconcile::configs`]) beside it: what is watched and what
+//! triggers a pass.
+//!
+//! Every watch is of all namespaces, or only of `Settings::namespace`
+//! (the ClusterProviderConfigs' aside: cluster-scoped, and not watched at
+//! all in the namespaced mode, see [`configs`]).
+//!
+//! * ProxmoxVMs, through `DeserializeGuard` (one
+//!   malformed object cannot stall the watch) and a predicate filter on
+//!   generation, annotations and finalizers: a status write (ours, every
+//!   few seconds while a task runs) does not trigger another pass, while a
+//!   spec change, a pause annotation or a deletion does.
+//! * Connection Secrets (owned, labelled): a deleted or edited one is
+//!   written again.
+//! * The metadata of Secrets and ConfigMaps (never their data): one that
+//!   appears, changes or goes wakes the ProxmoxVMs of its namespace that
+//!   read it by name (`customCloudInit`, the cloud-init password; see
+//!   [`super::vm::wake::readers`]).
+//! * A template's ProxmoxVM getting further (a task ended, Ready changed)
+//!   wakes the clones waiting for it ([`super::vm::wake::Templates`], on the VM
+//!   watch, before the cache takes the change in).
+//! * Fleets ([`crate::reconcile::fleet`]): a watch of ProxmoxImages feeds
+//!   their cache (read by clones of an image's template) and the fleet
+//!   controller; an image's templates changing wakes its waiting clones,
+//!   and its template ProxmoxVMs and clones changing (on the VM watch)
+//!   wake its fleet pass.
+//! * Wake-ups from the provider config controllers: a config created,
+//!   deleted, changed in its spec, fixed (Ready again) or whose Secret
+//!   changed requeues every ProxmoxVM that refers to it (found in this
+//!   controller's cache). A config's status writes wake nobody.
+//!
+//! * The ProxmoxImage controller ([`image`]) beside it, sharing the
+//!   context; the VM watch wakes the images a VM names (or is a template
+//!   of) when the VM changes or goes.
+//!
+//! The VM watch also feeds [`configs::Tap`]: user counts of the configs
+//! and `/readyz` (the cache is filled).
+//!
+//! Many VMs reconcile in parallel (`max_concurrent_reconciles`, admitted
+//! in arrival order by [`super::runtime::queue`]); the Controller never runs two
+//! passes of one VM at once.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Api;
+use kube::core::{DeserializeGuard, PartialObjectMeta};
+use kube::runtime::controller::{Config, Controller};
+use kube::runtime::reflector;
+use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
+
+use super::context::Context;
+use super::managed::task_watch::watch_tasks;
+use super::managed::watch::scoped;
+use super::runtime::metrics::Metrics;
+use super::runtime::server::Readiness;
+use super::runtime::settings::Settings;
+use super::runtime::shards::leases;
+use super::runtime::wake::Waker;
+use super::vm::wake::{Referenced, Templates, readers};
+use crate::api::ProxmoxVM;
+use crate::reconcile::configs::{self, Tap, Users};
+use crate::reconcile::container;
+use crate::reconcile::fleet;
+use crate::reconcile::image::{self, ImageWaker};
+use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
+use crate::reconcile::vm::pass::{error_policy, reconcile};
+
+/// Runs the controllers until `stop` resolves (then lets running passes
+/// finish). With leader election, the Lease loop beside them decides which
+/// provider configs this replica acts for (see [`super::runtime::shards`]).
+pub async fn run(
+    kube: kube::Client,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    readiness: Arc<Readiness>,
+    stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) {
+    let api: Api<DeserializeGuard<ProxmoxVM>> = scoped(&kube, settings.namespace.as_deref());
+    let (reader, writer) = reflector::store();
+    let (wake, wakeups) = mpsc::unbounded();
+    let (containers, container_writer) = container::controller::store();
+    let (wake_container, container_wakeups) = mpsc::unbounded();
+    // Fleets: the image cache, and the images whose templates or clones
+    // changed (seen on the VM watch, before the cache takes it in).
+    let (images, image_writer) = reflector::store();
+    let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
+    let users = Users::new(reader.clone(), wake.clone())
+        .with_containers(containers.clone(), wake_container.clone())
+        .with_images(images.clone(), image_waker.sender());
+    let (triggers, receivers) = configs::triggers();
+    let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
+    let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
+    let container_images = image_waker.for_containers(containers.clone());
+    let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
+    let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
+    let vms = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .inspect(move |event| templates.see(event))
+        .inspect(move |event| image_waker.see(event))
+        .inspect(move |event| fleet_images.see(event))
+        .modify(slim)
+        .reflect(writer)
+        .inspect(move |event| tap.see(event))
+        .applied_objects()
+        .predicate_filter(
+            predicates::generation
+                .combine(predicates::annotations)
+                .combine(predicates::finalizers),
+            Default::default(),
+        );
+    let secrets = watcher::Config::default().labels(&format!("{}={}", MANAGED_BY.0, MANAGED_BY.1));
+    let concurrency = settings.max_concurrent_reconciles;
+    let namespace = settings.namespace.clone();
+    // `PartialObjectMeta`: metadata-only requests, never the data.
+    let read_secrets = watcher(
+        scoped::<PartialObjectMeta<Secret>>(&kube, namespace.as_deref()),
+        watcher::Config::default().fields(configs::SECRET_FIELDS),
+    )
+    .default_backoff()
+    .touched_objects();
+    let read_maps = watcher(
+        scoped::<PartialObjectMeta<ConfigMap>>(&kube, namespace.as_deref()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects();
+    let (secret_store, map_store) = (reader.clone(), reader.clone());
+    let ctx = Arc::new(Context::new(
+        kube.clone(),
+        settings,
+        metrics,
+        (reader.clone(), containers, images),
+        (Waker::new(wake), Waker::new(wake_container)),
+    ));
+    let controller = Controller::for_stream(vms, reader)
+        .owns(scoped::<Secret>(&kube, namespace.as_deref()), secrets)
+        .watches_stream(read_secrets, move |secret| {
+            readers(&secret_store, Referenced::Secret, &secret.metadata)
+        })
+        .watches_stream(read_maps, move |map| {
+            readers(&map_store, Referenced::ConfigMap, &map.metadata)
+        })
+        .reconcile_on(wakeups)
+        // No limit here: every due pass starts and waits for its turn in
+        // the controller's own first-come-first-served queue (see
+        // `queue`), which caps passes at `concurrency`.
+        .with_config(Config::default().concurrency(0))
+        .graceful_shutdown_on(stop.clone());
+    tracing::info!(concurrency, "controller started");
+    let vms = controller
+        .run(reconcile, error_policy, Arc::clone(&ctx))
+        .for_each(|result| async move {
+            match result {
+                Ok((vm, action)) => tracing::trace!(vm = %vm, ?action, "reconciled"),
+                Err(e) => tracing::debug!(error = %e, "controller"),
+            }
+        });
+    let tasks = watch_tasks(Arc::clone(&ctx), stop.clone());
+    let images = image::run(Arc::clone(&ctx), image_wakeups, stop.clone());
+    let containers = container::controller::run(
+        Arc::clone(&ctx),
+        (container_writer, container_wakeups),
+        container_images,
+        stop.clone(),
+    );
+    let leases = {
+        let (ctx, stop) = (Arc::clone(&ctx), stop.clone());
+        let (users, triggers) = (users.clone(), triggers.clone());
+        // Gaining a config wakes everything that names it, and its pass.
+        let gained: leases::Gained = Box::new(move |key| {
+            let woken = users.wake(key);
+            triggers.send(key);
+            woken
+        });
+        async move {
+            if let Some(election) = ctx.settings.leader_election.clone() {
+                leases::run(ctx, gained, election.namespace, stop).await;
+            }
+        }
+    };
+    let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
+    let configs = configs::run(
+        kube,
+        namespace,
+        (Arc::clone(&ctx.providers), Arc::clone(&ctx.shards)),
+        ctx.events.clone(),
+        users,
+        (triggers, receivers),
+        stop,
+    );
+    futures::join!(vms, containers, configs, tasks, leases, images, fleet);
+    readiness.set_synced(false);
+    tracing::info!("controller stopped");
+}
+
+/// What the cache need not hold of a ProxmoxVM: its managed fields (the
+/// field managers of every writer, often larger than the spec) and
+/// kubectl's copy of the last applied spec. Nothing reads them, and at a
+/// thousand resources they are most of the cache.
+fn slim(obj: &mut DeserializeGuard<ProxmoxVM>) {
+    let meta = match &mut obj.0 {
+        Ok(vm) => &mut vm.metadata,
+        Err(invalid) => &mut invalid.metadata,
+    };
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
+/// kubectl's client-side apply record.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_keeps_no_managed_fields_or_last_applied_copy() {
+        let mut obj: DeserializeGuard<ProxmoxVM> = serde_json::from_value(serde_json::json!({
+            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "kind": "ProxmoxVM",
+            "metadata": {
+                "name": "a", "namespace": "ns", "uid": "u",
+                "annotations": {
+                    LAST_APPLIED: "{\"spec\":{}}",
+                    "crossplane.io/external-name": "100",
+                },
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+            },
+            "spec": {
+                "forProvider": {},
+                "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+            },
+        }))
+        .unwrap();
+        slim(&mut obj);
+        let meta = &obj.0.as_ref().unwrap().metadata;
+        assert!(meta.managed_fields.is_none());
+        let annotations = meta.annotations.as_ref().unwrap();
+        assert!(!annotations.contains_key(LAST_APPLIED));
+        assert_eq!(annotations["crossplane.io/external-name"], "100");
+    }
+}
