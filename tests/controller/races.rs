@@ -178,14 +178,16 @@ async fn a_500_while_observing_is_reported_as_such_and_retried() {
         .create_ready("web", manifests::imported(json!({})))
         .await;
     let _ = vmid;
-    // The next five reads of the VM's pending config fail.
-    env.sim
+    // Every read of the VM's pending config fails until the test has seen
+    // the error reported (a rule without a count holds it there; with a
+    // count, the retries could use it up before the test looks).
+    let failing = env
+        .sim
         .fault(json!({
             "method": "GET",
             "path": "/nodes/{node}/qemu/{vmid}/pending",
             "fault": "http-error",
             "status": 500,
-            "count": 5,
         }))
         .await;
     // Make the controller look now.
@@ -203,7 +205,9 @@ async fn a_500_while_observing_is_reported_as_such_and_retried() {
         "{message}"
     );
     assert!(!message.contains("provider config"), "{message}");
-    // It recovers on its own and carries out the change.
+    // Proxmox answers again: it recovers on its own and carries out the
+    // change.
+    env.sim.remove_fault(failing).await;
     env.wait_vm("web", "the poked tag applied", |vm| {
         let synced = condition(vm, "Synced").ok_or("no Synced")?;
         (reconcile::is_true(synced) && synced.reason == "ReconcileSuccess")
