@@ -2,60 +2,51 @@
 //! node where its file is Ready, and VMs with `clone.image` are clones of
 //! the template on their node.
 //!
-//! The image controller is not part of this suite's branch of the work, so
-//! the test writes what it would: the image's `status.atProvider.volume`
-//! and its Ready locations, and a finalizer standing for its in-use
-//! protection (the image is not deleted while VMs name it).
+//! The real image controller runs: the image's downloads are held in the
+//! simulator (a `task-held` fault) while the test looks at the clones
+//! waiting for it, so the wait cannot pass unseen however fast or slow the
+//! machine is.
 
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::DeleteParams;
 use provider_proxmox::api::ProxmoxImage;
 use serde_json::{Value, json};
 
 use crate::reconcile::{self, DEADLINE, Env, condition, is_true, manifests};
 use crate::support;
 
-/// Stands for the image controller's own finalizer.
-const HELD: &str = "test.proxmox.crossplane.io/image-controller";
+/// The simulator's hold on the image's downloads.
+const HOLD: &str = "noble-download";
+const URL: &str = "https://images.example/noble-server-cloudimg-amd64.qcow2";
 
 fn images(env: &Env) -> Api<ProxmoxImage> {
     Api::namespaced(support::client(), env.ns.name())
 }
 
-/// Image `noble`: the seeded Ubuntu volume, a linked-clone template on
-/// local-lvm of each node.
+/// Image `noble`: downloaded to `local` of each node, a linked-clone
+/// template on local-lvm of each.
 fn noble() -> Value {
+    use sha2::Digest;
+    // The simulator's content of an unregistered URL has the URL text's digest.
+    let checksum: String = sha2::Sha256::digest(URL.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     json!({
         "apiVersion": "proxmox.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
-        "metadata": {"name": "noble", "finalizers": [HELD]},
+        "metadata": {"name": "noble"},
         "spec": {
             "forProvider": {
-                "source": {"importFrom": manifests::UBUNTU},
+                "source": {"url": URL, "checksum": checksum, "checksumAlgorithm": "sha256"},
                 "content": "import",
+                "storage": "local",
                 "nodes": ["pve1", "pve2"],
                 "template": {"storage": "local-lvm", "linked": true},
             },
             "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
         },
     })
-}
-
-/// Writes the status the image controller would: the volume, Ready on
-/// both nodes.
-async fn downloaded(env: &Env) {
-    let status = json!({"status": {"atProvider": {
-        "volume": manifests::UBUNTU,
-        "locations": [
-            {"node": "pve1", "storage": "local", "phase": "Ready"},
-            {"node": "pve2", "storage": "local", "phase": "Ready"},
-        ],
-        "summary": "2/2 ready",
-    }}});
-    images(env)
-        .patch_status("noble", &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .expect("the image controller's status");
 }
 
 /// A VM cloning `noble`'s template (`full` as given), placed by the
@@ -93,8 +84,12 @@ async fn an_image_template_per_node_and_vms_cloned_from_it_linked_or_full() {
         json!({"clone": {"image": "missing", "full": false}, "memory": "1Gi"}),
     ))
     .await;
+    // The image's downloads run, but do nothing until the test releases them.
+    env.sim
+        .fault(json!({"fault": "task-held", "task_type": "download", "hold": HOLD}))
+        .await;
     env.apply(&noble()).await;
-    // The clones come first: they wait for the templates.
+    // The clones come while the image downloads: they wait for the templates.
     for name in ["web-1", "web-2", "web-3"] {
         env.apply(&clone_of_noble(name, false)).await;
     }
@@ -105,8 +100,12 @@ async fn an_image_template_per_node_and_vms_cloned_from_it_linked_or_full() {
         "names the image"
     );
     env.wait_synced_reason("stray", "ImageNotFound").await;
+    assert!(
+        env.sim.vmids().await.iter().all(|v| *v == 9000),
+        "nothing is created while the image downloads"
+    );
 
-    downloaded(&env).await;
+    env.sim.release(HOLD).await;
     let ready = support::poll("both templates ready", DEADLINE, || async {
         let t = templates(&env).await;
         (t.len() == 2 && t.iter().all(|t| t.3))
@@ -220,8 +219,8 @@ async fn an_image_template_per_node_and_vms_cloned_from_it_linked_or_full() {
         }
     }
 
-    // The image deleted: held (by the image controller's finalizer here),
-    // and its templates wait for the ProxmoxVMs naming it.
+    // The image deleted: held by the image controller's in-use guard, and
+    // its templates wait for the ProxmoxVMs naming it.
     images(&env)
         .delete("noble", &DeleteParams::default())
         .await
@@ -244,6 +243,10 @@ async fn an_image_template_per_node_and_vms_cloned_from_it_linked_or_full() {
         );
         assert!(condition(&child, "Ready").is_some_and(is_true));
     }
+    assert!(
+        images(&env).get_opt("noble").await.unwrap().is_some(),
+        "the image stays while db clones it"
+    );
     env.vms()
         .delete("db", &DeleteParams::default())
         .await
@@ -255,13 +258,12 @@ async fn an_image_template_per_node_and_vms_cloned_from_it_linked_or_full() {
     for vmid in template_of.values() {
         assert!(!left.contains(vmid), "template {vmid} destroyed: {left:?}");
     }
-    // What the image controller would do once nothing uses the image.
-    images(&env)
-        .patch(
-            "noble",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-        )
-        .await
-        .unwrap();
+    // Nothing uses the image any more: its files go, then the image.
+    support::poll("image noble gone", DEADLINE, || async {
+        match images(&env).get_opt("noble").await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 }

@@ -9,7 +9,8 @@ use rand::{Rng, SeedableRng};
 use crate::auth::Auth;
 use crate::clock::Clock;
 use crate::config::{Durations, SimConfig};
-use crate::control::faults::Faults;
+use crate::control::faults::{FaultRule, Faults};
+use crate::control::holds::Holds;
 use crate::control::traffic::Traffic;
 use crate::control::urls::UrlRegistry;
 use crate::error::Error;
@@ -25,6 +26,8 @@ pub struct Instance {
     pub router: Router,
     pub tasks: TaskTable,
     pub flocks: Flocks,
+    /// Tasks held by `task-held` faults until released.
+    pub holds: Holds,
     pub ca_pem: String,
     pub fingerprint: String,
     /// The PVE major version simulated (8 or 9).
@@ -57,6 +60,7 @@ impl Instance {
             ),
             tasks: TaskTable::new(config.seed),
             flocks: Flocks::default(),
+            holds: Holds::default(),
             ca_pem,
             fingerprint,
             pve_version: config.pve_version,
@@ -79,6 +83,17 @@ impl Instance {
 
     pub fn faults(&self) -> MutexGuard<'_, Faults> {
         guard(&self.faults)
+    }
+
+    /// Adds a fault rule (after validating it); a `task-held` rule arms its
+    /// hold, so a name released before holds again.
+    pub fn add_fault(&self, rule: FaultRule) -> Result<u64, String> {
+        let holds: Vec<String> = rule.action.holds().into_iter().map(str::to_owned).collect();
+        let id = self.faults().add(rule)?;
+        for hold in &holds {
+            self.holds.arm(hold);
+        }
+        Ok(id)
     }
 
     pub fn traffic(&self) -> MutexGuard<'_, Traffic> {

@@ -102,7 +102,12 @@ impl SimHandle {
     /// Adds a fault rule after the existing ones (as `POST /_sim/faults`);
     /// returns its id, or why the rule cannot be applied.
     pub fn add_fault(&self, rule: FaultRule) -> Result<u64, Error> {
-        self.instance.faults().add(rule).map_err(Error::FaultRule)
+        self.instance.add_fault(rule).map_err(Error::FaultRule)
+    }
+
+    /// Releases the tasks held under `hold` (as `POST /_sim/release`).
+    pub fn release(&self, hold: &str) {
+        self.instance.holds.release(hold);
     }
 
     /// Removes all fault rules (as `DELETE /_sim/faults`).

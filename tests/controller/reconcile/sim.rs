@@ -156,6 +156,18 @@ impl Sim {
         v["tasks"].as_array().cloned().unwrap_or_default()
     }
 
+    /// Releases the tasks a `task-held` fault holds under `hold`.
+    pub async fn release(&self, hold: &str) {
+        let r = self
+            .control
+            .post(self.url("release"))
+            .json(&serde_json::json!({"hold": hold}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "release {hold} refused");
+    }
+
     /// VMIDs of the VMs on the sim (the seeded template 9000 included).
     pub async fn vmids(&self) -> Vec<u32> {
         let mut ids: Vec<u32> = self

@@ -2,6 +2,7 @@
 //! request statistics and log, fault rules, the URL registry, the CA.
 
 pub mod faults;
+pub mod holds;
 pub mod traffic;
 pub mod urls;
 
@@ -42,7 +43,7 @@ pub fn handle(
         ("GET", ["tasks"]) => respond::control(200, &json!({"tasks": tasks(inst)})),
         ("GET", ["faults"]) => respond::control(200, &json!({"faults": inst.faults().list()})),
         ("POST", ["faults"]) => match serde_json::from_slice::<FaultRule>(body) {
-            Ok(rule) => match inst.faults().add(rule) {
+            Ok(rule) => match inst.add_fault(rule) {
                 Ok(id) => respond::control(200, &json!({"id": id})),
                 Err(e) => bad_request(&e),
             },
@@ -55,6 +56,16 @@ pub fn handle(
         ("DELETE", ["faults", id]) => match id.parse::<u64>() {
             Ok(id) if inst.faults().remove(id) => respond::control(200, &json!({"removed": id})),
             _ => respond::control(404, &json!({"error": format!("no fault rule '{id}'")})),
+        },
+        ("POST", ["release"]) => match serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v["hold"].as_str().map(str::to_owned))
+        {
+            Some(hold) => {
+                inst.holds.release(&hold);
+                respond::control(200, &json!({"released": hold}))
+            }
+            None => bad_request("want {\"hold\": NAME}"),
         },
         ("GET", ["urls"]) => respond::control(200, &json!({"urls": inst.urls().list()})),
         ("POST", ["urls"]) => match serde_json::from_slice::<UrlEntry>(body) {

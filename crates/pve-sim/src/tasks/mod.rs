@@ -174,6 +174,8 @@ pub struct TaskFaults {
     pub fail: Option<String>,
     pub warnings: u32,
     pub hidden_for: Option<Duration>,
+    /// The task does nothing until this hold is released.
+    pub held: Option<String>,
 }
 
 /// What a running task body uses: its log, the clock, the flock.
@@ -284,6 +286,9 @@ where
         force_lock_timeout: call.lock_timeout,
     };
     tokio::spawn(async move {
+        if let Some(hold) = &faults.held {
+            ctx.inst.holds.wait(hold).await;
+        }
         let result = body(ctx.clone()).await;
         if result.is_ok() {
             for _ in 0..faults.warnings {

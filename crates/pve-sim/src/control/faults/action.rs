@@ -36,6 +36,10 @@ pub enum FaultAction {
     TaskWarnings { warnings: u32 },
     /// The task is invisible (`400 no such task`) for `ms` real milliseconds.
     TaskHidden { ms: u64 },
+    /// The task runs but does nothing until `POST /_sim/release {"hold": NAME}`:
+    /// a download or an import that is slow for as long as a test needs to
+    /// look at what waits for it, with no clock to race.
+    TaskHeld { hold: String },
     /// An archival pass cannot write the task index (a full `/var/log`):
     /// stopped tasks stay in `source=active` with their exit status.
     ArchiveError,
@@ -63,12 +67,22 @@ impl FaultAction {
             | Self::Latency { .. }
             | Self::LockTimeout
             | Self::NullData => Some(Scope::Request),
-            Self::TaskFail { .. } | Self::TaskWarnings { .. } | Self::TaskHidden { .. } => {
-                Some(Scope::Task)
-            }
+            Self::TaskFail { .. }
+            | Self::TaskWarnings { .. }
+            | Self::TaskHidden { .. }
+            | Self::TaskHeld { .. } => Some(Scope::Task),
             Self::ArchiveError => Some(Scope::Archive),
             Self::Pass => None,
             Self::Sequence { steps } => steps.iter().find_map(Self::own_scope),
+        }
+    }
+
+    /// The holds this action (or a step of it) puts tasks under.
+    pub fn holds(&self) -> Vec<&str> {
+        match self {
+            Self::TaskHeld { hold } => vec![hold.as_str()],
+            Self::Sequence { steps } => steps.iter().flat_map(Self::holds).collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -98,6 +112,7 @@ impl FaultAction {
             Self::HttpError { status, .. } if !(400..=599).contains(status) => {
                 Err(format!("http-error status must be 400-599, got {status}"))
             }
+            Self::TaskHeld { hold } if hold.is_empty() => Err("task-held needs a hold name".into()),
             Self::Sequence { steps } if steps.is_empty() => {
                 Err("a sequence needs at least one step".into())
             }
@@ -176,6 +191,7 @@ mod tests {
             serde_json::json!({"fault": "sequence", "steps": [{"fault": "reset"}, {"fault": "task-fail"}]}),
             serde_json::json!({"fault": "sequence", "steps": [{"fault": "sequence", "steps": [{"fault": "reset"}]}]}),
             serde_json::json!({"fault": "http-error", "status": 200}),
+            serde_json::json!({"fault": "task-held", "hold": ""}),
             serde_json::json!({"fault": "sequence", "steps": [{"fault": "http-error", "status": 99}]}),
         ] {
             assert!(action(bad.clone()).validate().is_err(), "{bad}");

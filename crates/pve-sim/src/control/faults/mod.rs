@@ -234,6 +234,7 @@ impl Faults {
                 }
                 FaultAction::TaskWarnings { warnings } => out.warnings += warnings,
                 FaultAction::TaskHidden { ms } => out.hidden_for = Some(Duration::from_millis(ms)),
+                FaultAction::TaskHeld { hold } => out.held = Some(hold),
                 _ => {}
             }
         }
