@@ -75,13 +75,16 @@ async fn a_corrupt_image_fails_with_the_exit_status_and_leaves_no_vm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_past_its_deadline_reports_timeout_and_is_still_observed() {
-    // 0.5: the import takes about 15 s; the deadline is 10 s.
+    // The deadline is 10 s; the import is held running until the test has
+    // seen it reported past it (unheld, it could end first).
     let options = Options {
-        time_scale: 0.5,
         provider: json!({"tasks": {"timeout": "10s"}}),
         ..Options::default()
     };
     let env = Env::start_with("timeout", options).await;
+    env.sim
+        .fault(json!({"fault": "task-held", "hold": "import", "task_type": "qmcreate"}))
+        .await;
     env.apply(&manifests::vm("slow", manifests::imported(json!({}))))
         .await;
     let timeout = env.wait_synced_reason("slow", "TaskTimeout").await;
@@ -96,6 +99,7 @@ async fn a_task_past_its_deadline_reports_timeout_and_is_still_observed() {
         "the task is still recorded"
     );
 
+    env.sim.release("import").await;
     env.wait_ready("slow").await;
     assert_eq!(env.sim.count("POST", "/nodes/{node}/qemu").await, 1);
 }
