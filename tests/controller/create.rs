@@ -293,6 +293,11 @@ async fn a_linked_clone_applied_with_its_template_waits_and_is_cloned_once_it_is
         })
     };
 
+    // The conversion is held until the test has seen the clone wait: at
+    // time scale 0.01 it could end before the clone's first pass.
+    env.sim
+        .fault(json!({"fault": "task-held", "hold": "convert", "task_type": "qmtemplate"}))
+        .await;
     env.apply(&manifests::vm(
         "golden",
         manifests::imported(json!({"template": true, "powerState": "Stopped"})),
@@ -307,6 +312,7 @@ async fn a_linked_clone_applied_with_its_template_waits_and_is_cloned_once_it_is
     assert!(is_true(&waiting), "waiting is no failure: {waiting:?}");
     let message = waiting.message.unwrap_or_default();
     assert!(message.contains("/golden"), "{message}");
+    env.sim.release("convert").await;
     env.wait_vm("golden", "converted and Ready", |vm| {
         let at = &vm.status.as_ref().ok_or("no status")?.at_provider;
         let ready = condition(vm, "Ready").is_some_and(is_true);

@@ -9,7 +9,6 @@
 
 use crate::reconcile::{DEADLINE, Env, condition, manifests};
 use crate::support;
-use std::time::Duration;
 
 use kube::api::DeleteParams;
 use pve_client::vm::{Startup, VmParams};
@@ -161,39 +160,61 @@ async fn a_delete_does_not_wait_out_the_backoff_of_a_failing_start() {
     }));
     env.apply(&manifests::vm("gpu", spec)).await;
     // The second failure: the next retry is 20 s away, the one after 40 s.
-    env.wait_vm("gpu", "the start to have failed twice", |vm| {
-        let failure = vm
-            .status
-            .as_ref()
-            .and_then(|s| s.at_provider.last_failure.as_ref());
-        failure
-            .filter(|f| f.count >= 2)
-            .map(|_| ())
-            .ok_or_else(|| format!("last failure: {failure:?}"))
-    })
-    .await;
+    let (failures, said) = env
+        .wait_vm("gpu", "the start to have failed twice", |vm| {
+            let failure = vm
+                .status
+                .as_ref()
+                .and_then(|s| s.at_provider.last_failure.as_ref());
+            failure
+                .filter(|f| f.count >= 2)
+                .and_then(|f| Some((f.count, condition(vm, "Synced")?.message.clone()?)))
+                .ok_or_else(|| format!("last failure: {failure:?}"))
+        })
+        .await;
+    // The backoff the resource announced: "retrying in 20s".
+    let backoff = crate::reconcile::announced_backoff(&said);
     let vmid = env.vmid("gpu").await;
     env.vms()
         .delete("gpu", &DeleteParams::default())
         .await
         .expect("delete");
-    // Well within the backoff: only a delete that does not wait it out
-    // gets here.
-    support::poll(
-        "the VM and its resource to be gone",
-        Duration::from_secs(12),
-        || async {
-            let left = env.vms().get_opt("gpu").await.expect("GET");
-            match left {
-                None => Ok(()),
-                Some(vm) => Err(format!("still there: {}", crate::reconcile::brief(&vm))),
-            }
-        },
-    )
-    .await;
+    env.wait_gone("gpu").await;
     assert!(
         !env.sim.vmids().await.contains(&vmid),
         "VM {vmid} destroyed"
+    );
+    // Judged on the simulator's history, not on how fast the test saw it
+    // go: the destroy came before the retry of the start was due (from the
+    // end of the last failed start), and no start came in between.
+    let tasks = env.sim.tasks().await;
+    let id = vmid.to_string();
+    let starts: Vec<&Value> = tasks
+        .iter()
+        .filter(|t| t["type"] == "qmstart" && t["id"] == id.as_str())
+        .collect();
+    let failed_at = starts
+        .iter()
+        .filter_map(|t| t["ended"].as_f64())
+        .reduce(f64::max)
+        .unwrap_or_else(|| panic!("failed starts: {tasks:?}"));
+    assert_eq!(
+        starts.len(),
+        failures as usize,
+        "no start after the failures seen: {starts:?}"
+    );
+    let destroys = env
+        .sim
+        .requests_to("DELETE", "/nodes/{node}/qemu/{vmid}")
+        .await;
+    let destroyed_at = destroys
+        .first()
+        .and_then(|r| r["time"].as_f64())
+        .unwrap_or_else(|| panic!("a destroy: {destroys:?}"));
+    assert!(
+        destroyed_at < failed_at + backoff,
+        "destroyed {:.1} s after the last failed start, not before its {backoff} s backoff ran out",
+        destroyed_at - failed_at
     );
 }
 

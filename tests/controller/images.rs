@@ -130,9 +130,7 @@ fn named_disk_vm(name: &str, image: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_is_downloaded_once_per_node_named_by_a_vm_and_deleted_after_it() {
-    // 0.5: the 600 MiB download takes about 6 s, long enough to be waited for.
     let options = Options {
-        time_scale: 0.5,
         nodes: vec!["pve".into(), "pve2".into()],
         ..Options::default()
     };
@@ -141,6 +139,11 @@ async fn an_image_is_downloaded_once_per_node_named_by_a_vm_and_deleted_after_it
     env.apply(&named_disk_vm("web", "noble")).await;
     env.wait_synced_reason("web", "ImageNotFound").await;
 
+    // The downloads are held until the test has seen the VM wait for them
+    // (unheld, they may end before the VM looks again).
+    env.sim
+        .fault(json!({"fault": "task-held", "hold": "download", "task_type": "download"}))
+        .await;
     let url = "https://images.example/noble-server-cloudimg-amd64.img";
     env.apply(&image("noble", url)).await;
     let waiting = env.wait_synced_reason("web", "ImageNotReady").await;
@@ -152,6 +155,7 @@ async fn an_image_is_downloaded_once_per_node_named_by_a_vm_and_deleted_after_it
             .contains("noble"),
         "{waiting:?}"
     );
+    env.sim.release("download").await;
     let ready = wait_image_ready(&env, "noble").await;
     let at = ready.status.clone().unwrap().at_provider;
     assert_eq!(at.summary.as_deref(), Some("2/2 ready"), "{at:?}");
@@ -232,12 +236,12 @@ async fn an_image_is_downloaded_once_per_node_named_by_a_vm_and_deleted_after_it
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_status_write_after_a_download_does_not_download_again() {
-    // 0.5: the download takes about 6 s, long enough to be found running.
-    let options = Options {
-        time_scale: 0.5,
-        ..Options::default()
-    };
-    let mut env = Env::without_controller("imglost", options).await;
+    let mut env = Env::without_controller("imglost", Options::default()).await;
+    // The download runs until the test lets it end: the restarted
+    // controller finds it running, whatever the machine's load.
+    env.sim
+        .fault(json!({"fault": "task-held", "hold": "download", "task_type": "download"}))
+        .await;
     let restricted = reconcile::without_status_writes(&env, &["proxmoxvms", "proxmoximages"]).await;
     env.apply(&image("noble", "https://images.example/noble.qcow2"))
         .await;
@@ -256,7 +260,26 @@ async fn a_lost_status_write_after_a_download_does_not_download_again() {
     );
     restricted.kill().await;
 
+    let before = env.sim.requests().await.len();
     env.start_controller().await;
+    support::poll(
+        "the new controller to look at the node",
+        DEADLINE,
+        || async {
+            let requests = env.sim.requests().await;
+            requests[before..]
+                .iter()
+                .any(|r| {
+                    r["path"]
+                        .as_str()
+                        .is_some_and(|p| p.starts_with("/nodes/pve/"))
+                })
+                .then_some(())
+                .ok_or_else(|| format!("{} requests since", requests.len() - before))
+        },
+    )
+    .await;
+    env.sim.release("download").await;
     let ready = wait_image_ready(&env, "noble").await;
     let downloads = env.sim.requests_to("POST", DOWNLOAD).await;
     assert_eq!(downloads.len(), 1, "exactly one download: {downloads:?}");

@@ -77,13 +77,13 @@ async fn two_vms_without_vmid_at_once_one_restricted_to_another_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vmid_taken_by_hand_before_the_create_is_given_up_not_borrowed() {
-    // The image download gives a window between recording the VMID and the
-    // create; a person creates a VM with that VMID on another node then.
-    let options = Options {
-        time_scale: 0.2,
-        ..three_nodes()
-    };
-    let env = Env::start_with("race-taken", options).await;
+    // The image download comes between recording the VMID and the create;
+    // it is held while a person creates a VM with that VMID on another
+    // node (unheld, the create could come first).
+    let env = Env::start_with("race-taken", three_nodes()).await;
+    env.sim
+        .fault(json!({"fault": "task-held", "hold": "download", "task_type": "download"}))
+        .await;
     // The sim's content of an unregistered URL hashes to the URL's SHA-256.
     let url = "https://images.example/race-server-cloudimg-amd64.img";
     let checksum = {
@@ -110,6 +110,7 @@ async fn a_vmid_taken_by_hand_before_the_create_is_given_up_not_borrowed() {
         })
         .await;
     env.sim.create_by_hand("pve", taken).await;
+    env.sim.release("download").await;
     one_vm_each_on_allowed_nodes(&env, &[("web", &["pve3"])], &[taken]).await;
     let vmid = env.vmid("web").await;
     assert_ne!(vmid, taken, "another VMID was allocated");
@@ -178,14 +179,16 @@ async fn a_500_while_observing_is_reported_as_such_and_retried() {
         .create_ready("web", manifests::imported(json!({})))
         .await;
     let _ = vmid;
-    // The next five reads of the VM's pending config fail.
-    env.sim
+    // Every read of the VM's pending config fails until the test has seen
+    // the error reported (a rule without a count holds it there; with a
+    // count, the retries could use it up before the test looks).
+    let failing = env
+        .sim
         .fault(json!({
             "method": "GET",
             "path": "/nodes/{node}/qemu/{vmid}/pending",
             "fault": "http-error",
             "status": 500,
-            "count": 5,
         }))
         .await;
     // Make the controller look now.
@@ -203,7 +206,9 @@ async fn a_500_while_observing_is_reported_as_such_and_retried() {
         "{message}"
     );
     assert!(!message.contains("provider config"), "{message}");
-    // It recovers on its own and carries out the change.
+    // Proxmox answers again: it recovers on its own and carries out the
+    // change.
+    env.sim.remove_fault(failing).await;
     env.wait_vm("web", "the poked tag applied", |vm| {
         let synced = condition(vm, "Synced").ok_or("no Synced")?;
         (reconcile::is_true(synced) && synced.reason == "ReconcileSuccess")

@@ -339,6 +339,16 @@ pub fn is_true(c: &Condition) -> bool {
     c.status == provider_proxmox::api::ConditionStatus::True
 }
 
+/// The backoff a condition's message announces ("...; retrying in 20s"),
+/// in seconds.
+pub fn announced_backoff(message: &str) -> f64 {
+    message
+        .split_once("retrying in ")
+        .and_then(|(_, rest)| rest.split_once('s'))
+        .and_then(|(secs, _)| secs.parse().ok())
+        .unwrap_or_else(|| panic!("a backoff in seconds: {message}"))
+}
+
 /// The status in one line, for failure messages.
 pub fn brief(vm: &ProxmoxVM) -> String {
     let Some(status) = &vm.status else {

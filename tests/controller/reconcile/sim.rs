@@ -136,6 +136,26 @@ impl Sim {
         r.json::<Value>().await.unwrap()["id"].as_u64().unwrap()
     }
 
+    /// `DELETE /_sim/faults/<id>`: ends a rule without a count, which holds
+    /// the world in a state (a refusal, an error) until the test has seen
+    /// it; panics unless the rule was there.
+    pub async fn remove_fault(&self, id: u64) {
+        let r = self
+            .control
+            .delete(self.url(&format!("faults/{id}")))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "fault {id} was not there");
+    }
+
+    /// `GET /_sim/tasks`: every task with its exact start and end (seconds
+    /// since the epoch, the request log's clock), finished ones included.
+    pub async fn tasks(&self) -> Vec<Value> {
+        let v = self.control_get("tasks").await;
+        v["tasks"].as_array().cloned().unwrap_or_default()
+    }
+
     /// Releases the tasks a `task-held` fault holds under `hold`.
     pub async fn release(&self, hold: &str) {
         let r = self

@@ -61,8 +61,9 @@ async fn connection_reset_is_transient() {
 
 #[tokio::test]
 async fn locked_vm_and_flock_timeout_are_locked() {
-    // Real timings: the create (and its lock) outlives the checks.
-    let h = Harness::start_scaled(1.0).await;
+    // The create (and its lock) is held running: it outlives the checks.
+    let h = Harness::start().await;
+    h.hold_tasks("import", "qmcreate").await;
     let client = h.client_with(|c| c.retry = RetryPolicy::none());
     let upid = start_import(&client, 300).await;
     let update = ConfigUpdate {

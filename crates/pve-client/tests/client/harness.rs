@@ -200,6 +200,24 @@ impl Harness {
         body["id"].as_u64().expect("fault id")
     }
 
+    /// Holds every `task_type` task that starts from now on running, until
+    /// [`Harness::release`]`(hold)`: the test looks at a running task for
+    /// as long as it needs, whatever the machine's load.
+    pub async fn hold_tasks(&self, hold: &str, task_type: &str) {
+        self.fault(json!({"fault": "task-held", "hold": hold, "task_type": task_type}))
+            .await;
+    }
+
+    /// `POST /_sim/release`: the tasks held as `hold` go on and end.
+    pub async fn release(&self, hold: &str) {
+        self.control_request(
+            reqwest::Method::POST,
+            "release",
+            Some(&json!({"hold": hold})),
+        )
+        .await;
+    }
+
     /// `DELETE /_sim/faults`.
     pub async fn clear_faults(&self) {
         self.control_request(reqwest::Method::DELETE, "faults", None)

@@ -56,9 +56,10 @@ async fn warnings_are_success_and_kept() {
 #[tokio::test]
 async fn a_locked_vm_fails_its_task() {
     // start during a create: the start task waits for the flock, then
-    // fails. At this scale the import takes ~6 s and the flock times out
-    // after ~2 s, leaving a wide margin on a loaded machine.
-    let h = Harness::start_scaled(0.2).await;
+    // fails. The create is held running, so the flock is taken whatever
+    // the machine's load.
+    let h = Harness::start().await;
+    h.hold_tasks("import", "qmcreate").await;
     let client = h.client();
     let create = start_import(&client, 502).await;
     let start = client.start_vm(NODE, 502).await.unwrap();
@@ -89,7 +90,9 @@ async fn a_locked_vm_fails_its_task() {
 
 #[tokio::test]
 async fn waiting_times_out_without_stopping_the_task() {
-    let h = Harness::start_scaled(1.0).await;
+    let h = Harness::start().await;
+    // Held: still running after the wait gave up, however long that took.
+    h.hold_tasks("import", "qmcreate").await;
     let client = h.client();
     let upid = start_import(&client, 503).await;
     let opts = WaitOptions {
@@ -112,7 +115,9 @@ async fn waiting_times_out_without_stopping_the_task() {
 
 #[tokio::test]
 async fn waiting_can_be_cancelled() {
-    let h = Harness::start_scaled(1.0).await;
+    let h = Harness::start().await;
+    // Held: the wait can only end by the cancel.
+    h.hold_tasks("import", "qmcreate").await;
     let client = h.client();
     let upid = start_import(&client, 504).await;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
