@@ -33,6 +33,7 @@ mod failures;
 mod fleet;
 mod ha;
 mod hardware;
+mod hostile;
 mod images;
 mod lifecycle;
 mod motion;

@@ -189,6 +189,43 @@ pub struct ProviderSettings {
     /// not meant to be copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clone_policy: Option<ClonePolicy>,
+
+    /// What the ProxmoxContainers of this config may ask for beyond an
+    /// unprivileged container (with `nesting` if they like). Left out:
+    /// nothing more, so a tenant cannot have the provider's token (which
+    /// Proxmox lets do what only root@pam may) create a privileged
+    /// container or one with root-only features.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_policy: Option<ContainerPolicy>,
+}
+
+/// What containers may ask for that Proxmox reserves to root@pam.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerPolicy {
+    /// Allow privileged containers (`unprivileged: false`): root in the
+    /// container is root on the host. pve-container lets only root@pam
+    /// create one with features, and any user with `Sys.Modify` on `/`
+    /// create one at all.
+    #[serde(default)]
+    pub allow_privileged: bool,
+
+    /// Container features besides `nesting` that containers may enable:
+    /// pve-container lets only root@pam set them (`keyctl`, `fuse`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    pub allow_features: Vec<RootOnlyFeature>,
+}
+
+/// A container feature only root@pam may set.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RootOnlyFeature {
+    /// The keyctl() system call.
+    Keyctl,
+    /// FUSE file systems.
+    Fuse,
 }
 
 /// Which VMs may be cloned.

@@ -128,6 +128,48 @@ fn proxmox_image_rules() {
             json!({"source": {"oci": "docker.io/library/alpine:3.20"}, "content": "vztmpl", "filename": "alpine.tar"}),
             None,
         ),
+        // The shared value rules (issue 31): what once reached Proxmox.
+        (
+            "storage ..",
+            with(url(), json!({"storage": ".."})),
+            Some("must be a Proxmox storage ID"),
+        ),
+        (
+            "template storage with options",
+            with(
+                url(),
+                json!({"template": {"storage": "local-lvm,cache=unsafe"}}),
+            ),
+            Some("must be a Proxmox storage ID"),
+        ),
+        (
+            "node ..",
+            with(url(), json!({"nodes": [".."]})),
+            Some("nodes must be Proxmox node names"),
+        ),
+        (
+            "importFrom with ..",
+            with(
+                json!({"importFrom": "local:../../etc/pve/priv/shadow.cfg"}),
+                json!({}),
+            ),
+            Some("importFrom must not contain .. path parts"),
+        ),
+        (
+            "importFrom with a newline",
+            with(json!({"importFrom": "local:import/a\nb.qcow2"}), json!({})),
+            Some("must be a Proxmox volume ID"),
+        ),
+        (
+            "oci without a tag",
+            json!({"source": {"oci": "docker.io/library/alpine"}, "content": "vztmpl"}),
+            Some("reference must name an image with a tag"),
+        ),
+        (
+            "oci with a newline",
+            json!({"source": {"oci": "docker.io/library/alpine:3.20\nx"}, "content": "vztmpl"}),
+            Some("reference must name an image with a tag"),
+        ),
     ];
     for (name, fp, want) in cases {
         assert_verdict(name, &refusals(&schema, &image(fp), None), want);

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::plan::{Container, Observation, Outcome, Seen, Step, TaskSeen, plan, settle};
 use crate::api::ProxmoxContainer;
-use crate::api::condition::{ConditionStatus, ConditionType, find};
+use crate::api::condition::{ConditionStatus, ConditionType, Reason, find};
 use crate::api::vm::TaskAction;
 use crate::reconcile::identity::Identity;
 use crate::reconcile::vm::plan::{Placement, VmidGrant, marker_line_of};
@@ -212,7 +212,7 @@ fn the_way_to_a_container_step_by_step() {
                 json!({}),
             ),
             Observation {
-                password: Some(Err("Secret pw not found".into())),
+                password: Some(Err((Reason::SecretNotFound, "Secret pw not found".into()))),
                 ..obs(Container::Absent)
             },
             "idle",
@@ -397,7 +397,15 @@ fn the_create_carries_the_spec_and_the_owner_marker() {
         recorded(),
         json!({}),
     );
-    let p = plan(&c, &id(), &obs(Container::Absent), now());
+    // keyctl is root@pam's: the config's containerPolicy allows it here.
+    let allowed = Observation {
+        policy: crate::api::provider_config::ContainerPolicy {
+            allow_features: vec![crate::api::provider_config::RootOnlyFeature::Keyctl],
+            ..Default::default()
+        },
+        ..obs(Container::Absent)
+    };
+    let p = plan(&c, &id(), &allowed, now());
     let Step::Create { node, create } = &p.step else {
         panic!("{:?}", p.step)
     };
@@ -614,3 +622,5 @@ fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
     assert_eq!(node, "pve");
     assert_eq!(create.ostemplate, "local:vztmpl/alpine_3.20-0123abcd.tar");
 }
+
+mod limits;

@@ -292,10 +292,8 @@ async fn observe(
 /// `None`: one `GET /version`, only in a pass that may pull (a file missing,
 /// no task recorded), so a Ready image never asks.
 async fn oci_pull_missing(client: &Client) -> Result<Option<String>, pve_client::Error> {
-    let version = client.version().await?.version;
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    Ok(((major, minor) < (9, 1)).then(|| format!("Proxmox VE {version}")))
+    let version = client.version().await?;
+    Ok((!version.has_oci_registry_pull()).then(|| format!("Proxmox VE {}", version.version)))
 }
 
 /// The volumes of `content` on the storage at `node`, with their sizes.

@@ -29,7 +29,7 @@ use super::invalid::why_unreadable;
 use crate::api::meta::ConfigUser;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings,
-    provider_config::{CloneSources, ConfigReason, Limits, Timing},
+    provider_config::{CloneSources, ConfigReason, ContainerPolicy, Limits, Timing},
 };
 use crate::reconcile::vm::plan::ProviderState;
 use pve_client::{Client, RequestHook};
@@ -49,6 +49,9 @@ pub struct Connection {
     pub vmid_range: Option<(u32, u32)>,
     /// Its `clonePolicy.allowNonTemplates`, when set.
     pub clones: Option<CloneSources>,
+    /// Its `containerPolicy` (left out: nothing beyond an unprivileged
+    /// container with `nesting`).
+    pub containers: ContainerPolicy,
 }
 
 impl Connection {
@@ -486,6 +489,7 @@ impl Providers {
                 .clone_policy
                 .as_ref()
                 .and_then(|p| p.allow_non_templates.clone()),
+            containers: settings.container_policy.clone().unwrap_or_default(),
         }))
     }
 

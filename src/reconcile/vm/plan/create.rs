@@ -151,6 +151,15 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
         Ok(p) => p,
         Err(d) => return *d,
     };
+    // Its customCloudInit inputs first: a VM whose Secrets or ConfigMaps
+    // do not exist yet is not created (it would boot without its data).
+    if let Some(why) = super::seed::unreadable(ctx) {
+        let say = Say::no(
+            Reason::SecretNotFound,
+            format!("{why}; the VM is created once it can be read"),
+        );
+        return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
+    }
     if let Some(d) = super::images::named(ctx, &node) {
         return d;
     }
