@@ -1,11 +1,13 @@
 //! Issue 31's hostile ProxmoxContainers that the API server cannot judge
-//! (what the node has, what a Secret holds): each is a condition naming
-//! the field, and nothing is sent to create it.
+//! (what the node has, what a Secret holds, what the provider config
+//! allows, what the Proxmox version has): each is a condition naming the
+//! field, and nothing is sent to create it.
 
+use pve_sim::SimConfig;
 use serde_json::json;
 
-use crate::reconcile::Env;
 use crate::reconcile::containers::{container, ct_condition, debian};
+use crate::reconcile::{Env, Options, Sim, manifests};
 
 /// Containers that do not fit the simulator's node `pve` (16 CPUs, 64 GiB,
 /// bridge vmbr0) and a password Proxmox would answer 413: each says which
@@ -63,4 +65,112 @@ async fn containers_that_do_not_fit_the_node_are_refused_naming_the_field() {
     }
     let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
     assert!(creates.is_empty(), "nothing is created: {creates:?}");
+}
+
+/// Privileged containers and the features pve-container reserves to
+/// root@pam (`keyctl`, `fuse`) were created for anyone before issue 31 (the
+/// provider's token may be root@pam's). Now each is Synced=False
+/// `NotAllowed` naming the field and nothing is created, until the provider
+/// config's `containerPolicy` allows it; then it is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn privileged_containers_and_root_only_features_need_the_configs_policy() {
+    let env = Env::start("ct-policy").await;
+    let rows = [
+        (
+            "privileged",
+            json!({"unprivileged": false}),
+            "spec.forProvider.unprivileged is false",
+        ),
+        (
+            "privileged-nesting",
+            json!({"unprivileged": false, "features": {"nesting": true}}),
+            "containerPolicy.allowPrivileged is not true",
+        ),
+        (
+            "keyctl",
+            json!({"features": {"keyctl": true}}),
+            "spec.forProvider.features.keyctl",
+        ),
+        (
+            "fuse",
+            json!({"features": {"fuse": true}}),
+            "spec.forProvider.features.fuse",
+        ),
+    ];
+    for (name, change, _) in &rows {
+        env.apply(&container(name, debian(change.clone()))).await;
+    }
+    for (name, _, message) in &rows {
+        env.wait_container(name, "NotAllowed", |ct| match ct_condition(ct, "Synced") {
+            Some(c)
+                if c.reason == "NotAllowed"
+                    && c.message.as_deref().is_some_and(|m| m.contains(message)) =>
+            {
+                Ok(())
+            }
+            other => Err(format!("Synced {other:?}")),
+        })
+        .await;
+    }
+    let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
+    assert!(creates.is_empty(), "nothing is created: {creates:?}");
+
+    // The platform team allows keyctl only: that container is created, the
+    // others still are not.
+    env.apply(&manifests::provider_config(
+        &env.sim,
+        &json!({"containerPolicy": {"allowFeatures": ["keyctl"]}}),
+    ))
+    .await;
+    env.wait_container_ready("keyctl").await;
+    let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
+    assert_eq!(creates.len(), 1, "{creates:?}");
+    assert!(
+        creates[0]["params"]["features"]
+            .as_str()
+            .is_some_and(|f| f.contains("keyctl=1")),
+        "{creates:?}"
+    );
+    let fuse = env.container("fuse").await;
+    let synced = ct_condition(&fuse, "Synced").map(|c| c.reason.clone());
+    assert_eq!(synced.as_deref(), Some("NotAllowed"));
+}
+
+/// A ProxmoxContainer with `template.oci` on a PVE 8.4 cluster sent
+/// `oci-registry-pull` (which PVE 8 does not have) and reported "not
+/// implemented". Now it says `OciNeedsPve91`, as a ProxmoxImage does, and
+/// nothing is pulled or created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oci_container_on_pve_8_says_it_needs_9_1_and_pulls_nothing() {
+    let mut env = Env::without_controller("ct-oci8", Options::default()).await;
+    env.sim = Sim::start_with(SimConfig {
+        time_scale: 0.01,
+        pve_version: 8,
+        ..SimConfig::default()
+    })
+    .await;
+    env.apply(&manifests::provider_config(&env.sim, &json!({})))
+        .await;
+    env.start_controller().await;
+    let oci = json!({"template": {"oci": {"reference": "docker.io/library/alpine:3.21", "storage": "local"}}});
+    env.apply(&container("alpine", debian(oci))).await;
+    let message = env
+        .wait_container("alpine", "OciNeedsPve91", |ct| {
+            match ct_condition(ct, "Synced") {
+                Some(c) if c.reason == "OciNeedsPve91" => Ok(c.message.clone().unwrap_or_default()),
+                other => Err(format!("Synced {other:?}")),
+            }
+        })
+        .await;
+    assert!(
+        message.contains("8.4") && message.contains("spec.forProvider.template.oci"),
+        "{message}"
+    );
+    let pulls = env
+        .sim
+        .count("POST", "/nodes/{node}/storage/{storage}/oci-registry-pull")
+        .await;
+    assert_eq!(pulls, 0, "no oci-registry-pull is sent");
+    let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
+    assert!(creates.is_empty(), "{creates:?}");
 }
