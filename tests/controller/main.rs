@@ -28,6 +28,7 @@ mod containers;
 mod control_plane;
 mod crds;
 mod create;
+mod downloads;
 mod events;
 mod failures;
 mod fleet;

@@ -30,6 +30,7 @@ use crate::api::rules::PASSWORD_MAX_BYTES;
 use crate::api::vm::PlacementPolicy;
 use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
 use crate::reconcile::context::Context;
+use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::ClusterView;
@@ -308,7 +309,22 @@ async fn observe(
     let mut password = None;
     if obs.container == Container::Absent && !deleting {
         obs.host = Some(host(ctx, conn, &view, &node).await);
-        if let Some(oci) = &spec.template.oci {
+        let refused = spec.template.oci.as_ref().and_then(|oci| {
+            let internal = conn.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
+            downloads::refusal(
+                conn.downloads.as_ref(),
+                "spec.forProvider.template.oci.reference",
+                downloads::Source::Oci(&oci.reference),
+                &internal,
+            )
+        });
+        obs.download_refused = refused;
+        if let Some(oci) = spec
+            .template
+            .oci
+            .as_ref()
+            .filter(|_| obs.download_refused.is_none())
+        {
             let volume = render::oci_pull(oci).volume(&oci.storage);
             let content = client
                 .storage_content(&node, &oci.storage, Some("vztmpl"))

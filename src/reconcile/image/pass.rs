@@ -27,6 +27,7 @@ use super::refs;
 use crate::api::ProxmoxImage;
 use crate::api::image::{ImageContent, LocationPhase};
 use crate::reconcile::context::Context;
+use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;
@@ -200,6 +201,30 @@ async fn observe(
         Ok(view) => view,
         Err(e) => return World::Unreadable(e.to_string()),
     };
+    // A source the config's downloadPolicy refuses is never fetched (a
+    // deleted image still deletes what it made).
+    if image.metadata.deletion_timestamp.is_none() {
+        let internal = connection.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
+        let policy = connection.downloads.as_ref();
+        let refused = match (&spec.source.url, &spec.source.oci) {
+            (Some(url), _) => downloads::refusal(
+                policy,
+                "spec.forProvider.source.url",
+                downloads::Source::Url(url),
+                &internal,
+            ),
+            (None, Some(oci)) => downloads::refusal(
+                policy,
+                "spec.forProvider.source.oci",
+                downloads::Source::Oci(oci),
+                &internal,
+            ),
+            (None, None) => None,
+        };
+        if let Some(why) = refused {
+            return World::NotAllowed(why);
+        }
+    }
     let online: Vec<String> = view
         .nodes
         .iter()

@@ -97,6 +97,9 @@ pub enum World {
     /// `source.oci` on a Proxmox VE older than 9.1 (its version), which has
     /// no oci-registry-pull.
     OciUnsupported(String),
+    /// The source is one the provider config's `downloadPolicy` refuses
+    /// (why, naming the field and the rule); nothing was looked at.
+    NotAllowed(String),
 }
 
 /// The plan's input.
@@ -289,6 +292,10 @@ pub fn plan(input: &Input<'_>) -> Plan {
     }
     let sites = match &input.world {
         World::Seen(sites) => sites,
+        World::NotAllowed(why) => {
+            say(input, &mut out, (Reason::NotAllowed, why.clone()), None);
+            return out;
+        }
         World::OciUnsupported(version) => {
             let why = format!(
                 "pulling an OCI image (source.oci) needs oci-registry-pull, which Proxmox VE has since 9.1; the cluster runs {version}: upgrade it, or use source.url with a container template"
@@ -738,8 +745,12 @@ fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Sourc
     let sites = match &input.world {
         World::Seen(sites) => sites,
         // Never seen while deleting (the pass reads the version only to
-        // pull); said as a cluster it cannot act on.
-        World::NoConfig(why) | World::Unreadable(why) | World::OciUnsupported(why) => {
+        // pull, and checks the download policy only when not deleting);
+        // said as a cluster it cannot act on.
+        World::NoConfig(why)
+        | World::Unreadable(why)
+        | World::OciUnsupported(why)
+        | World::NotAllowed(why) => {
             if matches!(source, Source::Existing)
                 && out.status.at_provider.previous_volumes.is_empty()
             {

@@ -121,7 +121,7 @@ pub(super) fn plan(
             return cx.done(Step::Idle, Duration::from_secs(30));
         }
     };
-    if let Some(why) = limits::not_allowed(spec, &obs.policy) {
+    if let Some(why) = limits::not_allowed(spec, &obs.policy).or(obs.download_refused.clone()) {
         cx.synced(false, Reason::NotAllowed, &why);
         return cx.done(Step::Idle, obs.poll);
     }

@@ -65,6 +65,9 @@ pub struct Observation {
     /// The Proxmox VE version (`Proxmox VE 8.4.1`) when it has no
     /// oci-registry-pull (before 9.1) and a pull is due; `None` otherwise.
     pub oci_unsupported: Option<String>,
+    /// Why the provider config's `downloadPolicy` refuses `template.oci`'s
+    /// registry (looked at only before a create); nothing is pulled.
+    pub download_refused: Option<String>,
     /// The ProxmoxImage `template.image` names, from the image cache
     /// (looked at only before a create).
     pub image: Option<NamedImage>,
@@ -93,6 +96,7 @@ impl Observation {
             busy: None,
             template_present: None,
             oci_unsupported: None,
+            download_refused: None,
             image: None,
             password: None,
             host: None,

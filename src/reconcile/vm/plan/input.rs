@@ -14,7 +14,7 @@ pub use pve_client::{TaskOutcome, Upid};
 use super::output::Sensitive;
 use crate::api::{
     ProxmoxVM,
-    provider_config::{CloneSources, Limits, Timing},
+    provider_config::{CloneSources, DownloadPolicy, Limits, Timing},
     vm::PlacementPolicy,
 };
 
@@ -86,6 +86,10 @@ pub enum ProviderState {
         /// VMs beyond templates its resources may clone
         /// (`clonePolicy.allowNonTemplates`).
         clones: Option<CloneSources>,
+        /// Where its downloads may come from (`downloadPolicy`), and the
+        /// host of its endpoint (a node no download may name).
+        downloads: Option<DownloadPolicy>,
+        endpoint_host: String,
     },
     /// The named ProviderConfig/ClusterProviderConfig does not exist.
     NotFound {
