@@ -138,3 +138,14 @@ pub const SSH_KEYS: &str = "self.all(k, k.matches('^(ssh-|ecdsa-|sk-)[A-Za-z0-9@
 /// Why [`SSH_KEYS`] refused a value.
 pub const SSH_KEYS_MESSAGE: &str =
     "each item must be one OpenSSH public key on one line, such as 'ssh-ed25519 AAAA... user@host'";
+
+/// A file name a person gives (`filename`) is never one the provider gives
+/// by default to another resource's file: those end in `-<8 hex>` (a
+/// ProxmoxImage's, a hash of its namespace and name) or `-<12 hex>` (a
+/// VM disk's own download, the checksum's start; a container's OCI pull, a
+/// hash of the reference) before the extension, or start with
+/// `crossplane-ci-` (a VM's cloud-init seed). Naming one would make the
+/// resource use, and perhaps delete, a file another made.
+pub const FILE_NAME_NOT_DEFAULT: &str = "!self.matches('-([0-9a-f]{8}|[0-9a-f]{12})[.][A-Za-z0-9.]+$') && !self.startsWith('crossplane-ci-')";
+/// Why [`FILE_NAME_NOT_DEFAULT`] refused a value.
+pub const FILE_NAME_NOT_DEFAULT_MESSAGE: &str = "filename must not be one the provider gives other resources' files (ending in -<8 or 12 hex digits> before the extension, or starting with crossplane-ci-): leave it out for a name of this resource's own";

@@ -174,3 +174,53 @@ async fn an_oci_container_on_pve_8_says_it_needs_9_1_and_pulls_nothing() {
     let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
     assert!(creates.is_empty(), "{creates:?}");
 }
+
+/// Issue 31's poisoning case: team-b's container of
+/// `docker.io/library/alpine:3.21` was created from team-a's pull of
+/// `evil.example/team-a/alpine:3.21` (the same file name, `alpine_3.21.tar`).
+/// Now each reference pulls its own file and each container is created
+/// from its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_name_and_tag_from_another_registry_is_pulled_into_its_own_file() {
+    let env = Env::start("ct-poison").await;
+    let oci = |reference: &str| json!({"template": {"oci": {"reference": reference, "storage": "local"}}});
+    env.apply(&container(
+        "team-a",
+        debian(oci("evil.example/team-a/alpine:3.21")),
+    ))
+    .await;
+    env.wait_container_ready("team-a").await;
+    env.apply(&container(
+        "team-b",
+        debian(oci("docker.io/library/alpine:3.21")),
+    ))
+    .await;
+    env.wait_container_ready("team-b").await;
+    let pulls = env
+        .sim
+        .requests_to("POST", "/nodes/{node}/storage/{storage}/oci-registry-pull")
+        .await;
+    assert_eq!(pulls.len(), 2, "each reference is pulled: {pulls:?}");
+    let volume = |name: &str| {
+        let env = &env;
+        let name = name.to_owned();
+        async move {
+            env.container(&name)
+                .await
+                .status
+                .and_then(|s| s.at_provider.template_volume)
+                .unwrap_or_default()
+        }
+    };
+    let (a, b) = (volume("team-a").await, volume("team-b").await);
+    assert_ne!(a, b, "team-b is not created from team-a's file");
+    let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
+    let templates: Vec<&str> = creates
+        .iter()
+        .filter_map(|c| c["params"]["ostemplate"].as_str())
+        .collect();
+    assert!(
+        templates.contains(&b.as_str()) && templates.contains(&a.as_str()),
+        "{templates:?}"
+    );
+}

@@ -23,9 +23,10 @@ pub use status::{
 
 use crate::api::meta::ProviderConfigReference;
 use crate::api::rules::{
-    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE, HTTP_URL,
-    HTTP_URL_MESSAGE, NO_DOT_DOT, NODE_NAMES, OCI_REFERENCE, OCI_REFERENCE_MESSAGE, STORAGE_ID,
-    STORAGE_ID_MESSAGE, URL_WITH_CHECKSUM, URL_WITH_CHECKSUM_MESSAGE, VOLUME_ID,
+    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, FILE_NAME_NOT_DEFAULT, FILE_NAME_NOT_DEFAULT_MESSAGE,
+    HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE, HTTP_URL, HTTP_URL_MESSAGE, NO_DOT_DOT, NODE_NAMES,
+    OCI_REFERENCE, OCI_REFERENCE_MESSAGE, STORAGE_ID, STORAGE_ID_MESSAGE, URL_WITH_CHECKSUM,
+    URL_WITH_CHECKSUM_MESSAGE, VOLUME_ID,
 };
 use crate::api::vm::ChecksumAlgorithm;
 
@@ -161,6 +162,7 @@ pub struct ImageParameters {
     /// resource, so two images never share a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 200))]
+    #[x_kube(validation = Rule::new(FILE_NAME_NOT_DEFAULT).message(FILE_NAME_NOT_DEFAULT_MESSAGE))]
     pub filename: Option<String>,
 
     /// Make a template VM from the image on each of its nodes: VMs with

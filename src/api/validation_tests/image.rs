@@ -128,6 +128,36 @@ fn proxmox_image_rules() {
             json!({"source": {"oci": "docker.io/library/alpine:3.20"}, "content": "vztmpl", "filename": "alpine.tar"}),
             None,
         ),
+        // Issue 31: a file name another resource's default name could be.
+        (
+            "another image's default name",
+            with(
+                url(),
+                json!({"filename": "noble-aaaaaaaaaaaa-0123abcd.qcow2"}),
+            ),
+            Some("filename must not be one the provider gives"),
+        ),
+        (
+            "a VM disk's own download name",
+            with(url(), json!({"filename": "noble-0123456789ab.qcow2"})),
+            Some("filename must not be one the provider gives"),
+        ),
+        (
+            "a container's OCI pull name",
+            json!({"source": {"oci": "docker.io/library/alpine:3.21"}, "content": "vztmpl",
+                   "filename": "alpine_3.21-0123456789ab.tar"}),
+            Some("filename must not be one the provider gives"),
+        ),
+        (
+            "a seed ISO's name",
+            json!({"source": url(), "content": "iso", "filename": "crossplane-ci-100-x.iso"}),
+            Some("filename must not be one the provider gives"),
+        ),
+        (
+            "a name of its own",
+            with(url(), json!({"filename": "noble-2024.qcow2"})),
+            None,
+        ),
         // The shared value rules (issue 31): what once reached Proxmox.
         (
             "storage ..",

@@ -6,9 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::quantity::Quantity;
 use crate::api::rules::{
-    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, DISK_SIZE_MAX, DISK_SIZE_MAX_MESSAGE, HEX_CHECKSUM,
-    HEX_CHECKSUM_MESSAGE, HTTP_URL, HTTP_URL_MESSAGE, NO_DOT_DOT, STORAGE_ID, STORAGE_ID_MESSAGE,
-    URL_WITH_CHECKSUM, URL_WITH_CHECKSUM_MESSAGE, VOLUME_ID,
+    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, DISK_SIZE_MAX, DISK_SIZE_MAX_MESSAGE,
+    FILE_NAME_NOT_DEFAULT, FILE_NAME_NOT_DEFAULT_MESSAGE, HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE,
+    HTTP_URL, HTTP_URL_MESSAGE, NO_DOT_DOT, STORAGE_ID, STORAGE_ID_MESSAGE, URL_WITH_CHECKSUM,
+    URL_WITH_CHECKSUM_MESSAGE, VOLUME_ID,
 };
 
 /// One disk of the VM.
@@ -114,8 +115,11 @@ pub struct DiskImage {
     /// images whose URL ends in `.img`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 200))]
-    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](qcow2|raw|vmdk)$')")
-        .message("must be a file name ending in .qcow2, .raw or .vmdk (letters, digits, . _ + = -)"))]
+    #[x_kube(
+        validation = Rule::new("self.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](qcow2|raw|vmdk)$')")
+            .message("must be a file name ending in .qcow2, .raw or .vmdk (letters, digits, . _ + = -)"),
+        validation = Rule::new(FILE_NAME_NOT_DEFAULT).message(FILE_NAME_NOT_DEFAULT_MESSAGE)
+    )]
     pub filename: Option<String>,
 
     /// File-based storage with the `import` content type that receives the

@@ -624,3 +624,4 @@ fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
 }
 
 mod limits;
+mod names;

@@ -132,6 +132,18 @@ pub fn rows() -> Vec<Row> {
             "importFrom must not contain .. path parts",
         ),
         row(
+            "image filename another image's default name",
+            img(json!({"filename": "noble-aaaaaaaaaaaa-0123abcd.qcow2"})),
+            "filename must not be one the provider gives",
+        ),
+        row(
+            "VM disk filename a container's OCI pull name could be",
+            super::refused::vm_with(json!({"disks": [{"slot": "scsi0", "storage": "local-lvm",
+                "image": {"url": "https://images.example/a.qcow2", "checksum": "a".repeat(64),
+                    "checksumAlgorithm": "sha256", "filename": "a-0123456789ab.qcow2"}}]})),
+            "filename must not be one the provider gives",
+        ),
+        row(
             "image OCI reference with a config line",
             img(
                 json!({"source": {"oci": "docker.io/library/alpine:3.21\nx"}, "content": "vztmpl"}),
