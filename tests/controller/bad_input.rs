@@ -42,7 +42,7 @@ async fn the_api_server_refuses_invalid_objects_with_actionable_messages() {
         rows.len(),
         wrong.join("\n")
     );
-    assert!(rows.len() >= 100, "{} rows", rows.len());
+    assert!(rows.len() >= 130, "{} rows", rows.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

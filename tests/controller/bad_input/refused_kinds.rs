@@ -143,6 +143,209 @@ pub fn rows() -> Vec<Row> {
                     "checksumAlgorithm": "sha256", "filename": "a-0123456789ab.qcow2"}}]})),
             "filename must not be one the provider gives",
         ),
+        // The rules the container and image kinds had before issue 31,
+        // on the real API server too (the table grows toward the VM's).
+        row(
+            "container without a template",
+            ct(json!({"template": {}})),
+            "template needs exactly one of volume, oci and image",
+        ),
+        row(
+            "container with two template sources",
+            ct(json!({"template": {"volume": "local:vztmpl/a.tar.zst", "image": {"name": "a"}}})),
+            "template needs exactly one of volume, oci and image",
+        ),
+        row(
+            "container OCI reference without a tag",
+            ct(json!({"template": {"oci": {"reference": "docker.io/library/alpine"}}})),
+            "reference must name an image with a tag",
+        ),
+        row(
+            "container template volume of an iso",
+            ct(json!({"template": {"volume": "local:iso/debian.iso"}})),
+            "volume must be a container template volume",
+        ),
+        row(
+            "container mount point slot mp256",
+            ct(
+                json!({"mountPoints": [{"slot": "mp256", "storage": "local-lvm", "size": "1Gi", "path": "/a"}]}),
+            ),
+            "slot must be mp0 ... mp255",
+        ),
+        row(
+            "container mount point slot twice",
+            ct(json!({"mountPoints": [
+                {"slot": "mp0", "storage": "local-lvm", "size": "1Gi", "path": "/a"},
+                {"slot": "mp0", "storage": "local-lvm", "size": "1Gi", "path": "/b"}]})),
+            "each mount point slot may appear only once",
+        ),
+        row(
+            "container mount point path /",
+            ct(mount("/")),
+            "path must be absolute, not /",
+        ),
+        row(
+            "container mount point path with a comma",
+            ct(mount("/a,ro=1")),
+            "without commas",
+        ),
+        row(
+            "container mount point of 100Mi",
+            ct(
+                json!({"mountPoints": [{"slot": "mp0", "storage": "local-lvm", "size": "100Mi", "path": "/a"}]}),
+            ),
+            "size must be at least 1Gi",
+        ),
+        row(
+            "container network slot eth0",
+            ct(json!({"networks": [{"slot": "eth0", "name": "eth0", "bridge": "vmbr0"}]})),
+            "slot must be net0 ... net31",
+        ),
+        row(
+            "container network slot twice",
+            ct(json!({"networks": [
+                {"slot": "net0", "name": "eth0", "bridge": "vmbr0"},
+                {"slot": "net0", "name": "eth1", "bridge": "vmbr0"}]})),
+            "each network slot may appear only once",
+        ),
+        row(
+            "container interface name twice",
+            ct(json!({"networks": [
+                {"slot": "net0", "name": "eth0", "bridge": "vmbr0"},
+                {"slot": "net1", "name": "eth0", "bridge": "vmbr0"}]})),
+            "each network interface name may appear only once",
+        ),
+        row(
+            "container interface name with a space",
+            ct(nic(json!({"name": "eth 0"}))),
+            "name must be an interface name",
+        ),
+        row(
+            "container bridge with options",
+            ct(nic(json!({"bridge": "vmbr0,rate=1"}))),
+            "must be a Linux bridge name",
+        ),
+        row(
+            "container VLAN 5000",
+            ct(nic(json!({"vlan": 5000}))),
+            "should be less than or equal to 4094",
+        ),
+        row(
+            "container gateway with DHCP",
+            ct(nic(json!({"ip": "dhcp", "gateway": "10.0.0.1"}))),
+            "gateway needs a static ip",
+        ),
+        row(
+            "container memory 8Mi",
+            ct(json!({"memory": "8Mi"})),
+            "memory must be at least 16Mi",
+        ),
+        row(
+            "container rootfs of 100Mi",
+            ct(json!({"rootfs": {"storage": "local-lvm", "size": "100Mi"}})),
+            "rootfs.size must be at least 1Gi",
+        ),
+        row(
+            "container no cores",
+            ct(json!({"cpu": {"cores": 0}})),
+            "should be greater than or equal to 1",
+        ),
+        row(
+            "container vmid 99",
+            ct(json!({"vmid": 99})),
+            "should be greater than or equal to 100",
+        ),
+        row(
+            "container hostname with a dot at the end",
+            ct(json!({"hostname": "web."})),
+            "hostname must be a DNS name",
+        ),
+        row(
+            "container tag with a space",
+            ct(json!({"tags": ["a b"]})),
+            "tags contain letters, digits",
+        ),
+        row(
+            "container search domain with a space",
+            ct(json!({"dns": {"searchDomain": "a b"}})),
+            "searchDomain must be a DNS name",
+        ),
+        row(
+            "container description with the owner marker",
+            ct(
+                json!({"description": "Managed by crossplane-provider-proxmox: ProxmoxContainer x/y uid=z"}),
+            ),
+            "description cannot contain the provider's owner marker",
+        ),
+        row(
+            "container node and allowedNodes",
+            ct(json!({"allowedNodes": ["pve"]})),
+            "set node or allowedNodes, not both",
+        ),
+        row(
+            "image without a source",
+            img(json!({"source": {}})),
+            "exactly one of url, importFrom and oci",
+        ),
+        row(
+            "image with two sources",
+            img(
+                json!({"source": {"url": "https://images.example/a.qcow2", "checksum": "a".repeat(64),
+                "checksumAlgorithm": "sha256", "importFrom": "local:import/a.qcow2"}}),
+            ),
+            "exactly one of url, importFrom and oci",
+        ),
+        row(
+            "image url without a checksum",
+            img(json!({"source": {"url": "https://images.example/a.qcow2"}})),
+            "url needs checksum and checksumAlgorithm",
+        ),
+        row(
+            "image checksum too short",
+            img(
+                json!({"source": {"url": "https://images.example/a.qcow2", "checksum": "abc", "checksumAlgorithm": "sha256"}}),
+            ),
+            "checksum length does not match",
+        ),
+        row(
+            "image ftp url",
+            img(
+                json!({"source": {"url": "ftp://images.example/a.qcow2", "checksum": "a".repeat(64), "checksumAlgorithm": "sha256"}}),
+            ),
+            "must be an http:// or https:// URL",
+        ),
+        row(
+            "image OCI as an import",
+            img(json!({"source": {"oci": "docker.io/library/alpine:3.21"}})),
+            "content must be vztmpl",
+        ),
+        row(
+            "image template of an iso",
+            img(json!({"content": "iso", "template": {"storage": "local-lvm"}})),
+            "content must be import",
+        ),
+        row(
+            "image import file name .img",
+            img(json!({"filename": "noble.img"})),
+            "must end in .qcow2, .raw or .vmdk",
+        ),
+        row(
+            "image filename without a download",
+            img(json!({"source": {"importFrom": "local:import/a.qcow2"}, "filename": "b.qcow2"})),
+            "only allowed with source.url",
+        ),
+        row(
+            "image OCI filename not .tar",
+            img(
+                json!({"source": {"oci": "docker.io/library/alpine:3.21"}, "content": "vztmpl", "filename": "alpine.tar.zst"}),
+            ),
+            "filename must end in .tar",
+        ),
+        row(
+            "image content unknown",
+            img(json!({"content": "backup"})),
+            "Unsupported value",
+        ),
         row(
             "image OCI reference with a config line",
             img(
