@@ -11,6 +11,7 @@ use super::runtime::queue::Queue;
 use super::runtime::settings::Settings;
 use super::runtime::shards::Shards;
 use super::runtime::wake::Waker;
+use super::vm::pass::observe::known::Known;
 use crate::api::{ProxmoxContainer, ProxmoxVM};
 use crate::reconcile::events::Events;
 use crate::reconcile::fleet::cache::Images;
@@ -37,8 +38,9 @@ pub struct Context {
     pub inventory: Inventory,
     /// Fair admission of passes.
     pub queue: Queue,
-    /// What the controller remembers of each resource between passes.
-    pub memory: Memory,
+    /// What the controller remembers of each resource between passes (of
+    /// a VM, its last look too).
+    pub memory: Memory<Known>,
     /// Wakes resources whose task ended or whose slot freed.
     pub waker: Waker,
     /// Wakes ProxmoxContainers whose task ended.

@@ -16,9 +16,9 @@
 //! * The metadata of Secrets and ConfigMaps (never their data): one that
 //!   appears, changes or goes wakes the ProxmoxVMs of its namespace that
 //!   read it by name (`customCloudInit`, the cloud-init password; see
-//!   [`super::runtime::wake::readers`]).
+//!   [`super::vm::wake::readers`]).
 //! * A template's ProxmoxVM getting further (a task ended, Ready changed)
-//!   wakes the clones waiting for it ([`super::runtime::wake::Templates`], on the VM
+//!   wakes the clones waiting for it ([`super::vm::wake::Templates`], on the VM
 //!   watch, before the cache takes the change in).
 //! * Fleets ([`crate::reconcile::fleet`]): a watch of ProxmoxImages feeds
 //!   their cache (read by clones of an image's template) and the fleet
@@ -54,12 +54,14 @@ use kube::runtime::reflector;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
 use super::context::Context;
+use super::managed::task_watch::watch_tasks;
 use super::managed::watch::scoped;
 use super::runtime::metrics::Metrics;
 use super::runtime::server::Readiness;
 use super::runtime::settings::Settings;
 use super::runtime::shards::leases;
-use super::runtime::wake::{Referenced, Templates, Waker, readers, watch_tasks};
+use super::runtime::wake::Waker;
+use super::vm::wake::{Referenced, Templates, readers};
 use crate::api::ProxmoxVM;
 use crate::reconcile::configs::{self, Tap, Users};
 use crate::reconcile::container;
@@ -86,13 +88,13 @@ pub async fn run(
     // Fleets: the image cache, and the images whose templates or clones
     // changed (seen on the VM watch, before the cache takes it in).
     let (images, image_writer) = reflector::store();
+    let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
-        .with_images(images.clone());
+        .with_images(images.clone(), image_waker.sender());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
-    let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
     let container_images = image_waker.for_containers(containers.clone());
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
@@ -167,14 +169,17 @@ pub async fn run(
         stop.clone(),
     );
     let leases = {
-        let (ctx, hooks, stop) = (
-            Arc::clone(&ctx),
-            (users.clone(), triggers.clone()),
-            stop.clone(),
-        );
+        let (ctx, stop) = (Arc::clone(&ctx), stop.clone());
+        let (users, triggers) = (users.clone(), triggers.clone());
+        // Gaining a config wakes everything that names it, and its pass.
+        let gained: leases::Gained = Box::new(move |key| {
+            let woken = users.wake(key);
+            triggers.send(key);
+            woken
+        });
         async move {
             if let Some(election) = ctx.settings.leader_election.clone() {
-                leases::run(ctx, hooks, election.namespace, stop).await;
+                leases::run(ctx, gained, election.namespace, stop).await;
             }
         }
     };

@@ -22,8 +22,8 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use self::correlate::{Correlator, Occurrence, Outcome, Series, Write};
+use super::common::event;
 use super::error::is_not_found;
-use super::vm::plan;
 use crate::reconcile::runtime::metrics::{EventWrite, Metrics};
 use crate::reconcile::runtime::settings::COMPONENT;
 
@@ -55,7 +55,7 @@ impl Events {
 
     /// Publishes `event` about `object`; failures are logged and counted
     /// only.
-    pub async fn publish<K>(&self, object: &K, event: &plan::Event)
+    pub async fn publish<K>(&self, object: &K, event: &event::Event)
     where
         K: Resource<DynamicType = ()>,
     {
@@ -68,7 +68,7 @@ impl Events {
         }
     }
 
-    async fn try_publish<K>(&self, object: &K, event: &plan::Event) -> Result<(), kube::Error>
+    async fn try_publish<K>(&self, object: &K, event: &event::Event) -> Result<(), kube::Error>
     where
         K: Resource<DynamicType = ()>,
     {
@@ -136,7 +136,7 @@ impl Events {
     fn event<K>(
         &self,
         object: &K,
-        event: &plan::Event,
+        event: &event::Event,
         write: &Write,
         message: String,
         namespace: &str,

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use pve_client::{Client, Resource};
 
+use super::common::views::StorageView;
 use super::providers::ConfigKey;
-use super::vm::plan::StorageView;
 
 /// How long the cluster's `next-id` setting is trusted.
 const OPTIONS_FOR: Duration = Duration::from_secs(600);

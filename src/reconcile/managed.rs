@@ -1,4 +1,18 @@
-//! What every managed kind runs through, whatever the kind: today the
-//! scope of its watch; the envelope around a pass grows here.
+//! What every managed kind runs through, whatever the kind:
+//!
+//! | module | what |
+//! |---|---|
+//! | [`envelope`] | the pass's hold: held here, report-only, or wait; cancelled when the term ends |
+//! | [`watch`] | the scope of every watch |
+//! | [`status`] | the status write (server-side apply, on the version read) |
+//! | [`tasks`], [`task_watch`] | a Proxmox task observed, and the resource woken when it ended |
+//! | [`reserve`] | a VMID, for the kinds that take one |
+//! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
 
+pub mod crud;
+pub mod envelope;
+pub mod reserve;
+pub mod status;
+pub mod task_watch;
+pub mod tasks;
 pub mod watch;

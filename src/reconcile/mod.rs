@@ -5,6 +5,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`vm`] | the ProxmoxVM slice: `plan` (spec + observed Proxmox state + status → the next step, pure) and `pass` (read → preflight → connect → observe and reserve → plan → act → settle → report) |
+//! | [`common`] | the vocabulary every kind uses, naming none: a provider config's state, the scheduler's grants, a task's state, the owner marker, events (pure) |
 //! | [`schedule`] | what many resources share, decided atomically: VMIDs, placement, per-node import/clone slots |
 //! | [`process`] | starting and stopping: the metrics server and the controllers until shutdown |
 //! | [`controllers`] | the composition root: every kind's watch and what triggers its pass |
@@ -20,6 +21,7 @@
 //! | [`identity`] | who a resource is, resolved once per pass |
 //! | [`invalid`] | objects that do not match the schema |
 
+pub mod common;
 pub mod configs;
 pub mod container;
 pub mod context;

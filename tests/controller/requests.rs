@@ -1,7 +1,9 @@
 //! What a pass costs the API server: with the ProxmoxVMs, provider configs
 //! and their Secrets in the controller's watch caches, an idle VM's passes
 //! read nothing from the API server and write nothing (its status is
-//! unchanged). Counted on the controller's own client.
+//! unchanged); a resource naming a config it may not use costs a few
+//! requests a minute, not a hot loop. Counted on the controller's own
+//! client.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -11,6 +13,7 @@ use http::Request;
 use kube::client::{Body, ClientBuilder};
 use serde_json::json;
 
+use crate::reconcile::containers::{container, ct_condition, debian};
 use crate::reconcile::{Controller, Env, Options, manifests};
 use crate::support;
 
@@ -102,5 +105,78 @@ async fn idle_passes_read_nothing_from_the_api_server_and_write_nothing() {
         on("POST", "/events"),
         0,
         "nothing happened worth an event: {report}"
+    );
+}
+
+/// A tenant's ProxmoxContainer naming another namespace's ProviderConfig
+/// (not one of its own namespace) or a ClusterProviderConfig (not served
+/// to a namespaced provider): each is told `ProviderConfigNotFound`, and
+/// then costs the API server at most a pass per retry (30 s), like a VM.
+/// Before, the container plan asked for its finalizer first, the pass
+/// could not write it without a config and called it done: a pass again
+/// at once, hundreds of requests a second, and no condition at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_naming_a_config_it_may_not_use_costs_a_few_requests_a_minute() {
+    let mut env = Env::without_controller("requests-foreign", Options::default()).await;
+    // Another team's namespace, with a ProviderConfig of its own.
+    let other = support::namespace("requests-other").await;
+    let mut theirs = manifests::provider_config(&env.sim, &json!({}));
+    theirs["metadata"]["name"] = json!("theirs");
+    let theirs = serde_json::from_value(theirs).expect("a Kubernetes object");
+    support::apply_objects(&[theirs], Some(other.name())).await;
+    let counts: Counts = Arc::default();
+    let controller = Controller::start(counting_client(counts.clone()), env.settings()).await;
+    let mut foreign = container("foreign", debian(json!({})));
+    foreign["spec"]["providerConfigRef"] = json!({"kind": "ProviderConfig", "name": "theirs"});
+    env.apply(&foreign).await;
+    let mut cluster = container("cluster", debian(json!({})));
+    cluster["spec"]["providerConfigRef"] =
+        json!({"kind": "ClusterProviderConfig", "name": "nowhere"});
+    env.apply(&cluster).await;
+    for name in ["foreign", "cluster"] {
+        env.wait_container(
+            name,
+            "Synced=False ProviderConfigNotFound",
+            |ct| match ct_condition(ct, "Synced") {
+                Some(c) if c.reason == "ProviderConfigNotFound" => Ok(()),
+                other => Err(format!("Synced is {other:?}")),
+            },
+        )
+        .await;
+    }
+    // Let the first status writes settle, then measure.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    counts.lock().unwrap().clear();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let seen = counts.lock().unwrap().clone();
+    controller.stop().await;
+    env.controller = None;
+    let report = format!("{seen:#?}");
+    let on = |resource: &str| -> u32 {
+        seen.iter()
+            .filter(|((_, path), _)| path.contains(resource))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    // One retry each in 20 s at most, and an unchanged status is not
+    // written: a handful, where the hot loop sent thousands.
+    assert!(
+        on("/proxmoxcontainers") <= 4,
+        "the two containers' requests in 20 s: {report}"
+    );
+    assert!(
+        on("providerconfigs") <= 4,
+        "the configs they name are not read again and again: {report}"
+    );
+    let total: u32 = seen.values().sum();
+    assert!(
+        total <= 60,
+        "everything the controller sent in 20 s ({total}): {report}"
+    );
+    // Nothing was added that would hold the deletion.
+    let ct = env.container("foreign").await;
+    assert!(
+        ct.metadata.finalizers.unwrap_or_default().is_empty(),
+        "no finalizer without a usable config"
     );
 }

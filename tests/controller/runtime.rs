@@ -1,5 +1,5 @@
 //! The controller as a process: /metrics, /healthz and /readyz; leader
-//! election between two replicas, and between the providers of two
+//! election between two replicas (a VM and a container each), and between the providers of two
 //! namespaces sharing one namespace for their Leases.
 
 use std::time::Duration;
@@ -11,6 +11,7 @@ use provider_proxmox::reconcile::LeaderElection;
 use provider_proxmox::reconcile::runtime::shards::assign::assign;
 use serde_json::json;
 
+use crate::reconcile::containers::{container, debian};
 use crate::reconcile::{Controller, DEADLINE, Env, Options, manifests};
 use crate::support;
 
@@ -148,7 +149,11 @@ async fn one_of_two_replicas_holds_the_config_and_the_other_takes_over() {
 
     env.apply(&manifests::vm("web", manifests::imported(json!({}))))
         .await;
+    // A container of the same config goes through the same envelope: only
+    // the holder acts for it, and the other replica takes it over too.
+    env.apply(&container("ct", debian(json!({})))).await;
     env.wait_ready("web").await;
+    let ct_vmid = env.wait_container_ready("ct").await;
     assert_eq!(holder().await, Some(wanted.clone()));
     assert!(
         !standing
@@ -185,6 +190,23 @@ async fn one_of_two_replicas_holds_the_config_and_the_other_takes_over() {
             other => Err(other.to_owned()),
         }
     })
+    .await;
+    env.patch_container(
+        "ct",
+        json!({"spec": {"forProvider": {"powerState": "Stopped"}}}),
+    )
+    .await;
+    let client = env.sim.client();
+    support::poll(
+        "the other replica to stop the container",
+        DEADLINE,
+        || async {
+            match client.container_status("pve", ct_vmid).await {
+                Ok(status) if !status.is_running() => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
     .await;
     assert!(
         survivor

@@ -26,13 +26,13 @@
 //! changed (a fixed Secret reaches a waiting VM at once, not at its next
 //! retry); a spec change or a deletion of a config wakes them directly.
 //!
-//! A config in use cannot be deleted: see [`in_use`].
+//! A config in use cannot be deleted: see
+//! [`crate::reconcile::providers::in_use`].
 //!
 //! With leader election, only the replica holding a config's Lease runs
 //! its passes (checks it, writes its status, which names that replica in
 //! `status.holder`); the others skip it until they gain it.
 
-pub mod in_use;
 mod kind;
 mod probe;
 mod reconcile;
@@ -135,7 +135,7 @@ pub async fn run(
         users,
         probes: probe::Probes::default(),
         events,
-        failures: Memory::default(),
+        failures: Memory::<()>::default(),
         scope: scope.clone(),
         shards,
     });

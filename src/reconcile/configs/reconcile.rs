@@ -13,20 +13,20 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
-use super::in_use;
 use super::kind::ConfigObject;
 use super::probe::Probes;
 use super::report;
 use super::users::Users;
 use crate::api::ProviderConfigKind;
+use crate::reconcile::common::event::Event;
 use crate::reconcile::error::Error;
 use crate::reconcile::events::Events;
 use crate::reconcile::invalid;
+use crate::reconcile::managed::status;
+use crate::reconcile::providers::in_use;
 use crate::reconcile::providers::{ConfigKey, Providers};
 use crate::reconcile::runtime::memory::Memory;
 use crate::reconcile::runtime::shards::{Hold, Shards};
-use crate::reconcile::vm::pass::status;
-use crate::reconcile::vm::plan;
 
 /// How long a pass waits for the VM cache to be filled (users are counted
 /// from it).
@@ -45,7 +45,7 @@ pub struct Ctx {
     /// Event publisher (shared with the VM controller).
     pub events: Events,
     /// Consecutive failed passes, for backoff.
-    pub failures: Memory,
+    pub failures: Memory<()>,
     /// The namespace a test controller is limited to (see
     /// `Settings::namespace`).
     pub scope: Option<String>,
@@ -170,7 +170,7 @@ async fn pass<K: ConfigObject>(
         && report::message(old) != Some(why)
     {
         tracing::info!(config = %key, %why, "provider config deletion waits for its ProxmoxVMs");
-        let event = plan::Event {
+        let event = Event {
             warning: true,
             reason: "InUse",
             note: why.clone(),

@@ -32,13 +32,20 @@ struct Containers {
     wake: UnboundedSender<CtRef>,
 }
 
+/// The image cache, and how to wake one of them.
+#[derive(Clone)]
+struct Images {
+    store: Store<ProxmoxImage>,
+    wake: UnboundedSender<ObjectRef<ProxmoxImage>>,
+}
+
 /// The VMs of each config, from the VM controller's cache (and its
 /// containers, from the container controller's).
 #[derive(Clone)]
 pub struct Users {
     store: Store<Guarded>,
     containers: Option<Containers>,
-    images: Option<Store<ProxmoxImage>>,
+    images: Option<Images>,
     listed: Arc<AtomicBool>,
     wake: UnboundedSender<ObjectRef<Guarded>>,
 }
@@ -68,11 +75,15 @@ impl Users {
         self
     }
 
-    /// Counts the ProxmoxImages of `store` as users too: an image deletes
+    /// Counts the ProxmoxImages of `store` as users too (an image deletes
     /// its files through its config, so the config is not released while
-    /// one is left. (Images are not woken: they look again on their timer.)
-    pub fn with_images(mut self, store: Store<ProxmoxImage>) -> Self {
-        self.images = Some(store);
+    /// one is left) and wakes them with the config's VMs through `wake`.
+    pub fn with_images(
+        mut self,
+        store: Store<ProxmoxImage>,
+        wake: UnboundedSender<ObjectRef<ProxmoxImage>>,
+    ) -> Self {
+        self.images = Some(Images { store, wake });
         self
     }
 
@@ -82,6 +93,7 @@ impl Users {
             return vec![];
         };
         images
+            .store
             .state()
             .iter()
             .filter(|image| ConfigKey::of(image.as_ref()) == *key)
@@ -122,8 +134,9 @@ impl Users {
     /// wrong).
     pub fn listed(&self) -> bool {
         // An image cache not filled yet would count no image.
-        let images = self.images.as_ref().is_none_or(|store| {
-            futures::FutureExt::now_or_never(store.wait_until_ready()).is_some_and(|r| r.is_ok())
+        let images = self.images.as_ref().is_none_or(|images| {
+            futures::FutureExt::now_or_never(images.store.wait_until_ready())
+                .is_some_and(|r| r.is_ok())
         });
         images && self.listed.load(Ordering::SeqCst)
     }
@@ -152,8 +165,8 @@ impl Users {
         names
     }
 
-    /// Asks for a pass of every VM (and container) referring to `key`;
-    /// returns how many.
+    /// Asks for a pass of every VM, container and image referring to
+    /// `key`; returns how many.
     pub fn wake(&self, key: &ConfigKey) -> usize {
         let refs = self.of(key);
         for r in &refs {
@@ -166,7 +179,18 @@ impl Users {
                 let _ = c.wake.unbounded_send(r.clone());
             }
         }
-        refs.len() + containers.len()
+        // Images too: a config gained, created or fixed is the change an
+        // image waiting on it waits for (see `managed::envelope`).
+        let mut images = 0;
+        if let Some(i) = &self.images {
+            for image in i.store.state() {
+                if ConfigKey::of(image.as_ref()) == *key {
+                    images += 1;
+                    let _ = i.wake.unbounded_send(ObjectRef::from_obj(image.as_ref()));
+                }
+            }
+        }
+        refs.len() + containers.len() + images
     }
 }
 

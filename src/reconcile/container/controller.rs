@@ -13,8 +13,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
-use futures::{FutureExt, StreamExt};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
@@ -23,7 +23,7 @@ use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use super::pass::{error_policy, reconcile};
 use crate::api::ProxmoxContainer;
 use crate::reconcile::context::Context;
-use crate::reconcile::managed::watch::scoped;
+use crate::reconcile::managed::watch::{never_listed, scoped};
 
 /// The cache of ProxmoxContainers, made before the [`Context`] that holds
 /// its reader.
@@ -72,24 +72,7 @@ pub async fn run(
                 Err(e) => tracing::debug!(error = %e, "container controller"),
             }
         });
-    // kube-runtime holds the runner until the cache has listed, and keeps
-    // holding it through a graceful shutdown: a watch that never lists (an
-    // RBAC without proxmoxcontainers list/watch) would keep the process
-    // from stopping. Once stopping, a cache that never listed has no pass
-    // to finish.
-    let never_listed = {
-        let store = ctx.containers.clone();
-        async move {
-            stop.await;
-            if store.wait_until_ready().now_or_never().is_none() {
-                tracing::warn!(
-                    "the ProxmoxContainer watch never listed (RBAC without list/watch of proxmoxcontainers?): stopping without it"
-                );
-            } else {
-                std::future::pending::<()>().await;
-            }
-        }
-    };
+    let never_listed = never_listed(ctx.containers.clone(), "ProxmoxContainer", stop);
     tokio::select! {
         () = run => {}
         () = never_listed => {}

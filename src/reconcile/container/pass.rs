@@ -29,19 +29,21 @@ use crate::api::meta;
 use crate::api::rules::PASSWORD_MAX_BYTES;
 use crate::api::vm::PlacementPolicy;
 use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
+use crate::reconcile::common::finalizer;
+use crate::reconcile::common::grants::{Placement, PlacementRequest};
+use crate::reconcile::common::images::NamedImage;
 use crate::reconcile::context::Context;
 use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::ClusterView;
+use crate::reconcile::managed::envelope::{self, run_held};
+use crate::reconcile::managed::reserve::allocate_vmid;
+use crate::reconcile::managed::status::apply_on;
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
+use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::schedule::{Candidates, LabelCounts};
-use crate::reconcile::vm::pass::observe::Sources;
-use crate::reconcile::vm::pass::reserve::allocate_vmid;
-use crate::reconcile::vm::pass::status::apply_on;
-use crate::reconcile::vm::plan::{
-    HostView, NamedImage, Placement, PlacementRequest, ProviderState,
-};
+use crate::reconcile::vm::plan::HostView;
 
 /// Task types of a container's own tasks (pve-container), which hold any
 /// other dispatch while the node lists one as running.
@@ -72,28 +74,25 @@ pub async fn reconcile(
     let Some(id) = Identity::of(&ct.metadata) else {
         return Ok(Action::await_change());
     };
-    let key = ConfigKey::of(ct);
-    let hold = match ctx.shards.hold(&key) {
-        Some(hold) => hold,
-        None => match ctx.providers.is_missing(&key) {
-            Some(true) => ctx.shards.to_report(&key),
-            // Held by another replica: its holder reconciles it; looked at
-            // again in a while in case this replica gains the config.
-            Some(false) => return Ok(Action::requeue(Duration::from_secs(30))),
-            None => return Ok(Action::requeue(Duration::from_secs(1))),
-        },
+    let hold = match envelope::hold(&ctx, &ConfigKey::of(ct)) {
+        Ok(hold) => hold,
+        Err(action) => return Ok(action),
     };
     let _admitted = ctx.queue.admit(&ctx.metrics).await;
     let span = tracing::info_span!("reconcile", container = %id);
-    let result = tokio::select! {
-        result = tracing::Instrument::instrument(pass(ct, &id, &ctx), span) => result,
-        () = hold.lost() => Err(Error::Fenced { config: hold.key().to_string() }),
-    };
+    let result = run_held(
+        &hold,
+        tracing::Instrument::instrument(pass(ct, &id, &ctx, &hold), span),
+    )
+    .await;
     match result {
         Ok(requeue) => {
             ctx.memory.succeeded(&id.uid);
             Ok(Action::requeue(requeue))
         }
+        // Another replica holds the config now: gaining it again wakes
+        // this resource.
+        Err(Error::Fenced { .. }) => Ok(Action::await_change()),
         Err(e) => {
             tracing::warn!(container = %id, error = %e, "pass failed");
             Ok(Action::requeue(ctx.memory.failed(&id.uid)))
@@ -130,9 +129,26 @@ impl From<pve_client::Error> for Failure {
     }
 }
 
-async fn pass(ct: &ProxmoxContainer, id: &Identity, ctx: &Context) -> Result<Duration, Error> {
+async fn pass(
+    ct: &ProxmoxContainer,
+    id: &Identity,
+    ctx: &Context,
+    hold: &Hold,
+) -> Result<Duration, Error> {
+    // Connecting may mark the config in use (a write to it).
+    ctx.shards.fence(hold)?;
     let connection = ctx.providers.connect(ct).await?;
+    // The config exists after all: its holder takes over.
+    if hold.report_only() && connection.is_ok() {
+        return Err(Error::Fenced {
+            config: hold.key().to_string(),
+        });
+    }
     let now = Timestamp::now();
+    let task_timeout = match &connection {
+        Ok(conn) => conn.timing.task_timeout,
+        Err(_) => crate::api::provider_config::Timing::default().task_timeout,
+    };
     let (plan, conn, password) = match connection {
         Ok(conn) => match observe(ct, id, ctx, &conn).await {
             Ok((obs, password)) => (plan::plan(ct, id, &obs, now), Some(conn), password),
@@ -145,27 +161,25 @@ async fn pass(ct: &ProxmoxContainer, id: &Identity, ctx: &Context) -> Result<Dur
         },
         Err(state) => {
             let mut obs = Observation::unobserved(ctx.providers.default_resync());
-            obs.connection = Err(match state {
-                ProviderState::Unusable { message } | ProviderState::NotFound { message } => {
-                    message
-                }
-                // `connect` answers Ready only with a connection.
-                ProviderState::Ready { .. } => "the provider config is not usable".to_owned(),
-            });
+            obs.connection = Err(state);
             (plan::plan(ct, id, &obs, now), None, None)
         }
     };
-    let outcome = act(ct, id, ctx, conn.as_ref(), &plan.step, password).await;
+    let outcome = match ctx.shards.fence(hold) {
+        Ok(()) => Ok(act(ct, id, ctx, conn.as_ref(), &plan.step, password).await),
+        Err(fenced) => Err(fenced),
+    };
     if let (Some(conn), Step::RecordVmid(_)) = (&conn, &plan.step)
-        && outcome != Outcome::Done
+        && !matches!(outcome, Ok(Outcome::Done))
     {
         ctx.scheduler.release_vmid(&conn.key, &id.uid);
     }
+    let outcome = outcome?;
     if let (Some(conn), Step::RemoveFinalizer, Outcome::Done) = (&conn, &plan.step, &outcome) {
         ctx.scheduler.forget(&conn.key, &id.uid);
     }
-    let plan = plan::settle(plan, &outcome, Timestamp::now());
-    report(ct, id, ctx, &plan).await?;
+    let plan = plan::settle(plan, &outcome, Timestamp::now(), task_timeout);
+    report(ct, id, ctx, hold, &plan).await?;
     Ok(plan.requeue)
 }
 
@@ -178,16 +192,6 @@ async fn observe(
 ) -> Result<(Observation, Option<pve_client::Secret>), Failure> {
     let client = &conn.client;
     let poll = conn.timing.poll_interval;
-    let from = Sources {
-        kube: &ctx.kube,
-        client,
-        inventory: &ctx.inventory,
-        key: &conn.key,
-        max_age: poll,
-        store: &ctx.store,
-        memory: &ctx.memory,
-        images: &ctx.images,
-    };
     let status = ct.status.clone().unwrap_or_default();
     let spec = &ct.spec.for_provider;
     let mut obs = Observation::unobserved(poll);
@@ -218,12 +222,12 @@ async fn observe(
         Some(vmid) => vmid,
         None => {
             if !deleting && spec.vmid.is_none() {
-                obs.vmid = Some(allocate_vmid(ctx, from, conn, id).await);
+                obs.vmid = Some(allocate_vmid(ctx, conn, id).await);
             }
             return Ok((obs, None));
         }
     };
-    let view = from.view().await?;
+    let view = ctx.inventory.view(&conn.key, client, poll).await?;
     // Where to look: where the cluster lists it, else where it was
     // created, else where the spec puts it.
     let listed = view.containers.get(&vmid).cloned();
@@ -462,30 +466,30 @@ async fn act(
         }
     };
     let version = ct.resource_version().unwrap_or_default();
-    let others: Vec<&String> = ct
-        .finalizers()
-        .iter()
-        .filter(|f| *f != meta::FINALIZER)
-        .collect();
     let Some(client) = conn.map(|c| &c.client) else {
         return match step {
-            Step::RemoveFinalizer => {
-                metadata(json!({"metadata": {"resourceVersion": version, "finalizers": others}}))
-                    .await
+            Step::Idle => Outcome::Done,
+            Step::RemoveFinalizer => metadata(finalizer::patch(&ct.metadata, false)).await,
+            // The plan decides nothing else without a usable config; were
+            // it to, the step is not pretended done (a step "done" without
+            // being sent was a pass again at once, a hot loop).
+            Step::AddFinalizer
+            | Step::RecordVmid(_)
+            | Step::Pull { .. }
+            | Step::Create { .. }
+            | Step::Configure { .. }
+            | Step::Start { .. }
+            | Step::Shutdown { .. }
+            | Step::Stop { .. }
+            | Step::Destroy { .. } => {
+                Outcome::Failed("the step needs a usable provider config".to_owned())
             }
-            _ => Outcome::Done,
         };
     };
     match step {
         Step::Idle => Outcome::Done,
-        Step::AddFinalizer => {
-            let mut list: Vec<&str> = others.iter().map(|s| s.as_str()).collect();
-            list.push(meta::FINALIZER);
-            metadata(json!({"metadata": {"resourceVersion": version, "finalizers": list}})).await
-        }
-        Step::RemoveFinalizer => {
-            metadata(json!({"metadata": {"resourceVersion": version, "finalizers": others}})).await
-        }
+        Step::AddFinalizer => metadata(finalizer::patch(&ct.metadata, true)).await,
+        Step::RemoveFinalizer => metadata(finalizer::patch(&ct.metadata, false)).await,
         // On the version read: two writers can never both record a VMID.
         Step::RecordVmid(vmid) => {
             metadata(json!({"metadata": {
@@ -538,9 +542,11 @@ async fn report(
     ct: &ProxmoxContainer,
     id: &Identity,
     ctx: &Context,
+    hold: &Hold,
     plan: &Plan,
 ) -> Result<(), Error> {
     for event in &plan.events {
+        ctx.shards.fence(hold)?;
         ctx.events.publish(ct, event).await;
     }
     let unchanged = ct.status.as_ref() == Some(&plan.status);
@@ -550,6 +556,7 @@ async fn report(
     }
     let api: Api<ProxmoxContainer> = Api::namespaced(ctx.kube.clone(), &id.namespace);
     let status: &ProxmoxContainerStatus = &plan.status;
+    ctx.shards.fence(hold)?;
     apply_on(&api, &id.name, status, None).await?;
     Ok(())
 }

@@ -14,8 +14,8 @@ use pve_client::vm::Tags;
 
 use crate::api::container::{ContainerParameters, ContainerTemplate, OciImage};
 use crate::api::quantity::Quantity;
+use crate::reconcile::common::owner::{description, marker_line_of, user_part};
 use crate::reconcile::identity::Identity;
-use crate::reconcile::vm::plan::{description, marker_line_of, user_part};
 
 /// A spec value that cannot be carried out (a quantity the API server let
 /// through but that is not a size).

@@ -10,8 +10,10 @@ use super::plan::{Container, Observation, Outcome, Seen, Step, TaskSeen, plan, s
 use crate::api::ProxmoxContainer;
 use crate::api::condition::{ConditionStatus, ConditionType, Reason, find};
 use crate::api::vm::TaskAction;
+use crate::reconcile::common::grants::{Placement, VmidGrant};
+use crate::reconcile::common::owner::marker_line_of;
+use crate::reconcile::common::provider::ProviderState;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::vm::plan::{Placement, VmidGrant, marker_line_of};
 
 const UID: &str = "u-1";
 
@@ -492,6 +494,7 @@ fn a_started_task_is_recorded_and_its_end_observed() {
             type_: "vzcreate".into(),
         },
         now(),
+        Duration::from_secs(600),
     );
     let task = settled.status.at_provider.task.clone().unwrap();
     assert_eq!(
@@ -499,6 +502,11 @@ fn a_started_task_is_recorded_and_its_end_observed() {
         (TaskAction::Create, upid)
     );
     assert!(settled.events.iter().any(|e| e.reason == "TaskStarted"));
+    assert_eq!(
+        task.deadline.0,
+        now() + Duration::from_secs(600),
+        "the deadline is the provider config's tasks.timeout"
+    );
 
     // The next pass, the task ended: cleared, and on to the next step.
     let mut c = ct(json!({}), recorded(), json!({}));
@@ -552,7 +560,12 @@ fn ready_follows_the_container_and_carries_the_generation() {
     assert_eq!(ready.status, ConditionStatus::True);
     assert_eq!(ready.observed_generation, Some(1));
     assert_eq!(p.status.observed_generation, Some(1));
-    let refused = settle(p, &Outcome::Failed("500 boom".into()), now());
+    let refused = settle(
+        p,
+        &Outcome::Failed("500 boom".into()),
+        now(),
+        Duration::from_secs(600),
+    );
     let synced = find(&refused.status.conditions, ConditionType::Synced).unwrap();
     assert_eq!(synced.status, ConditionStatus::False);
 }
@@ -564,7 +577,7 @@ fn ready_follows_the_container_and_carries_the_generation() {
 #[test]
 fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
     use crate::api::image::ImageContent;
-    use crate::reconcile::vm::plan::NamedImage;
+    use crate::reconcile::common::images::NamedImage;
     let c = ct(
         json!({"template": {"image": {"name": "alpine"}}}),
         recorded(),
@@ -625,3 +638,56 @@ fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
 
 mod limits;
 mod names;
+/// A config that is missing or cannot be used: the same condition and
+/// retry as a VM's, and no finalizer written for it (the finalizer step
+/// could not be carried out without a config, and came back at once).
+#[test]
+fn a_missing_or_unusable_config_is_reported_before_the_finalizer() {
+    let mut fresh = ct(json!({}), json!({}), json!({}));
+    fresh.metadata.finalizers = None;
+    let cases = [
+        (
+            "missing",
+            ProviderState::NotFound {
+                message: "ClusterProviderConfig nope not found".into(),
+            },
+            "ProviderConfigNotFound",
+        ),
+        (
+            "unusable",
+            ProviderState::Unusable {
+                message: "the credentials Secret ns/pve does not exist".into(),
+            },
+            "ReconcileError",
+        ),
+    ];
+    for (name, state, reason) in cases {
+        let o = Observation {
+            connection: Err(state),
+            ..obs(Container::Unknown)
+        };
+        let p = plan(&fresh, &id(), &o, now());
+        assert_eq!(p.step, Step::Idle, "{name}");
+        assert_eq!(p.requeue, Duration::from_secs(30), "{name}: the VM's retry");
+        let synced = find(&p.status.conditions, ConditionType::Synced).unwrap();
+        assert_eq!(
+            (synced.status, synced.reason.as_str()),
+            (ConditionStatus::False, reason),
+            "{name}"
+        );
+    }
+    // Being deleted with nothing created: the finalizer goes.
+    let mut deleting = ct(json!({}), json!({}), json!({}));
+    deleting.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    let o = Observation {
+        connection: Err(ProviderState::NotFound {
+            message: "gone".into(),
+        }),
+        ..obs(Container::Unknown)
+    };
+    assert_eq!(
+        plan(&deleting, &id(), &o, now()).step,
+        Step::RemoveFinalizer
+    );
+}

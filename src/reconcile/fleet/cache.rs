@@ -5,7 +5,7 @@ use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::api::ProxmoxImage;
-use crate::reconcile::vm::plan::{ImageLookup, ImageTemplate};
+use crate::reconcile::common::images::{ImageLookup, ImageTemplate};
 
 /// The ProxmoxImages the controller watches.
 pub type Images = Store<ProxmoxImage>;

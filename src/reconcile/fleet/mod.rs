@@ -23,7 +23,6 @@ pub mod wake;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -38,8 +37,10 @@ use crate::api::{ProxmoxImage, ProxmoxVM};
 use crate::reconcile::context::Context;
 use crate::reconcile::error::Error;
 use crate::reconcile::inventory::ClusterView;
-use crate::reconcile::managed::watch::scoped;
+use crate::reconcile::managed::envelope::run_held;
+use crate::reconcile::managed::watch::{never_listed, scoped};
 use crate::reconcile::providers::ConfigKey;
+use crate::reconcile::runtime::shards::Hold;
 
 /// How soon an image whose template's storage is not known yet is looked
 /// at again (the VM passes read the cluster view meanwhile).
@@ -55,21 +56,15 @@ pub async fn run(
 ) {
     let api: Api<ProxmoxImage> = scoped(&ctx.kube, ctx.settings.namespace.as_deref());
     let clones = wake::Clones::new(ctx.images.clone(), ctx.store.clone(), ctx.waker.clone());
-    let listed = Arc::new(AtomicBool::new(false));
-    let seen = Arc::clone(&listed);
     // No predicate: the image controller's status writes (a location
     // Ready) are what this controller acts on.
     let images = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
-        .inspect(move |event| {
-            if matches!(event, Ok(watcher::Event::InitDone)) {
-                seen.store(true, Ordering::Relaxed);
-            }
-            clones.see(event);
-        })
+        .inspect(move |event| clones.see(event))
         .modify(|image| image.metadata.managed_fields = None)
         .reflect(writer)
         .applied_objects();
+    let ctx_images = ctx.images.clone();
     let controller = Controller::for_stream(images, ctx.images.clone())
         .reconcile_on(wakeups)
         .graceful_shutdown_on(stop.clone())
@@ -79,15 +74,7 @@ pub async fn run(
                 tracing::debug!(error = %e, "fleet controller");
             }
         });
-    // A controller whose images were never listed (its RBAC does not
-    // allow it, the CRD is missing) runs no pass, and its graceful
-    // shutdown would wait for that first list forever: it just ends.
-    let unlisted = async move {
-        stop.await;
-        if listed.load(Ordering::Relaxed) {
-            std::future::pending::<()>().await;
-        }
-    };
+    let unlisted = never_listed(ctx_images, "ProxmoxImage (fleet)", stop);
     tokio::select! {
         () = controller => {}
         () = unlisted => {}
@@ -99,10 +86,25 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
     let key = config_key(&image);
     // Another replica holds the config (it writes the image's templates),
     // or nobody yet: this one may take its Lease later, and nothing else
-    // would bring the image back then. Looking again costs no request.
-    if !ctx.shards.holds(&key) {
+    // would bring the image back then (gaining a config wakes the image
+    // controller's passes, not this one's). Looking again costs no request.
+    let Some(hold) = ctx.shards.hold(&key) else {
         return Ok(Action::requeue(RECHECK));
-    }
+    };
+    // Every write below is fenced, as every kind's: the creates and
+    // deletes carry preconditions, but a paused replica past its Lease
+    // must not write even those (a template created twice over a
+    // handover is harmless; one deleted by a stale cache is not).
+    run_held(&hold, fleet_pass(&image, &ctx, &hold, &key)).await
+}
+
+/// The pass of [`reconcile`], under `hold`.
+async fn fleet_pass(
+    image: &ProxmoxImage,
+    ctx: &Context,
+    hold: &Hold,
+    key: &ConfigKey,
+) -> Result<Action, Error> {
     let namespace = image.namespace().unwrap_or_default();
     let state = ctx.store.state();
     let vms: Vec<&ProxmoxVM> = state
@@ -110,18 +112,19 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
         .filter_map(|obj| obj.0.as_ref().ok())
         .filter(|vm| vm.namespace().as_deref() == Some(namespace.as_str()))
         .collect();
-    let view = view(&ctx, &key, &image, &vms).await;
-    let work = templates::work(&image, &vms, &View(view.as_deref()));
+    let view = view(ctx, key, image, &vms).await;
+    let work = templates::work(image, &vms, &View(view.as_deref()));
     let vm_api: Api<ProxmoxVM> = Api::namespaced(ctx.kube.clone(), &namespace);
     for name in &work.taken {
-        tracing::warn!(image = %cache::full_name(&image), template = %name, "a ProxmoxVM that is not the image's has the name of its template; left alone, no template on that node");
+        tracing::warn!(image = %cache::full_name(image), template = %name, "a ProxmoxVM that is not the image's has the name of its template; left alone, no template on that node");
     }
     for (name, manifest) in &work.create {
-        tracing::info!(image = %cache::full_name(&image), template = %name, "creating the image's template");
+        tracing::info!(image = %cache::full_name(image), template = %name, "creating the image's template");
+        ctx.shards.fence(hold)?;
         create(&vm_api, manifest).await?;
     }
     for (name, uid) in &work.delete {
-        tracing::info!(image = %cache::full_name(&image), template = %name, "deleting the image's template");
+        tracing::info!(image = %cache::full_name(image), template = %name, "deleting the image's template");
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: Some(uid.clone()),
@@ -129,6 +132,7 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
             }),
             ..DeleteParams::default()
         };
+        ctx.shards.fence(hold)?;
         match vm_api.delete(name, &params).await {
             Ok(_) => {}
             // Gone already, or another object of the name now.
@@ -138,6 +142,7 @@ async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action
     }
     if let Some(patch) = &work.status {
         let images: Api<ProxmoxImage> = Api::namespaced(ctx.kube.clone(), &namespace);
+        ctx.shards.fence(hold)?;
         images
             .patch_status(
                 &image.name_any(),

@@ -60,7 +60,13 @@ impl Clones {
 }
 
 /// What of an image a waiting clone decides from.
-fn progress(image: &ProxmoxImage) -> (Option<i64>, bool, crate::reconcile::vm::plan::ImageLookup) {
+fn progress(
+    image: &ProxmoxImage,
+) -> (
+    Option<i64>,
+    bool,
+    crate::reconcile::common::images::ImageLookup,
+) {
     (
         image.metadata.generation,
         image.metadata.deletion_timestamp.is_some(),

@@ -71,6 +71,11 @@ impl ImageWaker {
         (Self { sender, vms }, rx)
     }
 
+    /// How to ask the image controller for a pass of one image.
+    pub fn sender(&self) -> UnboundedSender<ObjectRef<ProxmoxImage>> {
+        self.sender.clone()
+    }
+
     /// Sees one event of the VM watch.
     pub fn see(&self, event: &Result<watcher::Event<DeserializeGuard<ProxmoxVM>>, watcher::Error>) {
         let (obj, gone) = match event {
@@ -199,20 +204,11 @@ pub async fn run(
                 .combine(templates),
             Default::default(),
         );
-    // kube-runtime holds the passes until the cache has listed, and a
-    // graceful shutdown waits for them: when the images cannot be listed
-    // (an RBAC without proxmoximages) it would wait forever. No pass has
-    // run then, so nothing is cut short by not waiting.
-    let never_listed = {
-        let (reader, stop) = (reader.clone(), stop.clone());
-        async move {
-            stop.await;
-            if futures::FutureExt::now_or_never(reader.wait_until_ready()).is_none() {
-                return;
-            }
-            futures::future::pending::<()>().await;
-        }
-    };
+    let never_listed = crate::reconcile::managed::watch::never_listed(
+        reader.clone(),
+        "ProxmoxImage",
+        stop.clone(),
+    );
     let controller = Controller::for_stream(images, reader)
         .reconcile_on(wakeups)
         .with_config(Config::default().concurrency(0))

@@ -26,46 +26,30 @@ use super::plan::{self, Call, CallKind, Input, Site, Step, Target, Timing, World
 use super::refs;
 use crate::api::ProxmoxImage;
 use crate::api::image::{ImageContent, LocationPhase};
+use crate::reconcile::common::finalizer;
+use crate::reconcile::common::tasks::TaskState;
 use crate::reconcile::context::Context;
 use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::managed::envelope::{self, run_held};
+use crate::reconcile::managed::tasks;
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::runtime::wake::vm_ref;
-use crate::reconcile::vm::pass::observe::tasks;
-use crate::reconcile::vm::plan::{ProviderState, TaskState};
 use pve_client::lxc::OciPull;
 use pve_client::{Checksum, Client, DownloadContent, DownloadUrl, Upid};
-
-/// How soon a pass that came before the config caches had listed is tried
-/// again.
-const CONFIGS_LISTING: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// How soon an image of a config another replica holds looks again.
-const NOT_HELD: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The image controller's reconcile function: only for a config this
 /// replica holds, like a VM's (see [`crate::reconcile::runtime::shards`]).
 pub async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = ConfigKey::of(image.as_ref());
-    let hold = match ctx.shards.hold(&key) {
-        Some(hold) => hold,
-        None => match ctx.providers.is_missing(&key) {
-            Some(true) => ctx.shards.to_report(&key),
-            // Held by another replica. Gaining a config wakes its VMs, not
-            // its images: an image looks again on a timer (no request, a
-            // cache lookup).
-            Some(false) => return Ok(Action::requeue(NOT_HELD)),
-            None => return Ok(Action::requeue(CONFIGS_LISTING)),
-        },
+    let hold = match envelope::hold(&ctx, &ConfigKey::of(image.as_ref())) {
+        Ok(hold) => hold,
+        Err(action) => return Ok(action),
     };
     let _admitted = ctx.queue.admit(&ctx.metrics).await;
     let span = tracing::info_span!("image", image = %format!("{}/{}", image.namespace().unwrap_or_default(), image.name_any()));
     let pass = tracing::Instrument::instrument(pass(&image, &ctx, &hold), span);
-    tokio::select! {
-        result = pass => result,
-        () = hold.lost() => Err(Error::Fenced { config: hold.key().to_string() }),
-    }
+    run_held(&hold, pass).await
 }
 
 /// After a failed pass: retried with the resource's backoff.
@@ -111,7 +95,7 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
                 resync: ctx.providers.default_resync(),
                 task_timeout: default.task_timeout,
             };
-            (timing, World::NoConfig(state_message(&state)), None)
+            (timing, World::NoConfig(state), None)
         }
     };
     let input = Input {
@@ -170,15 +154,6 @@ fn timing_of(connection: &Connection) -> Timing {
         poll: connection.timing.poll_interval,
         resync: connection.timing.resync_interval,
         task_timeout: connection.timing.task_timeout,
-    }
-}
-
-fn state_message(state: &ProviderState) -> String {
-    match state {
-        ProviderState::NotFound { message } | ProviderState::Unusable { message } => {
-            message.clone()
-        }
-        ProviderState::Ready { .. } => "the provider config is usable".into(),
     }
 }
 
@@ -383,28 +358,13 @@ async fn act(
     }
 }
 
-/// Adds or removes the finalizer with a JSON merge patch carrying the
-/// resourceVersion read: a write from a stale read fails with 409, and
-/// nobody else's finalizer is lost.
+/// Adds or removes the finalizer (see [`finalizer::patch`]).
 async fn finalizer(
     api: &Api<ProxmoxImage>,
     image: &ProxmoxImage,
     present: bool,
 ) -> Result<(), kube::Error> {
-    let others = image
-        .finalizers()
-        .iter()
-        .filter(|f| *f != plan::FINALIZER)
-        .map(String::as_str);
-    let finalizers: Vec<&str> = if present {
-        others.chain([plan::FINALIZER]).collect()
-    } else {
-        others.collect()
-    };
-    let patch = json!({"metadata": {
-        "resourceVersion": image.resource_version(),
-        "finalizers": finalizers,
-    }});
+    let patch = finalizer::patch(&image.metadata, present);
     api.patch(
         &image.name_any(),
         &PatchParams::default(),

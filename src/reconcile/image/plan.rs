@@ -20,12 +20,12 @@ use crate::api::condition::{ConditionType, find};
 use crate::api::image::{ImageLocation, LocationPhase, ProxmoxImage, ProxmoxImageStatus};
 use crate::api::vm::{ChecksumAlgorithm, InFlightTask, TaskAction};
 use crate::api::{Condition, ConditionStatus, Reason, set_condition};
-use crate::reconcile::vm::plan::{
-    ActiveTask, Event, NOT_VISIBLE_GRACE, TaskOutcome, TaskState, backoff, started_at,
+use crate::reconcile::common::event::Event;
+use crate::reconcile::common::finalizer::has_finalizer;
+use crate::reconcile::common::provider::{self, ProviderState};
+use crate::reconcile::common::tasks::{
+    ActiveTask, NOT_VISIBLE_GRACE, TaskOutcome, TaskState, backoff, started_at,
 };
-
-/// The managed-resource finalizer (Crossplane's name), as on ProxmoxVMs.
-pub const FINALIZER: &str = "finalizer.managedresource.crossplane.io";
 
 /// Users named in a message; the rest are counted.
 const NAMED: usize = 5;
@@ -91,7 +91,7 @@ pub enum World {
     /// The locations and what each showed.
     Seen(Vec<(Target, Site)>),
     /// The provider config is missing or unusable.
-    NoConfig(String),
+    NoConfig(ProviderState),
     /// The cluster could not be read.
     Unreadable(String),
     /// `source.oci` on a Proxmox VE older than 9.1 (its version), which has
@@ -244,12 +244,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let users = input.users.vms.len() + input.users.containers.len();
     out.status.at_provider.users = Some(u32::try_from(users).unwrap_or(u32::MAX));
     let deleting = image.metadata.deletion_timestamp.is_some();
-    let has_finalizer = image
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == FINALIZER);
+    let has_finalizer = has_finalizer(&image.metadata);
     if deleting && !has_finalizer {
         out.requeue = None;
         return out;
@@ -303,13 +298,16 @@ pub fn plan(input: &Input<'_>) -> Plan {
             say(input, &mut out, (Reason::OciNeedsPve91, why), None);
             return out;
         }
-        World::NoConfig(why) => {
-            say(
-                input,
-                &mut out,
-                (Reason::ProviderConfigNotFound, why.clone()),
-                None,
-            );
+        World::NoConfig(state) => {
+            // Said and retried as for every kind.
+            let problem = state.problem().unwrap_or_else(|| {
+                (
+                    Reason::ReconcileError,
+                    "the provider config was not resolved".to_owned(),
+                )
+            });
+            say(input, &mut out, problem, None);
+            out.requeue = Some(provider::RETRY);
             return out;
         }
         World::Unreadable(why) => {
@@ -747,10 +745,20 @@ fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Sourc
         // Never seen while deleting (the pass reads the version only to
         // pull, and checks the download policy only when not deleting);
         // said as a cluster it cannot act on.
-        World::NoConfig(why)
-        | World::Unreadable(why)
-        | World::OciUnsupported(why)
-        | World::NotAllowed(why) => {
+        other @ (World::NoConfig(_)
+        | World::Unreadable(_)
+        | World::OciUnsupported(_)
+        | World::NotAllowed(_)) => {
+            let why = match other {
+                World::NoConfig(state) => state
+                    .problem()
+                    .map(|(_, message)| message)
+                    .unwrap_or_default(),
+                World::Unreadable(why) | World::OciUnsupported(why) | World::NotAllowed(why) => {
+                    why.clone()
+                }
+                World::Seen(_) => String::new(),
+            };
             if matches!(source, Source::Existing)
                 && out.status.at_provider.previous_volumes.is_empty()
             {

@@ -7,13 +7,13 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::names;
-use super::plan::{
-    self, Call, CallKind, FINALIZER, Input, Plan, Site, Step, Target, Timing, Users, World,
-};
+use super::plan::{self, Call, CallKind, Input, Plan, Site, Step, Target, Timing, Users, World};
 use crate::api::ProxmoxImage;
 use crate::api::condition::{ConditionType, find};
 use crate::api::image::LocationPhase;
-use crate::reconcile::vm::plan::{TaskOutcome, TaskState};
+use crate::reconcile::common::finalizer::FINALIZER;
+use crate::reconcile::common::provider::ProviderState;
+use crate::reconcile::common::tasks::{TaskOutcome, TaskState};
 use pve_client::Upid;
 
 const NOW: i64 = 1_800_000_000;
@@ -483,13 +483,23 @@ fn no_usable_config_is_said_and_nothing_sent() {
     let img = image(url_spec(), json!({}));
     let p = run(
         &img,
-        World::NoConfig("ProviderConfig ns/pve not found".into()),
+        World::NoConfig(ProviderState::NotFound {
+            message: "ProviderConfig ns/pve not found".into(),
+        }),
         Users::default(),
     );
     assert!(calls(&p).is_empty());
     assert_eq!(
         reason(&p, ConditionType::Synced),
         ("False".into(), "ProviderConfigNotFound".into())
+    );
+    // Looked at again like a VM or a container naming it (creating the
+    // config wakes it too); before, an image waited for a change of its
+    // own and stayed ProviderConfigNotFound after the config came.
+    assert_eq!(
+        p.requeue,
+        Some(std::time::Duration::from_secs(30)),
+        "the retry every kind uses"
     );
 }
 

@@ -8,6 +8,7 @@
 //! reconciler ([`super::configs`]) share it.
 
 mod build;
+pub mod in_use;
 mod key;
 
 pub(crate) use build::secret_value;
@@ -23,7 +24,6 @@ use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
-use super::configs::in_use::{self, Guard};
 use super::error::{Error, is_forbidden, is_invalid, is_not_found};
 use super::invalid::why_unreadable;
 use crate::api::meta::ConfigUser;
@@ -33,7 +33,8 @@ use crate::api::{
         CloneSources, ConfigReason, ContainerPolicy, DownloadPolicy, Limits, Timing,
     },
 };
-use crate::reconcile::vm::plan::ProviderState;
+use crate::reconcile::common::provider::ProviderState;
+use in_use::Guard;
 use pve_client::{Client, RequestHook};
 
 /// A usable provider config.

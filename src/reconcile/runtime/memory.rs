@@ -1,9 +1,9 @@
 //! What the controller remembers of each resource between its passes, in
 //! one table under one lock: the count of failed passes (for backoff), the
 //! resourceVersion of our last write (so a pass may read the cache), when
-//! its VM was last observed in full, and what that look showed (so the
-//! next pass need not ask Proxmox again what it already said: see
-//! `pass::observe::known`).
+//! it was last observed in full, and what that look showed (so the next
+//! pass need not ask Proxmox again what it already said: the kind's
+//! [`Remembered`], the VM's `vm::pass::observe::known`).
 //!
 //! All of it is a hint that a restart may lose: a new process starts with
 //! an empty table, reads every object afresh once and observes every VM in
@@ -15,8 +15,23 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::reconcile::vm::pass::observe::known::Known;
-use crate::reconcile::vm::plan::Depth;
+use crate::reconcile::common::look::Depth;
+
+/// What a kind remembers of its last look, kept between passes.
+pub trait Remembered: Clone + std::fmt::Debug {
+    /// Something was sent (or may have been): what the look showed no
+    /// longer holds as it was.
+    fn touch(&mut self);
+    /// The pass wrote the resource's metadata: the pass that write
+    /// triggers may reuse the look.
+    fn wrote(&mut self);
+}
+
+/// No look memory (the default for tests of the generic parts).
+impl Remembered for () {
+    fn touch(&mut self) {}
+    fn wrote(&mut self) {}
+}
 
 /// The first backoff after a failed pass, doubling up to [`BACKOFF_MAX`].
 const BACKOFF_BASE: Duration = Duration::from_secs(1);
@@ -26,8 +41,8 @@ const BACKOFF_MAX: Duration = Duration::from_secs(60);
 const FULL_LOOK_EVERY: Duration = Duration::from_secs(600);
 
 /// One resource's entry.
-#[derive(Debug, Default)]
-struct Entry {
+#[derive(Debug)]
+struct Entry<L> {
     /// Consecutive failed passes.
     failures: u32,
     /// The resourceVersion of our last write (or fresh read).
@@ -35,21 +50,40 @@ struct Entry {
     /// When the VM was last observed in full.
     full_look: Option<Instant>,
     /// What the last look showed.
-    known: Option<Known>,
+    known: Option<L>,
 }
 
-/// Per-resource memory, by resource UID.
-#[derive(Debug, Default)]
-pub struct Memory {
-    entries: Mutex<HashMap<String, Entry>>,
+impl<L> Default for Entry<L> {
+    fn default() -> Self {
+        Self {
+            failures: 0,
+            last_write: None,
+            full_look: None,
+            known: None,
+        }
+    }
 }
 
-impl Memory {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+/// Per-resource memory, by resource UID; `L`: what a look showed.
+#[derive(Debug)]
+pub struct Memory<L = ()> {
+    entries: Mutex<HashMap<String, Entry<L>>>,
+}
+
+impl<L> Default for Memory<L> {
+    fn default() -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<L: Remembered> Memory<L> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry<L>>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn with<T>(&self, uid: &str, f: impl FnOnce(&mut Entry) -> T) -> T {
+    fn with<T>(&self, uid: &str, f: impl FnOnce(&mut Entry<L>) -> T) -> T {
         f(self.lock().entry(uid.to_owned()).or_default())
     }
 
@@ -112,29 +146,29 @@ impl Memory {
     }
 
     /// What the last look at the resource's VM showed.
-    pub fn known(&self, uid: &str) -> Option<Known> {
+    pub fn known(&self, uid: &str) -> Option<L> {
         self.lock().get(uid).and_then(|e| e.known.clone())
     }
 
     /// Keeps what this look showed (`None`: nothing worth keeping).
-    pub fn remember(&self, uid: &str, known: Option<Known>) {
+    pub fn remember(&self, uid: &str, known: Option<L>) {
         self.with(uid, |e| e.known = known);
     }
 
     /// Something was sent to the resource's VM (or may have been): what
     /// the last look showed no longer holds as it was.
     pub fn touched(&self, uid: &str) {
-        self.with_known(uid, |known| known.touched = true);
+        self.with_known(uid, Remembered::touch);
     }
 
     /// The pass wrote the resource's metadata: the pass that write
     /// triggers may reuse its look.
     pub fn wrote_metadata(&self, uid: &str) {
-        self.with_known(uid, |known| known.written = true);
+        self.with_known(uid, Remembered::wrote);
     }
 
     /// Changes what the last look showed, if there is one.
-    fn with_known(&self, uid: &str, f: impl FnOnce(&mut Known)) {
+    fn with_known(&self, uid: &str, f: impl FnOnce(&mut L)) {
         if let Some(known) = self.lock().get_mut(uid).and_then(|e| e.known.as_mut()) {
             f(known);
         }
@@ -168,7 +202,7 @@ mod tests {
 
     #[test]
     fn backoff_doubles_from_one_second_to_a_minute_and_resets() {
-        let memory = Memory::default();
+        let memory = Memory::<()>::default();
         let seen: Vec<u64> = (0..8).map(|_| memory.failed("a").as_secs()).collect();
         assert_eq!(seen, [1, 2, 4, 8, 16, 32, 60, 60]);
         assert_eq!(memory.failed("b").as_secs(), 1, "per resource");
@@ -178,7 +212,7 @@ mod tests {
 
     #[test]
     fn the_cache_is_current_when_it_shows_our_last_write() {
-        let memory = Memory::default();
+        let memory = Memory::<()>::default();
         assert!(
             memory.cache_is_current("a", Some("5")),
             "nothing written yet"
@@ -196,7 +230,7 @@ mod tests {
 
     #[test]
     fn an_idle_vm_is_looked_at_cheaply_only_after_a_recent_full_look() {
-        let memory = Memory::default();
+        let memory = Memory::<()>::default();
         assert_eq!(memory.depth("a", true), Depth::Full, "never looked at");
         memory.looked_in_full("a");
         assert_eq!(memory.depth("a", true), Depth::Idle);
@@ -207,7 +241,7 @@ mod tests {
 
     #[test]
     fn one_table_for_everything_a_resource_leaves_behind() {
-        let memory = Memory::default();
+        let memory = Memory::<()>::default();
         memory.failed("a");
         memory.saw("a", Some("7".into()));
         memory.looked_in_full("a");

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::super::inventory::{ClusterView, NodeView};
 use crate::api::quantity::human_bytes;
 use crate::api::vm::PlacementPolicy;
-use crate::reconcile::vm::plan::{Placement, PlacementRequest};
+use crate::reconcile::common::grants::{Placement, PlacementRequest};
 
 /// How long an assumption waits for its VM to run before it is dropped.
 const ASSUMED_FOR: Duration = Duration::from_secs(1800);

@@ -33,6 +33,7 @@ use crate::api::ProxmoxVM;
 use crate::reconcile::context::Context;
 use crate::reconcile::error::{Error, forbidden_message};
 use crate::reconcile::identity::Identity;
+use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;
 use act::{act, act_local};
@@ -53,25 +54,11 @@ pub async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let hold = match &obj.0 {
-        Ok(vm) => {
-            let key = ConfigKey::of(vm);
-            match ctx.shards.hold(&key) {
-                Some(hold) => Some(hold),
-                None => match ctx.providers.is_missing(&key) {
-                    // A config that does not exist has no holder: any
-                    // replica says so.
-                    Some(true) => Some(ctx.shards.to_report(&key)),
-                    // Held by another replica: gaining it wakes this one.
-                    Some(false) => return Ok(Action::await_change()),
-                    // Not known before the config caches have listed:
-                    // asked again shortly. (Waiting for a change instead
-                    // left a resource naming a config that never comes
-                    // without any status, when its first pass ran before
-                    // the caches had listed.)
-                    None => return Ok(Action::requeue(CONFIGS_LISTING)),
-                },
-            }
-        }
+        // The envelope every kind shares: held here, report-only, or wait.
+        Ok(vm) => match envelope::hold(&ctx, &ConfigKey::of(vm)) {
+            Ok(hold) => Some(hold),
+            Err(action) => return Ok(action),
+        },
         // Not readable: reported without any config (see `error_policy`).
         Err(_) => None,
     };
@@ -95,12 +82,7 @@ async fn admitted(
     let id = identify(&obj)?;
     let span = tracing::info_span!("reconcile", vm = %id);
     let result = match &hold {
-        Some(hold) => {
-            tokio::select! {
-                result = pass(&obj, &id, &ctx, hold).instrument(span) => result,
-                () = hold.lost() => Err(Error::Fenced { config: hold.key().to_string() }),
-            }
-        }
+        Some(hold) => run_held(hold, pass(&obj, &id, &ctx, hold).instrument(span)).await,
         None => current(&obj, &id, &ctx).await.map(|_| Outcome {
             action: Action::await_change(),
             failed: None,
@@ -123,10 +105,6 @@ async fn admitted(
     }
     result.map(|outcome| outcome.action)
 }
-
-/// How soon a pass that came before the config caches had listed is tried
-/// again.
-const CONFIGS_LISTING: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// After a failed pass: retry with per-resource exponential backoff (1 s
 /// doubling to 60 s); a resource that cannot even be read waits for a change.

@@ -65,7 +65,6 @@ pub use output::{
     Sensitive, Step,
 };
 pub use owner::{Ownership, marker_line, marker_line_of, owner_of, ownership};
-pub(crate) use owner::{description, user_part};
 pub use seed::seed_prefix;
 pub use task::{NOT_VISIBLE_GRACE, backoff};
 pub use tenancy::connection_refused;
@@ -75,6 +74,7 @@ use crate::api::{
     meta::{PolicyMode, policy_mode},
     vm::{self, TaskAction},
 };
+use crate::reconcile::common::provider;
 use context::Ctx;
 use decision::{Decision, Out, Say};
 use pve_client::Upid;
@@ -329,22 +329,17 @@ fn refusal(ctx: &Ctx) -> Option<String> {
 
 /// The provider config must be usable for anything further.
 fn provider(ctx: &Ctx) -> Option<Decision> {
-    let retry = Some(Duration::from_secs(30));
     let say = match ctx.provider {
-        Some(ProviderState::Ready { .. }) => return None,
-        Some(ProviderState::NotFound { message }) => {
-            Say::no(Reason::ProviderConfigNotFound, message)
+        Some(state) => {
+            let (reason, message) = state.problem()?;
+            Say::no(reason, message)
         }
-        Some(ProviderState::Unusable { message }) => Say::no(
-            Reason::ReconcileError,
-            format!("cannot use the provider config: {message}"),
-        ),
         None => Say::no(
             Reason::ReconcileError,
             "the provider config was not resolved",
         ),
     };
-    Some(Decision::new(Idle::Wait, retry, say).keep_ready())
+    Some(Decision::new(Idle::Wait, Some(provider::RETRY), say).keep_ready())
 }
 
 /// Proxmox could not be observed this time: say so as what it is (not a

@@ -7,8 +7,9 @@ use super::{Ctx, Observation, Plan, Step, TASK_FALLBACK, backoff, invalid_spec, 
 use crate::api::condition::{ConditionStatus, ConditionType, Reason};
 use crate::api::image::ImageContent;
 use crate::api::vm::ObservedState;
+use crate::reconcile::common::grants::Placement;
+use crate::reconcile::common::images::NamedImage;
 use crate::reconcile::container::render;
-use crate::reconcile::vm::plan::{NamedImage, Placement};
 
 /// How often a container waiting for its image looks again; the image's
 /// progress wakes it sooner.

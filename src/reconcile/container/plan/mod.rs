@@ -37,10 +37,14 @@ use k8s_openapi::jiff::Timestamp;
 use super::render::Invalid;
 use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
 use crate::api::container::{ContainerAtProvider, ProxmoxContainer, ProxmoxContainerStatus};
-use crate::api::meta::{self, ConfigUser, PolicyMode, policy_mode};
+use crate::api::meta::{ConfigUser, PolicyMode, policy_mode};
 use crate::api::vm::{InFlightTask, TaskAction, TaskFailure};
+use crate::reconcile::common::event::Event;
+use crate::reconcile::common::finalizer;
+use crate::reconcile::common::grants::VmidGrant;
+use crate::reconcile::common::provider;
+pub use crate::reconcile::common::tasks::backoff;
 use crate::reconcile::identity::Identity;
-use crate::reconcile::vm::plan::{Event, VmidGrant};
 
 pub use types::{Container, Observation, Outcome, Plan, Seen, Step, TaskSeen};
 
@@ -51,8 +55,6 @@ pub const WAIT: Duration = Duration::from_secs(2);
 /// runs: the task watcher wakes the resource as soon as the task ended,
 /// this is only the fallback when it cannot tell.
 pub const TASK_FALLBACK: Duration = Duration::from_secs(10);
-/// How long a task may take before it is reported as late.
-const TASK_DEADLINE: Duration = Duration::from_secs(1800);
 
 /// One pass's decisions so far: the status being built and the events.
 pub(super) struct Ctx<'a> {
@@ -126,19 +128,7 @@ pub fn recorded_vmid(ct: &ProxmoxContainer) -> Option<u32> {
 }
 
 fn has_finalizer(ct: &ProxmoxContainer) -> bool {
-    ct.metadata
-        .finalizers
-        .as_ref()
-        .is_some_and(|f| f.iter().any(|f| f == meta::FINALIZER))
-}
-
-/// The backoff after `count` consecutive failures: 5 s doubling, at most
-/// 5 minutes.
-pub fn backoff(count: u32) -> Duration {
-    Duration::from_secs(
-        5u64.saturating_mul(1 << count.min(6).saturating_sub(1))
-            .min(300),
-    )
+    finalizer::has_finalizer(&ct.metadata)
 }
 
 /// Decides the pass.
@@ -176,15 +166,25 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
     if deleting && !has_finalizer(ct) {
         return cx.done(Step::Idle, obs.poll);
     }
-    if !deleting && !has_finalizer(ct) {
-        return cx.done(Step::AddFinalizer, Duration::ZERO);
-    }
-    if let Err(why) = &obs.connection {
-        cx.synced(false, Reason::ProviderConfigNotFound, why);
+    // Before the finalizer: nothing is made on Proxmox without a usable
+    // config, and the finalizer cannot be written for it either (a step
+    // decided but never carried out came back at once: a hot loop of
+    // passes with no condition). Said as for every kind, with its retry.
+    if let Err(state) = &obs.connection {
+        let (reason, message) = state.problem().unwrap_or_else(|| {
+            (
+                Reason::ReconcileError,
+                "the provider config was not resolved".to_owned(),
+            )
+        });
+        cx.synced(false, reason, &message);
         if deleting && recorded_vmid(ct).is_none() {
             return cx.done(Step::RemoveFinalizer, Duration::ZERO);
         }
-        return cx.done(Step::Idle, Duration::from_secs(30));
+        return cx.done(Step::Idle, provider::RETRY);
+    }
+    if !deleting && !has_finalizer(ct) {
+        return cx.done(Step::AddFinalizer, Duration::ZERO);
     }
     if let Some(why) = &obs.proxmox {
         cx.synced(
@@ -324,14 +324,15 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
 }
 
 /// Folds what carrying out the step did into the plan: a task started is
-/// recorded with its UPID (so that no later pass dispatches it again), a
-/// refusal makes Synced False with a backoff.
-pub fn settle(mut plan: Plan, outcome: &Outcome, now: Timestamp) -> Plan {
+/// recorded with its UPID (so that no later pass dispatches it again) and
+/// its deadline (the provider config's `tasks.timeout`, as for every
+/// kind), a refusal makes Synced False with a backoff.
+pub fn settle(mut plan: Plan, outcome: &Outcome, now: Timestamp, task_timeout: Duration) -> Plan {
     match outcome {
         Outcome::Done => plan,
         Outcome::Started { upid, type_ } => {
             if let Some((action, node)) = plan.step.task() {
-                let deadline = now + TASK_DEADLINE;
+                let deadline = now + task_timeout;
                 plan.status.at_provider.task = Some(InFlightTask {
                     upid: upid.clone(),
                     action,

@@ -8,8 +8,8 @@ use super::{Ctx, Observation, Plan, Seen, Step, TASK_FALLBACK, WAIT, invalid_spe
 use crate::api::condition::Reason;
 use crate::api::meta;
 use crate::api::vm::{ObservedState, PowerState};
+use crate::reconcile::common::owner::{Ownership, owner_of};
 use crate::reconcile::container::render;
-use crate::reconcile::vm::plan::{Ownership, owner_of};
 
 pub(super) fn plan(
     mut cx: Ctx<'_>,

@@ -8,7 +8,11 @@ use crate::api::condition::Reason;
 use crate::api::container::ProxmoxContainerStatus;
 use crate::api::provider_config::ContainerPolicy;
 use crate::api::vm::TaskAction;
-use crate::reconcile::vm::plan::{Event, HostView, NamedImage, Placement, VmidGrant};
+use crate::reconcile::common::event::Event;
+use crate::reconcile::common::grants::{Placement, VmidGrant};
+use crate::reconcile::common::images::NamedImage;
+use crate::reconcile::common::provider::ProviderState;
+use crate::reconcile::vm::plan::HostView;
 
 /// The container as the pass found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,10 +44,10 @@ pub enum TaskSeen {
 }
 
 /// What the pass observed, for the plan to decide from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Observation {
     /// The provider config: `Err` says why it cannot be used.
-    pub connection: Result<(), String>,
+    pub connection: Result<(), ProviderState>,
     /// The resync interval of the config.
     pub poll: Duration,
     /// The config's `containerPolicy`: what a create may ask for beyond

@@ -39,7 +39,6 @@ use kube::{Api, ResourceExt};
 use super::assign::{assign, fnv1a};
 use super::{LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, Shards};
 use crate::api::ProviderConfigKind;
-use crate::reconcile::configs::{Triggers, Users};
 use crate::reconcile::context::Context;
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::settings::{COMPONENT, LEASE_NAME};
@@ -132,11 +131,16 @@ fn config_label(key: &ConfigKey) -> String {
     }
 }
 
+/// What to do when this replica gains a config's Lease: wake every
+/// resource that names it and the config's own pass; returns how many
+/// resources were woken. Given by the composition root, so that the Lease
+/// loop names no kind.
+pub type Gained = Box<dyn Fn(&ConfigKey) -> usize + Send + Sync>;
+
 /// What the loop works with.
 pub struct Leases {
     ctx: Arc<Context>,
-    users: Users,
-    triggers: Triggers,
+    gained: Gained,
     api: Api<Lease>,
     identity: String,
     /// The namespace served, if only one is ([`SERVES_LABEL`]).
@@ -149,7 +153,7 @@ pub struct Leases {
 /// Leases up (so another replica takes them at once).
 pub async fn run(
     ctx: Arc<Context>,
-    (users, triggers): (Users, Triggers),
+    gained: Gained,
     namespace: String,
     stop: impl Future<Output = ()>,
 ) {
@@ -160,8 +164,7 @@ pub async fn run(
         api: Api::namespaced(ctx.kube.clone(), &namespace),
         serves: ctx.settings.namespace.clone(),
         ctx,
-        users,
-        triggers,
+        gained,
         identity,
         seen: HashMap::new(),
     };
@@ -474,9 +477,8 @@ impl Leases {
         self.shards().begin(key, deadline);
         self.ctx.metrics.lease_changed(&key.to_string(), true);
         tracing::info!(config = %key, identity = %self.identity, "acquired the provider config's Lease");
-        let woken = self.users.wake(key);
-        self.triggers.send(key);
-        tracing::debug!(config = %key, vms = woken, "woke the provider config's ProxmoxVMs");
+        let woken = (self.gained)(key);
+        tracing::debug!(config = %key, resources = woken, "woke the provider config's resources");
     }
 
     /// The term of `key` ends (if there is one): passes cancelled, the

@@ -5,7 +5,6 @@
 //! what became of them. The decisions themselves are in [`crate::reconcile::schedule`].
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 
 use kube::ResourceExt;
 
@@ -13,13 +12,13 @@ use pve_client::TaskListEntry;
 
 use super::observe::Sources;
 use super::observe::known::Known;
-use crate::api::meta::ConfigUser;
 use crate::api::{ProxmoxVM, vm::TaskAction};
 use crate::reconcile::context::Context;
 use crate::reconcile::identity::Identity;
+use crate::reconcile::managed::reserve::allocate_vmid;
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::wake::VmRef;
-use crate::reconcile::schedule::{Candidates, LabelCounts, RunningTask, placement, vmids};
+use crate::reconcile::schedule::{Candidates, LabelCounts, RunningTask, placement};
 use crate::reconcile::vm::plan::{
     ActFailure, Done, Heavy, HostView, KubeWrite, Needs, Observation, Placement, Plan, PveCall,
     SlotGrant, Step, TemplateLookup, VmState, VmidGrant,
@@ -53,7 +52,7 @@ pub async fn reserve(
 ) -> Result<Reserved, pve_client::Error> {
     let mut reserved = Reserved::none();
     if needs.allocate_vmid {
-        let grant = allocate_vmid(ctx, from, conn, id).await;
+        let grant = allocate_vmid(ctx, conn, id).await;
         if let VmidGrant::Reserved(vmid) = grant {
             reserved.vmid = Some(vmid);
             // Free on the cluster as just listed: no VM to look up until a
@@ -188,44 +187,6 @@ async fn host(
     }))
 }
 
-/// The lowest free VMID of the config's range for this resource.
-pub(crate) async fn allocate_vmid(
-    ctx: &Context,
-    from: Sources<'_>,
-    conn: &Connection,
-    id: &Identity,
-) -> VmidGrant {
-    let next_id = match ctx.inventory.next_id(&conn.key, from.client).await {
-        Ok(next_id) => next_id,
-        Err(e) => {
-            return VmidGrant::Unavailable(format!("cannot read the cluster's next-id range: {e}"));
-        }
-    };
-    let range = vmids::range(conn.vmid_range, next_id);
-    let view = match from.view().await {
-        Ok(view) => view,
-        Err(e) => {
-            return VmidGrant::Unavailable(format!("cannot list the cluster's VMIDs: {e}"));
-        }
-    };
-    let mut used: BTreeSet<u32> = view.vmids.clone();
-    used.extend(recorded_vmids(ctx, &conn.key));
-    match ctx
-        .scheduler
-        .allocate_vmid(&conn.key, &id.uid, range.clone(), &used)
-    {
-        Some(vmid) => {
-            ctx.metrics.vmid_allocated();
-            VmidGrant::Reserved(vmid)
-        }
-        None => VmidGrant::Unavailable(format!(
-            "no free VMID in {}..={} (every one is used on the cluster or by a ProxmoxVM)",
-            range.start(),
-            range.end()
-        )),
-    }
-}
-
 /// The heavy tasks the node lists as running (the shared, batched active
 /// list); `None` when it cannot be read.
 async fn running_heavy(client: &pve_client::Client, node: &str) -> Option<Vec<RunningTask>> {
@@ -277,29 +238,6 @@ fn label_counts(
         }
     }
     counts
-}
-
-/// VMIDs recorded in the external-name annotation of ProxmoxVMs and
-/// ProxmoxContainers of this config (one VMID space).
-fn recorded_vmids(ctx: &Context, key: &ConfigKey) -> impl Iterator<Item = u32> {
-    fn of(user: &impl ConfigUser, key: &ConfigKey) -> Option<u32> {
-        if ConfigKey::of(user) != *key {
-            return None;
-        }
-        user.external_name()?.parse().ok()
-    }
-    let (vms, cts) = (key.clone(), key.clone());
-    let vms = ctx
-        .store
-        .state()
-        .into_iter()
-        .filter_map(move |obj| of(obj.0.as_ref().ok()?, &vms));
-    let cts = ctx
-        .containers
-        .state()
-        .into_iter()
-        .filter_map(move |obj| of(obj.0.as_ref().ok()?, &cts));
-    vms.chain(cts)
 }
 
 fn wake(ctx: &Context, who: Vec<VmRef>) {

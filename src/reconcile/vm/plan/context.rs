@@ -127,12 +127,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn has_finalizer(&self) -> bool {
-        self.vm
-            .metadata
-            .finalizers
-            .iter()
-            .flatten()
-            .any(|f| f == meta::FINALIZER)
+        crate::reconcile::common::finalizer::has_finalizer(&self.vm.metadata)
     }
 
     pub fn uid(&self) -> &str {

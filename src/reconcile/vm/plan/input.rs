@@ -11,12 +11,17 @@ use k8s_openapi::jiff::Timestamp;
 
 pub use pve_client::{TaskOutcome, Upid};
 
-use super::output::Sensitive;
-use crate::api::{
-    ProxmoxVM,
-    provider_config::{CloneSources, DownloadPolicy, Limits, Timing},
-    vm::PlacementPolicy,
+pub use crate::reconcile::common::grants::{
+    Heavy, Placement, PlacementRequest, SlotGrant, VmidGrant,
 };
+pub use crate::reconcile::common::images::{ImageLookup, ImageTemplate, NamedImage};
+pub use crate::reconcile::common::look::Depth;
+pub use crate::reconcile::common::provider::ProviderState;
+pub use crate::reconcile::common::tasks::{ActiveTask, TaskState, started_at};
+pub use crate::reconcile::common::views::StorageView;
+
+use super::output::Sensitive;
+use crate::api::ProxmoxVM;
 
 /// Everything [`super::plan`] decides from.
 #[derive(Clone, Debug)]
@@ -74,36 +79,6 @@ pub struct ObserveError {
     pub retry_in: std::time::Duration,
 }
 
-/// The provider config named by `spec.providerConfigRef`, resolved.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ProviderState {
-    /// Config and credentials read, Proxmox answered the observation.
-    Ready {
-        /// Parsed durations of the config.
-        timing: Timing,
-        /// Its concurrency limits.
-        limits: Limits,
-        /// VMs beyond templates its resources may clone
-        /// (`clonePolicy.allowNonTemplates`).
-        clones: Option<CloneSources>,
-        /// Where its downloads may come from (`downloadPolicy`), and the
-        /// host of its endpoint (a node no download may name).
-        downloads: Option<DownloadPolicy>,
-        endpoint_host: String,
-    },
-    /// The named ProviderConfig/ClusterProviderConfig does not exist.
-    NotFound {
-        /// E.g. `ClusterProviderConfig "default" not found`.
-        message: String,
-    },
-    /// It exists but cannot be used: credentials Secret missing, endpoint
-    /// unreachable, authentication refused, observation failed.
-    Unusable {
-        /// What went wrong.
-        message: String,
-    },
-}
-
 /// What the glue should look at before calling [`super::plan`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Needs {
@@ -157,61 +132,6 @@ pub struct Needs {
     pub host: bool,
 }
 
-/// What placement needs to know about the VM.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlacementRequest {
-    /// Nodes the VM may go to (`allowedNodes`); empty: any online node.
-    pub allowed: Vec<String>,
-    /// The VM's memory in bytes.
-    pub memory: u64,
-    /// Its vCPUs (sockets × cores): a node with fewer CPUs cannot start it.
-    pub cpus: u32,
-    /// How to choose among them.
-    pub policy: PlacementPolicy,
-    /// For `SpreadByLabel`: the label key and this resource's value of it
-    /// (empty when it has none).
-    pub spread_by: Option<(String, String)>,
-    /// Prefer the clone template's node when it is allowed (a clone to
-    /// another node needs shared storage).
-    pub prefer_template_node: bool,
-}
-
-/// Heavy work that counts against a per-node limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Heavy {
-    /// A create that imports disks.
-    Import,
-    /// A clone (counted on the template's node, where its task runs).
-    Clone,
-}
-
-impl Heavy {
-    /// The Proxmox task type of the work.
-    pub fn task_type(self) -> &'static str {
-        match self {
-            Self::Import => "qmcreate",
-            Self::Clone => "qmclone",
-        }
-    }
-
-    /// The heavy work a task of `task_type` is, if any.
-    pub fn of_task(task_type: &str) -> Option<Self> {
-        [Self::Import, Self::Clone]
-            .into_iter()
-            .find(|kind| kind.task_type() == task_type)
-    }
-}
-
-/// A VMID reserved for the resource before the plan, as placement and
-/// slots are: the plan records it in `crossplane.io/external-name`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum VmidGrant {
-    /// This VMID is the resource's until the record is written (or fails).
-    Reserved(u32),
-    /// None could be reserved, and why.
-    Unavailable(String),
-}
-
 /// A slot to take before dispatching heavy work.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlotRequest {
@@ -247,71 +167,6 @@ pub enum TemplateRef {
         /// template there is the one cloned.
         node: Option<String>,
     },
-}
-
-/// The ProxmoxImage named by `clone.image`, as the controller's cache of
-/// images shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ImageLookup {
-    /// No ProxmoxImage of that name in the VM's namespace.
-    NotFound,
-    /// It has no `spec.forProvider.template`.
-    NoTemplate,
-    /// It is being deleted: nothing new is cloned from it.
-    Deleting,
-    /// Its templates, as `status.atProvider.templates` lists them.
-    Templates(Vec<ImageTemplate>),
-}
-
-/// One node's template of an image.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ImageTemplate {
-    /// The node.
-    pub node: String,
-    /// The template's VMID, once known.
-    pub vmid: Option<u32>,
-    /// It is a template and can be cloned.
-    pub ready: bool,
-    /// Its clones can be linked.
-    pub linkable: bool,
-}
-
-impl ImageLookup {
-    /// The nodes where the image's template can be cloned.
-    pub fn ready_nodes(&self) -> Vec<String> {
-        match self {
-            Self::Templates(templates) => templates
-                .iter()
-                .filter(|t| t.ready && t.vmid.is_some())
-                .map(|t| t.node.clone())
-                .collect(),
-            Self::NotFound | Self::NoTemplate | Self::Deleting => vec![],
-        }
-    }
-
-    /// The template on `node`, if it can be cloned.
-    pub fn ready_on(&self, node: &str) -> Option<&ImageTemplate> {
-        match self {
-            Self::Templates(templates) => templates
-                .iter()
-                .find(|t| t.node == node && t.ready && t.vmid.is_some()),
-            Self::NotFound | Self::NoTemplate | Self::Deleting => None,
-        }
-    }
-}
-
-/// How the VM was observed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Depth {
-    /// Power state and lock from the VM's own `status/current`.
-    #[default]
-    Full,
-    /// An idle VM: power state and lock from the shared cluster view (the
-    /// glue falls back to [`Depth::Full`] when the view does not show it as
-    /// expected). A plan from such a look may only conclude "up to date";
-    /// anything else asks for a full look first
-    /// ([`super::Idle::LookCloser`]).
-    Idle,
 }
 
 /// What the glue saw on Proxmox. Fields the [`Needs`] did not ask for stay
@@ -405,31 +260,6 @@ impl HostView {
     }
 }
 
-/// One storage of a node.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StorageView {
-    /// Its plugin (`lvmthin`, `lvm`, `dir`, `zfspool`, `rbd`, ...).
-    pub plugin: String,
-    /// Its size in bytes (0: not reported, e.g. not active).
-    pub total: u64,
-    /// Bytes in use.
-    pub used: u64,
-}
-
-impl StorageView {
-    /// Whether volumes on it take their whole size when allocated: a thick
-    /// LVM volume group does; thin pools, sparse files, Ceph and the rest
-    /// overprovision.
-    pub fn thick(&self) -> bool {
-        self.plugin == "lvm"
-    }
-
-    /// Bytes free.
-    pub fn free(&self) -> u64 {
-        self.total.saturating_sub(self.used)
-    }
-}
-
 /// The `customCloudInit` seed, when [`Needs::seed`] asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SeedView {
@@ -474,47 +304,6 @@ pub struct AffinityView {
     pub nodes: Vec<String>,
     /// Strict (rule) or restricted (group).
     pub strict: bool,
-}
-
-/// Where placement put the VM.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Placement {
-    /// On this node, for this reason (e.g. `most free memory`).
-    Chosen {
-        /// The node.
-        node: String,
-        /// Why, for the condition message.
-        why: String,
-    },
-    /// No node qualifies.
-    NoNode {
-        /// Why, for the condition message.
-        why: String,
-        /// Online allowed nodes exist, but none has the VM's vCPUs and
-        /// memory.
-        too_small: bool,
-    },
-}
-
-/// Whether a per-node slot is this pass's.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SlotGrant {
-    /// Taken: the dispatch may go ahead (given back if it does not).
-    Granted {
-        /// The node.
-        node: String,
-    },
-    /// Every slot is in use by work actually in flight.
-    Busy {
-        /// The node.
-        node: String,
-        /// Work in flight there.
-        in_use: u32,
-        /// The limit.
-        limit: u32,
-        /// How long this resource has been waiting for a slot.
-        waiting: std::time::Duration,
-    },
 }
 
 /// Whether and how the VM exists.
@@ -608,93 +397,6 @@ pub struct GuestInterface {
     pub mac: Option<String>,
     /// Addresses without prefix length.
     pub addresses: Vec<String>,
-}
-
-/// The state of the in-flight task.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TaskState {
-    /// Still running; progress in percent when the log tells.
-    Running {
-        /// Percent done.
-        progress: Option<u8>,
-    },
-    /// Stopped: succeeded (possibly with warnings) or failed, with the log
-    /// lines that say why.
-    Finished(TaskOutcome),
-    /// Proxmox answered `no such task` (not visible yet, or gone).
-    NotFound,
-    /// The status could not be read.
-    Unreadable(String),
-}
-
-/// A ProxmoxImage a disk names, as the image controller's cache shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NamedImage {
-    /// The cache has not listed yet.
-    Unknown,
-    /// No such ProxmoxImage in the VM's namespace.
-    NotFound,
-    /// The image.
-    Found {
-        /// Its content type (only `import` can be a disk).
-        content: crate::api::image::ImageContent,
-        /// It is being deleted.
-        deleting: bool,
-        /// Its volume ID.
-        volume: Option<String>,
-        /// The nodes where its file is ready.
-        ready_on: std::collections::BTreeSet<String>,
-        /// Its file is ready on a shared storage (every node).
-        shared_ready: bool,
-        /// Its `summary` (`2/3 ready`).
-        summary: Option<String>,
-    },
-}
-
-impl NamedImage {
-    /// Whether a disk could be imported from it on some node (the pass
-    /// then reads it afresh before the plan decides).
-    pub fn usable(&self) -> bool {
-        match self {
-            Self::Found {
-                deleting,
-                ready_on,
-                shared_ready,
-                ..
-            } => !deleting && (*shared_ready || !ready_on.is_empty()),
-            Self::Unknown | Self::NotFound => false,
-        }
-    }
-
-    /// The image as the cache holds it.
-    pub fn of(image: &crate::api::ProxmoxImage) -> Self {
-        let at = image.status.as_ref().map(|s| &s.at_provider);
-        let ready = |l: &&crate::api::image::ImageLocation| {
-            l.phase == crate::api::image::LocationPhase::Ready
-        };
-        let locations = at.map(|a| a.locations.as_slice()).unwrap_or_default();
-        Self::Found {
-            content: image.spec.for_provider.content,
-            deleting: image.metadata.deletion_timestamp.is_some(),
-            volume: at.and_then(|a| a.volume.clone()),
-            ready_on: locations
-                .iter()
-                .filter(ready)
-                .map(|l| l.node.clone())
-                .collect(),
-            shared_ready: locations.iter().filter(ready).any(|l| l.shared),
-            summary: at.and_then(|a| a.summary.clone()),
-        }
-    }
-}
-
-/// A task Proxmox lists as active on a node: its UPID says what it is
-/// (type, ID, node, start time).
-pub type ActiveTask = Upid;
-
-/// When an active task started, from its UPID.
-pub fn started_at(task: &ActiveTask) -> Timestamp {
-    Timestamp::from_second(i64::from(task.starttime())).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// The clone template, resolved.

@@ -1,5 +1,6 @@
 //! What the plan decides: one step, the status to write, when to look again.
 
+pub use crate::reconcile::common::event::Event;
 use std::{collections::BTreeMap, fmt, time::Duration};
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
@@ -527,17 +528,6 @@ impl fmt::Debug for Sensitive {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<redacted>")
     }
-}
-
-/// A Kubernetes event to publish about the resource.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Event {
-    /// `Warning` rather than `Normal`.
-    pub warning: bool,
-    /// CamelCase reason, e.g. `TaskSucceeded`.
-    pub reason: &'static str,
-    /// Human text.
-    pub note: String,
 }
 
 /// Converts a timestamp for the status.

@@ -7,6 +7,7 @@
 //! resumes from the status; if the status write after a dispatch was lost,
 //! the task is found again in the node's active task list.
 
+pub use crate::reconcile::common::tasks::{NOT_VISIBLE_GRACE, backoff};
 use std::time::Duration;
 
 use super::context::Ctx;
@@ -22,16 +23,6 @@ use crate::api::{
 /// How many lines of a failed task's log (before its `TASK ERROR:` line)
 /// its condition quotes.
 const WHY_LINES: usize = 3;
-
-/// A task Proxmox does not know yet may just not be visible yet (cluster
-/// file system sync); after this long it is taken as lost.
-pub const NOT_VISIBLE_GRACE: Duration = Duration::from_secs(60);
-
-/// Retry delay after `count` consecutive failures: 10 s doubling to 5 min.
-pub fn backoff(count: u32) -> Duration {
-    let exp = count.saturating_sub(1).min(16);
-    (Duration::from_secs(10) * 2u32.pow(exp)).min(Duration::from_secs(300))
-}
 
 /// When to look at a running task again. The task watcher wakes the
 /// resource as soon as the node's list no longer shows the task running;

@@ -3,6 +3,7 @@
 //! pass read, so a write based on a stale object fails with 409 and two
 //! writers can never both believe they recorded a VMID.
 
+use crate::reconcile::common::finalizer::finalizers;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -42,17 +43,12 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value 
     if let Some(a) = annotations {
         metadata.insert("annotations".into(), a);
     }
-    let others = vm.finalizers().iter().filter(|f| *f != meta::FINALIZER);
     match write {
         KubeWrite::AddFinalizer => {
-            let list: Vec<&str> = others
-                .map(String::as_str)
-                .chain([meta::FINALIZER])
-                .collect();
-            metadata.insert("finalizers".into(), json!(list));
+            metadata.insert("finalizers".into(), json!(finalizers(&vm.metadata, true)));
         }
         KubeWrite::RemoveFinalizer => {
-            metadata.insert("finalizers".into(), json!(others.collect::<Vec<_>>()));
+            metadata.insert("finalizers".into(), json!(finalizers(&vm.metadata, false)));
         }
         KubeWrite::RecordExternalName { .. }
         | KubeWrite::ForgetExternalName

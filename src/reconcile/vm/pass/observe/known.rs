@@ -27,6 +27,7 @@
 //! leader starts with none and looks at every VM once, which is always
 //! safe.
 
+use crate::reconcile::runtime::memory::Remembered;
 use std::time::{Duration, Instant};
 
 use crate::api::vm::TaskAction;
@@ -61,6 +62,16 @@ pub struct Known {
     /// When the guest agent last answered, and the VM's uptime (seconds, as
     /// the cluster view shows it) then.
     pub agent: Option<(Instant, Option<u64>)>,
+}
+
+impl Remembered for Known {
+    fn touch(&mut self) {
+        self.touched = true;
+    }
+
+    fn wrote(&mut self) {
+        self.written = true;
+    }
 }
 
 impl Known {

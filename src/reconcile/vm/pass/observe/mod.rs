@@ -9,7 +9,6 @@ pub(crate) mod clones;
 mod ha;
 pub(crate) mod known;
 mod seed;
-pub(crate) mod tasks;
 mod vm;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,6 +25,7 @@ use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::fleet::cache::{self, Images};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::{ClusterView, Inventory};
+use crate::reconcile::managed::tasks;
 use crate::reconcile::providers::{ConfigKey, secret_value};
 use crate::reconcile::runtime::memory::Memory;
 use crate::reconcile::vm::plan::{
@@ -67,7 +67,7 @@ pub struct Sources<'a> {
     /// declared by one).
     pub store: &'a Store<DeserializeGuard<ProxmoxVM>>,
     /// What earlier passes saw of each resource's VM.
-    pub memory: &'a Memory,
+    pub memory: &'a Memory<known::Known>,
     /// The controller's cache of ProxmoxImages (`clone.image`).
     pub images: &'a Images,
 }

@@ -282,7 +282,9 @@ mod tests {
             name: "default".into(),
         };
         let (store, _writer) = kube::runtime::reflector::store();
-        let memory = crate::reconcile::runtime::memory::Memory::default();
+        let memory = crate::reconcile::runtime::memory::Memory::<
+            crate::reconcile::vm::pass::observe::known::Known,
+        >::default();
         let (images, _image_writer) = kube::runtime::reflector::store();
         let from = Sources {
             images: &images,

@@ -1,6 +1,6 @@
 //! The in-flight task and the node's active tasks.
 
-use crate::reconcile::vm::plan::{ActiveTask, TaskState};
+use crate::reconcile::common::tasks::{ActiveTask, TaskState};
 use pve_client::{self, Client, TaskListEntry, TaskObservation, Upid};
 
 /// Task types whose log reports progress (`transferred X of Y (pp%)`); only

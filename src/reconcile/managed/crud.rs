@@ -1,0 +1,161 @@
+//! The synchronous CRUD path, beside the task path: for kinds whose Proxmox
+//! objects are created, changed and deleted by plain calls that answer at
+//! once (pools, firewall groups, IP sets, backup jobs), the decision as a
+//! pure function — what the resource wants and what Proxmox showed in, at
+//! most one call out — and the pass around it as one line: observe →
+//! [`plan`] → fence → call.
+//!
+//! The rules every such kind gets without writing them again:
+//!
+//! * an object found without this resource's ownership is never changed or
+//!   deleted (`NotOwned`), whatever the management policies say;
+//! * drift is corrected only with `Update`, an absent object created only
+//!   with `Create`, and a deletion destroys only with `Delete` (else it
+//!   orphans the object);
+//! * what cannot be observed decides nothing (`Unknown`: looked at again);
+//! * one call per pass: the next pass observes what the call did.
+//!
+//! A kind supplies the object's value type, implementing [`Diff`] (the
+//! managed fields compared, and the patch that corrects them), and an
+//! [`External`] client for its calls. The task-based kinds (VMs,
+//! containers, images) do not go through here: they share the envelope,
+//! not the decision.
+
+use std::fmt::Debug;
+
+use crate::api::meta::Capabilities;
+use crate::reconcile::error::Error;
+
+/// The managed fields of a kind's Proxmox object.
+pub trait Diff: Clone + Debug + PartialEq {
+    /// What corrects drift: only the fields that differ.
+    type Patch: Clone + Debug + PartialEq;
+
+    /// The patch that makes `observed` what `self` wants; `None` when
+    /// nothing managed differs. Fields the spec leaves out are not managed.
+    fn diff(&self, observed: &Self) -> Option<Self::Patch>;
+}
+
+/// What Proxmox showed of the object.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Observed<T> {
+    /// It exists; `ours`: it carries this resource's ownership (its owner
+    /// marker, or the name only this resource can produce).
+    Found { object: T, ours: bool },
+    /// Proxmox answered that it does not exist.
+    NotFound,
+    /// Proxmox could not be asked (why).
+    Unknown(String),
+}
+
+/// The one call a pass makes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Call<T: Diff> {
+    /// Create the object as wanted.
+    Create(T),
+    /// Correct its drift.
+    Update(T::Patch),
+    /// Delete it.
+    Delete,
+}
+
+/// What a pass decides.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision<T: Diff> {
+    /// Send this call, then look again.
+    Call(Call<T>),
+    /// The object is as wanted.
+    UpToDate,
+    /// It differs, and the policies do not allow correcting it (the patch
+    /// that would): reported, not sent.
+    Drifted(T::Patch),
+    /// It is absent and the policies do not allow creating it.
+    Missing,
+    /// It exists without this resource's ownership: never touched.
+    NotOwned,
+    /// Being deleted, and nothing is left on Proxmox (or it is left there
+    /// on purpose, without `Delete`): the finalizer may go.
+    Released {
+        /// The object was left on Proxmox (no `Delete` policy, or not
+        /// ours).
+        orphaned: bool,
+    },
+    /// Nothing can be decided this pass (why).
+    Wait(String),
+}
+
+/// Decides the next call: `want` is the object the spec asks for,
+/// `deleting` whether the resource is being deleted.
+pub fn plan<T: Diff>(
+    want: &T,
+    observed: &Observed<T>,
+    caps: Capabilities,
+    deleting: bool,
+) -> Decision<T> {
+    match (observed, deleting) {
+        (Observed::Unknown(why), _) => Decision::Wait(why.clone()),
+        (Observed::NotFound, true) => Decision::Released { orphaned: false },
+        (Observed::Found { ours: false, .. }, true) => Decision::Released { orphaned: true },
+        (Observed::Found { ours: true, .. }, true) if caps.delete => Decision::Call(Call::Delete),
+        (Observed::Found { ours: true, .. }, true) => Decision::Released { orphaned: true },
+        (Observed::NotFound, false) if caps.create => Decision::Call(Call::Create(want.clone())),
+        (Observed::NotFound, false) => Decision::Missing,
+        (Observed::Found { ours: false, .. }, false) => Decision::NotOwned,
+        (Observed::Found { object, ours: true }, false) => match want.diff(object) {
+            None => Decision::UpToDate,
+            Some(patch) if caps.update => Decision::Call(Call::Update(patch)),
+            Some(patch) => Decision::Drifted(patch),
+        },
+    }
+}
+
+/// A kind's Proxmox calls for one object.
+#[allow(async_fn_in_trait)]
+pub trait External {
+    /// The object's managed fields.
+    type Object: Diff;
+
+    /// Reads the object (one request).
+    async fn observe(&self) -> Observed<Self::Object>;
+
+    /// Sends one call; `Err`: Proxmox refused it (the message).
+    async fn call(&self, call: &Call<Self::Object>) -> Result<(), String>;
+}
+
+/// What one CRUD pass did, for the kind's status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Done<T: Diff> {
+    /// What was decided.
+    pub decision: Decision<T>,
+    /// The call's refusal, when one was sent and refused.
+    pub refused: Option<String>,
+}
+
+/// One pass: observe, decide, and send the call once `fence` allows the
+/// write (the envelope's `Shards::fence`, shown the pass's hold).
+pub async fn run<E: External>(
+    external: &E,
+    want: &E::Object,
+    caps: Capabilities,
+    deleting: bool,
+    fence: impl Fn() -> Result<(), Error>,
+) -> Result<Done<E::Object>, Error> {
+    let observed = external.observe().await;
+    let decision = plan(want, &observed, caps, deleting);
+    let refused = match &decision {
+        Decision::Call(call) => {
+            fence()?;
+            external.call(call).await.err()
+        }
+        Decision::UpToDate
+        | Decision::Drifted(_)
+        | Decision::Missing
+        | Decision::NotOwned
+        | Decision::Released { .. }
+        | Decision::Wait(_) => None,
+    };
+    Ok(Done { decision, refused })
+}
+
+#[cfg(test)]
+mod tests;
