@@ -157,6 +157,10 @@ pub enum Reason {
     /// Synced=False: a ProxmoxImage's `source.oci` needs oci-registry-pull,
     /// which Proxmox VE has since 9.1; the cluster runs an older version.
     OciNeedsPve91,
+    /// Synced=False: the spec asks for what the provider config's policy
+    /// does not allow (a privileged container, a root-only feature);
+    /// nothing is sent.
+    NotAllowed,
 }
 
 impl Reason {
@@ -203,6 +207,7 @@ impl Reason {
             Self::InvalidAnnotation => "InvalidAnnotation",
             Self::Forbidden => "Forbidden",
             Self::ImageInUse => "ImageInUse",
+            Self::NotAllowed => "NotAllowed",
             Self::VolumeNotFound => "VolumeNotFound",
             Self::OciNeedsPve91 => "OciNeedsPve91",
         }

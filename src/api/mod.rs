@@ -14,7 +14,7 @@ pub mod image;
 pub mod meta;
 pub mod provider_config;
 pub mod quantity;
-mod rules;
+pub mod rules;
 pub mod vm;
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ pub mod configs;
 pub mod container;
 pub mod context;
 pub mod controllers;
+pub mod downloads;
 pub mod error;
 pub mod events;
 pub mod fleet;

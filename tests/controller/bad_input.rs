@@ -8,6 +8,7 @@
 mod cases;
 mod crd;
 mod refused;
+mod refused_kinds;
 mod reported;
 
 use serde_json::{Value, json};
@@ -21,7 +22,8 @@ async fn the_api_server_refuses_invalid_objects_with_actionable_messages() {
     let _strict = schema::strict().await;
     support::install_crds(support::repo_root().join("crds")).await;
     let ns = support::namespace("refused").await;
-    let rows = refused::rows();
+    let mut rows = refused::rows();
+    rows.extend(refused_kinds::rows());
     let mut wrong = vec![];
     for row in &rows {
         match refused::dry_run(&row.object, ns.name()).await {
@@ -40,7 +42,7 @@ async fn the_api_server_refuses_invalid_objects_with_actionable_messages() {
         rows.len(),
         wrong.join("\n")
     );
-    assert!(rows.len() >= 40, "{} rows", rows.len());
+    assert!(rows.len() >= 130, "{} rows", rows.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -174,16 +174,23 @@ async fn containers_from_one_oci_image_pull_it_once_and_become_ready() {
     );
     let creates = env.sim.requests_to("POST", "/nodes/{node}/lxc").await;
     assert_eq!(creates.len(), 2, "{creates:?}");
+    // The reference's last part and a hash of the whole reference.
+    let volume = pulls[0]["params"]["filename"]
+        .as_str()
+        .map(|f| format!("local:vztmpl/{}.tar", f.replace(':', "_")))
+        .unwrap_or_default();
+    assert!(
+        volume.starts_with("local:vztmpl/alpine_3.20-")
+            && volume.len() == "local:vztmpl/alpine_3.20-".len() + 16,
+        "{volume}"
+    );
     for create in &creates {
-        assert_eq!(
-            create["params"]["ostemplate"],
-            "local:vztmpl/alpine_3.20.tar"
-        );
+        assert_eq!(create["params"]["ostemplate"], volume.as_str());
     }
     let ct = env.container("first").await;
     assert_eq!(
         ct.status.unwrap().at_provider.template_volume.as_deref(),
-        Some("local:vztmpl/alpine_3.20.tar")
+        Some(volume.as_str())
     );
 }
 

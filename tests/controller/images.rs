@@ -517,3 +517,105 @@ async fn a_container_from_an_oci_image_holds_it_until_the_container_is_gone() {
     wait_image_gone(&env, "alpine").await;
     assert_gone(&env, "vztmpl", &volume).await;
 }
+
+/// The image's Synced condition once its reason is `reason`.
+async fn wait_image_synced(env: &Env, name: &str, reason: &str) -> (String, String) {
+    wait_image(env, name, &format!("Synced {reason}"), |i| {
+        let c = i
+            .and_then(|i| i.status.as_ref())
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Synced"));
+        match c {
+            Some(c) if c.reason == reason => {
+                Ok((c.reason.clone(), c.message.clone().unwrap_or_default()))
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await
+}
+
+/// `volume` is on `local` of the one node (`pve`).
+async fn assert_there(env: &Env, volume: &str) {
+    let client = env.sim.client();
+    for node in ["pve"] {
+        let listed = client
+            .storage_content(node, "local", Some("import"))
+            .await
+            .unwrap();
+        assert!(
+            listed.iter().any(|c| c.volid == volume),
+            "{volume} not on {node}: {listed:?}"
+        );
+    }
+}
+
+/// Issue 31's poisoning case: team-b's image naming team-a's file (another
+/// URL and checksum) was Ready on team-a's bytes, and deleting it deleted
+/// team-a's file. Now it is `NotOwned`, naming the file and the field, and
+/// its deletion leaves the file to team-a.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_images_file_of_the_same_name_is_not_taken_over_or_deleted() {
+    let env = Env::start("imgpoison").await;
+    let mut a = image("team-a", "https://images.example/team-a/noble.qcow2");
+    a["spec"]["forProvider"]["filename"] = json!("noble.qcow2");
+    env.apply(&a).await;
+    let ready = wait_image_ready(&env, "team-a").await;
+    let volume = ready.status.unwrap().at_provider.volume.unwrap();
+    assert_eq!(volume, "local:import/noble.qcow2");
+    let downloads = env.sim.count("POST", DOWNLOAD).await;
+
+    let mut b = image("team-b", "https://images.example/team-b/evil.qcow2");
+    b["spec"]["forProvider"]["filename"] = json!("noble.qcow2");
+    env.apply(&b).await;
+    let (_, message) = wait_image_synced(&env, "team-b", "NotOwned").await;
+    assert!(
+        message.contains(&volume) && message.contains("spec.forProvider.filename"),
+        "names the file and the field: {message}"
+    );
+    let b_now = images(&env).get("team-b").await.unwrap();
+    assert_eq!(
+        condition(&b_now, "Ready").map(|c| c.0),
+        Some("False".into()),
+        "not Ready on team-a's bytes: {:?}",
+        b_now.status
+    );
+    assert_eq!(
+        env.sim.count("POST", DOWNLOAD).await,
+        downloads,
+        "nothing downloaded over team-a's file"
+    );
+
+    images(&env)
+        .delete("team-b", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_image_gone(&env, "team-b").await;
+    assert_eq!(env.sim.count("DELETE", DELETE).await, 0, "nothing deleted");
+    assert_there(&env, &volume).await;
+    let a_now = images(&env).get("team-a").await.unwrap();
+    assert_eq!(condition(&a_now, "Ready").map(|c| c.0), Some("True".into()));
+}
+
+/// An image whose file name is a seeded import volume other VMs use: a
+/// condition, never Ready on it, and deleting the image leaves the volume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_named_after_a_seeded_volume_is_a_condition_and_leaves_it() {
+    let env = Env::start("imgseeded").await;
+    let seeded = "local:import/ubuntu-24.04-server-cloudimg-amd64.qcow2";
+    let mut img = image("squat", "https://images.example/other.qcow2");
+    img["spec"]["forProvider"]["filename"] = json!("ubuntu-24.04-server-cloudimg-amd64.qcow2");
+    env.apply(&img).await;
+    let (_, message) = wait_image_synced(&env, "squat", "NotOwned").await;
+    assert!(
+        message.contains(seeded) && message.contains("spec.forProvider.filename"),
+        "{message}"
+    );
+    assert_eq!(env.sim.count("POST", DOWNLOAD).await, 0);
+    images(&env)
+        .delete("squat", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_image_gone(&env, "squat").await;
+    assert_eq!(env.sim.count("DELETE", DELETE).await, 0, "nothing deleted");
+    assert_there(&env, seeded).await;
+}

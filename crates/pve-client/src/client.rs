@@ -38,6 +38,10 @@ struct Inner {
     tasks: TaskOptions,
     observer: ObserverState,
     hook: Option<RequestHook>,
+    /// Who the credentials authenticate as (`user@realm`, or
+    /// `user@realm!tokenid` for a token): the user Proxmox writes into
+    /// the UPIDs of the tasks this client starts.
+    user: String,
 }
 
 /// `crossplane-provider-proxmox/<version>`, and ` (<agent>)` when given.
@@ -64,6 +68,10 @@ impl Client {
             .build()
             .map_err(|e| Error::config(format!("cannot build HTTP client: {e}")))?;
         let auth = Auth::new(&config.credentials, config.auth.ticket_refresh_after)?;
+        let user = match &config.credentials {
+            crate::config::Credentials::Token { token_id, .. } => token_id.clone(),
+            crate::config::Credentials::Password { username, .. } => username.clone(),
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 http,
@@ -74,8 +82,15 @@ impl Client {
                 tasks: config.tasks.clone(),
                 observer: ObserverState::default(),
                 hook: config.request_hook.clone(),
+                user,
             }),
         })
+    }
+
+    /// The user the tasks this client starts carry in their UPID
+    /// (`Upid::user`): how a task of its own is told from another's.
+    pub fn user(&self) -> &str {
+        &self.inner.user
     }
 
     pub(crate) fn task_options(&self) -> &TaskOptions {

@@ -19,6 +19,24 @@ pub struct Version {
     pub repoid: Option<String>,
 }
 
+impl Version {
+    /// Whether it is `major.minor` or later (parts that do not parse
+    /// count as 0).
+    pub fn at_least(&self, major: u32, minor: u32) -> bool {
+        let mut parts = self
+            .version
+            .split('.')
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        let have = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        have >= (major, minor)
+    }
+
+    /// Whether it has `oci-registry-pull` (Proxmox VE 9.1 or later).
+    pub fn has_oci_registry_pull(&self) -> bool {
+        self.at_least(9, 1)
+    }
+}
+
 /// Which resources `/cluster/resources` lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResourceType {

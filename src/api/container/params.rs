@@ -7,7 +7,11 @@ use serde::{Deserialize, Serialize};
 use crate::api::meta::LocalSecretKeySelector;
 use crate::api::quantity::Quantity;
 use crate::api::rules::{
-    BRIDGE, BRIDGE_MESSAGE, DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE,
+    BRIDGE, BRIDGE_MESSAGE, DISK_SIZE_MAX, DISK_SIZE_MAX_MESSAGE, DNS_NAME, GATEWAY_NOT_OWN,
+    GATEWAY_NOT_OWN_MESSAGE, IPV4, IPV4_CIDR_OR_DHCP, IPV6_CIDR_OR_AUTO, MEMORY_MAX,
+    MEMORY_MAX_MESSAGE, MOUNT_PATH, MOUNT_PATH_MESSAGE, NO_CONTROL, NO_CONTROL_MESSAGE, NO_DOT_DOT,
+    NODE_NAME, NODE_NAME_MESSAGE, NODE_NAMES, OCI_REFERENCE, OCI_REFERENCE_MESSAGE, SSH_KEYS,
+    SSH_KEYS_MESSAGE, STORAGE_ID, STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE,
 };
 use crate::api::vm::PowerState;
 
@@ -34,12 +38,15 @@ pub struct ContainerParameters {
     /// Create only: containers are not migrated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63))]
+    #[x_kube(validation = Rule::new(NODE_NAME).message(NODE_NAME_MESSAGE))]
     pub node: Option<String>,
 
     /// Nodes the provider may place the container on when `node` is left
     /// out. Empty: any online node.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), inner(length(max = 63)))]
+    #[x_kube(validation = Rule::new(NODE_NAMES)
+        .message("allowedNodes must be Proxmox node names (letters, digits and inner dashes)"))]
     pub allowed_nodes: Vec<String>,
 
     /// VMID (100-999999999). VMs and containers share one VMID space. Left
@@ -82,14 +89,18 @@ pub struct ContainerParameters {
     /// Memory, as a Kubernetes quantity (e.g. `512Mi`); at least 16Mi,
     /// rounded up to whole MiB.
     #[serde(default = "default_memory")]
-    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('16Mi')) >= 0")
-        .message("memory must be at least 16Mi"))]
+    #[x_kube(
+        validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('16Mi')) >= 0")
+            .message("memory must be at least 16Mi"),
+        validation = Rule::new(MEMORY_MAX).message(MEMORY_MAX_MESSAGE)
+    )]
     pub memory: Quantity,
 
     /// Swap, as a Kubernetes quantity (e.g. `512Mi`), rounded up to whole
     /// MiB. (A quantity here is positive: a container without swap is not
     /// expressible yet.)
     #[serde(default = "default_memory")]
+    #[x_kube(validation = Rule::new(MEMORY_MAX).message(MEMORY_MAX_MESSAGE))]
     pub swap: Quantity,
 
     /// Host name inside the container. Left out: the resource's name.
@@ -110,6 +121,7 @@ pub struct ContainerParameters {
     /// OpenSSH public keys for root. Create only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32), inner(length(max = 4096)))]
+    #[x_kube(validation = Rule::new(SSH_KEYS).message(SSH_KEYS_MESSAGE))]
     pub ssh_keys: Vec<String>,
 
     /// Secret key (in this namespace) holding root's password (at least 5
@@ -167,8 +179,12 @@ pub struct ContainerTemplate {
     /// `local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 255))]
-    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:vztmpl/[^/]+$')")
-        .message("volume must be a container template volume such as local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"))]
+    #[x_kube(
+        validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:vztmpl/[^/]+$')")
+            .message("volume must be a container template volume such as local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"),
+        validation = Rule::new(NO_DOT_DOT).message("volume must not contain .. path parts"),
+        validation = Rule::new(NO_CONTROL).message(NO_CONTROL_MESSAGE)
+    )]
     pub volume: Option<String>,
 
     /// An OCI image the provider pulls into the node's storage first (PVE
@@ -200,8 +216,7 @@ pub struct ContainerImage {
 pub struct OciImage {
     /// Image reference with a tag, e.g. `docker.io/library/alpine:3.20`.
     #[schemars(length(max = 255))]
-    #[x_kube(validation = Rule::new("self.matches('^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|[-]*)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|[-]*)[a-z0-9]+)*)*:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$')")
-        .message("reference must name an image with a tag, e.g. docker.io/library/alpine:3.20"))]
+    #[x_kube(validation = Rule::new(OCI_REFERENCE).message(OCI_REFERENCE_MESSAGE))]
     pub reference: String,
 
     /// File-based storage holding container templates (`vztmpl`) to pull
@@ -227,8 +242,11 @@ pub struct RootFs {
     pub storage: String,
 
     /// Size, as a Kubernetes quantity, rounded up to whole GiB.
-    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('1Gi')) >= 0")
-        .message("rootfs.size must be at least 1Gi"))]
+    #[x_kube(
+        validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('1Gi')) >= 0")
+            .message("rootfs.size must be at least 1Gi"),
+        validation = Rule::new(DISK_SIZE_MAX).message(DISK_SIZE_MAX_MESSAGE)
+    )]
     pub size: Quantity,
 }
 
@@ -248,14 +266,22 @@ pub struct MountPoint {
     pub storage: String,
 
     /// Size, rounded up to whole GiB.
-    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('1Gi')) >= 0")
-        .message("size must be at least 1Gi"))]
+    #[x_kube(
+        validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('1Gi')) >= 0")
+            .message("size must be at least 1Gi"),
+        validation = Rule::new(DISK_SIZE_MAX).message(DISK_SIZE_MAX_MESSAGE)
+    )]
     pub size: Quantity,
 
-    /// Absolute path inside the container, e.g. `/data`.
+    /// Absolute path inside the container, e.g. `/data`: no `..` parts
+    /// (Proxmox would mount outside the directory named) and no control
+    /// characters (a newline would add a line to the container's config).
     #[schemars(length(max = 255))]
-    #[x_kube(validation = Rule::new("self.matches('^/[^,]*$') && self != '/'")
-        .message("path must be absolute, not / and without commas"))]
+    #[x_kube(
+        validation = Rule::new(MOUNT_PATH).message(MOUNT_PATH_MESSAGE),
+        validation = Rule::new(NO_DOT_DOT).message("path must not contain .. parts"),
+        validation = Rule::new(NO_CONTROL).message(NO_CONTROL_MESSAGE)
+    )]
     pub path: String,
 }
 
@@ -301,7 +327,8 @@ fn one() -> u32 {
 #[serde(rename_all = "camelCase")]
 #[x_kube(
     validation = Rule::new("!has(self.gateway) || (has(self.ip) && self.ip != 'dhcp')")
-        .message("gateway needs a static ip")
+        .message("gateway needs a static ip"),
+    validation = Rule::new(GATEWAY_NOT_OWN).message(GATEWAY_NOT_OWN_MESSAGE)
 )]
 pub struct ContainerNetwork {
     /// Slot: `net0` ... `net31`.
@@ -330,14 +357,14 @@ pub struct ContainerNetwork {
     /// Left out: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 18))]
-    #[x_kube(validation = Rule::new("self == 'dhcp' || self.matches('^([0-9]{1,3}[.]){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$')")
+    #[x_kube(validation = Rule::new(IPV4_CIDR_OR_DHCP)
         .message("ip must be dhcp or an IPv4 address with prefix length such as 10.0.0.5/24"))]
     pub ip: Option<String>,
 
     /// IPv4 gateway (with a static `ip`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 15))]
-    #[x_kube(validation = Rule::new("self.matches('^([0-9]{1,3}[.]){3}[0-9]{1,3}$')")
+    #[x_kube(validation = Rule::new(IPV4)
         .message("gateway must be an IPv4 address"))]
     pub gateway: Option<String>,
 
@@ -345,7 +372,7 @@ pub struct ContainerNetwork {
     /// Left out: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 43))]
-    #[x_kube(validation = Rule::new("self == 'dhcp' || self == 'auto' || self.matches('^[0-9a-fA-F:]+/[0-9]{1,3}$')")
+    #[x_kube(validation = Rule::new(IPV6_CIDR_OR_AUTO)
         .message("ip6 must be dhcp, auto or an IPv6 address with prefix length"))]
     pub ip6: Option<String>,
 
@@ -361,7 +388,7 @@ pub struct ContainerDns {
     /// Name server addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 3), inner(length(max = 45)))]
-    #[x_kube(validation = Rule::new("self.all(s, s.matches('^[0-9a-fA-F.:]+$'))")
+    #[x_kube(validation = Rule::new("self.all(s, isIP(s))")
         .message("nameservers must be IP addresses"))]
     pub nameservers: Vec<String>,
 

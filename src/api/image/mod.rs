@@ -23,8 +23,10 @@ pub use status::{
 
 use crate::api::meta::ProviderConfigReference;
 use crate::api::rules::{
-    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE, HTTP_URL,
-    HTTP_URL_MESSAGE, URL_WITH_CHECKSUM, URL_WITH_CHECKSUM_MESSAGE,
+    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, FILE_NAME_NOT_DEFAULT, FILE_NAME_NOT_DEFAULT_MESSAGE,
+    HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE, HTTP_URL, HTTP_URL_MESSAGE, NO_DOT_DOT, NODE_NAMES,
+    OCI_REFERENCE, OCI_REFERENCE_MESSAGE, STORAGE_ID, STORAGE_ID_MESSAGE, URL_WITH_CHECKSUM,
+    URL_WITH_CHECKSUM_MESSAGE, VOLUME_ID,
 };
 use crate::api::vm::ChecksumAlgorithm;
 
@@ -140,14 +142,19 @@ pub struct ImageParameters {
     /// one download for all of them.
     #[serde(default = "default_storage")]
     #[schemars(length(min = 1, max = 64))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: String,
 
     /// Nodes the file must be on. Left out: every online node of the
     /// cluster when the image is created (a node added later is added when
     /// a VM is placed there).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 64))]
-    #[x_kube(merge_strategy = ListMerge::Set)]
+    #[schemars(length(max = 64), inner(length(max = 63)))]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new(NODE_NAMES)
+            .message("nodes must be Proxmox node names (letters, digits and inner dashes)")
+    )]
     pub nodes: Vec<String>,
 
     /// File name on the storage (`source.url` or `source.oci`; an OCI
@@ -155,6 +162,7 @@ pub struct ImageParameters {
     /// resource, so two images never share a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 200))]
+    #[x_kube(validation = Rule::new(FILE_NAME_NOT_DEFAULT).message(FILE_NAME_NOT_DEFAULT_MESSAGE))]
     pub filename: Option<String>,
 
     /// Make a template VM from the image on each of its nodes: VMs with
@@ -203,15 +211,19 @@ pub struct ImageSource {
     /// deleted with the image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 3, max = 255))]
-    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z][A-Za-z0-9_.-]*:.+$')")
-        .message("must be a Proxmox volume ID such as local:import/noble.qcow2"))]
+    #[x_kube(
+        validation = Rule::new(VOLUME_ID)
+            .message("must be a Proxmox volume ID such as local:import/noble.qcow2"),
+        validation = Rule::new(NO_DOT_DOT).message("importFrom must not contain .. path parts")
+    )]
     pub import_from: Option<String>,
 
     /// An OCI image reference such as `docker.io/library/alpine:3.20`
     /// (with a tag), pulled by Proxmox (oci-registry-pull, PVE 9.1 or
     /// later) into a container template `<storage>:vztmpl/<file>.tar`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 512))]
+    #[schemars(length(min = 1, max = 255))]
+    #[x_kube(validation = Rule::new(OCI_REFERENCE).message(OCI_REFERENCE_MESSAGE))]
     pub oci: Option<String>,
 }
 
@@ -246,6 +258,7 @@ pub struct ImageTemplate {
     /// a storage that can snapshot (LVM-thin, ZFS, Ceph RBD, qcow2 on a
     /// directory); clones on others are full copies.
     #[schemars(length(min = 1, max = 64))]
+    #[x_kube(validation = Rule::new(STORAGE_ID).message(STORAGE_ID_MESSAGE))]
     pub storage: String,
 
     /// Whether clones of the template may be linked: a VM asks for a

@@ -99,6 +99,13 @@ pub struct ImageLocation {
     /// When the last download here failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_at: Option<Time>,
+    /// Volumes this image's own download or pull wrote here (its task
+    /// recorded and seen to succeed, or found in the node's task list as
+    /// this provider's, for exactly that volume, since the image exists):
+    /// the only files it is Ready on and deletes. A file of the same name
+    /// it did not make is another's, reported `NotOwned` and left alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub made: Vec<String>,
 }
 
 /// Where the file is on one location.

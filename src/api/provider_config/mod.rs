@@ -189,6 +189,77 @@ pub struct ProviderSettings {
     /// not meant to be copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clone_policy: Option<ClonePolicy>,
+
+    /// What the ProxmoxContainers of this config may ask for beyond an
+    /// unprivileged container (with `nesting` if they like). Left out:
+    /// nothing more, so a tenant cannot have the provider's token (which
+    /// Proxmox lets do what only root@pam may) create a privileged
+    /// container or one with root-only features.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_policy: Option<ContainerPolicy>,
+
+    /// Where Proxmox may be told to download from (a ProxmoxImage's
+    /// `source.url` and `source.oci`, a VM disk's `image.url`, a
+    /// container's `template.oci`): the downloads run as the provider's
+    /// token on the nodes, inside the management network. Left out:
+    /// `https://` only, and no host that is an address in a loopback,
+    /// link-local, private, shared (CGNAT) or unique-local range, a
+    /// numeric form of one, `localhost`, a single-label name, a Proxmox
+    /// node's name or the config's endpoint host. See docs/api.md for what
+    /// is checked where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download_policy: Option<DownloadPolicy>,
+}
+
+/// Where downloads may come from beyond public https hosts.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadPolicy {
+    /// Allow `http://` URLs (plain HTTP: anyone on the path may change the
+    /// bytes before the checksum is checked; the default is https only).
+    #[serde(default)]
+    pub allow_http: bool,
+
+    /// Hosts and registries allowed although the default refuses them: a
+    /// host name (compared without regard to case), an IP address, or a
+    /// CIDR that the URL's literal address falls in (`10.20.0.0/16`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 253)))]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new("self.all(h, isIP(h) || isCIDR(h) || h.matches('^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?[.])*[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$'))")
+            .message("allowedHosts are host names, IP addresses or CIDRs")
+    )]
+    pub allowed_hosts: Vec<String>,
+}
+
+/// What containers may ask for that Proxmox reserves to root@pam.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerPolicy {
+    /// Allow privileged containers (`unprivileged: false`): root in the
+    /// container is root on the host. pve-container lets only root@pam
+    /// create one with features, and any user with `Sys.Modify` on `/`
+    /// create one at all.
+    #[serde(default)]
+    pub allow_privileged: bool,
+
+    /// Container features besides `nesting` that containers may enable:
+    /// pve-container lets only root@pam set them (`keyctl`, `fuse`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    pub allow_features: Vec<RootOnlyFeature>,
+}
+
+/// A container feature only root@pam may set.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RootOnlyFeature {
+    /// The keyctl() system call.
+    Keyctl,
+    /// FUSE file systems.
+    Fuse,
 }
 
 /// Which VMs may be cloned.

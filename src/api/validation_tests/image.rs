@@ -128,6 +128,78 @@ fn proxmox_image_rules() {
             json!({"source": {"oci": "docker.io/library/alpine:3.20"}, "content": "vztmpl", "filename": "alpine.tar"}),
             None,
         ),
+        // Issue 31: a file name another resource's default name could be.
+        (
+            "another image's default name",
+            with(
+                url(),
+                json!({"filename": "noble-aaaaaaaaaaaa-0123abcd.qcow2"}),
+            ),
+            Some("filename must not be one the provider gives"),
+        ),
+        (
+            "a VM disk's own download name",
+            with(url(), json!({"filename": "noble-0123456789ab.qcow2"})),
+            Some("filename must not be one the provider gives"),
+        ),
+        (
+            "a container's OCI pull name",
+            json!({"source": {"oci": "docker.io/library/alpine:3.21"}, "content": "vztmpl",
+                   "filename": "alpine_3.21-0123456789ab.tar"}),
+            Some("filename must not be one the provider gives"),
+        ),
+        (
+            "a seed ISO's name",
+            json!({"source": url(), "content": "iso", "filename": "crossplane-ci-100-x.iso"}),
+            Some("filename must not be one the provider gives"),
+        ),
+        (
+            "a name of its own",
+            with(url(), json!({"filename": "noble-2024.qcow2"})),
+            None,
+        ),
+        // The shared value rules (issue 31): what once reached Proxmox.
+        (
+            "storage ..",
+            with(url(), json!({"storage": ".."})),
+            Some("must be a Proxmox storage ID"),
+        ),
+        (
+            "template storage with options",
+            with(
+                url(),
+                json!({"template": {"storage": "local-lvm,cache=unsafe"}}),
+            ),
+            Some("must be a Proxmox storage ID"),
+        ),
+        (
+            "node ..",
+            with(url(), json!({"nodes": [".."]})),
+            Some("nodes must be Proxmox node names"),
+        ),
+        (
+            "importFrom with ..",
+            with(
+                json!({"importFrom": "local:../../etc/pve/priv/shadow.cfg"}),
+                json!({}),
+            ),
+            Some("importFrom must not contain .. path parts"),
+        ),
+        (
+            "importFrom with a newline",
+            with(json!({"importFrom": "local:import/a\nb.qcow2"}), json!({})),
+            Some("must be a Proxmox volume ID"),
+        ),
+        (
+            "oci without a tag",
+            json!({"source": {"oci": "docker.io/library/alpine"}, "content": "vztmpl"}),
+            Some("reference must name an image with a tag"),
+        ),
+        (
+            "oci with a newline",
+            json!({"source": {"oci": "docker.io/library/alpine:3.20\nx"}, "content": "vztmpl"}),
+            Some("reference must name an image with a tag"),
+        ),
     ];
     for (name, fp, want) in cases {
         assert_verdict(name, &refusals(&schema, &image(fp), None), want);

@@ -11,7 +11,9 @@ use kube::CustomResourceExt;
 use kube::core::cel::{ScopeContext, Validator, WarningKind, analyze_rule, compile_schema};
 use serde_json::{Value, json};
 
-use crate::api::{ClusterProviderConfig, ProviderConfig, ProxmoxImage, ProxmoxVM};
+use crate::api::{
+    ClusterProviderConfig, ProviderConfig, ProxmoxContainer, ProxmoxImage, ProxmoxVM,
+};
 
 pub(super) fn schema_of(crd: CustomResourceDefinition) -> Value {
     let schema = crd.spec.versions[0]
@@ -84,6 +86,7 @@ fn every_rule_compiles_and_fits_the_cost_budget() {
     let crds = [
         ProxmoxVM::crd(),
         ProxmoxImage::crd(),
+        ProxmoxContainer::crd(),
         ProviderConfig::crd(),
         ClusterProviderConfig::crd(),
     ];
@@ -117,6 +120,7 @@ fn every_rule_compiles_and_fits_the_cost_budget() {
     );
 }
 
+mod container;
 mod hardware;
 mod image;
 mod provider_config;

@@ -49,6 +49,23 @@ fn proxmox_vm_create_rules() {
             Some("must be a positive Kubernetes quantity"),
         ),
         (
+            "100 PiB disk",
+            with_disk(json!({"slot": "scsi1", "storage": "local-lvm", "size": "100Pi"})),
+            Some("must be at most 1Pi"),
+        ),
+        (
+            "1 PiB memory",
+            json!({"memory": "1Pi"}),
+            Some("must be at most 64Ti"),
+        ),
+        (
+            "import with .. at the start of the path",
+            with_disk(
+                json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "local:../etc/x.qcow2"}),
+            ),
+            Some("importFrom must not contain .. path parts"),
+        ),
+        (
             "absolute path import",
             with_disk(
                 json!({"slot": "scsi0", "storage": "local-lvm", "importFrom": "/var/lib/vz/x.img"}),

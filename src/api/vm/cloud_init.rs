@@ -4,7 +4,10 @@ use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::meta::LocalSecretKeySelector;
-use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE};
+use crate::api::rules::{
+    DNS_NAME, IPV4, IPV4_CIDR_OR_DHCP, IPV6, IPV6_CIDR_OR_AUTO, SSH_KEYS, SSH_KEYS_MESSAGE,
+    STORAGE_ID, STORAGE_ID_MESSAGE,
+};
 
 /// Cloud-init settings Proxmox hands to the guest on its cloud-init drive.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -26,8 +29,7 @@ pub struct CloudInit {
     /// SSH public keys for the user, one per item, in OpenSSH format.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32), inner(length(max = 16384)))]
-    #[x_kube(validation = Rule::new("self.all(k, k.matches('^(ssh-|ecdsa-|sk-)[A-Za-z0-9@.-]+ [A-Za-z0-9+/=]+( [^\\\\r\\\\n]*)?$'))")
-        .message("each item must be one OpenSSH public key on one line, such as 'ssh-ed25519 AAAA... user@host'"))]
+    #[x_kube(validation = Rule::new(SSH_KEYS).message(SSH_KEYS_MESSAGE))]
     pub ssh_keys: Vec<String>,
 
     /// Address settings per network device (`interface: net0` ...). Devices
@@ -93,28 +95,28 @@ pub struct IpConfig {
     /// IPv4 address with prefix length (`10.0.0.5/24`) or `dhcp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 18))]
-    #[x_kube(validation = Rule::new("self == 'dhcp' || (isCIDR(self) && cidr(self).ip().family() == 4)")
+    #[x_kube(validation = Rule::new(IPV4_CIDR_OR_DHCP)
         .message("ip must be dhcp or an IPv4 address with prefix length, such as 10.0.0.5/24"))]
     pub ip: Option<String>,
 
     /// IPv4 gateway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 15))]
-    #[x_kube(validation = Rule::new("isIP(self) && ip(self).family() == 4")
+    #[x_kube(validation = Rule::new(IPV4)
         .message("gateway must be an IPv4 address"))]
     pub gateway: Option<String>,
 
     /// IPv6 address with prefix length (`fd00::5/64`), `dhcp` or `auto` (SLAAC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 43))]
-    #[x_kube(validation = Rule::new("self == 'dhcp' || self == 'auto' || (isCIDR(self) && cidr(self).ip().family() == 6)")
+    #[x_kube(validation = Rule::new(IPV6_CIDR_OR_AUTO)
         .message("ip6 must be dhcp, auto or an IPv6 address with prefix length, such as fd00::5/64"))]
     pub ip6: Option<String>,
 
     /// IPv6 gateway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 39))]
-    #[x_kube(validation = Rule::new("isIP(self) && ip(self).family() == 6")
+    #[x_kube(validation = Rule::new(IPV6)
         .message("gateway6 must be an IPv6 address"))]
     pub gateway6: Option<String>,
 }

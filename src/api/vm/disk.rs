@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::quantity::Quantity;
 use crate::api::rules::{
-    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE, HTTP_URL,
-    HTTP_URL_MESSAGE, STORAGE_ID, STORAGE_ID_MESSAGE, URL_WITH_CHECKSUM, URL_WITH_CHECKSUM_MESSAGE,
+    CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, DISK_SIZE_MAX, DISK_SIZE_MAX_MESSAGE,
+    FILE_NAME_NOT_DEFAULT, FILE_NAME_NOT_DEFAULT_MESSAGE, HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE,
+    HTTP_URL, HTTP_URL_MESSAGE, NO_DOT_DOT, STORAGE_ID, STORAGE_ID_MESSAGE, URL_WITH_CHECKSUM,
+    URL_WITH_CHECKSUM_MESSAGE, VOLUME_ID,
 };
 
 /// One disk of the VM.
@@ -41,6 +43,7 @@ pub struct Disk {
     /// own size when this is left out). Proxmox allocates new empty disks in
     /// whole GiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(DISK_SIZE_MAX).message(DISK_SIZE_MAX_MESSAGE))]
     pub size: Option<Quantity>,
 
     /// Import the disk from a volume already on Proxmox, such as
@@ -53,9 +56,9 @@ pub struct Disk {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 255))]
     #[x_kube(
-        validation = Rule::new("self.matches('^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:[^\\\\s,;]+$')")
+        validation = Rule::new(VOLUME_ID)
             .message("must be a Proxmox volume ID such as local:import/jammy.qcow2 (absolute paths are not supported)"),
-        validation = Rule::new("!self.matches('[:/][.][.](/|$)')")
+        validation = Rule::new(NO_DOT_DOT)
             .message("importFrom must not contain .. path parts")
     )]
     pub import_from: Option<String>,
@@ -112,8 +115,11 @@ pub struct DiskImage {
     /// images whose URL ends in `.img`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 200))]
-    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](qcow2|raw|vmdk)$')")
-        .message("must be a file name ending in .qcow2, .raw or .vmdk (letters, digits, . _ + = -)"))]
+    #[x_kube(
+        validation = Rule::new("self.matches('^[A-Za-z0-9][A-Za-z0-9._+=-]*[.](qcow2|raw|vmdk)$')")
+            .message("must be a file name ending in .qcow2, .raw or .vmdk (letters, digits, . _ + = -)"),
+        validation = Rule::new(FILE_NAME_NOT_DEFAULT).message(FILE_NAME_NOT_DEFAULT_MESSAGE)
+    )]
     pub filename: Option<String>,
 
     /// File-based storage with the `import` content type that receives the

@@ -6,7 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{CloudInit, Disk, Hardware, Lifecycle, NetworkDevice};
 use crate::api::quantity::Quantity;
-use crate::api::rules::{DNS_NAME, STORAGE_ID, STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE};
+use crate::api::rules::{
+    DNS_NAME, MEMORY_MAX, MEMORY_MAX_MESSAGE, NODE_NAME, NODE_NAME_MESSAGE, NODE_NAMES, STORAGE_ID,
+    STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE,
+};
 
 /// The VM as it should be on Proxmox. Fields left out are not managed
 /// (except where a default is shown); fields marked "create only" are used
@@ -59,8 +62,7 @@ pub struct VmParameters {
     /// (`importFrom: local:import/...`) need `node`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63))]
-    #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$')")
-        .message("must be a Proxmox node name (letters, digits and inner dashes)"))]
+    #[x_kube(validation = Rule::new(NODE_NAME).message(NODE_NAME_MESSAGE))]
     pub node: Option<String>,
 
     /// Nodes the provider may place the VM on when `node` is left out.
@@ -69,7 +71,7 @@ pub struct VmParameters {
     #[schemars(length(max = 64), inner(length(max = 63)))]
     #[x_kube(
         merge_strategy = ListMerge::Set,
-        validation = Rule::new("self.all(n, n.matches('^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$'))")
+        validation = Rule::new(NODE_NAMES)
             .message("allowedNodes must be Proxmox node names (letters, digits and inner dashes)")
     )]
     pub allowed_nodes: Vec<String>,
@@ -103,8 +105,11 @@ pub struct VmParameters {
     /// Memory, as a Kubernetes quantity (e.g. `2Gi`); at least 16Mi. Proxmox
     /// counts whole MiB, so the value is rounded up to one.
     #[serde(default = "default_memory")]
-    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('16Mi')) >= 0")
-        .message("memory must be at least 16Mi"))]
+    #[x_kube(
+        validation = Rule::new("!isQuantity(self) || quantity(self).compareTo(quantity('16Mi')) >= 0")
+            .message("memory must be at least 16Mi"),
+        validation = Rule::new(MEMORY_MAX).message(MEMORY_MAX_MESSAGE)
+    )]
     pub memory: Quantity,
 
     /// Disks, by slot. The first disk is the boot disk. Each disk is created

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::api::Reason;
-use crate::api::provider_config::{CloneSources, Limits, Timing};
+use crate::api::provider_config::{CloneSources, DownloadPolicy, Limits, Timing};
 
 /// How soon a resource whose provider config is missing or unusable looks
 /// again (creating or fixing the config also wakes it at once).
@@ -23,6 +23,10 @@ pub enum ProviderState {
         /// VMs beyond templates its resources may clone
         /// (`clonePolicy.allowNonTemplates`).
         clones: Option<CloneSources>,
+        /// Where its downloads may come from (`downloadPolicy`), and the
+        /// host of its endpoint (a node no download may name).
+        downloads: Option<DownloadPolicy>,
+        endpoint_host: String,
     },
     /// The named ProviderConfig/ClusterProviderConfig does not exist.
     NotFound {

@@ -24,20 +24,25 @@ use pve_client::{ErrorClass, TaskObservation, TaskOutcome, Upid};
 
 use super::plan::{self, Container, Observation, Outcome, Plan, Seen, Step, TaskSeen};
 use super::render;
+use crate::api::condition::Reason;
 use crate::api::meta;
+use crate::api::rules::PASSWORD_MAX_BYTES;
 use crate::api::vm::PlacementPolicy;
 use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
 use crate::reconcile::common::finalizer;
 use crate::reconcile::common::grants::{Placement, PlacementRequest};
 use crate::reconcile::context::Context;
+use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
+use crate::reconcile::inventory::ClusterView;
 use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::managed::reserve::allocate_vmid;
 use crate::reconcile::managed::status::apply_on;
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
 use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::schedule::{Candidates, LabelCounts};
+use crate::reconcile::vm::plan::HostView;
 
 /// Task types of a container's own tasks (pve-container), which hold any
 /// other dispatch while the node lists one as running.
@@ -189,6 +194,7 @@ async fn observe(
     let status = ct.status.clone().unwrap_or_default();
     let spec = &ct.spec.for_provider;
     let mut obs = Observation::unobserved(poll);
+    obs.policy = conn.containers.clone();
     if let Some(task) = &status.at_provider.task {
         obs.task = Some(match Upid::parse(&task.upid) {
             Ok(upid) => match client.observe_task(&upid).await {
@@ -305,12 +311,37 @@ async fn observe(
         });
     let mut password = None;
     if obs.container == Container::Absent && !deleting {
-        if let Some(oci) = &spec.template.oci {
+        obs.host = Some(host(ctx, conn, &view, &node).await);
+        let refused = spec.template.oci.as_ref().and_then(|oci| {
+            let internal = conn.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
+            downloads::refusal(
+                conn.downloads.as_ref(),
+                "spec.forProvider.template.oci.reference",
+                downloads::Source::Oci(&oci.reference),
+                &internal,
+            )
+        });
+        obs.download_refused = refused;
+        if let Some(oci) = spec
+            .template
+            .oci
+            .as_ref()
+            .filter(|_| obs.download_refused.is_none())
+        {
             let volume = render::oci_pull(oci).volume(&oci.storage);
             let content = client
                 .storage_content(&node, &oci.storage, Some("vztmpl"))
                 .await?;
-            obs.template_present = Some(content.iter().any(|c| c.volid == volume));
+            let present = content.iter().any(|c| c.volid == volume);
+            obs.template_present = Some(present);
+            // A pull is due: one GET /version, so that a Proxmox VE without
+            // oci-registry-pull (before 9.1) is said, not sent a request
+            // it does not have.
+            if !present {
+                let version = client.version().await?;
+                obs.oci_unsupported = (!version.has_oci_registry_pull())
+                    .then(|| format!("Proxmox VE {}", version.version));
+            }
         }
         if let Some(image) = &spec.template.image {
             // About to be created from it: read afresh when the cache says
@@ -324,21 +355,61 @@ async fn observe(
             let secrets: Api<Secret> = Api::namespaced(ctx.kube.clone(), &id.namespace);
             obs.password = Some(match secrets.get_opt(&sel.name).await? {
                 Some(secret) => match secret_value(&secret, &sel.key) {
+                    Some(value) if value.len() > PASSWORD_MAX_BYTES => Err((
+                        Reason::InvalidSpec,
+                        format!(
+                            "spec.forProvider.passwordSecretRef: the password in Secret {} key {} has {} bytes, more than {PASSWORD_MAX_BYTES}: nothing is sent",
+                            sel.name,
+                            sel.key,
+                            value.len()
+                        ),
+                    )),
                     Some(value) if value.len() >= 5 => {
                         password = Some(pve_client::Secret::new(value));
                         Ok(())
                     }
-                    Some(_) => Err(format!(
-                        "the password in Secret {} key {} is shorter than 5 characters",
-                        sel.name, sel.key
+                    Some(_) => Err((
+                        Reason::InvalidSpec,
+                        format!(
+                            "spec.forProvider.passwordSecretRef: the password in Secret {} key {} is shorter than 5 characters",
+                            sel.name, sel.key
+                        ),
                     )),
-                    None => Err(format!("Secret {} has no key {}", sel.name, sel.key)),
+                    None => Err((
+                        Reason::SecretNotFound,
+                        format!("Secret {} has no key {}", sel.name, sel.key),
+                    )),
                 },
-                None => Err(format!("Secret {} not found", sel.name)),
+                None => Err((
+                    Reason::SecretNotFound,
+                    format!("Secret {} not found", sel.name),
+                )),
             });
         }
     }
     Ok((obs, password))
+}
+
+/// What `node` has, as a create is checked against it: the cluster view
+/// this pass read (no request) and the node's bridges (read once per node
+/// and interval, shared with the VMs). Bridges that cannot be read are
+/// `None`: the create is not held up for them.
+async fn host(ctx: &Context, conn: &Connection, view: &ClusterView, node: &str) -> HostView {
+    let seen = view.nodes.iter().find(|n| n.name == node);
+    let bridges = match ctx.inventory.bridges(&conn.key, &conn.client, node).await {
+        Ok(bridges) => Some(bridges.as_ref().clone()),
+        Err(e) => {
+            tracing::warn!(%node, error = %e, "cannot read the node's bridges; NICs are not checked against them");
+            None
+        }
+    };
+    HostView {
+        node: node.to_owned(),
+        cpus: seen.map(|n| n.cpus).unwrap_or_default(),
+        memory: seen.map(|n| n.max_memory).unwrap_or_default(),
+        storages: view.storages.get(node).cloned().unwrap_or_default(),
+        bridges,
+    }
 }
 
 /// The container `vmid` on `node`: its config and power state.

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use sha2::{Digest, Sha256};
+
 use pve_client::lxc::{
     ContainerConfig, ContainerNet, ContainerUpdate, ContainerVolume, CreateContainer, Features,
     OciPull,
@@ -53,14 +55,16 @@ fn index(slot: &str, prefix: &str) -> Option<u32> {
 
 /// The OCI pull a template needs, if it is an image.
 pub fn oci_pull(oci: &OciImage) -> OciPull {
-    // The reference's last path part (`alpine:3.20`): PVE normalises it to
-    // `alpine_3.20.tar`, the same file for every container of that image.
-    let filename = oci
-        .reference
-        .rsplit('/')
-        .next()
-        .unwrap_or(&oci.reference)
-        .to_owned();
+    // The reference's last path part (`alpine:3.20`, for people) and 12 hex
+    // digits of a SHA-256 of the whole reference: PVE normalises it to
+    // `alpine_3.20-<hash>.tar`, the same file for every container of that
+    // reference, and never the file of the same name and tag from another
+    // registry or repository (issue 31: team-b's docker.io/library/alpine
+    // was created from team-a's pull of evil.example/team-a/alpine).
+    let last = oci.reference.rsplit('/').next().unwrap_or(&oci.reference);
+    let digest = Sha256::digest(oci.reference.as_bytes());
+    let hash: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    let filename = format!("{last}-{hash}");
     OciPull {
         reference: oci.reference.clone(),
         filename,

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::plan::{Container, Observation, Outcome, Seen, Step, TaskSeen, plan, settle};
 use crate::api::ProxmoxContainer;
-use crate::api::condition::{ConditionStatus, ConditionType, find};
+use crate::api::condition::{ConditionStatus, ConditionType, Reason, find};
 use crate::api::vm::TaskAction;
 use crate::reconcile::common::grants::{Placement, VmidGrant};
 use crate::reconcile::common::owner::marker_line_of;
@@ -214,7 +214,7 @@ fn the_way_to_a_container_step_by_step() {
                 json!({}),
             ),
             Observation {
-                password: Some(Err("Secret pw not found".into())),
+                password: Some(Err((Reason::SecretNotFound, "Secret pw not found".into()))),
                 ..obs(Container::Absent)
             },
             "idle",
@@ -399,7 +399,15 @@ fn the_create_carries_the_spec_and_the_owner_marker() {
         recorded(),
         json!({}),
     );
-    let p = plan(&c, &id(), &obs(Container::Absent), now());
+    // keyctl is root@pam's: the config's containerPolicy allows it here.
+    let allowed = Observation {
+        policy: crate::api::provider_config::ContainerPolicy {
+            allow_features: vec![crate::api::provider_config::RootOnlyFeature::Keyctl],
+            ..Default::default()
+        },
+        ..obs(Container::Absent)
+    };
+    let p = plan(&c, &id(), &allowed, now());
     let Step::Create { node, create } = &p.step else {
         panic!("{:?}", p.step)
     };
@@ -628,6 +636,8 @@ fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
     assert_eq!(create.ostemplate, "local:vztmpl/alpine_3.20-0123abcd.tar");
 }
 
+mod limits;
+mod names;
 /// A config that is missing or cannot be used: the same condition and
 /// retry as a VM's, and no finalizer written for it (the finalizer step
 /// could not be carried out without a config, and came back at once).

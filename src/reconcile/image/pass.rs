@@ -8,7 +8,12 @@
 //! (one task list per node per second for all tasks in flight), and the
 //! node's running tasks (the same shared list) only where a file is
 //! missing and no task is recorded: a download dispatched just before a
-//! lost status write is found there and adopted, never sent twice. For
+//! lost status write is found there and adopted, never sent twice (only
+//! this provider's user's, started since the image exists). Where the file
+//! is there but not recorded as made by this image, one `GET
+//! /nodes/{node}/tasks` of its task type since the image was created: its
+//! own download, running or ended OK, makes it its own; else it is another's
+//! (`NotOwned`), never Ready on, downloaded over or deleted. For
 //! `source.oci`, in such a pass only, one `GET /version` (oci-registry-pull
 //! needs PVE 9.1; an older one is said, `OciNeedsPve91`, and nothing sent).
 
@@ -29,6 +34,7 @@ use crate::api::image::{ImageContent, LocationPhase};
 use crate::reconcile::common::finalizer;
 use crate::reconcile::common::tasks::TaskState;
 use crate::reconcile::context::Context;
+use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::managed::tasks;
@@ -175,6 +181,30 @@ async fn observe(
         Ok(view) => view,
         Err(e) => return World::Unreadable(e.to_string()),
     };
+    // A source the config's downloadPolicy refuses is never fetched (a
+    // deleted image still deletes what it made).
+    if image.metadata.deletion_timestamp.is_none() {
+        let internal = connection.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
+        let policy = connection.downloads.as_ref();
+        let refused = match (&spec.source.url, &spec.source.oci) {
+            (Some(url), _) => downloads::refusal(
+                policy,
+                "spec.forProvider.source.url",
+                downloads::Source::Url(url),
+                &internal,
+            ),
+            (None, Some(oci)) => downloads::refusal(
+                policy,
+                "spec.forProvider.source.oci",
+                downloads::Source::Oci(oci),
+                &internal,
+            ),
+            (None, None) => None,
+        };
+        if let Some(why) = refused {
+            return World::NotAllowed(why);
+        }
+    }
     let online: Vec<String> = view
         .nodes
         .iter()
@@ -204,16 +234,31 @@ async fn observe(
     let deleting = image.metadata.deletion_timestamp.is_some();
     let downloads = spec.source.url.is_some() || spec.source.oci.is_some();
     let status = image.status.clone().unwrap_or_default();
+    let task_type = if spec.source.oci.is_some() {
+        "ociregistrypull"
+    } else {
+        "download"
+    };
+    // No task from before the image existed is its own.
+    let since = image
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| u32::try_from(t.0.as_second()).ok())
+        .unwrap_or(u32::MAX);
     let mut sites = vec![];
     // Whether this Proxmox has oci-registry-pull, read once per pass.
     let mut pulls = false;
     for target in targets {
-        let recorded = status
+        let here = status
             .at_provider
             .locations
             .iter()
-            .find(|l| l.node == target.node && l.storage == spec.storage)
-            .and_then(|l| l.task.clone());
+            .find(|l| l.node == target.node && l.storage == spec.storage);
+        let recorded = here.and_then(|l| l.task.clone());
+        let made = volume
+            .as_ref()
+            .is_some_and(|v| here.is_some_and(|l| l.made.contains(v)));
         let task = match &recorded {
             Some(t) => Some(match Upid::parse(&t.upid) {
                 Ok(upid) => tasks::task_state(client, &upid).await,
@@ -240,16 +285,25 @@ async fn observe(
                 }
             }
         }
-        let active = if dispatching {
-            match tasks::active_tasks(client, &target.node).await {
-                Ok(active) => active,
-                Err(e) => {
-                    sites.push((target, Site::Unreadable(e.to_string())));
-                    continue;
-                }
-            }
+        // A file there that this image is not recorded to have made: its
+        // own only if this provider's download of it since the image was
+        // created is listed (a lost status write); else another's.
+        let unclaimed = !missing && downloads && !deleting && recorded.is_none() && !made;
+        let listed = if dispatching {
+            tasks::active_tasks(client, &target.node)
+                .await
+                .map(|active| (mine(client, active, since), vec![]))
+        } else if unclaimed {
+            tasks::own_tasks(client, &target.node, task_type, since).await
         } else {
-            vec![]
+            Ok((vec![], vec![]))
+        };
+        let (active, finished) = match listed {
+            Ok(listed) => listed,
+            Err(e) => {
+                sites.push((target, Site::Unreadable(e.to_string())));
+                continue;
+            }
         };
         sites.push((
             target,
@@ -257,20 +311,28 @@ async fn observe(
                 files,
                 task,
                 active,
+                finished,
             },
         ));
     }
     World::Seen(sites)
 }
 
+/// The tasks this provider's user started at `since` or later: another
+/// user's download of the same file is not this image's to adopt.
+fn mine(client: &Client, tasks: Vec<Upid>, since: u32) -> Vec<Upid> {
+    tasks
+        .into_iter()
+        .filter(|t| t.user() == client.user() && t.starttime() >= since)
+        .collect()
+}
+
 /// The version of a Proxmox VE without oci-registry-pull (before 9.1), or
 /// `None`: one `GET /version`, only in a pass that may pull (a file missing,
 /// no task recorded), so a Ready image never asks.
 async fn oci_pull_missing(client: &Client) -> Result<Option<String>, pve_client::Error> {
-    let version = client.version().await?.version;
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    Ok(((major, minor) < (9, 1)).then(|| format!("Proxmox VE {version}")))
+    let version = client.version().await?;
+    Ok((!version.has_oci_registry_pull()).then(|| format!("Proxmox VE {}", version.version)))
 }
 
 /// The volumes of `content` on the storage at `node`, with their sizes.

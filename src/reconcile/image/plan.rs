@@ -77,9 +77,15 @@ pub enum Site {
         files: BTreeMap<String, u64>,
         /// The recorded task's state.
         task: Option<TaskState>,
-        /// The node's running tasks (listed only when a file is missing and
-        /// no task is recorded).
+        /// This provider's running tasks on the node (listed only when
+        /// no task is recorded and the file is missing, or there without
+        /// being recorded as this image's).
         active: Vec<ActiveTask>,
+        /// This provider's tasks on the node that finished OK since the
+        /// image was created (listed only when the file is there without
+        /// being recorded as this image's): a download whose recording
+        /// was lost.
+        finished: Vec<ActiveTask>,
     },
     /// The storage could not be listed.
     Unreadable(String),
@@ -97,6 +103,9 @@ pub enum World {
     /// `source.oci` on a Proxmox VE older than 9.1 (its version), which has
     /// no oci-registry-pull.
     OciUnsupported(String),
+    /// The source is one the provider config's `downloadPolicy` refuses
+    /// (why, naming the field and the rule); nothing was looked at.
+    NotAllowed(String),
 }
 
 /// The plan's input.
@@ -284,6 +293,10 @@ pub fn plan(input: &Input<'_>) -> Plan {
     }
     let sites = match &input.world {
         World::Seen(sites) => sites,
+        World::NotAllowed(why) => {
+            say(input, &mut out, (Reason::NotAllowed, why.clone()), None);
+            return out;
+        }
         World::OciUnsupported(version) => {
             let why = format!(
                 "pulling an OCI image (source.oci) needs oci-registry-pull, which Proxmox VE has since 9.1; the cluster runs {version}: upgrade it, or use source.url with a container template"
@@ -320,7 +333,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let mut wait: Option<Duration> = None;
     for (target, site) in sites {
         let mut loc = location(&before, target, storage);
-        let (files, active) = match site {
+        let (files, active, finished) = match site {
             Site::Unreadable(why) => {
                 problems.push((
                     Reason::ReconcileError,
@@ -334,15 +347,55 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 files,
                 task,
                 active,
+                finished,
             } => {
                 if let Some(d) = observe_task(input, &mut out.events, &mut loc, task.as_ref()) {
                     soonest(&mut wait, d);
                     locations.push(loc);
                     continue;
                 }
-                (files, active)
+                // A file of ours that is gone is ours no more.
+                loc.made.retain(|v| files.contains_key(v));
+                (files, active, finished)
             }
         };
+        let fetched = fetch(&source, input.image, &volume);
+        if let (Some(_), Some((task_type, task_id, _))) = (files.get(&volume), &fetched)
+            && !loc.made.contains(&volume)
+        {
+            let ours = |t: &&ActiveTask| t.task_type() == *task_type && t.id() == task_id;
+            if let Some(t) = active.iter().find(ours) {
+                adopt(input, &mut out.events, &mut loc, t, &volume);
+                soonest(&mut wait, input.timing.poll);
+            } else if let Some(t) = finished.iter().find(ours) {
+                loc.made.push(volume.clone());
+                out.events.push(event(
+                    false,
+                    "TaskAdopted",
+                    format!(
+                        "found {} {t} finished OK: {volume} is this image's",
+                        t.task_type()
+                    ),
+                ));
+            } else {
+                // Another's file (an image's, a seeded volume): never
+                // Ready on it, never deleted, never downloaded over.
+                loc.phase = LocationPhase::Pending;
+                loc.size = None;
+                let why = format!(
+                    "{volume} already exists on node {} and this image did not make it; {} names a file that is not its own (nothing is downloaded or deleted: choose another name)",
+                    target.node,
+                    file_field(input.image)
+                );
+                loc.message = Some(why.clone());
+                problems.push((Reason::NotOwned, why));
+                soonest(&mut wait, input.timing.resync);
+            }
+            if !loc.made.contains(&volume) {
+                locations.push(loc);
+                continue;
+            }
+        }
         if let Some(size) = files.get(&volume) {
             loc.phase = LocationPhase::Ready;
             loc.size = Some(*size);
@@ -353,7 +406,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
             continue;
         }
         loc.size = None;
-        match fetch(&source, input.image, &volume) {
+        match fetched {
             None => {
                 loc.phase = LocationPhase::Pending;
                 let why = format!("volume {volume} does not exist on node {}", target.node);
@@ -409,7 +462,10 @@ pub fn plan(input: &Input<'_>) -> Plan {
             if loc.task.is_some() {
                 continue;
             }
-            if let Some(old) = previous.iter().find(|p| files.contains_key(*p)) {
+            if let Some(old) = previous
+                .iter()
+                .find(|p| files.contains_key(*p) && loc.made.contains(*p))
+            {
                 calls.push(Call {
                     node: target.node.clone(),
                     storage: storage.clone(),
@@ -420,11 +476,15 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 soonest(&mut wait, input.timing.poll);
             }
         }
+        // Gone, or never ours anywhere (nothing of it to delete).
         let gone = |p: &String| {
-            sites.iter().all(|(_, site)| match site {
-                Site::Seen { files, .. } => !files.contains_key(p),
-                Site::Unreadable(_) => false,
-            })
+            locations
+                .iter()
+                .zip(sites)
+                .all(|(loc, (_, site))| match site {
+                    Site::Seen { files, .. } => !files.contains_key(p) || !loc.made.contains(p),
+                    Site::Unreadable(_) => false,
+                })
         };
         let busy = locations.iter().any(|l| l.task.is_some())
             || calls
@@ -518,7 +578,21 @@ fn location(before: &ProxmoxImageStatus, target: &Target, storage: &str) -> Imag
             message: None,
             failures: None,
             failed_at: None,
+            made: vec![],
         },
+    }
+}
+
+/// The field that named the file: `filename` when given, else the source
+/// its default name comes from.
+fn file_field(image: &ProxmoxImage) -> &'static str {
+    let spec = &image.spec.for_provider;
+    if spec.filename.is_some() {
+        "spec.forProvider.filename"
+    } else if spec.source.oci.is_some() {
+        "spec.forProvider.source.oci"
+    } else {
+        "spec.forProvider.source.url"
     }
 }
 
@@ -582,6 +656,13 @@ fn observe_task(
         }
         TaskState::Finished(TaskOutcome::Succeeded { .. }) => {
             loc.task = None;
+            // The file it wrote is this image's.
+            if downloading
+                && let Some(v) = &task.target
+                && !loc.made.contains(v)
+            {
+                loc.made.push(v.clone());
+            }
             events.push(event(
                 false,
                 "TaskSucceeded",
@@ -736,14 +817,20 @@ fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Sourc
     let sites = match &input.world {
         World::Seen(sites) => sites,
         // Never seen while deleting (the pass reads the version only to
-        // pull); said as a cluster it cannot act on.
-        other @ (World::NoConfig(_) | World::Unreadable(_) | World::OciUnsupported(_)) => {
+        // pull, and checks the download policy only when not deleting);
+        // said as a cluster it cannot act on.
+        other @ (World::NoConfig(_)
+        | World::Unreadable(_)
+        | World::OciUnsupported(_)
+        | World::NotAllowed(_)) => {
             let why = match other {
                 World::NoConfig(state) => state
                     .problem()
                     .map(|(_, message)| message)
                     .unwrap_or_default(),
-                World::Unreadable(why) | World::OciUnsupported(why) => why.clone(),
+                World::Unreadable(why) | World::OciUnsupported(why) | World::NotAllowed(why) => {
+                    why.clone()
+                }
                 World::Seen(_) => String::new(),
             };
             if matches!(source, Source::Existing)
@@ -786,7 +873,12 @@ fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Sourc
                 files
             }
         };
-        if let Some(file) = ours.iter().find(|v| files.contains_key(*v)) {
+        loc.made.retain(|v| files.contains_key(v));
+        // Only what this image's own task wrote here.
+        if let Some(file) = ours
+            .iter()
+            .find(|v| files.contains_key(*v) && loc.made.contains(*v))
+        {
             loc.phase = LocationPhase::Deleting;
             calls.push(Call {
                 node: target.node.clone(),

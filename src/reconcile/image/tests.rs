@@ -58,6 +58,22 @@ fn volume(img: &ProxmoxImage) -> String {
         .unwrap()
 }
 
+/// A status saying this image's own task wrote `v` at these nodes.
+fn made(nodes: &[&str], v: &str) -> Value {
+    let locations: Vec<Value> = nodes
+        .iter()
+        .map(|n| json!({"node": n, "storage": "local", "phase": "Ready", "made": [v]}))
+        .collect();
+    json!({"atProvider": {"locations": locations}})
+}
+
+/// The same image with this status.
+fn with_status(img: &ProxmoxImage, status: Value) -> ProxmoxImage {
+    let mut img = img.clone();
+    img.status = serde_json::from_value(status).unwrap();
+    img
+}
+
 fn file(img: &ProxmoxImage) -> String {
     volume(img).rsplit('/').next().unwrap().to_owned()
 }
@@ -77,6 +93,7 @@ fn seen(files: &[(&str, u64)], task: Option<TaskState>, active: Vec<Upid>) -> Si
             .collect::<BTreeMap<_, _>>(),
         task,
         active,
+        finished: vec![],
     }
 }
 
@@ -131,6 +148,7 @@ fn the_finalizer_comes_before_any_download() {
 fn a_missing_file_is_downloaded_once_per_node_and_a_present_one_is_ready() {
     let img = image(url_spec(), json!({}));
     let v = volume(&img);
+    let img = with_status(&img, made(&["pve1"], &v));
     let world = World::Seen(vec![
         at("pve1", seen(&[(v.as_str(), 42)], None, vec![])),
         at("pve2", seen(&[], None, vec![])),
@@ -176,6 +194,7 @@ fn file_of(v: &str) -> String {
 fn every_location_ready_makes_the_image_ready() {
     let img = image(url_spec(), json!({}));
     let v = volume(&img);
+    let img = with_status(&img, made(&["pve1", "pve2"], &v));
     let world = World::Seen(vec![
         at("pve1", seen(&[(v.as_str(), 1)], None, vec![])),
         at("pve2", seen(&[(v.as_str(), 1)], None, vec![])),
@@ -204,6 +223,13 @@ fn with_a_template_ready_waits_for_the_templates_too() {
         {"node": "pve1", "name": "noble-pve1", "ready": false}]}}),
     );
     let v = volume(&pending);
+    let ours = |img: &ProxmoxImage| {
+        let mut img = img.clone();
+        let made = with_status(&img, made(&["pve1"], &v)).status.unwrap();
+        img.status.as_mut().unwrap().at_provider.locations = made.at_provider.locations;
+        img
+    };
+    let pending = ours(&pending);
     let world = || World::Seen(vec![at("pve1", seen(&[(v.as_str(), 1)], None, vec![]))]);
     let p = run(&pending, world(), Users::default());
     assert_eq!(
@@ -215,7 +241,7 @@ fn with_a_template_ready_waits_for_the_templates_too() {
         json!({"atProvider": {"templates": [
         {"node": "pve1", "name": "noble-pve1", "ready": true}]}}),
     );
-    let p = run(&done, world(), Users::default());
+    let p = run(&ours(&done), world(), Users::default());
     assert_eq!(
         reason(&p, ConditionType::Ready),
         ("True".into(), "Available".into())
@@ -244,10 +270,11 @@ fn with_task(img_status: Value) -> ProxmoxImage {
 }
 
 fn recorded(node: &str, upid: &Upid) -> Value {
+    let v = volume(&image(url_spec(), json!({})));
     json!({"atProvider": {"locations": [{
         "node": node, "storage": "local", "phase": "Downloading",
         "task": {"upid": upid.to_string(), "action": "DownloadImage", "type": "download",
-                 "node": node, "startedAt": "2027-01-15T08:00:00Z",
+                 "node": node, "target": v, "startedAt": "2027-01-15T08:00:00Z",
                  "deadline": "2027-01-15T08:10:00Z", "summary": "download"},
     }]}})
 }
@@ -286,6 +313,11 @@ fn a_recorded_task_is_waited_for_and_its_end_recorded() {
     let loc = &p.status.at_provider.locations[0];
     assert!(loc.task.is_none());
     assert_eq!(loc.phase, LocationPhase::Ready);
+    assert_eq!(
+        loc.made,
+        std::slice::from_ref(&v),
+        "its own task's file is recorded as its own"
+    );
     assert!(p.events.iter().any(|e| e.reason == "TaskSucceeded"));
 }
 
@@ -373,6 +405,7 @@ fn oci_is_pulled_once_per_node_and_a_running_pull_is_adopted() {
         "{name}"
     );
     let running = upid("pve3", "ociregistrypull", &name);
+    let img = with_status(&img, made(&["pve1"], &v));
     let world = World::Seen(vec![
         at("pve1", seen(&[(v.as_str(), 42)], None, vec![])),
         at("pve2", seen(&[], None, vec![])),
@@ -507,7 +540,7 @@ fn no_usable_config_is_said_and_nothing_sent() {
 fn a_new_source_keeps_the_old_file_until_the_new_is_ready_and_no_vm_is_being_created() {
     let old = "local:import/old-aaaaaaaaaaaa-00000000.qcow2";
     let status = json!({"atProvider": {"volume": old, "downloaded": true, "locations": [
-        {"node": "pve1", "storage": "local", "phase": "Ready", "size": 1}]}});
+        {"node": "pve1", "storage": "local", "phase": "Ready", "size": 1, "made": [old]}]}});
     let img = image(url_spec(), status);
     let v = volume(&img);
     // New file not there yet: downloaded, the old one kept.
@@ -528,6 +561,8 @@ fn a_new_source_keeps_the_old_file_until_the_new_is_ready_and_no_vm_is_being_cre
     let mut next = img.clone();
     next.status = Some(p.status.clone());
     next.status.as_mut().unwrap().at_provider.locations[0].task = None;
+    // Both files written by this image's own tasks.
+    next.status.as_mut().unwrap().at_provider.locations[0].made = vec![old.into(), v.clone()];
     let both = || {
         World::Seen(vec![at(
             "pve1",
@@ -667,6 +702,7 @@ fn a_deleted_unused_image_deletes_its_files_then_lets_go() {
 fn deleted_unused_image_deletes_its_file(spec: Value) {
     let img = deleted(spec, json!({"atProvider": {"downloaded": true}}));
     let v = volume(&img);
+    let img = with_status(&img, made(&["pve1"], &v));
     let p = run(
         &img,
         World::Seen(vec![at("pve1", seen(&[(v.as_str(), 1)], None, vec![]))]),
@@ -825,4 +861,128 @@ mod waker {
     }
 
     use futures::FutureExt;
+}
+
+/// Issue 31: a file of the image's name it did not make is another's: not
+/// Ready on it, not downloaded over, not deleted; its own is found by its
+/// recorded task or, after a lost status write, by this provider's task for
+/// exactly that file in the node's list.
+#[test]
+fn a_file_is_the_images_only_if_its_own_task_made_it() {
+    let img = image(url_spec(), json!({}));
+    let v = volume(&img);
+    let name = file(&img);
+    let mut named = url_spec();
+    named["filename"] = json!("noble.qcow2");
+    let named = image(named, json!({}));
+    let nv = volume(&named);
+    let found = |running: Vec<Upid>, finished: Vec<Upid>, v: &str| Site::Seen {
+        files: BTreeMap::from([(v.to_owned(), 5)]),
+        task: None,
+        active: running,
+        finished,
+    };
+    // (row, image, site, phase, Synced reason, made recorded)
+    let rows: Vec<(&str, &ProxmoxImage, Site, LocationPhase, &str, bool)> = vec![
+        (
+            "another's file of its default name, no task of ours",
+            &img,
+            found(vec![], vec![], &v),
+            LocationPhase::Pending,
+            "NotOwned",
+            false,
+        ),
+        (
+            "another's file of the filename it names",
+            &named,
+            found(vec![], vec![], &nv),
+            LocationPhase::Pending,
+            "NotOwned",
+            false,
+        ),
+        (
+            "a task of ours for another file does not make this one ours",
+            &img,
+            found(vec![], vec![upid("pve1", "download", "other.qcow2")], &v),
+            LocationPhase::Pending,
+            "NotOwned",
+            false,
+        ),
+        (
+            "our download of it finished after a lost status write",
+            &img,
+            found(vec![], vec![upid("pve1", "download", &name)], &v),
+            LocationPhase::Ready,
+            "ReconcileSuccess",
+            true,
+        ),
+        (
+            "our download of it still running after a lost status write",
+            &img,
+            found(vec![upid("pve1", "download", &name)], vec![], &v),
+            LocationPhase::Downloading,
+            "DownloadingImage",
+            false,
+        ),
+    ];
+    for (row, img, site, phase, synced, own) in rows {
+        let p = run(img, World::Seen(vec![at("pve1", site)]), Users::default());
+        assert!(calls(&p).is_empty(), "{row}: nothing sent: {:?}", calls(&p));
+        let loc = &p.status.at_provider.locations[0];
+        assert_eq!(loc.phase, phase, "{row}");
+        assert_eq!(reason(&p, ConditionType::Synced).1, synced, "{row}");
+        assert_eq!(!loc.made.is_empty(), own, "{row}: {loc:?}");
+        if synced == "NotOwned" {
+            let (_, message) = find(&p.status.conditions, ConditionType::Synced)
+                .map(|c| (c.reason.clone(), c.message.clone().unwrap_or_default()))
+                .unwrap();
+            let field = if img.spec.for_provider.filename.is_some() {
+                "spec.forProvider.filename"
+            } else {
+                "spec.forProvider.source.url"
+            };
+            let volume = volume(img);
+            assert!(
+                message.contains(&volume) && message.contains(field),
+                "{row}: names the file and the field: {message}"
+            );
+            assert_eq!(reason(&p, ConditionType::Ready).0, "False", "{row}");
+        }
+    }
+}
+
+/// Deleting an image never deletes a file it did not make: not its
+/// volume, not a previous source's.
+#[test]
+fn a_deleted_image_deletes_only_the_files_its_own_tasks_made() {
+    let img = deleted(url_spec(), json!({}));
+    let v = volume(&img);
+    let old = "local:import/old-aaaaaaaaaaaa-00000000.qcow2";
+    let status = json!({"atProvider": {"downloaded": true, "previousVolumes": [old],
+        "locations": [{"node": "pve1", "storage": "local", "phase": "Pending"}]}});
+    let img = with_status(&img, status);
+    let p = run(
+        &img,
+        World::Seen(vec![at(
+            "pve1",
+            seen(&[(v.as_str(), 1), (old, 1)], None, vec![]),
+        )]),
+        Users::default(),
+    );
+    assert_eq!(p.step, Step::Finalizer(false), "{:?}", p.step);
+    // Made by it: deleted.
+    let mut ours = img.clone();
+    ours.status.as_mut().unwrap().at_provider.locations[0].made = vec![old.into()];
+    let p = run(
+        &ours,
+        World::Seen(vec![at(
+            "pve1",
+            seen(&[(v.as_str(), 1), (old, 1)], None, vec![]),
+        )]),
+        Users::default(),
+    );
+    assert_eq!(
+        calls(&p).iter().map(|c| c.what.clone()).collect::<Vec<_>>(),
+        [CallKind::Delete { volume: old.into() }]
+    );
 }

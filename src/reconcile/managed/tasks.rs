@@ -1,7 +1,7 @@
 //! The in-flight task and the node's active tasks.
 
 use crate::reconcile::common::tasks::{ActiveTask, TaskState};
-use pve_client::{self, Client, TaskListEntry, TaskObservation, Upid};
+use pve_client::{self, Client, TaskListEntry, TaskListFilter, TaskObservation, Upid};
 
 /// Task types whose log reports progress (`transferred X of Y (pp%)`); only
 /// for these is the log read while they run.
@@ -40,3 +40,41 @@ pub(crate) async fn active_tasks(
         .filter_map(TaskListEntry::running_upid)
         .collect())
 }
+
+/// The tasks of `task_type` this client's user started on `node` at
+/// `since` (UNIX seconds) or later: those running, and those that finished
+/// OK. One `GET /nodes/{node}/tasks` (active and archived, filtered by
+/// type and start time by Proxmox, by user here).
+pub(crate) async fn own_tasks(
+    client: &Client,
+    node: &str,
+    task_type: &str,
+    since: u32,
+) -> Result<(Vec<ActiveTask>, Vec<ActiveTask>), pve_client::Error> {
+    let filter = TaskListFilter {
+        source: Some("all".to_owned()),
+        typefilter: Some(task_type.to_owned()),
+        since: Some(since),
+        limit: Some(OWN_TASKS_LIMIT),
+        ..TaskListFilter::default()
+    };
+    let (mut running, mut finished) = (vec![], vec![]);
+    for entry in client.list_tasks(node, &filter).await? {
+        let Ok(upid) = Upid::parse(&entry.upid) else {
+            continue;
+        };
+        if upid.user() != client.user() || upid.starttime() < since {
+            continue;
+        }
+        if entry.is_running() {
+            running.push(upid);
+        } else if entry.status.as_deref() == Some("OK") {
+            finished.push(upid);
+        }
+    }
+    Ok((running, finished))
+}
+
+/// Enough for the downloads of one type on one node since an image was
+/// created.
+const OWN_TASKS_LIMIT: u32 = 500;

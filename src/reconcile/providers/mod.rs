@@ -29,7 +29,9 @@ use super::invalid::why_unreadable;
 use crate::api::meta::ConfigUser;
 use crate::api::{
     ClusterProviderConfig, ProviderConfig, ProviderConfigKind, ProviderSettings,
-    provider_config::{CloneSources, ConfigReason, Limits, Timing},
+    provider_config::{
+        CloneSources, ConfigReason, ContainerPolicy, DownloadPolicy, Limits, Timing,
+    },
 };
 use crate::reconcile::common::provider::ProviderState;
 use in_use::Guard;
@@ -50,15 +52,33 @@ pub struct Connection {
     pub vmid_range: Option<(u32, u32)>,
     /// Its `clonePolicy.allowNonTemplates`, when set.
     pub clones: Option<CloneSources>,
+    /// Its `containerPolicy` (left out: nothing beyond an unprivileged
+    /// container with `nesting`).
+    pub containers: ContainerPolicy,
+    /// Its `downloadPolicy`, when set (else the default: public https).
+    pub downloads: Option<DownloadPolicy>,
+    /// The host of its endpoint (a name or address of a Proxmox node).
+    pub endpoint_host: String,
 }
 
 impl Connection {
+    /// The names the Proxmox nodes answer to, which no download may name:
+    /// `nodes` and the endpoint's host.
+    pub fn internal_names<'a>(&self, nodes: impl Iterator<Item = &'a str>) -> Vec<String> {
+        nodes
+            .map(str::to_owned)
+            .chain(std::iter::once(self.endpoint_host.clone()))
+            .collect()
+    }
+
     /// The plan's view of it.
     pub fn state(&self) -> ProviderState {
         ProviderState::Ready {
             timing: self.timing,
             limits: self.limits.clone(),
             clones: self.clones.clone(),
+            downloads: self.downloads.clone(),
+            endpoint_host: self.endpoint_host.clone(),
         }
     }
 }
@@ -487,6 +507,10 @@ impl Providers {
                 .clone_policy
                 .as_ref()
                 .and_then(|p| p.allow_non_templates.clone()),
+            containers: settings.container_policy.clone().unwrap_or_default(),
+            downloads: settings.download_policy.clone(),
+            endpoint_host: crate::reconcile::downloads::host_of_url(&settings.endpoint)
+                .unwrap_or_default(),
         }))
     }
 

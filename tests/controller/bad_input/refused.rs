@@ -15,7 +15,7 @@ pub struct Row {
     pub message: &'static str,
 }
 
-fn row(what: &'static str, object: Value, message: &'static str) -> Row {
+pub fn row(what: &'static str, object: Value, message: &'static str) -> Row {
     Row {
         what,
         object,
@@ -564,6 +564,8 @@ pub async fn dry_run(object: &Value, namespace: &str) -> Result<(), String> {
     let kind = object["kind"].as_str().unwrap_or_default();
     let plural = match kind {
         "ProxmoxVM" => "proxmoxvms",
+        "ProxmoxContainer" => "proxmoxcontainers",
+        "ProxmoxImage" => "proxmoximages",
         "ProviderConfig" => "providerconfigs",
         "ClusterProviderConfig" => "clusterproviderconfigs",
         other => panic!("no rows of kind {other}"),

@@ -25,6 +25,8 @@ local failure_reasons = {
   ProviderConfigNotFound = true,
   SecretNotFound = true,
   InvalidSpec = true,
+  NotAllowed = true,
+  OciNeedsPve91 = true,
 }
 
 -- What a running task of each action is doing, for the message.

@@ -26,6 +26,7 @@ local failure_reasons = {
   VolumeNotFound = true,
   OciNeedsPve91 = true,
   ImageInUse = true,
+  NotAllowed = true,
 }
 
 local function condition(type)

@@ -22,6 +22,7 @@ local failure_reasons = {
   SecretNotFound = true,
   TemplateNotFound = true,
   InvalidSpec = true,
+  NotAllowed = true,
 }
 
 -- What a running task of each action is doing, for the message.

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::{Ctx, Observation, Plan, Step, TASK_FALLBACK, backoff, invalid_spec};
-use crate::api::condition::Reason;
+use super::{Ctx, Observation, Plan, Step, TASK_FALLBACK, backoff, invalid_spec, limits};
+use crate::api::condition::{ConditionStatus, ConditionType, Reason};
 use crate::api::image::ImageContent;
 use crate::api::vm::ObservedState;
 use crate::reconcile::common::grants::Placement;
@@ -14,6 +14,10 @@ use crate::reconcile::container::render;
 /// How often a container waiting for its image looks again; the image's
 /// progress wakes it sooner.
 const IMAGE_RECHECK: Duration = Duration::from_secs(30);
+
+/// When a create refused for a limit looks again (the node may grow, a
+/// bridge may be added).
+const LIMITS_RECHECK: Duration = Duration::from_secs(60);
 
 /// The volume of the ProxmoxImage `name` on `node`, or why the container
 /// waits (`ImageNotFound`, `ImageNotReady`) or is refused (`InvalidSpec`).
@@ -118,6 +122,15 @@ pub(super) fn plan(
             return cx.done(Step::Idle, Duration::from_secs(30));
         }
     };
+    if let Some(why) = limits::not_allowed(spec, &obs.policy).or(obs.download_refused.clone()) {
+        cx.synced(false, Reason::NotAllowed, &why);
+        return cx.done(Step::Idle, obs.poll);
+    }
+    let host = obs.host.as_ref().filter(|h| h.node == node);
+    if let Some((reason, why)) = host.and_then(|h| limits::on_node(spec, h)) {
+        cx.synced(false, reason, &why);
+        return cx.done(Step::Idle, LIMITS_RECHECK);
+    }
     let from_image = match &spec.template.image {
         Some(image) => match image_volume(&cx, obs, &image.name, &node) {
             Ok(volume) => Some(volume),
@@ -138,6 +151,17 @@ pub(super) fn plan(
     if let Some(oci) = &spec.template.oci {
         match obs.template_present {
             Some(true) => {}
+            Some(false) if obs.oci_unsupported.is_some() => {
+                let version = obs.oci_unsupported.as_deref().unwrap_or_default();
+                cx.synced(
+                    false,
+                    Reason::OciNeedsPve91,
+                    &format!(
+                        "pulling an OCI image (spec.forProvider.template.oci) needs oci-registry-pull, which Proxmox VE has since 9.1; the cluster runs {version}: upgrade it, or use template.volume or template.image; nothing is sent"
+                    ),
+                );
+                return cx.done(Step::Idle, obs.poll);
+            }
             Some(false) => {
                 cx.at().node = Some(node.clone());
                 cx.at().template_volume = Some(volume.clone());
@@ -165,13 +189,21 @@ pub(super) fn plan(
             }
         }
     }
-    if let Some(Err(why)) = &obs.password {
+    if let Some(Err((reason, why))) = &obs.password {
         let why = why.clone();
-        cx.synced(false, Reason::SecretNotFound, &why);
+        cx.synced(false, *reason, &why);
         return cx.done(Step::Idle, Duration::from_secs(30));
     }
     match render::create(spec, cx.id, vmid, volume.clone()) {
         Ok(create) => {
+            if let Some(why) = host.and_then(|h| limits::overprovisioned(spec, h)) {
+                cx.set(
+                    ConditionStatus::True,
+                    ConditionType::Warning,
+                    Reason::Overprovisioned,
+                    &why,
+                );
+            }
             cx.at().node = Some(node.clone());
             cx.at().template_volume = Some(volume);
             cx.synced(

@@ -25,6 +25,7 @@
 //!    never changed or deleted.
 
 mod absent;
+mod limits;
 mod present;
 pub mod types;
 

@@ -4,12 +4,15 @@ use std::time::Duration;
 
 use pve_client::lxc::{ContainerConfig, ContainerUpdate, CreateContainer, OciPull};
 
+use crate::api::condition::Reason;
 use crate::api::container::ProxmoxContainerStatus;
+use crate::api::provider_config::ContainerPolicy;
 use crate::api::vm::TaskAction;
 use crate::reconcile::common::event::Event;
 use crate::reconcile::common::grants::{Placement, VmidGrant};
 use crate::reconcile::common::images::NamedImage;
 use crate::reconcile::common::provider::ProviderState;
+use crate::reconcile::vm::plan::HostView;
 
 /// The container as the pass found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +50,9 @@ pub struct Observation {
     pub connection: Result<(), ProviderState>,
     /// The resync interval of the config.
     pub poll: Duration,
+    /// The config's `containerPolicy`: what a create may ask for beyond
+    /// an unprivileged container.
+    pub policy: ContainerPolicy,
     /// A VMID reserved for this resource (asked for without an
     /// external name and without `vmid`).
     pub vmid: Option<VmidGrant>,
@@ -60,12 +66,22 @@ pub struct Observation {
     /// Whether the OCI image's file is on the node's storage (looked at
     /// only before a create from an image).
     pub template_present: Option<bool>,
+    /// The Proxmox VE version (`Proxmox VE 8.4.1`) when it has no
+    /// oci-registry-pull (before 9.1) and a pull is due; `None` otherwise.
+    pub oci_unsupported: Option<String>,
+    /// Why the provider config's `downloadPolicy` refuses `template.oci`'s
+    /// registry (looked at only before a create); nothing is pulled.
+    pub download_refused: Option<String>,
     /// The ProxmoxImage `template.image` names, from the image cache
     /// (looked at only before a create).
     pub image: Option<NamedImage>,
-    /// Whether the password Secret's key could be read (`Err`: why not);
-    /// `None`: no password asked for, or not needed this pass.
-    pub password: Option<Result<(), String>>,
+    /// Whether the password Secret's key could be read (`Err`: why not,
+    /// and the reason to report); `None`: no password asked for, or not
+    /// needed this pass.
+    pub password: Option<Result<(), (Reason, String)>>,
+    /// The node the container is to be created on, as a create is checked
+    /// against it (looked at only before a create).
+    pub host: Option<HostView>,
     /// Proxmox could not be asked (why): nothing is decided this pass.
     pub proxmox: Option<String>,
 }
@@ -76,14 +92,18 @@ impl Observation {
         Self {
             connection: Ok(()),
             poll,
+            policy: ContainerPolicy::default(),
             vmid: None,
             placement: None,
             container: Container::Unknown,
             task: None,
             busy: None,
             template_present: None,
+            oci_unsupported: None,
+            download_refused: None,
             image: None,
             password: None,
+            host: None,
             proxmox: None,
         }
     }

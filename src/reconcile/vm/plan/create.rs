@@ -13,7 +13,9 @@ use std::time::Duration;
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
 use super::fleet::{self, ImageClone};
-use super::input::{PasswordState, Placement, SlotGrant, TemplateLookup, VmState, VmidGrant};
+use super::input::{
+    PasswordState, Placement, ProviderState, SlotGrant, TemplateLookup, VmState, VmidGrant,
+};
 use super::output::{Idle, KubeWrite, PveCall, Sensitive};
 use super::render;
 use super::task;
@@ -151,6 +153,15 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
         Ok(p) => p,
         Err(d) => return *d,
     };
+    // Its customCloudInit inputs first: a VM whose Secrets or ConfigMaps
+    // do not exist yet is not created (it would boot without its data).
+    if let Some(why) = super::seed::unreadable(ctx) {
+        let say = Say::no(
+            Reason::SecretNotFound,
+            format!("{why}; the VM is created once it can be read"),
+        );
+        return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
+    }
     if let Some(d) = super::images::named(ctx, &node) {
         return d;
     }
@@ -376,6 +387,31 @@ fn password(ctx: &Ctx) -> Result<Option<(Sensitive, String)>, Box<Decision>> {
 }
 
 /// Starts the download of the first image not yet in storage.
+/// Why the provider config's `downloadPolicy` refuses a disk's image URL
+/// (naming the field), or `None`: checked before the download is sent.
+fn download_refused(ctx: &Ctx, node: &str, url: &str) -> Option<String> {
+    let Some(ProviderState::Ready {
+        downloads,
+        endpoint_host,
+        ..
+    }) = ctx.provider
+    else {
+        return None;
+    };
+    let i = ctx.spec.disks.iter().position(|d| {
+        d.image
+            .as_ref()
+            .and_then(|i| i.download())
+            .is_some_and(|d| d.url == url)
+    })?;
+    crate::reconcile::downloads::refusal(
+        downloads.as_ref(),
+        &format!("spec.forProvider.disks[{i}].image.url"),
+        crate::reconcile::downloads::Source::Url(url),
+        &[node.to_owned(), endpoint_host.clone()],
+    )
+}
+
 fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
     for image in ctx.spec.disks.iter().filter_map(|d| d.image.as_ref()) {
         let (Some(download), Some(volume), Some(file_name)) =
@@ -398,6 +434,14 @@ fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
                     say,
                 ));
             }
+        }
+        if let Some(why) = download_refused(ctx, node, download.url) {
+            let say = Say::no(Reason::NotAllowed, why);
+            return Some(Decision::new(
+                Idle::Wait,
+                Some(ctx.timing.poll_interval),
+                say,
+            ));
         }
         if let Some(d) = task::gate(ctx, out, TaskAction::DownloadImage) {
             return Some(d);

@@ -233,6 +233,33 @@ pub struct HostView {
     pub bridges: Option<std::collections::BTreeSet<String>>,
 }
 
+impl HostView {
+    /// Of a guest's NICs (`spec.forProvider.networks[i].bridge`), those
+    /// whose bridge the node does not have: each bridge with a message
+    /// naming the field (none when the node's bridges are unknown).
+    pub fn missing_bridges<'a>(
+        &self,
+        bridges: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<(&'a str, String)> {
+        let Some(has) = &self.bridges else {
+            return vec![];
+        };
+        let list = has.iter().cloned().collect::<Vec<_>>().join(", ");
+        bridges
+            .into_iter()
+            .enumerate()
+            .filter(|(_, b)| !has.contains(*b))
+            .map(|(i, b)| {
+                let why = format!(
+                    "spec.forProvider.networks[{i}].bridge {b:?} is neither a bridge nor a VNet of node {} (it has {list})",
+                    self.node
+                );
+                (b, why)
+            })
+            .collect()
+    }
+}
+
 /// The `customCloudInit` seed, when [`Needs::seed`] asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SeedView {

@@ -178,20 +178,11 @@ fn sized_disks(spec: &VmParameters) -> impl Iterator<Item = (usize, &str, u64)> 
 
 /// The NICs whose bridge the node does not have.
 fn missing_bridges(spec: &VmParameters, host: &HostView) -> Vec<String> {
-    let Some(bridges) = &host.bridges else {
-        return vec![];
-    };
-    spec.networks
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| !bridges.contains(&n.bridge))
-        .map(|(i, n)| {
+    host.missing_bridges(spec.networks.iter().map(|n| n.bridge.as_str()))
+        .into_iter()
+        .map(|(bridge, why)| {
             format!(
-                "spec.forProvider.networks[{i}].bridge {:?} is neither a bridge nor a VNet of node {} (it has {}): Proxmox would create the VM and refuse to start it (bridge '{}' does not exist)",
-                n.bridge,
-                host.node,
-                bridges.iter().cloned().collect::<Vec<_>>().join(", "),
-                n.bridge
+                "{why}: Proxmox would create the VM and refuse to start it (bridge '{bridge}' does not exist)"
             )
         })
         .collect()

@@ -161,6 +161,8 @@ impl World {
                 timing: Default::default(),
                 limits: Default::default(),
                 clones: None,
+                downloads: None,
+                endpoint_host: String::new(),
             },
             // The scheduler reserves VMID 100 whenever asked to.
             obs: Observation {

@@ -28,26 +28,29 @@ fn seeded(power: Power, user_data: &[u8], volumes: &[String]) -> World {
         pid: (power == Power::Running).then_some(42),
         shared: false,
     };
-    World::new()
-        .created()
-        .spec(|s| {
-            s.cloud_init = None;
-            s.custom_cloud_init = Some(CustomCloudInit {
-                user_data: Some(
-                    serde_json::from_value(
-                        serde_json::json!({"secretKeyRef": {"name": "seed", "key": "user-data"}}),
-                    )
-                    .unwrap(),
-                ),
-                meta_data: None::<CloudInitSource>,
-                network_config: None,
-                vendor_data: None,
-                storage: "local".into(),
-                drive_slot: "ide3".into(),
-            });
-        })
+    with_custom_cloud_init(World::new().created())
         .present(our_vm(power))
         .observe(|o| o.seed = Some(view))
+}
+
+/// `world` with `customCloudInit` user-data from Secret `seed`.
+fn with_custom_cloud_init(world: World) -> World {
+    world.spec(|s| {
+        s.cloud_init = None;
+        s.custom_cloud_init = Some(CustomCloudInit {
+            user_data: Some(
+                serde_json::from_value(
+                    serde_json::json!({"secretKeyRef": {"name": "seed", "key": "user-data"}}),
+                )
+                .unwrap(),
+            ),
+            meta_data: None::<CloudInitSource>,
+            network_config: None,
+            vendor_data: None,
+            storage: "local".into(),
+            drive_slot: "ide3".into(),
+        });
+    })
 }
 
 fn attached(mut vm: ObservedVm, volume: &str) -> ObservedVm {
@@ -273,4 +276,47 @@ fn a_seed_on_local_storage_refuses_the_migration_proxmox_would_refuse() {
     // On shared ISO storage the same spec migrates.
     let migrates = attached_and_moved(true).run();
     assert_eq!(migrates.step.name(), "Migrate", "{:?}", migrates.step);
+}
+
+/// Issue 31: a VM whose `customCloudInit` inputs do not exist yet is not
+/// created (it was, stopped, before they did); once they can be read the
+/// seed is uploaded and the VM created.
+#[test]
+fn a_vm_is_not_created_before_its_cloud_init_inputs_exist() {
+    let fresh = |data: Result<SeedFiles, String>| {
+        let view = SeedView {
+            node: "pve1".into(),
+            data,
+            volumes: vec![],
+            pid: None,
+            shared: false,
+        };
+        with_custom_cloud_init(World::new().pending().finalizer().node("pve1").image(true))
+            .absent()
+            .observe(|o| o.seed = Some(view))
+    };
+    let missing = fresh(Err("user-data: Secret default/seed does not exist".into())).run();
+    assert!(
+        matches!(missing.step, Step::Idle(_)),
+        "nothing is sent: {:?}",
+        missing.step
+    );
+    let (status, reason, _) = condition(&missing, ConditionType::Synced).unwrap();
+    assert_eq!(
+        (status, reason.as_str()),
+        (F, "SecretNotFound"),
+        "{}",
+        synced_message(&missing)
+    );
+    assert!(
+        synced_message(&missing).contains("user-data: Secret default/seed does not exist"),
+        "{}",
+        synced_message(&missing)
+    );
+    let readable = fresh(Ok(files(SECRET))).run();
+    assert!(
+        matches!(readable.step, Step::Pve(PveCall::UploadSeed { .. })),
+        "{:?}",
+        readable.step
+    );
 }

@@ -136,6 +136,8 @@ fn policy(allowed: Value) -> ProviderState {
         timing: Default::default(),
         limits: Default::default(),
         clones: Some(serde_json::from_value::<CloneSources>(allowed).unwrap()),
+        downloads: None,
+        endpoint_host: String::new(),
     }
 }
 
@@ -500,6 +502,8 @@ fn cloning_777_under(pool: Option<&str>, tags: &[&str], full: bool, allowed: Val
             timing: Default::default(),
             limits: Default::default(),
             clones: Some(allowed),
+            downloads: None,
+            endpoint_host: String::new(),
         })
 }
 

@@ -1,0 +1,187 @@
+//! Issue 31's internal URLs (SSRF): each became a `download-url` or
+//! `oci-registry-pull` by the provider's token. Now the provider config's
+//! `downloadPolicy` (default: public https hosts and registries only)
+//! refuses them before anything is sent, naming the field and the rule;
+//! an explicit allowance lets a host through. No URL here is fetched: the
+//! simulator never fetches, and the refused ones are never sent.
+
+use kube::Api;
+use provider_proxmox::api::ProxmoxImage;
+use serde_json::{Value, json};
+
+use crate::reconcile::containers::{container, ct_condition, debian};
+use crate::reconcile::{DEADLINE, Env, manifests};
+use crate::support;
+
+const DOWNLOAD: &str = "/nodes/{node}/storage/{storage}/download-url";
+const PULL: &str = "/nodes/{node}/storage/{storage}/oci-registry-pull";
+
+fn image(name: &str, source: Value, content: &str) -> Value {
+    json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxImage",
+        "metadata": {"name": name},
+        "spec": {
+            "forProvider": {"source": source, "content": content, "storage": "local"},
+            "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+        },
+    })
+}
+
+fn url(url: &str) -> Value {
+    json!({"url": url, "checksum": "a".repeat(64), "checksumAlgorithm": "sha256"})
+}
+
+/// Waits until ProxmoxImage `name`'s Synced condition has `reason` and a
+/// message holding `part`.
+async fn wait_image_synced(env: &Env, name: &str, reason: &str, part: &str) {
+    let api: Api<ProxmoxImage> = Api::namespaced(support::client(), env.ns.name());
+    support::poll(&format!("ProxmoxImage {name}: {reason}"), DEADLINE, || {
+        let api = api.clone();
+        async move {
+            let image = api.get(name).await.map_err(|e| format!("GET: {e}"))?;
+            let synced = image
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Synced"));
+            match synced {
+                Some(c)
+                    if c.reason == reason
+                        && c.message.as_deref().is_some_and(|m| m.contains(part)) =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("Synced {other:?}")),
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn internal_urls_and_registries_are_refused_before_anything_is_sent() {
+    let env = Env::start("ssrf").await;
+    let rows = [
+        (
+            "metadata",
+            url("https://169.254.169.254/latest/meta-data/iam/security-credentials/x.qcow2"),
+            "import",
+            "spec.forProvider.source.url names host 169.254.169.254: the address 169.254.169.254 is link-local",
+        ),
+        (
+            "node-api",
+            url("https://127.0.0.1:8006/api2/json/access/users.qcow2"),
+            "import",
+            "is a loopback address",
+        ),
+        (
+            "metrics",
+            url("https://localhost:9100/metrics.qcow2"),
+            "import",
+            "localhost (the node itself)",
+        ),
+        (
+            "docker",
+            url("https://10.0.0.1:2375/containers/json.qcow2"),
+            "import",
+            "private (RFC 1918)",
+        ),
+        (
+            "plain-http",
+            url("http://images.example/noble.qcow2"),
+            "import",
+            "downloadPolicy.allowHttp is not true",
+        ),
+        (
+            "registry",
+            json!({"oci": "127.0.0.1:5000/team-a/alpine:3.21"}),
+            "vztmpl",
+            "spec.forProvider.source.oci names host 127.0.0.1",
+        ),
+    ];
+    for (name, source, content, _) in &rows {
+        env.apply(&image(name, source.clone(), content)).await;
+    }
+    env.apply(&container(
+        "ct-registry",
+        debian(json!({"template": {"oci": {"reference": "10.0.0.1:5000/alpine:3.21", "storage": "local"}}})),
+    ))
+    .await;
+    let disk = json!([{"slot": "scsi0", "storage": "local-lvm", "size": "8Gi",
+        "image": url("https://169.254.169.254/latest/user-data.qcow2")}]);
+    env.apply(&manifests::vm(
+        "vm-metadata",
+        json!({"node": "pve", "memory": "512Mi", "disks": disk}),
+    ))
+    .await;
+
+    for (name, _, _, part) in &rows {
+        wait_image_synced(&env, name, "NotAllowed", part).await;
+    }
+    env.wait_container("ct-registry", "NotAllowed", |ct| {
+        match ct_condition(ct, "Synced") {
+            Some(c)
+                if c.reason == "NotAllowed"
+                    && c.message.as_deref().is_some_and(|m| {
+                        m.contains("spec.forProvider.template.oci.reference names host 10.0.0.1")
+                    }) =>
+            {
+                Ok(())
+            }
+            other => Err(format!("Synced {other:?}")),
+        }
+    })
+    .await;
+    let vm = env.wait_synced_reason("vm-metadata", "NotAllowed").await;
+    let message = vm.message.unwrap_or_default();
+    assert!(
+        message.contains("spec.forProvider.disks[0].image.url names host 169.254.169.254"),
+        "{message}"
+    );
+    assert_eq!(env.sim.count("POST", DOWNLOAD).await, 0, "no download-url");
+    assert_eq!(env.sim.count("POST", PULL).await, 0, "no oci-registry-pull");
+}
+
+/// A host the default refuses is downloaded from once the provider
+/// config's `downloadPolicy.allowedHosts` names it (a CIDR here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_internal_host_is_downloaded_from() {
+    let env = Env::start("ssrf-allowed").await;
+    let source = url("https://127.0.0.1:8443/mirror/noble.qcow2");
+    env.apply(&image("mirror", source.clone(), "import")).await;
+    wait_image_synced(&env, "mirror", "NotAllowed", "is a loopback address").await;
+    assert_eq!(env.sim.count("POST", DOWNLOAD).await, 0);
+    env.apply(&manifests::provider_config(
+        &env.sim,
+        &json!({"downloadPolicy": {"allowedHosts": ["127.0.0.0/8"]}}),
+    ))
+    .await;
+    // The sim's checksum of an unregistered URL's content.
+    let checksum: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(b"https://127.0.0.1:8443/mirror/noble.qcow2")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let mut fixed = source;
+    fixed["checksum"] = json!(checksum);
+    env.apply(&image("mirror", fixed, "import")).await;
+    let api: Api<ProxmoxImage> = Api::namespaced(support::client(), env.ns.name());
+    support::poll("ProxmoxImage mirror: Ready", DEADLINE, || {
+        let api = api.clone();
+        async move {
+            let image = api.get("mirror").await.map_err(|e| format!("GET: {e}"))?;
+            let ready = image
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
+            match ready {
+                Some(c) if format!("{:?}", c.status) == "True" => Ok(()),
+                other => Err(format!("Ready {other:?}")),
+            }
+        }
+    })
+    .await;
+    assert!(env.sim.count("POST", DOWNLOAD).await >= 1, "downloaded");
+}
