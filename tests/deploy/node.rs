@@ -168,16 +168,39 @@ impl Node {
     /// `GET path` of the simulator's API, from inside the namespace, on its
     /// pod's address (the test process is outside the node's network).
     fn pve_sim(&self, path: &str) -> Value {
-        let pod = self.json(&["-n", NAMESPACE, "get", "pods", "-l", "app=pve-sim"]);
-        let ip = pod["items"][0]["status"]["podIP"]
-            .as_str()
-            .unwrap_or_else(|| panic!("pve-sim has no pod IP: {pod:#}"))
-            .to_owned();
+        let ip = self.pve_sim_ip();
         let mut curl = self.in_ns(std::path::Path::new("curl"));
         curl.args(["-sSfk", "-H"])
             .arg(format!("Authorization: {PVE_TOKEN}"))
             .arg(format!("https://{ip}:8006/api2/json{path}"));
         serde_json::from_str(&run_ok(&mut curl)).expect("pve-sim answers JSON")
+    }
+
+    /// The in-cluster pve-sim's pod address.
+    fn pve_sim_ip(&self) -> String {
+        let pod = self.json(&["-n", NAMESPACE, "get", "pods", "-l", "app=pve-sim"]);
+        pod["items"][0]["status"]["podIP"]
+            .as_str()
+            .unwrap_or_else(|| panic!("pve-sim has no pod IP: {pod:#}"))
+            .to_owned()
+    }
+
+    /// `POST /_sim/PATH` on the in-cluster pve-sim (its control API: no
+    /// token), with a JSON body.
+    fn pve_sim_control(&self, path: &str, body: &Value) {
+        let ip = self.pve_sim_ip();
+        let mut curl = self.in_ns(std::path::Path::new("curl"));
+        curl.args([
+            "-sSfk",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+        ])
+        .arg("--data")
+        .arg(body.to_string())
+        .arg(format!("https://{ip}:8006/_sim/{path}"));
+        run_ok(&mut curl);
     }
 
     /// The VMs the simulator holds with this VMID.
@@ -398,6 +421,12 @@ fn delete_vm_100(node: &Node, path: &str) {
 fn restart_during_import(node: &Node) {
     // VM 100 was created (and deleted) before: the simulator keeps those tasks.
     let earlier = creates_of_vm_100(node);
+    // The import runs until the restart is over (at the add-on's time scale
+    // it would take about 3 s: the restart could come after its end).
+    node.pve_sim_control(
+        "faults",
+        &serde_json::json!({"fault": "task-held", "hold": "import", "task_type": "qmcreate"}),
+    );
     node.kubectl_ok(&["-n", "default", "apply", "-f", "examples/vm-100.yaml"]);
     let deadline = Instant::now() + Duration::from_secs(60);
     let upid = loop {
@@ -428,6 +457,7 @@ fn restart_during_import(node: &Node) {
         &format!("deployment/{DEPLOYMENT}"),
     ]);
     node.rollout(DEPLOYMENT);
+    node.pve_sim_control("release", &serde_json::json!({"hold": "import"}));
     node.wait(&["-n", "default", "--for=condition=Ready", "proxmoxvm/vm-100"]);
     assert_eq!(node.vms_with_id(100), 1, "one VM 100 after the restart");
     let creates: Vec<Value> = creates_of_vm_100(node)

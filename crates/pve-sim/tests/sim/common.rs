@@ -176,6 +176,17 @@ impl Sim {
             .expect("fault id")
     }
 
+    /// `POST /_sim/release`: the tasks a `task-held` fault holds as `hold`
+    /// go on.
+    pub async fn release(&self, hold: &str) {
+        self.control(
+            reqwest::Method::POST,
+            "/release",
+            Some(serde_json::json!({"hold": hold})),
+        )
+        .await;
+    }
+
     /// Polls a task until it stops; returns its final status object.
     pub async fn wait_task(&self, upid: &str) -> Value {
         let path = task_path(upid, "status");

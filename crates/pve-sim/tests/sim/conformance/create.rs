@@ -5,14 +5,19 @@ use serde_json::json;
 
 use crate::common::*;
 
-/// An import slow enough (about 3 s real) to observe the VM while it runs.
-async fn slow_import() -> Sim {
-    start_with(|c| c.durations.import_bytes_per_sec = (3584u64 << 20) / 300).await
+/// A simulator whose creates are held (a `task-held` fault, hold `create`)
+/// until the test releases them: the VM is observed while its create runs,
+/// however long the test takes to look.
+async fn held_creates() -> Sim {
+    let sim = start().await;
+    sim.add_fault(json!({"fault": "task-held", "hold": "create", "task_type": "qmcreate"}))
+        .await;
+    sim
 }
 
 #[tokio::test]
 async fn create_with_import_holds_lock_create_until_done() {
-    let sim = slow_import().await;
+    let sim = held_creates().await;
     let disk = format!("local-lvm:0,import-from={UBUNTU},discard=on,ssd=1");
     let upid = sim
         .post(
@@ -72,6 +77,7 @@ async fn create_with_import_holds_lock_create_until_done() {
         .clone();
     assert_eq!(vm["lock"], "create");
 
+    sim.release("create").await;
     sim.task_ok(&upid).await;
     let log = sim.task_log(&upid).await;
     assert!(

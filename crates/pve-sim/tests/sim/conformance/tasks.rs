@@ -114,7 +114,10 @@ async fn task_log_paging_and_error_exit() {
 
 #[tokio::test]
 async fn task_list_filters() {
-    let sim = start_with(|c| c.durations.start = std::time::Duration::from_secs(3000)).await;
+    // The start is held running (a `task-held` fault) for the whole test.
+    let sim = start().await;
+    sim.add_fault(json!({"fault": "task-held", "hold": "start", "task_type": "qmstart"}))
+        .await;
     sim.create_plain("210", &[]).await;
     sim.create_plain("211", &[]).await;
     let running = sim
@@ -299,7 +302,10 @@ async fn an_unwritable_index_keeps_stopped_tasks_in_the_active_list() {
 
 #[tokio::test]
 async fn task_list_paging_and_status_filters_follow_pve() {
-    let sim = start_with(|c| c.durations.start = std::time::Duration::from_secs(3000)).await;
+    // The start is held running (a `task-held` fault) for the whole test.
+    let sim = start().await;
+    sim.add_fault(json!({"fault": "task-held", "hold": "start", "task_type": "qmstart"}))
+        .await;
     sim.create_plain("230", &[]).await;
     sim.add_fault(
         json!({"fault": "task-warnings", "task_type": "qmcreate", "warnings": 1, "count": 1}),
