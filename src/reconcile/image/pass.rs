@@ -290,9 +290,17 @@ async fn observe(
         // created is listed (a lost status write); else another's.
         let unclaimed = !missing && downloads && !deleting && recorded.is_none() && !made;
         let listed = if dispatching {
+            // A running download is adopted even if the node's clock puts
+            // its start a little before the image's creation: dispatching
+            // it again would be worse than the window this leaves.
             tasks::active_tasks(client, &target.node)
                 .await
-                .map(|active| (mine(client, active, since), vec![]))
+                .map(|active| {
+                    (
+                        mine(client, active, since.saturating_sub(CLOCK_SKEW)),
+                        vec![],
+                    )
+                })
         } else if unclaimed {
             tasks::own_tasks(client, &target.node, task_type, since).await
         } else {
@@ -320,6 +328,10 @@ async fn observe(
 
 /// The tasks this provider's user started at `since` or later: another
 /// user's download of the same file is not this image's to adopt.
+/// How far behind the API server's clock a node's may be (seconds) for a
+/// running download of this image still to count as its own.
+const CLOCK_SKEW: u32 = 120;
+
 fn mine(client: &Client, tasks: Vec<Upid>, since: u32) -> Vec<Upid> {
     tasks
         .into_iter()
