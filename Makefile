@@ -138,9 +138,11 @@ prepare: ## Everything make test builds before it tests, in three lanes at once
 	@mkdir -p $(dir $(TIMINGS))
 	@$(MAKE) -j3 prepare-rust prepare-go prepare-images
 
+# Cargo runs its own jobs (one per core), not make's jobserver: with the
+# other lanes holding its slots it would compile one crate at a time.
 prepare-rust:
-	$(call phase,  lint,$(MAKE) lint)
-	$(call phase,  build,$(BUILD))
+	$(call phase,  lint,env -u MAKEFLAGS $(MAKE) --no-print-directory lint)
+	$(call phase,  build,env -u MAKEFLAGS $(BUILD))
 
 prepare-go:
 	$(call phase,  control plane build,$(MAKE) control-plane >/dev/null)
