@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::clock::Clock;
+use crate::control::faults::HoldAt;
 use crate::http::Call;
 use crate::instance::Instance;
 use crate::upid::Upid;
@@ -168,14 +169,20 @@ impl TaskTable {
     }
 }
 
+/// How long "hidden until released" is: longer than any test runs.
+const HIDDEN_UNTIL_RELEASED: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Task-level faults decided when a task starts.
 #[derive(Clone, Debug, Default)]
 pub struct TaskFaults {
     pub fail: Option<String>,
     pub warnings: u32,
     pub hidden_for: Option<Duration>,
-    /// The task does nothing until this hold is released.
-    pub held: Option<String>,
+    /// The task stays hidden until this hold is released.
+    pub hidden_until: Option<String>,
+    /// The task does nothing (from its start, or from its first simulated
+    /// wait) until this hold is released.
+    pub held: Option<(String, HoldAt)>,
 }
 
 /// What a running task body uses: its log, the clock, the flock.
@@ -186,6 +193,8 @@ pub struct TaskCtx {
     pub node: String,
     injected_failure: Option<String>,
     force_lock_timeout: bool,
+    /// A `task-held` hold at `sleep`: every simulated wait waits for it first.
+    held_at_sleep: Option<String>,
 }
 
 impl TaskCtx {
@@ -197,6 +206,7 @@ impl TaskCtx {
             node: node.to_owned(),
             injected_failure: None,
             force_lock_timeout,
+            held_at_sleep: None,
         }
     }
 
@@ -229,6 +239,9 @@ impl TaskCtx {
     }
 
     pub async fn sleep(&self, simulated: Duration) {
+        if let Some(hold) = &self.held_at_sleep {
+            self.inst.holds.wait(hold).await;
+        }
         self.inst.clock.sleep(simulated).await;
     }
 
@@ -271,22 +284,36 @@ where
     let faults = inst.faults().on_task(task_type, &call.route_key);
     // fork_worker runs an archival pass as it registers the new worker.
     archive_pass(inst, node);
-    let upid = inst.tasks.create(
-        node,
-        task_type,
-        id,
-        &call.identity.full(),
-        faults.hidden_for,
-    );
+    // Hidden until a hold is released: out of sight for good until then.
+    let hidden_for = match faults.hidden_until {
+        Some(_) => Some(HIDDEN_UNTIL_RELEASED),
+        None => faults.hidden_for,
+    };
+    let upid = inst
+        .tasks
+        .create(node, task_type, id, &call.identity.full(), hidden_for);
+    if let Some(hold) = faults.hidden_until {
+        let (inst, upid) = (inst.clone(), upid.clone());
+        tokio::spawn(async move {
+            inst.holds.wait(&hold).await;
+            inst.tasks.with(&upid, |r| r.visible_at = Instant::now());
+        });
+    }
+    let (held_at_start, held_at_sleep) = match faults.held {
+        Some((hold, HoldAt::Start)) => (Some(hold), None),
+        Some((hold, HoldAt::Sleep)) => (None, Some(hold)),
+        None => (None, None),
+    };
     let ctx = TaskCtx {
         inst: inst.clone(),
         upid: upid.clone(),
         node: node.to_owned(),
         injected_failure: faults.fail,
         force_lock_timeout: call.lock_timeout,
+        held_at_sleep,
     };
     tokio::spawn(async move {
-        if let Some(hold) = &faults.held {
+        if let Some(hold) = &held_at_start {
             ctx.inst.holds.wait(hold).await;
         }
         let result = body(ctx.clone()).await;

@@ -176,6 +176,24 @@ impl Sim {
             .expect("fault id")
     }
 
+    /// Holds the next `task_type` task as `hold` at its first wait on the
+    /// simulated clock (`task-held` at `sleep`): what it does before (its
+    /// lock, flock, first log lines) stays until [`Sim::release`].
+    pub async fn hold_at_first_wait(&self, hold: &str, task_type: &str) {
+        self.add_fault(serde_json::json!({"fault": "task-held", "hold": hold,
+            "at": "sleep", "task_type": task_type, "count": 1}))
+            .await;
+    }
+
+    /// Waits until `upid`'s log has a line starting with `prefix`.
+    pub async fn log_line(&self, upid: &str, prefix: &str) {
+        self.eventually(&format!("a log line {prefix:?}"), || async {
+            let log = self.task_log(upid).await;
+            log.iter().any(|l| l.starts_with(prefix)).then_some(())
+        })
+        .await;
+    }
+
     /// `POST /_sim/release`: the tasks a `task-held` fault holds as `hold`
     /// go on.
     pub async fn release(&self, hold: &str) {

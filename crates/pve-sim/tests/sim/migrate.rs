@@ -27,6 +27,9 @@ async fn migrate_offline_and_online_with_local_disks() {
         .await;
     assert_eq!(local.errors()["target"], "target is local node.");
 
+    // Held at its first simulated wait (the disk copy), the migration keeps
+    // its lock while the test looks.
+    sim.hold_at_first_wait("migrate", "qmigrate").await;
     let upid = sim
         .post("/nodes/pve/qemu/100/migrate", &[("target", "pve2")])
         .await
@@ -37,6 +40,7 @@ async fn migrate_offline_and_online_with_local_disks() {
         (r.status == 200 && r.data()["lock"] == "migrate").then_some(())
     })
     .await;
+    sim.release("migrate").await;
     sim.task_ok(&upid).await;
     let log = sim.task_log(&upid).await;
     assert!(

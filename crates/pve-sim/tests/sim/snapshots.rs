@@ -18,6 +18,9 @@ async fn snapshot_create_rollback_delete() {
     )
     .await;
     let base = "/nodes/pve/qemu/100/snapshot";
+    // Held at its first simulated wait, the snapshot keeps its lock while
+    // the test looks.
+    sim.hold_at_first_wait("snap", "qmsnapshot").await;
     let upid = sim
         .post(base, &[("snapname", "s1"), ("description", "before")])
         .await
@@ -29,6 +32,7 @@ async fn snapshot_create_rollback_delete() {
         })
         .await;
     assert_eq!(locked["lock"], "snapshot");
+    sim.release("snap").await;
     sim.task_ok(&upid).await;
     let log = sim.task_log(&upid).await;
     assert!(
@@ -80,6 +84,7 @@ async fn snapshot_create_rollback_delete() {
     let snapcfg = sim.get(&format!("{base}/s2/config")).await.data();
     assert_eq!(snapcfg["memory"], "4096");
 
+    sim.hold_at_first_wait("delsnap", "qmdelsnapshot").await;
     let upid = sim.delete(&format!("{base}/s1"), &[]).await.upid();
     let deleting = sim
         .eventually("lock: snapshot-delete", || async {
@@ -88,6 +93,7 @@ async fn snapshot_create_rollback_delete() {
         })
         .await;
     assert_eq!(deleting["lock"], "snapshot-delete");
+    sim.release("delsnap").await;
     sim.task_ok(&upid).await;
     let list = sim.get(base).await.data();
     let s2 = list

@@ -34,17 +34,49 @@ pub enum FaultAction {
     },
     /// The next matching task ends with `WARNINGS: n`.
     TaskWarnings { warnings: u32 },
-    /// The task is invisible (`400 no such task`) for `ms` real milliseconds.
-    TaskHidden { ms: u64 },
+    /// The task is invisible (`400 no such task`) for `ms` real
+    /// milliseconds, or, with `hold`, until that hold is released (a test
+    /// that must see the task unseen holds it there instead of racing `ms`).
+    TaskHidden {
+        #[serde(default)]
+        ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hold: Option<String>,
+    },
     /// The task runs but does nothing until `POST /_sim/release {"hold": NAME}`:
     /// a download or an import that is slow for as long as a test needs to
-    /// look at what waits for it, with no clock to race.
-    TaskHeld { hold: String },
+    /// look at what waits for it, with no clock to race. `at: sleep` lets the
+    /// body run up to its first wait on the simulated clock (its first log
+    /// lines, locks and progress line written) and stops the clock there.
+    TaskHeld {
+        hold: String,
+        #[serde(default, skip_serializing_if = "HoldAt::is_start")]
+        at: HoldAt,
+    },
     /// An archival pass cannot write the task index (a full `/var/log`):
     /// stopped tasks stay in `source=active` with their exit status.
     ArchiveError,
     /// One step per matching event, in order; see [`super::FaultRule::count`].
     Sequence { steps: Vec<FaultAction> },
+}
+
+/// Where a `task-held` task stops.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum HoldAt {
+    /// Before its body runs: no log, no lock, nothing done.
+    #[default]
+    Start,
+    /// At every wait on the simulated clock until released: what the body
+    /// does before its first wait (log lines, locks, the first progress
+    /// line) is there to see while it is held.
+    Sleep,
+}
+
+impl HoldAt {
+    fn is_start(&self) -> bool {
+        *self == Self::Start
+    }
 }
 
 /// The kind of event a fault applies to.
@@ -80,7 +112,10 @@ impl FaultAction {
     /// The holds this action (or a step of it) puts tasks under.
     pub fn holds(&self) -> Vec<&str> {
         match self {
-            Self::TaskHeld { hold } => vec![hold.as_str()],
+            Self::TaskHeld { hold, .. } => vec![hold.as_str()],
+            Self::TaskHidden {
+                hold: Some(hold), ..
+            } => vec![hold.as_str()],
             Self::Sequence { steps } => steps.iter().flat_map(Self::holds).collect(),
             _ => Vec::new(),
         }
@@ -112,7 +147,12 @@ impl FaultAction {
             Self::HttpError { status, .. } if !(400..=599).contains(status) => {
                 Err(format!("http-error status must be 400-599, got {status}"))
             }
-            Self::TaskHeld { hold } if hold.is_empty() => Err("task-held needs a hold name".into()),
+            Self::TaskHeld { hold, .. } if hold.is_empty() => {
+                Err("task-held needs a hold name".into())
+            }
+            Self::TaskHidden {
+                hold: Some(hold), ..
+            } if hold.is_empty() => Err("task-hidden's hold needs a name".into()),
             Self::Sequence { steps } if steps.is_empty() => {
                 Err("a sequence needs at least one step".into())
             }
@@ -185,6 +225,40 @@ mod tests {
     }
 
     #[test]
+    fn holds_are_named_by_held_and_hidden_tasks() {
+        let held = action(serde_json::json!({"fault": "task-held", "hold": "a", "at": "sleep"}));
+        assert_eq!(
+            held,
+            FaultAction::TaskHeld {
+                hold: "a".into(),
+                at: HoldAt::Sleep
+            }
+        );
+        let hidden = action(serde_json::json!({"fault": "task-hidden", "hold": "b"}));
+        assert_eq!(
+            hidden,
+            FaultAction::TaskHidden {
+                ms: 0,
+                hold: Some("b".into())
+            }
+        );
+        let at_start = action(serde_json::json!({"fault": "task-held", "hold": "c"}));
+        assert_eq!(
+            serde_json::to_value(&at_start).unwrap()["at"],
+            serde_json::Value::Null
+        );
+        for (a, name) in [(held, "a"), (hidden, "b"), (at_start, "c")] {
+            assert!(a.validate().is_ok());
+            assert_eq!(a.holds(), [name]);
+        }
+        assert!(
+            action(serde_json::json!({"fault": "task-hidden", "ms": 5}))
+                .holds()
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn invalid_actions_are_refused() {
         for bad in [
             serde_json::json!({"fault": "sequence", "steps": []}),
@@ -192,6 +266,7 @@ mod tests {
             serde_json::json!({"fault": "sequence", "steps": [{"fault": "sequence", "steps": [{"fault": "reset"}]}]}),
             serde_json::json!({"fault": "http-error", "status": 200}),
             serde_json::json!({"fault": "task-held", "hold": ""}),
+            serde_json::json!({"fault": "task-hidden", "hold": ""}),
             serde_json::json!({"fault": "sequence", "steps": [{"fault": "http-error", "status": 99}]}),
         ] {
             assert!(action(bad.clone()).validate().is_err(), "{bad}");

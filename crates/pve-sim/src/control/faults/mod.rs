@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::FaultRates;
 use crate::http::ApiError;
 use crate::tasks::TaskFaults;
-pub use action::{FaultAction, Scope};
+pub use action::{FaultAction, HoldAt, Scope};
 
 /// A rule as posted to `POST /_sim/faults`.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -233,8 +233,11 @@ impl Faults {
                         Some(message.unwrap_or_else(|| "pve-sim: injected task failure".into()))
                 }
                 FaultAction::TaskWarnings { warnings } => out.warnings += warnings,
-                FaultAction::TaskHidden { ms } => out.hidden_for = Some(Duration::from_millis(ms)),
-                FaultAction::TaskHeld { hold } => out.held = Some(hold),
+                FaultAction::TaskHidden { ms, hold } => {
+                    out.hidden_for = Some(Duration::from_millis(ms));
+                    out.hidden_until = hold;
+                }
+                FaultAction::TaskHeld { hold, at } => out.held = Some((hold, at)),
                 _ => {}
             }
         }

@@ -124,8 +124,11 @@ async fn task_faults() {
     );
     assert_eq!(sim.get("/nodes/pve/qemu/101/config").await.status, 500);
 
-    sim.add_fault(json!({"fault": "task-hidden", "task_type": "qmstop", "ms": 1500, "count": 1}))
-        .await;
+    // Hidden until released, however long the look takes.
+    sim.add_fault(
+        json!({"fault": "task-hidden", "task_type": "qmstop", "hold": "unseen", "count": 1}),
+    )
+    .await;
     let hidden = sim
         .post("/nodes/pve/qemu/100/status/stop", &[])
         .await
@@ -138,6 +141,7 @@ async fn task_faults() {
         json!({"upid": "no such task"}),
         "not visible right after dispatch"
     );
+    sim.release("unseen").await;
     sim.task_ok(&hidden).await;
 }
 

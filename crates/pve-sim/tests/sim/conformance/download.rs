@@ -374,10 +374,14 @@ async fn container_template_file_names_follow_pve_storage() {
 /// it opened, so the import finishes; the next import from it fails.
 #[tokio::test]
 async fn a_running_import_survives_the_deletion_of_its_source() {
-    let sim = start_with(|c| c.time_scale = 0.2).await;
+    let sim = start().await;
     let sum = sha256_hex(URL);
     downloaded(&sim, URL, "noble.qcow2", (&sum, "sha256")).await;
+    // The import is held at its first step, its source open, until the
+    // delete is over.
+    sim.hold_at_first_wait("import", "qmcreate").await;
     let create = import(&sim, "150", "local:import/noble.qcow2").await.upid();
+    sim.log_line(&create, "transferred ").await;
     let delete = sim
         .delete(
             &format!(
@@ -397,6 +401,7 @@ async fn a_running_import_survives_the_deletion_of_its_source() {
         status["status"], "running",
         "the delete ended while the import ran: {status}"
     );
+    sim.release("import").await;
     sim.task_ok(&create).await;
     assert_eq!(
         sim.config("150").await["scsi0"],

@@ -231,7 +231,11 @@ async fn nextid_is_a_string_and_reserves_nothing() {
 
 #[tokio::test]
 async fn cluster_resources_lag_for_new_vms() {
-    let sim = start_with(|c| c.durations.resources_lag = std::time::Duration::from_secs(600)).await;
+    // A lag of 10^7 s × 0.01 (over a day): pvestatd cannot broadcast while
+    // the test looks, however slow the machine (its deadline is 30 s).
+    let sim =
+        start_with(|c| c.durations.resources_lag = std::time::Duration::from_secs(10_000_000))
+            .await;
     sim.create_plain("140", &[("tags", "b;a;b")]).await;
     let all = sim
         .get_q("/cluster/resources", &[("type", "vm")])

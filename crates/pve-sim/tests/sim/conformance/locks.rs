@@ -6,14 +6,13 @@ use serde_json::json;
 
 use crate::common::*;
 
-/// An import of about 20 s real time: everything below happens while it runs.
-async fn slow_import() -> Sim {
-    start_with(|c| c.durations.import_bytes_per_sec = (3584u64 << 20) / 2000).await
-}
-
 #[tokio::test]
 async fn calls_during_create_fail_the_pve_way() {
-    let sim = slow_import().await;
+    let sim = start().await;
+    // The create is held at its first simulated wait, the import's first
+    // step: by then it holds `lock: create` and the flock, and keeps them
+    // while everything below happens.
+    sim.hold_at_first_wait("create", "qmcreate").await;
     let create = sim
         .post(
             "/nodes/pve/qemu",
@@ -24,6 +23,7 @@ async fn calls_during_create_fail_the_pve_way() {
         )
         .await
         .upid();
+    sim.log_line(&create, "transferred ").await;
 
     // Sync lock checks: HTTP 500 with the message as reason phrase.
     for resp in [
@@ -84,12 +84,16 @@ async fn calls_during_create_fail_the_pve_way() {
         still["status"], "running",
         "the checks above ran during the import"
     );
+    sim.release("create").await;
+    sim.task_ok(&create).await;
 }
 
 #[tokio::test]
 async fn locked_vm_fails_inside_power_tasks() {
-    let sim = start_with(|c| c.durations.linked_clone = std::time::Duration::from_secs(200)).await;
-    // A clone target holds `lock: clone` (and the flock) while the clone task runs.
+    let sim = start().await;
+    // A clone target holds `lock: clone` (and the flock) while the clone
+    // task runs; held at its first simulated wait, it runs until released.
+    sim.hold_at_first_wait("clone", "qmclone").await;
     let clone = sim
         .post(
             "/nodes/pve/qemu/9000/clone",
@@ -104,6 +108,8 @@ async fn locked_vm_fails_inside_power_tasks() {
         })
         .await;
     assert_eq!(cfg["lock"], "clone");
+    // Its first log line comes after it took the flock.
+    sim.log_line(&clone, "creating a clone").await;
     let start = sim
         .post("/nodes/pve/qemu/300/status/start", &[])
         .await
@@ -112,6 +118,7 @@ async fn locked_vm_fails_inside_power_tasks() {
         sim.wait_task(&start).await["exitstatus"],
         "can't lock file '/var/lock/qemu-server/lock-300.conf' - got timeout"
     );
+    sim.release("clone").await;
     sim.task_ok(&clone).await;
     assert!(sim.config("300").await.get("lock").is_none());
 }
