@@ -187,6 +187,9 @@ pub async fn configure_with(
             "endpoint": sim.base_url,
             "credentials": {"source": "Secret", "secretRef": {"name": name, "namespace": PROVIDER_NAMESPACE}},
             "tls": {"fingerprint": sim.fingerprint},
+            // The fleet's image URL is on loopback: the simulator never
+            // fetches it, and the default policy refuses it.
+            "downloadPolicy": {"allowHttp": true, "allowedHosts": ["127.0.0.1"]},
         },
     });
     if let Some(limits) = limits {
