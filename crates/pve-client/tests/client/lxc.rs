@@ -67,11 +67,15 @@ async fn a_container_from_a_pulled_oci_image_lives_and_goes() {
         description: Some("notes".into()),
         ..CreateContainer::default()
     };
+    // The create is held while the test looks at its lock: at the
+    // simulator's time scale it could otherwise end before the look.
+    h.hold_tasks("ct-create", "vzcreate").await;
     let upid = client.create_container(NODE, &create).await.unwrap();
     assert_eq!(upid.task_type(), "vzcreate");
     // Locked from the moment the call returns.
     let locked = client.container_config(NODE, 230).await.unwrap();
     assert_eq!(locked.lock(), Some("create"));
+    h.release("ct-create").await;
     client.wait_task(&upid).await.unwrap();
     let config = client.container_config(NODE, 230).await.unwrap();
     assert_eq!(config.lock(), None);
