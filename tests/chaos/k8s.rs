@@ -142,6 +142,16 @@ pub fn is_ready(object: &Value) -> bool {
     condition(object, "Ready").is_some_and(|c| c["status"] == "True")
 }
 
+/// The wait a ProxmoxVM announced in its `Synced` condition after a failure
+/// ("…; retrying in 80s"), counted from when it was written (no later than
+/// now, so now plus this is an upper bound).
+pub fn announced_retry(object: &Value) -> Option<std::time::Duration> {
+    let message = condition(object, "Synced")?["message"].as_str()?;
+    let (_, after) = message.rsplit_once("retrying in ")?;
+    let secs = after.strip_suffix('s')?.parse().ok()?;
+    Some(std::time::Duration::from_secs(secs))
+}
+
 /// `metadata.name`.
 pub fn name(object: &Value) -> &str {
     object["metadata"]["name"].as_str().unwrap_or_default()
@@ -173,4 +183,34 @@ pub fn brief(object: &Value) -> String {
         at["task"]["summary"],
         conditions.join(" | ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::announced_retry;
+
+    fn synced(message: &str) -> serde_json::Value {
+        json!({"status": {"conditions": [
+            {"type": "Ready", "status": "False", "message": "retrying in 5s"},
+            {"type": "Synced", "status": "False", "message": message},
+        ]}})
+    }
+
+    #[test]
+    fn the_announced_retry_is_read_from_the_synced_message() {
+        let vm = synced(
+            "the creation of the VM failed: got timeout (trying to acquire lock...); retrying in 80s",
+        );
+        assert_eq!(announced_retry(&vm), Some(Duration::from_secs(80)));
+        assert_eq!(
+            announced_retry(&synced("the creation of the VM failed; retrying")),
+            None
+        );
+        assert_eq!(announced_retry(&synced("waiting for the image")), None);
+        assert_eq!(announced_retry(&json!({"status": {}})), None);
+    }
 }

@@ -186,6 +186,31 @@ impl Run {
         let apply = apply_waves(&ns, &self.fleet, self.size.waves, self.size.wave_gap);
         let ready = wait_ready(&ns, &names, deadline);
         tokio::join!(apply, self.driver.run("create", plan), ready);
+        self.wait_out_backoffs(&names).await;
+    }
+
+    /// A ProxmoxVM that, when the deadline comes, is waiting out the backoff
+    /// it announced after a failure the faults caused ("retrying in 80s") is
+    /// not judged yet: the faults stop and it gets what it announced plus
+    /// [`AFTER_BACKOFF`] to keep its word. Four failures in a row are rare
+    /// but happen at these fault rates; the deadline alone would make the
+    /// verdict depend on the dice.
+    async fn wait_out_backoffs(&mut self, names: &BTreeSet<String>) {
+        let ns = self.ns.name().to_owned();
+        let objects = k8s::list(&k8s::vms(&ns)).await;
+        let waiting: Vec<(&str, Duration)> = objects
+            .iter()
+            .filter(|o| names.contains(k8s::name(o)) && !k8s::is_ready(o))
+            .filter_map(|o| Some((k8s::name(o), k8s::announced_retry(o)?)))
+            .collect();
+        let Some(longest) = waiting.iter().map(|(_, wait)| *wait).max() else {
+            return;
+        };
+        let since = Instant::now();
+        self.ledger.clear(&self.sim).await;
+        eprintln!("chaos: faults off; waiting out announced backoffs: {waiting:?}");
+        wait_ready(&ns, names, Instant::now() + longest + AFTER_BACKOFF).await;
+        self.phase_done("wait out announced backoffs", since);
     }
 
     /// Faults off, a moment to settle, then the end state.
@@ -423,6 +448,11 @@ impl Run {
         }
     }
 }
+
+/// How long a ProxmoxVM may take to be Ready once the backoff it announced
+/// is over and the faults are off: a create or clone, a configure and a
+/// start at the reduced time scale, with room for a busy machine.
+const AFTER_BACKOFF: Duration = Duration::from_secs(120);
 
 /// Applies the fleet, wave by wave.
 async fn apply_waves(ns: &str, fleet: &[VmSpec], waves: usize, gap: Duration) {
