@@ -290,8 +290,11 @@ fn write_crds(dir: &Path) -> anyhow::Result<()> {
     for (file, crd) in provider_proxmox::api::crd::all() {
         let yaml = provider_proxmox::api::crd::to_yaml(&crd)
             .with_context(|| format!("rendering {file} as YAML"))?;
-        let path = dir.join(file);
+        let path = dir.join(&file);
         std::fs::write(&path, yaml).with_context(|| format!("writing {}", path.display()))?;
     }
+    let path = dir.join("Kustomization");
+    std::fs::write(&path, provider_proxmox::api::crd::kustomization())
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

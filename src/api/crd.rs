@@ -3,37 +3,35 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray,
 };
-use kube::CustomResourceExt;
-
-use crate::api::{
-    ClusterProviderConfig, ProviderConfig, ProxmoxContainer, ProxmoxImage, ProxmoxVM,
-};
 
 /// Every CRD this provider serves, in install order, each with the file name
-/// it is committed under in `crds/`.
-pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
-    vec![
-        (
-            "proxmox.crossplane.io_clusterproviderconfigs.yaml",
-            tidy(ClusterProviderConfig::crd()),
-        ),
-        (
-            "proxmox.crossplane.io_providerconfigs.yaml",
-            tidy(ProviderConfig::crd()),
-        ),
-        (
-            "proxmox.crossplane.io_proxmoxvms.yaml",
-            tidy(ProxmoxVM::crd()),
-        ),
-        (
-            "proxmox.crossplane.io_proxmoximages.yaml",
-            tidy(ProxmoxImage::crd()),
-        ),
-        (
-            "proxmox.crossplane.io_proxmoxcontainers.yaml",
-            tidy(ProxmoxContainer::crd()),
-        ),
-    ]
+/// it is committed under in `crds/` (the kinds of [`super::kinds::all`]).
+pub fn all() -> Vec<(String, CustomResourceDefinition)> {
+    super::kinds::all()
+        .iter()
+        .map(|kind| (kind.file(), tidy(kind.crd())))
+        .collect()
+}
+
+/// `crds/Kustomization`: the CRD files, for kustomize (`deploy/` includes
+/// the directory). Named `Kustomization`, not kustomization.yaml, so that
+/// `kubectl apply -f crds/` and tools that read every `*.yaml` there still
+/// see only CRDs.
+pub fn kustomization() -> String {
+    let mut out = String::from(
+        "# The generated CustomResourceDefinitions, for kustomize (deploy/ includes\n\
+         # this directory). Named `Kustomization`, not kustomization.yaml, so that\n\
+         # `kubectl apply -f crds/` and tools that read every *.yaml here still see\n\
+         # only CRDs. Generated with the CRD files by\n\
+         # `cargo run -- crds --output-dir crds`.\n\
+         apiVersion: kustomize.config.k8s.io/v1beta1\n\
+         kind: Kustomization\n\
+         resources:\n",
+    );
+    for (file, _) in all() {
+        out.push_str(&format!("  - {file}\n"));
+    }
+    out
 }
 
 /// Formats the API server knows for integers; schemars also writes

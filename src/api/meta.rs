@@ -28,9 +28,9 @@ pub const FINALIZER: &str = "finalizer.managedresource.crossplane.io";
 /// What the provider may do with the external resource.
 ///
 /// `["*"]` (the default) allows everything. `[]` pauses the resource.
-/// `["Observe"]` only reads the VM named by the `crossplane.io/external-name`
-/// annotation. A set without `Delete` leaves the VM on Proxmox when the
-/// resource is deleted (orphan).
+/// `["Observe"]` only reads what the resource names (a ProxmoxVM: the VM of
+/// its `crossplane.io/external-name` annotation). A set without `Delete`
+/// leaves what the resource made on Proxmox when it is deleted (orphan).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
 pub enum ManagementPolicy {
     /// Read the VM and report it in `status.atProvider`.
@@ -145,7 +145,7 @@ pub trait ConfigUser {
 
 impl ConfigUser for super::ProxmoxVM {
     fn provider_config_ref(&self) -> &ProviderConfigReference {
-        &self.spec.provider_config_ref
+        &self.spec.managed.provider_config_ref
     }
     fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata
@@ -154,7 +154,7 @@ impl ConfigUser for super::ProxmoxVM {
 
 impl ConfigUser for super::ProxmoxImage {
     fn provider_config_ref(&self) -> &ProviderConfigReference {
-        &self.spec.provider_config_ref
+        &self.spec.managed.provider_config_ref
     }
     fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata
@@ -163,7 +163,7 @@ impl ConfigUser for super::ProxmoxImage {
 
 impl ConfigUser for super::ProxmoxContainer {
     fn provider_config_ref(&self) -> &ProviderConfigReference {
-        &self.spec.provider_config_ref
+        &self.spec.managed.provider_config_ref
     }
     fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata

@@ -11,6 +11,8 @@ pub mod condition;
 pub mod container;
 pub mod crd;
 pub mod image;
+pub mod kinds;
+pub mod managed;
 pub mod meta;
 pub mod provider_config;
 pub mod quantity;

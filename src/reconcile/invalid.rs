@@ -19,7 +19,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::error::Error;
-use crate::api::{Condition, ConditionStatus, ConditionType, ProviderSettings, ProxmoxVM, Reason};
+use crate::api::managed::ManagedSpec;
+use crate::api::{Condition, ConditionStatus, ConditionType, ProviderSettings, Reason, kinds};
 use crate::reconcile::runtime::settings::{COMPONENT, FIELD_MANAGER};
 
 /// The condition that says an object cannot be read.
@@ -167,12 +168,18 @@ where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
     let (mut path, mut error) = first_error::<K>(raw.clone())?;
-    // A provider config's spec is flattened, which hides the path below it.
-    if path == "spec"
-        && K::kind(&()) != ProxmoxVM::kind(&())
-        && let Some((inner, e)) = first_error::<ProviderSettings>(raw["spec"].clone())
-    {
-        (path, error) = (format!("spec.{inner}"), e);
+    // What a spec flattens (a managed kind's `ManagedSpec`, a provider
+    // config's settings) hides the path below it: read that part alone.
+    if path == "spec" {
+        let managed = kinds::managed().iter().any(|k| k.kind == K::kind(&()));
+        let inner = if managed {
+            first_error::<ManagedSpec>(raw["spec"].clone())
+        } else {
+            first_error::<ProviderSettings>(raw["spec"].clone())
+        };
+        if let Some((inner, e)) = inner {
+            (path, error) = (format!("spec.{inner}"), e);
+        }
     }
     Some(format!(
         "it does not match the {} schema at {path}: {error}; it was written around the API server's validation (an older CRD?): correct {path} and apply it again",
@@ -219,7 +226,7 @@ fn with_condition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ProviderConfig;
+    use crate::api::{ProviderConfig, ProxmoxVM};
 
     fn vm(for_provider: Value) -> Value {
         json!({
@@ -248,6 +255,14 @@ mod tests {
         assert_eq!(
             why_unreadable::<ProxmoxVM>(vm(json!({"memory": "2Gi"}))),
             None
+        );
+        // The managed fields every kind flattens into its spec.
+        let mut other = vm(json!({"memory": "2Gi"}));
+        other["spec"]["providerConfigRef"] = json!({"kind": "Other", "name": "x"});
+        let message = why_unreadable::<ProxmoxVM>(other).unwrap();
+        assert!(
+            message.contains("spec.providerConfigRef.kind: unknown variant `Other`"),
+            "{message}"
         );
         let config = json!({
             "apiVersion": "proxmox.crossplane.io/v1alpha1",

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use provider_proxmox::api::crd;
+use provider_proxmox::api::{crd, kinds};
 use serde_json::Value;
 
 const REGENERATE: &str = "cargo run -- crds --output-dir crds";
@@ -11,12 +11,26 @@ const REGENERATE: &str = "cargo run -- crds --output-dir crds";
 fn committed_crds_match_the_types() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
     let mut stale = vec![];
+    let mut files = vec!["Kustomization".to_owned()];
     for (file, crd) in crd::all() {
         let want = crd::to_yaml(&crd).unwrap();
-        match std::fs::read_to_string(dir.join(file)) {
+        match std::fs::read_to_string(dir.join(&file)) {
             Ok(have) if have == want => {}
             Ok(_) => stale.push(format!("{file} differs")),
             Err(e) => stale.push(format!("{file}: {e}")),
+        }
+        files.push(file);
+    }
+    match std::fs::read_to_string(dir.join("Kustomization")) {
+        Ok(have) if have == crd::kustomization() => {}
+        Ok(_) => stale.push("Kustomization differs".into()),
+        Err(e) => stale.push(format!("Kustomization: {e}")),
+    }
+    // A file of a kind that is gone would still be installed.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !files.contains(&name) {
+            stale.push(format!("{name} is no kind's"));
         }
     }
     assert!(
@@ -34,16 +48,9 @@ fn printed_stream_holds_every_crd() {
         .iter()
         .map(|d| d["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "clusterproviderconfigs.proxmox.crossplane.io",
-            "providerconfigs.proxmox.crossplane.io",
-            "proxmoxvms.proxmox.crossplane.io",
-            "proxmoximages.proxmox.crossplane.io",
-            "proxmoxcontainers.proxmox.crossplane.io",
-        ]
-    );
+    let kinds: Vec<String> = kinds::all().iter().map(|k| k.crd_name()).collect();
+    assert_eq!(names, kinds);
+    assert!(names.contains(&"proxmoxvms.proxmox.crossplane.io"));
 }
 
 /// The API server refuses non-structural schemas: every node names its type,

@@ -29,9 +29,8 @@ use crate::tools::{kubectl_wait, read, repo, run_with_input, temp_file, tool, ya
 /// A kind with a health check of its own.
 struct Kind {
     name: &'static str,
-    /// The Argo CD healths its samples must reach: an image has no pause
-    /// (its controller reads neither managementPolicies nor
-    /// crossplane.io/paused), so no Suspended.
+    /// The Argo CD healths its samples must reach (every managed kind can
+    /// be paused, so every one reaches Suspended).
     healths: &'static [&'static str],
     /// What some Progressing message must contain: the work in flight the
     /// check reports (a task's percent, the pull's task type).
@@ -46,7 +45,7 @@ const KINDS: [Kind; 3] = [
     },
     Kind {
         name: "ProxmoxImage",
-        healths: &["Degraded", "Healthy", "Progressing"],
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
         in_flight: "42%",
     },
     Kind {

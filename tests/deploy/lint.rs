@@ -364,16 +364,12 @@ fn crossplane_package_root_holds_the_provider_meta_and_the_crds() {
         crds.push(name);
     }
     crds.sort();
-    assert_eq!(
-        crds,
-        [
-            "proxmox.crossplane.io_clusterproviderconfigs.yaml",
-            "proxmox.crossplane.io_providerconfigs.yaml",
-            "proxmox.crossplane.io_proxmoxcontainers.yaml",
-            "proxmox.crossplane.io_proxmoximages.yaml",
-            "proxmox.crossplane.io_proxmoxvms.yaml",
-        ]
-    );
+    let mut kinds: Vec<String> = provider_proxmox::api::kinds::all()
+        .iter()
+        .map(|k| k.file())
+        .collect();
+    kinds.sort();
+    assert_eq!(crds, kinds);
     let top: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert_eq!(
         top.len(),

@@ -22,24 +22,25 @@ async fn kustomize_install_is_accepted_by_the_api_server() {
     prerequisites().await;
     let rendered = kustomize("deploy").await;
     let docs = yaml_docs(&rendered, "kubectl kustomize deploy/");
-    assert_eq!(
-        kinds_and_names(&docs),
-        [
-            "ClusterRole/crossplane-provider-proxmox",
-            "ClusterRoleBinding/crossplane-provider-proxmox",
-            "CustomResourceDefinition/clusterproviderconfigs.proxmox.crossplane.io",
-            "CustomResourceDefinition/providerconfigs.proxmox.crossplane.io",
-            "CustomResourceDefinition/proxmoxcontainers.proxmox.crossplane.io",
-            "CustomResourceDefinition/proxmoximages.proxmox.crossplane.io",
-            "CustomResourceDefinition/proxmoxvms.proxmox.crossplane.io",
-            "Deployment/crossplane-provider-proxmox",
-            "Namespace/crossplane-system",
-            "Role/crossplane-provider-proxmox-leader-election",
-            "RoleBinding/crossplane-provider-proxmox-leader-election",
-            "Service/crossplane-provider-proxmox-metrics",
-            "ServiceAccount/crossplane-provider-proxmox",
-        ]
-    );
+    let mut want: Vec<String> = provider_proxmox::api::kinds::all()
+        .iter()
+        .map(|k| format!("CustomResourceDefinition/{}", k.crd_name()))
+        .chain(
+            [
+                "ClusterRole/crossplane-provider-proxmox",
+                "ClusterRoleBinding/crossplane-provider-proxmox",
+                "Deployment/crossplane-provider-proxmox",
+                "Namespace/crossplane-system",
+                "Role/crossplane-provider-proxmox-leader-election",
+                "RoleBinding/crossplane-provider-proxmox-leader-election",
+                "Service/crossplane-provider-proxmox-metrics",
+                "ServiceAccount/crossplane-provider-proxmox",
+            ]
+            .map(String::from),
+        )
+        .collect();
+    want.sort();
+    assert_eq!(kinds_and_names(&docs), want);
     let out = support::apply_dry_run_server(rendered.as_str(), None).await;
     assert_eq!(out.matches("(server dry run)").count(), docs.len(), "{out}");
 

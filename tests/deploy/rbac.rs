@@ -298,6 +298,11 @@ async fn authorizer_allows_what_is_needed_and_nothing_nearby() {
 /// update, patch, create; finalizers with update; and `*` on core secrets,
 /// configmaps, events and coordination leases. Not events.k8s.io.
 fn crossplane_system_rules() -> Vec<PolicyRule> {
+    // The package's CRDs: every kind's.
+    let crds: Vec<String> = provider_proxmox::api::kinds::all()
+        .into_iter()
+        .map(|k| k.plural)
+        .collect();
     let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
         api_groups: Some(groups.iter().map(|s| (*s).to_owned()).collect()),
         resources: Some(resources.iter().map(|s| (*s).to_owned()).collect()),
@@ -307,18 +312,13 @@ fn crossplane_system_rules() -> Vec<PolicyRule> {
     vec![
         rule(
             &[GROUP],
-            &[
-                "clusterproviderconfigs",
-                "clusterproviderconfigs/status",
-                "providerconfigs",
-                "providerconfigs/status",
-                "proxmoxvms",
-                "proxmoxvms/status",
-                "proxmoximages",
-                "proxmoximages/status",
-                "proxmoxcontainers",
-                "proxmoxcontainers/status",
-            ],
+            &crds
+                .iter()
+                .flat_map(|plural| [plural.clone(), format!("{plural}/status")])
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
             &["get", "list", "watch", "update", "patch", "create"],
         ),
         rule(&[GROUP], &["*/finalizers"], &["update"]),

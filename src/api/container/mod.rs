@@ -14,7 +14,7 @@ pub use params::{
 };
 pub use status::{ContainerAtProvider, ProxmoxContainerStatus};
 
-use crate::api::meta::{ManagementPolicy, ProviderConfigReference, default_management_policies};
+use crate::api::managed::ManagedSpec;
 
 /// A Proxmox VE LXC container: created from a template volume or an OCI
 /// image, configured, started, observed and finally destroyed.
@@ -83,23 +83,7 @@ pub struct ProxmoxContainerSpec {
     /// The container as it should be on Proxmox.
     pub for_provider: ContainerParameters,
 
-    /// Which provider config (Proxmox endpoint and credentials) to use.
-    /// Defaults to the ClusterProviderConfig named `default`.
-    #[serde(default)]
-    pub provider_config_ref: ProviderConfigReference,
-
-    /// What the provider may do: any of Observe, Create, Update, Delete,
-    /// LateInitialize, or "*" (everything, the default). Without Delete the
-    /// container is left on Proxmox when this resource is deleted; [] pauses
-    /// the resource.
-    #[serde(default = "default_management_policies")]
-    #[schemars(length(max = 6))]
-    #[x_kube(
-        merge_strategy = ListMerge::Set,
-        validation = Rule::new("!self.exists(p, p == '*') || size(self) == 1")
-            .message("\"*\" already allows everything and cannot be combined with other policies"),
-        validation = Rule::new("size(self) == 0 || self.exists(p, p == 'Observe' || p == '*')")
-            .message("managementPolicies must include Observe (the provider cannot work without reading the container); use [] to pause")
-    )]
-    pub management_policies: Vec<ManagementPolicy>,
+    /// `providerConfigRef` and `managementPolicies`, as every managed kind.
+    #[serde(flatten)]
+    pub managed: ManagedSpec,
 }

@@ -2,32 +2,16 @@
 //! it waits for (so a restarted provider resumes observing that task rather
 //! than starting another).
 
-use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::condition::Condition;
+use crate::api::managed::ManagedStatus;
 use crate::api::vm::{InFlightTask, ObservedState, TaskFailure};
 
 /// Observed state of a ProxmoxContainer.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ProxmoxContainerStatus {
-    /// The container as last observed on Proxmox, and the task in flight.
-    #[serde(default)]
-    pub at_provider: ContainerAtProvider,
+pub type ProxmoxContainerStatus = ManagedStatus<ContainerAtProvider>;
 
-    /// `Ready` and `Synced` conditions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
-    pub conditions: Vec<Condition>,
-
-    /// The `metadata.generation` the provider last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-}
-
-/// The container as last observed on Proxmox.
+/// The container as last observed on Proxmox, and the task in flight.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerAtProvider {

@@ -21,7 +21,7 @@ pub use status::{
     ImageAtProvider, ImageLocation, ImageTemplateStatus, LocationPhase, ProxmoxImageStatus,
 };
 
-use crate::api::meta::ProviderConfigReference;
+use crate::api::managed::ManagedSpec;
 use crate::api::rules::{
     CHECKSUM_LENGTH, CHECKSUM_LENGTH_MESSAGE, FILE_NAME_NOT_DEFAULT, FILE_NAME_NOT_DEFAULT_MESSAGE,
     HEX_CHECKSUM, HEX_CHECKSUM_MESSAGE, HTTP_URL, HTTP_URL_MESSAGE, NO_DOT_DOT, NODE_NAMES,
@@ -103,10 +103,9 @@ pub struct ProxmoxImageSpec {
     /// The file as it should be on Proxmox.
     pub for_provider: ImageParameters,
 
-    /// Which provider config (Proxmox endpoint and credentials) to use.
-    /// Defaults to the ClusterProviderConfig named `default`.
-    #[serde(default)]
-    pub provider_config_ref: ProviderConfigReference,
+    /// `providerConfigRef` and `managementPolicies`, as every managed kind.
+    #[serde(flatten)]
+    pub managed: ManagedSpec,
 }
 
 /// What file, of which content type, on which storage and nodes.

@@ -1,35 +1,18 @@
 //! `status` of a ProxmoxImage: where the file is, what each download is
 //! doing, and the template VM on each node.
 
-use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::api::condition::Condition;
+use crate::api::managed::ManagedStatus;
 use crate::api::vm::InFlightTask;
 
 /// Observed state of a ProxmoxImage.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ProxmoxImageStatus {
-    /// The file on each node and storage, and the templates.
-    #[serde(default)]
-    pub at_provider: ImageAtProvider,
+pub type ProxmoxImageStatus = ManagedStatus<ImageAtProvider>;
 
-    /// `Ready` (the file is on every storage that needs it, and the
-    /// templates exist when asked for) and `Synced`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
-    pub conditions: Vec<Condition>,
-
-    /// The `metadata.generation` the provider last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-}
-
-/// The image as last observed on Proxmox.
+/// The file on each node and storage, and the templates.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageAtProvider {

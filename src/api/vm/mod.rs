@@ -36,9 +36,8 @@ pub use status::{
     InFlightTask, ObservedState, ProxmoxVMStatus, TaskAction, TaskFailure, VmAtProvider,
 };
 
-use crate::api::meta::{
-    LocalSecretReference, ManagementPolicy, ProviderConfigReference, default_management_policies,
-};
+use crate::api::managed::ManagedSpec;
+use crate::api::meta::LocalSecretReference;
 
 /// A Proxmox VE virtual machine: created from a cloud image (`disks[].image`),
 /// an existing volume (`disks[].importFrom`) or a template (`clone`),
@@ -125,26 +124,9 @@ pub struct ProxmoxVMSpec {
     /// The VM as it should be on Proxmox.
     pub for_provider: VmParameters,
 
-    /// Which provider config (Proxmox endpoint and credentials) to use.
-    /// Defaults to the ClusterProviderConfig named `default`.
-    #[serde(default)]
-    pub provider_config_ref: ProviderConfigReference,
-
-    /// What the provider may do: any of Observe, Create, Update, Delete,
-    /// LateInitialize, or "*" (everything, the default). Without Delete the
-    /// VM is left on Proxmox when this resource is deleted; ["Observe"] only
-    /// reads the VM named by the crossplane.io/external-name annotation;
-    /// [] pauses the resource.
-    #[serde(default = "default_management_policies")]
-    #[schemars(length(max = 6))]
-    #[x_kube(
-        merge_strategy = ListMerge::Set,
-        validation = Rule::new("!self.exists(p, p == '*') || size(self) == 1")
-            .message("\"*\" already allows everything and cannot be combined with other policies"),
-        validation = Rule::new("size(self) == 0 || self.exists(p, p == 'Observe' || p == '*')")
-            .message("managementPolicies must include Observe (the provider cannot work without reading the VM); use [] to pause")
-    )]
-    pub management_policies: Vec<ManagementPolicy>,
+    /// `providerConfigRef` and `managementPolicies`, as every managed kind.
+    #[serde(flatten)]
+    pub managed: ManagedSpec,
 
     /// Secret (in this namespace) to which the provider writes the VM's
     /// connection details: `vmid`, `node`, `ipAddress`, `ipAddresses`

@@ -4,31 +4,15 @@
 //! the same Proxmox task instead of starting another one.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::condition::Condition;
+use crate::api::managed::ManagedStatus;
 
 /// Observed state of a ProxmoxVM.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ProxmoxVMStatus {
-    /// The VM as last observed on Proxmox, and the task in flight.
-    #[serde(default)]
-    pub at_provider: VmAtProvider,
+pub type ProxmoxVMStatus = ManagedStatus<VmAtProvider>;
 
-    /// `Ready`, `Synced` and `GuestAgent` conditions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
-    pub conditions: Vec<Condition>,
-
-    /// The `metadata.generation` the provider last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-}
-
-/// The VM as last observed on Proxmox.
+/// The VM as last observed on Proxmox, and the task in flight.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VmAtProvider {

@@ -173,6 +173,11 @@ async fn pass(
     {
         ctx.scheduler.release_vmid(&conn.key, &id.uid);
     }
+    if let (Some(conn), Step::ForgetVmid(vmid), Ok(Outcome::Done)) = (&conn, &plan.step, &outcome) {
+        // Skipped for a while, even before the cluster view shows the guest.
+        ctx.scheduler.vmid_taken(&conn.key, *vmid);
+        ctx.scheduler.release_vmid(&conn.key, &id.uid);
+    }
     let outcome = outcome?;
     if let (Some(conn), Step::RemoveFinalizer, Outcome::Done) = (&conn, &plan.step, &outcome) {
         ctx.scheduler.forget(&conn.key, &id.uid);
@@ -472,6 +477,7 @@ async fn act(
             // being sent was a pass again at once, a hot loop).
             Step::AddFinalizer
             | Step::RecordVmid(_)
+            | Step::ForgetVmid(_)
             | Step::Pull { .. }
             | Step::Create { .. }
             | Step::Configure { .. }
@@ -494,6 +500,18 @@ async fn act(
                 "annotations": {
                     meta::EXTERNAL_NAME: vmid.to_string(),
                     meta::EXTERNAL_CREATE_PENDING: Timestamp::now().to_string(),
+                },
+            }}))
+            .await
+        }
+        // On the version read too: the VMID another guest took is given up
+        // only by the pass that saw it taken.
+        Step::ForgetVmid(_) => {
+            metadata(json!({"metadata": {
+                "resourceVersion": version,
+                "annotations": {
+                    meta::EXTERNAL_NAME: null,
+                    meta::EXTERNAL_CREATE_PENDING: null,
                 },
             }}))
             .await

@@ -61,6 +61,30 @@ fn recorded() -> Value {
     json!({"crossplane.io/external-name": "120"})
 }
 
+/// A container at the VMID with another description.
+fn described(description: &str) -> Container {
+    let Container::Present(mut seen) = ours(false, &[]) else {
+        unreachable!()
+    };
+    seen.config
+        .raw
+        .insert("description".into(), description.to_owned());
+    Container::Present(seen)
+}
+
+fn foreign() -> Container {
+    described(&marker_line_of(
+        "ProxmoxContainer",
+        "other",
+        "app",
+        "another-uid",
+    ))
+}
+
+fn unmarked() -> Container {
+    described("made by hand")
+}
+
 fn obs(container: Container) -> Observation {
     Observation {
         container,
@@ -106,6 +130,7 @@ fn kind(step: &Step) -> &'static str {
         Step::AddFinalizer => "add-finalizer",
         Step::RemoveFinalizer => "remove-finalizer",
         Step::RecordVmid(_) => "record-vmid",
+        Step::ForgetVmid(_) => "forget-vmid",
         Step::Pull { .. } => "pull",
         Step::Create { .. } => "create",
         Step::Configure { .. } => "configure",
@@ -275,14 +300,51 @@ fn the_way_to_a_container_step_by_step() {
             "configure",
         ),
         (
-            "a VM with the VMID: never touched",
+            "a VM with the VMID the spec names: never touched, said",
+            ct(json!({"vmid": 120}), recorded(), json!({})),
+            obs(Container::Taken("VMID 120 belongs to a VM".into())),
+            "idle",
+        ),
+        (
+            "a VM took the allocated VMID first: forgotten, another allocated",
             ct(json!({}), recorded(), json!({})),
+            obs(Container::Taken("VMID 120 belongs to a VM".into())),
+            "forget-vmid",
+        ),
+        (
+            "another resource's container took the allocated VMID: forgotten",
+            ct(json!({}), recorded(), json!({})),
+            obs(foreign()),
+            "forget-vmid",
+        ),
+        (
+            "an unmarked container at the allocated VMID: left, said (it may be ours, edited)",
+            ct(json!({}), recorded(), json!({})),
+            obs(unmarked()),
+            "idle",
+        ),
+        (
+            "without Create an allocated VMID is not given up",
+            ct(json!({}), recorded(), json!({}))
+                .tap_policies(json!(["Observe", "Update", "Delete"])),
             obs(Container::Taken("VMID 120 belongs to a VM".into())),
             "idle",
         ),
         (
             "paused: nothing",
             ct(json!({}), recorded(), json!({})).tap_policies(json!([])),
+            obs(ours(false, &[])),
+            "idle",
+        ),
+        (
+            "paused by the annotation: nothing",
+            ct(json!({}), recorded(), json!({})).tap_paused(),
+            obs(ours(false, &[("memory", "2048")])),
+            "idle",
+        ),
+        (
+            "paused while deleted: the deletion waits (neither destroyed nor orphaned)",
+            deleting(ct(json!({}), recorded(), json!({}))).tap_policies(json!([])),
             obs(ours(false, &[])),
             "idle",
         ),
@@ -301,11 +363,19 @@ fn the_way_to_a_container_step_by_step() {
 
 trait TapPolicies {
     fn tap_policies(self, policies: Value) -> Self;
+    fn tap_paused(self) -> Self;
 }
 
 impl TapPolicies for ProxmoxContainer {
     fn tap_policies(mut self, policies: Value) -> Self {
-        self.spec.management_policies = serde_json::from_value(policies).unwrap();
+        self.spec.managed.management_policies = serde_json::from_value(policies).unwrap();
+        self
+    }
+    fn tap_paused(mut self) -> Self {
+        self.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(crate::api::meta::PAUSED.into(), "true".into());
         self
     }
 }
@@ -359,10 +429,15 @@ fn deleting_destroys_only_what_is_ours() {
         assert_eq!(kind(&p.step), want, "{name}: {:?}", p.step);
     }
     // Someone else's container, or one without a marker, is never destroyed.
-    for description in [
-        Some(marker_line_of("ProxmoxContainer", "ns", "other", "u-2")),
-        Some("hand-made".to_owned()),
-        None,
+    // Live, another resource's takes an allocated VMID from this one (it is
+    // forgotten, another allocated); an unmarked one is only said.
+    for (description, live_step) in [
+        (
+            Some(marker_line_of("ProxmoxContainer", "ns", "other", "u-2")),
+            "forget-vmid",
+        ),
+        (Some("hand-made".to_owned()), "idle"),
+        (None, "idle"),
     ] {
         let mut seen = ours(false, &[]);
         if let Container::Present(s) = &mut seen {
@@ -380,9 +455,11 @@ fn deleting_destroys_only_what_is_ours() {
             &obs(seen),
             now(),
         );
-        assert_eq!(kind(&live.step), "idle", "{description:?}");
-        let synced = find(&live.status.conditions, ConditionType::Synced).unwrap();
-        assert_eq!(synced.reason, "NotOwned");
+        assert_eq!(kind(&live.step), live_step, "{description:?}");
+        if live_step == "idle" {
+            let synced = find(&live.status.conditions, ConditionType::Synced).unwrap();
+            assert_eq!(synced.reason, "NotOwned");
+        }
     }
 }
 

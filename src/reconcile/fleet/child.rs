@@ -82,7 +82,7 @@ pub fn manifest(image: &ProxmoxImage, template: &ImageTemplate, node: &str, volu
                 "powerState": "Stopped",
                 "tags": ["crossplane", "image-template"],
             },
-            "providerConfigRef": image.spec.provider_config_ref,
+            "providerConfigRef": image.spec.managed.provider_config_ref,
         },
     })
 }

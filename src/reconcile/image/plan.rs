@@ -18,6 +18,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::names::{self, Source};
 use crate::api::condition::{ConditionType, find};
 use crate::api::image::{ImageLocation, LocationPhase, ProxmoxImage, ProxmoxImageStatus};
+use crate::api::meta::{Capabilities, PolicyMode};
 use crate::api::vm::{ChecksumAlgorithm, InFlightTask, TaskAction};
 use crate::api::{Condition, ConditionStatus, Reason, set_condition};
 use crate::reconcile::common::event::Event;
@@ -249,6 +250,22 @@ pub fn plan(input: &Input<'_>) -> Plan {
     };
     let users = input.users.vms.len() + input.users.containers.len();
     out.status.at_provider.users = Some(u32::try_from(users).unwrap_or(u32::MAX));
+    let caps = match image.spec.managed.mode(&image.metadata) {
+        PolicyMode::Active(caps) => caps,
+        PolicyMode::Paused => {
+            // Nothing at all, as for every kind: a deletion waits too.
+            let why = image.spec.managed.paused_by(&image.metadata);
+            let why = format!("reconciliation is paused: {}", why.unwrap_or_default());
+            synced_only(input, &mut out, Reason::ReconcilePaused, why);
+            out.requeue = None;
+            return out;
+        }
+        PolicyMode::Invalid(why) => {
+            synced_only(input, &mut out, Reason::InvalidSpec, why);
+            out.requeue = None;
+            return out;
+        }
+    };
     let deleting = image.metadata.deletion_timestamp.is_some();
     let has_finalizer = has_finalizer(&image.metadata);
     if deleting && !has_finalizer {
@@ -289,7 +306,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     at.volume = volume.clone();
     at.downloaded = matches!(source, Source::Download { .. } | Source::Pull { .. });
     if deleting {
-        return delete(input, out, volume.as_deref(), &source);
+        return delete(input, out, volume.as_deref(), &source, caps);
     }
     let sites = match &input.world {
         World::Seen(sites) => sites,
@@ -434,6 +451,15 @@ pub fn plan(input: &Input<'_>) -> Plan {
                         ),
                     ));
                     soonest(&mut wait, left);
+                } else if !caps.create {
+                    loc.phase = LocationPhase::Pending;
+                    let why = format!(
+                        "{volume} does not exist on node {}, and managementPolicies do not allow Create",
+                        target.node
+                    );
+                    loc.message = Some(why.clone());
+                    problems.push((Reason::ReconcileError, why));
+                    soonest(&mut wait, input.timing.resync);
                 } else {
                     loc.phase = LocationPhase::Downloading;
                     calls.push(Call {
@@ -454,7 +480,9 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let everywhere =
         !locations.is_empty() && locations.iter().all(|l| l.phase == LocationPhase::Ready);
     let mut previous = out.status.at_provider.previous_volumes.clone();
-    if everywhere && input.users.creating == 0 && !previous.is_empty() {
+    // Without Delete the provider deletes no file of this image: the old
+    // source's files stay (and stay listed).
+    if everywhere && input.users.creating == 0 && !previous.is_empty() && caps.delete {
         for (loc, (target, site)) in locations.iter_mut().zip(sites) {
             let Site::Seen { files, .. } = site else {
                 continue;
@@ -763,7 +791,13 @@ fn event(warning: bool, reason: &'static str, note: String) -> Event {
 
 /// The deletion: wait while anything refers to the image, then delete
 /// every file it downloaded, then let it go.
-fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Source) -> Plan {
+fn delete(
+    input: &Input<'_>,
+    mut out: Plan,
+    volume: Option<&str>,
+    source: &Source,
+    caps: Capabilities,
+) -> Plan {
     let users = &input.users;
     if !users.vms.is_empty() || !users.containers.is_empty() || !users.children.is_empty() {
         let mut why = vec![];
@@ -812,6 +846,17 @@ fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Sourc
         }
         // A referring VM that goes wakes the image (see `refs`).
         out.requeue = Some(input.timing.resync);
+        return out;
+    }
+    if !caps.delete {
+        // Orphaned: the files stay on Proxmox.
+        out.events.push(event(
+            false,
+            "Orphaned",
+            "managementPolicies do not allow Delete: the files are left on Proxmox".into(),
+        ));
+        out.step = Step::Finalizer(false);
+        out.requeue = None;
         return out;
     }
     let sites = match &input.world {
@@ -904,6 +949,20 @@ fn delete(input: &Input<'_>, mut out: Plan, volume: Option<&str>, source: &Sourc
     deleting(input, &mut out, "deleting the downloaded files");
     out.requeue = Some(input.timing.poll);
     out
+}
+
+/// Sets `Synced` alone (paused, invalid policies: `Ready` says what it
+/// said, as for every kind).
+fn synced_only(input: &Input<'_>, out: &mut Plan, reason: Reason, message: String) {
+    let mut c = Condition::new(
+        ConditionType::Synced,
+        ConditionStatus::False,
+        reason,
+        message,
+        Time(input.now),
+    );
+    c.observed_generation = out.status.observed_generation;
+    set_condition(&mut out.status.conditions, c);
 }
 
 fn deleting(input: &Input<'_>, out: &mut Plan, message: &str) {

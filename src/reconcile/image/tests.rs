@@ -986,3 +986,141 @@ fn a_deleted_image_deletes_only_the_files_its_own_tasks_made() {
         [CallKind::Delete { volume: old.into() }]
     );
 }
+
+/// The same image under these management policies (and, with `paused`,
+/// the `crossplane.io/paused` annotation).
+fn under(img: &ProxmoxImage, policies: Value, paused: bool) -> ProxmoxImage {
+    let mut img = img.clone();
+    img.spec.managed.management_policies = serde_json::from_value(policies).unwrap();
+    if paused {
+        img.metadata.annotations = Some(BTreeMap::from([(
+            crate::api::meta::PAUSED.to_owned(),
+            "true".to_owned(),
+        )]));
+    }
+    img
+}
+
+/// What a pass does, in words, for the policy table.
+fn outcome(p: &Plan) -> String {
+    match &p.step {
+        Step::Finalizer(add) => format!("finalizer {add}"),
+        Step::Calls(c) if c.is_empty() => format!(
+            "nothing ({})",
+            find(&p.status.conditions, ConditionType::Synced).map_or("-", |c| c.reason.as_str())
+        ),
+        Step::Calls(c) => c
+            .iter()
+            .map(|c| match &c.what {
+                CallKind::Download { .. } => "download",
+                CallKind::Pull { .. } => "pull",
+                CallKind::Delete { .. } => "delete",
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// `managementPolicies` and `crossplane.io/paused` mean for an image what
+/// they mean for every kind: paused does nothing (a deletion waits too),
+/// without Create nothing is downloaded, without Delete no file is deleted
+/// (a deletion orphans them, an old source's file is kept).
+#[test]
+fn management_policies_decide_what_an_image_may_do() {
+    let img = image(url_spec(), json!({}));
+    let v = volume(&img);
+    let absent = || World::Seen(vec![at("pve1", seen(&[], None, vec![]))]);
+    let present = || World::Seen(vec![at("pve1", seen(&[(v.as_str(), 1)], None, vec![]))]);
+    let ours = with_status(&img, made(&["pve1"], &v));
+    let gone = deleted(url_spec(), json!({}));
+    let gone = with_status(&gone, made(&["pve1"], &v));
+    let old = "local:import/old-aaaaaaaaaaaa-00000000.qcow2";
+    let replaced = with_status(
+        &img,
+        json!({"atProvider": {"volume": old, "downloaded": true, "previousVolumes": [old],
+               "locations": [{"node": "pve1", "storage": "local", "phase": "Ready",
+                              "made": [old, v]}]}}),
+    );
+    let both = || {
+        World::Seen(vec![at(
+            "pve1",
+            seen(&[(old, 1), (v.as_str(), 1)], None, vec![]),
+        )])
+    };
+    let cases: Vec<(&str, ProxmoxImage, World, &str)> = vec![
+        (
+            "all: absent is downloaded",
+            img.clone(),
+            absent(),
+            "download",
+        ),
+        (
+            "paused by annotation: nothing",
+            under(&img, json!(["*"]), true),
+            absent(),
+            "nothing (ReconcilePaused)",
+        ),
+        (
+            "paused by []: nothing",
+            under(&img, json!([]), false),
+            absent(),
+            "nothing (ReconcilePaused)",
+        ),
+        (
+            "paused while deleted: the deletion waits",
+            under(&gone, json!([]), false),
+            present(),
+            "nothing (ReconcilePaused)",
+        ),
+        (
+            "without Observe: refused",
+            under(&img, json!(["Create"]), false),
+            absent(),
+            "nothing (InvalidSpec)",
+        ),
+        (
+            "Observe only: absent is not downloaded",
+            under(&img, json!(["Observe"]), false),
+            absent(),
+            "nothing (ReconcileError)",
+        ),
+        (
+            "Observe only: its own file is observed",
+            under(&ours, json!(["Observe"]), false),
+            present(),
+            "nothing (ReconcileSuccess)",
+        ),
+        (
+            "all: deleted, its file deleted",
+            gone.clone(),
+            present(),
+            "delete",
+        ),
+        (
+            "without Delete: deleted, its file orphaned",
+            under(&gone, json!(["Observe", "Create", "Update"]), false),
+            present(),
+            "finalizer false",
+        ),
+        (
+            "all: an old source's file deleted",
+            replaced.clone(),
+            both(),
+            "delete",
+        ),
+        (
+            "without Delete: an old source's file kept",
+            under(&replaced, json!(["Observe", "Create", "Update"]), false),
+            both(),
+            "nothing (ReconcileSuccess)",
+        ),
+    ];
+    let mut failures = vec![];
+    for (name, img, world, want) in cases {
+        let got = outcome(&run(&img, world, Users::default()));
+        if got != want {
+            failures.push(format!("{name}: got {got}, want {want}"));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}

@@ -271,21 +271,14 @@ fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
 /// Decisions that need no Proxmox: pause, invalid policies, deletion without
 /// anything to clean up, orphaning.
 fn gate(ctx: &Ctx) -> Option<Decision<LocalStep>> {
-    let paused_by = if ctx.vm.annotation(crate::api::meta::PAUSED) == Some("true") {
-        Some("the crossplane.io/paused annotation is \"true\"")
-    } else if ctx.vm.spec.management_policies.is_empty() {
-        Some("managementPolicies is empty")
-    } else {
-        None
-    };
-    if let Some(why) = paused_by {
+    if let Some(why) = ctx.vm.spec.managed.paused_by(&ctx.vm.metadata) {
         let say = Say::no(
             Reason::ReconcilePaused,
             format!("reconciliation is paused: {why}"),
         );
         return Some(Decision::new(Idle::Paused, None, say).keep_ready());
     }
-    if let PolicyMode::Invalid(message) = policy_mode(&ctx.vm.spec.management_policies) {
+    if let PolicyMode::Invalid(message) = policy_mode(&ctx.vm.spec.managed.management_policies) {
         let say = Say::no(Reason::InvalidSpec, message);
         return Some(Decision::new(Idle::Refuse, None, say).keep_ready());
     }

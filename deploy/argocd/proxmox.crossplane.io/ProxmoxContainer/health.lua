@@ -1,11 +1,11 @@
 -- Argo CD health check for ProxmoxContainer (proxmox.crossplane.io).
 --
 -- Healthy      Ready=True and status.observedGeneration current.
--- Suspended    managementPolicies is [], the container controller's only
---              pause. It does not read crossplane.io/paused, so that
---              annotation is no pause here; and a Synced=ReconcilePaused
---              left from before the policies changed is not one either (the
---              new generation is Progressing until the provider acts on it).
+-- Suspended    reconciliation is paused (crossplane.io/paused: "true" or
+--              managementPolicies: [], as for every kind). A
+--              Synced=ReconcilePaused left from before the policies changed
+--              is not one (the new generation is Progressing until the
+--              provider acts on it).
 -- Degraded     Synced or Ready is False for a failure reason (an invalid
 --              spec, a failed create or pull waiting out its backoff, a
 --              container that is not ours, ...); the message is the
@@ -59,6 +59,10 @@ local function describe(c)
 end
 
 local function paused()
+  local annotations = obj.metadata.annotations
+  if annotations ~= nil and annotations["crossplane.io/paused"] == "true" then
+    return "Reconciliation is paused by the crossplane.io/paused annotation"
+  end
   local policies = obj.spec ~= nil and obj.spec.managementPolicies or nil
   if type(policies) == "table" and next(policies) == nil then
     return "Reconciliation is paused: managementPolicies is empty"

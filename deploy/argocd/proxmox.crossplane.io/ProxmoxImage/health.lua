@@ -10,9 +10,8 @@
 --              yet, downloads running (with their percent), template VMs
 --              being made, deletion.
 --
--- No Suspended: the image controller has no managementPolicies and does not
--- read crossplane.io/paused, so a paused image would be a claim it does not
--- keep.
+-- Suspended    reconciliation is paused (crossplane.io/paused: "true" or
+--              managementPolicies: [], as for every kind).
 --
 -- Written for Argo CD's Lua: gopher-lua (Lua 5.1) with only the base,
 -- package and table libraries open (no string or math library unless the
@@ -97,7 +96,26 @@ local function healthy_message()
   return text
 end
 
+local function paused()
+  local annotations = obj.metadata.annotations
+  if annotations ~= nil and annotations["crossplane.io/paused"] == "true" then
+    return "Reconciliation is paused by the crossplane.io/paused annotation"
+  end
+  local policies = obj.spec ~= nil and obj.spec.managementPolicies or nil
+  if type(policies) == "table" and next(policies) == nil then
+    return "Reconciliation is paused: managementPolicies is empty"
+  end
+  return nil
+end
+
 local hs = {}
+
+local why_paused = paused()
+if why_paused ~= nil then
+  hs.status = "Suspended"
+  hs.message = why_paused
+  return hs
+end
 
 if obj.status == nil or obj.status.conditions == nil or next(obj.status.conditions) == nil then
   hs.status = "Progressing"

@@ -37,7 +37,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::render::Invalid;
 use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
 use crate::api::container::{ContainerAtProvider, ProxmoxContainer, ProxmoxContainerStatus};
-use crate::api::meta::{ConfigUser, PolicyMode, policy_mode};
+use crate::api::meta::{ConfigUser, PolicyMode};
 use crate::api::vm::{InFlightTask, TaskAction, TaskFailure};
 use crate::reconcile::common::event::Event;
 use crate::reconcile::common::finalizer;
@@ -141,21 +141,18 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
         events: Vec::new(),
     };
     let deleting = ct.metadata.deletion_timestamp.is_some();
-    let caps = match policy_mode(&ct.spec.management_policies) {
+    let caps = match ct.spec.managed.mode(&ct.metadata) {
         PolicyMode::Paused => {
+            // Nothing at all, as for every kind and as Crossplane does: a
+            // deletion waits until the resource is unpaused (it neither
+            // destroys nor orphans behind the user's back).
+            let why = ct.spec.managed.paused_by(&ct.metadata).unwrap_or_default();
             cx.synced(
                 false,
                 Reason::ReconcilePaused,
-                "managementPolicies is []: paused",
+                &format!("reconciliation is paused: {why}"),
             );
-            return cx.done(
-                if deleting && has_finalizer(ct) {
-                    Step::RemoveFinalizer
-                } else {
-                    Step::Idle
-                },
-                obs.poll,
-            );
+            return cx.done(Step::Idle, obs.poll);
         }
         PolicyMode::Invalid(why) => {
             cx.synced(false, Reason::InvalidSpec, &why);
@@ -311,6 +308,9 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
         }
         Container::Taken(why) => {
             cx.at().state = None;
+            if reallocates(&mut cx, vmid, deleting, caps.create) {
+                return cx.done(Step::ForgetVmid(vmid), Duration::ZERO);
+            }
             cx.synced(false, Reason::NotOwned, why);
             cx.ready(false, Reason::Unavailable, why);
             if deleting {
@@ -321,6 +321,30 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
         Container::Absent => absent::plan(cx, obs, vmid, deleting, caps.create),
         Container::Present(seen) => present::plan(cx, obs, vmid, seen, deleting, caps),
     }
+}
+
+/// Whether to forget a VMID the provider allocated (no `vmid` in the spec)
+/// that another
+/// guest holds: that guest is not ours (a VMID holds one guest, and ours
+/// would carry our marker from its first moment), so this container was
+/// never created under it. The VMID is forgotten and another allocated, as
+/// a ProxmoxVM does: two provider configs of one cluster, or a guest made
+/// by hand, can take an allocated VMID before the create.
+pub(super) fn reallocates(cx: &mut Ctx<'_>, vmid: u32, deleting: bool, create: bool) -> bool {
+    if deleting || !create || cx.ct.spec.for_provider.vmid.is_some() {
+        return false;
+    }
+    let why = format!(
+        "VMID {vmid} was taken by another guest before this container was created; allocating another"
+    );
+    cx.synced(true, Reason::ReconcileSuccess, &why);
+    cx.ready(false, Reason::Creating, &why);
+    cx.event(
+        true,
+        "VmidTaken",
+        format!("VMID {vmid} belongs to another guest; allocating another VMID"),
+    );
+    true
 }
 
 /// Folds what carrying out the step did into the plan: a task started is

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Ctx, Observation, Plan, Seen, Step, TASK_FALLBACK, WAIT, invalid_spec};
+use super::{Ctx, Observation, Plan, Seen, Step, TASK_FALLBACK, WAIT, invalid_spec, reallocates};
 use crate::api::condition::Reason;
 use crate::api::meta;
 use crate::api::vm::{ObservedState, PowerState};
@@ -40,6 +40,11 @@ pub(super) fn plan(
     }
     match owner_of(seen.config.get("description"), &cx.id.uid) {
         Ownership::Ours => {}
+        Ownership::Foreign(_) if reallocates(&mut cx, vmid, deleting, caps.create) => {
+            // Another resource's container (of another provider config of
+            // the same cluster) took the VMID allocated to this one.
+            return cx.done(Step::ForgetVmid(vmid), Duration::ZERO);
+        }
         Ownership::Foreign(uid) => {
             let why = format!(
                 "container {vmid} is owned by another resource (uid {uid}); it is left untouched"

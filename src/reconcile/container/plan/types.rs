@@ -118,6 +118,9 @@ pub enum Step {
     RemoveFinalizer,
     /// Records the VMID in the external-name annotation (before any create).
     RecordVmid(u32),
+    /// Forgets an allocated VMID another guest took before this container
+    /// was created (the annotations go; another VMID is allocated next).
+    ForgetVmid(u32),
     /// Pulls the OCI image into `storage` on `node`.
     Pull {
         node: String,
@@ -169,6 +172,7 @@ impl Step {
             | Step::AddFinalizer
             | Step::RemoveFinalizer
             | Step::RecordVmid(_)
+            | Step::ForgetVmid(_)
             | Step::Configure { .. } => None,
         }
     }

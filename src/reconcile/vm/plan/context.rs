@@ -11,7 +11,7 @@ use super::input::{
 };
 use crate::api::{
     ConditionType, ProxmoxVM, ProxmoxVMStatus, Reason,
-    meta::{self, Capabilities, PolicyMode, policy_mode},
+    meta::{self, Capabilities, PolicyMode},
     provider_config::{Timing, go_duration},
     vm::{InFlightTask, PowerState, VmParameters},
 };
@@ -40,7 +40,7 @@ pub(super) struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     pub fn new(input: &'a PlanInput<'a>) -> Self {
-        let caps = match policy_mode(&input.vm.spec.management_policies) {
+        let caps = match input.vm.spec.managed.mode(&input.vm.metadata) {
             PolicyMode::Active(caps) => caps,
             PolicyMode::Paused | PolicyMode::Invalid(_) => Capabilities {
                 create: false,

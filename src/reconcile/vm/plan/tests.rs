@@ -143,8 +143,7 @@ impl World {
     pub fn new() -> Self {
         let spec = ProxmoxVMSpec {
             for_provider: base_spec(),
-            provider_config_ref: Default::default(),
-            management_policies: meta::default_management_policies(),
+            managed: Default::default(),
             write_connection_secret_to_ref: None,
         };
         let mut vm = ProxmoxVM::new("web", spec);
@@ -217,7 +216,7 @@ impl World {
     }
 
     pub fn policies(mut self, policies: &[ManagementPolicy]) -> Self {
-        self.vm.spec.management_policies = policies.to_vec();
+        self.vm.spec.managed.management_policies = policies.to_vec();
         self
     }
 
