@@ -164,6 +164,25 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Whether the resource waits for something that comes by itself (a
+    /// task to end, a lock to be released, an image to be downloaded, a
+    /// template, a slot): `Synced` stays True with this reason, as
+    /// crossplane-runtime says of a resource being created; `Synced=False`
+    /// is for what needs a person. The same for every kind.
+    pub fn waits(self) -> bool {
+        matches!(
+            self,
+            Self::WaitingForTask
+                | Self::ImportingDisk
+                | Self::DownloadingImage
+                | Self::VmLocked
+                | Self::WaitingForCapacity
+                | Self::WaitingForTemplate
+                | Self::ImageNotReady
+                | Self::TemplateNotReady
+        )
+    }
+
     /// The `reason` string written to the status.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -195,7 +195,7 @@ fn failed(input: &PlanInput, plan: Plan, failure: ActFailure) -> Plan {
         ActFailure::Locked(message) => Decision::new(
             Idle::Wait,
             Some(ctx.timing.poll_interval.max(Duration::from_secs(5))),
-            Say::no(
+            Say::synced(
                 Reason::VmLocked,
                 format!("cannot {what}: {message}; retrying"),
             ),

@@ -82,8 +82,15 @@ impl Ctx<'_> {
         set_condition(&mut self.status.conditions, c);
     }
 
+    /// `Synced`; True whatever `ok` says while `reason` only waits for
+    /// what comes by itself (a lock, an image: [`Reason::waits`]).
     fn synced(&mut self, ok: bool, reason: Reason, message: &str) {
-        self.set(holds(ok), ConditionType::Synced, reason, message);
+        self.set(
+            holds(ok || reason.waits()),
+            ConditionType::Synced,
+            reason,
+            message,
+        );
     }
 
     fn ready(&mut self, ok: bool, reason: Reason, message: &str) {

@@ -233,7 +233,7 @@ fn held(
     action: TaskAction,
 ) -> Option<Decision> {
     if let Some(lock) = &vm.lock {
-        let say = Say::no(
+        let say = Say::synced(
             Reason::VmLocked,
             format!(
                 "VM {} is locked ({lock}); waiting to continue {doing}",

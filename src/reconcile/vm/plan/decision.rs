@@ -31,6 +31,16 @@ impl Say {
         }
     }
 
+    /// `Synced` for `reason`: True while it only waits for what comes by
+    /// itself ([`Reason::waits`]), False when a person is needed.
+    pub fn synced(reason: Reason, message: impl Into<String>) -> Self {
+        if reason.waits() {
+            Self::yes(reason, message)
+        } else {
+            Self::no(reason, message)
+        }
+    }
+
     /// A condition that does not hold.
     pub fn no(reason: Reason, message: impl Into<String>) -> Self {
         Self {

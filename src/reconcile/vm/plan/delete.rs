@@ -47,7 +47,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         Ownership::Unmarked => return release(ctx, vm, "was not created by this resource"),
     }
     if let Some(lock) = &vm.lock {
-        let say = Say::no(
+        let say = Say::synced(
             Reason::VmLocked,
             format!("VM {vmid} is locked ({lock}); waiting to destroy it"),
         );

@@ -36,7 +36,7 @@ pub(super) fn image_clone(ctx: &Ctx, image: &str) -> ImageClone {
     let resource = format!("{}/{image}", ctx.id.namespace);
     let wait = |reason: Reason, why: String| {
         // Woken by the image's status changing; the resync is the fallback.
-        let say = Say::no(reason, why);
+        let say = Say::synced(reason, why);
         ImageClone::Wait(Box::new(Decision::new(
             Idle::Wait,
             Some(ctx.resync_interval()),

@@ -30,7 +30,11 @@ pub(super) fn named(ctx: &Ctx, node: &str) -> Option<Decision> {
     {
         let ns = ctx.vm.metadata.namespace.as_deref().unwrap_or_default();
         let wait = |reason: Reason, why: String, after: Duration| {
-            Some(Decision::new(Idle::Wait, Some(after), Say::no(reason, why)))
+            Some(Decision::new(
+                Idle::Wait,
+                Some(after),
+                Say::synced(reason, why),
+            ))
         };
         match ctx.obs.named_images.get(name) {
             None | Some(NamedImage::Unknown) => {

@@ -143,7 +143,7 @@ fn converge_table() {
                 lock: Some("backup".into()),
                 ..with_config(Power::Running, set("cores", "4"))
             }),
-            expect("Wait", (F, Reason::VmLocked), available),
+            expect("Wait", (T, Reason::VmLocked), available),
         ),
         (
             "locked but nothing to do is fine",

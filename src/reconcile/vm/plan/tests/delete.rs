@@ -143,7 +143,7 @@ fn delete_table() {
                 lock: Some("backup".into()),
                 ..our_vm(Power::Stopped)
             }),
-            expect("Wait", (F, Reason::VmLocked), gone),
+            expect("Wait", (T, Reason::VmLocked), gone),
         ),
         (
             "node offline",

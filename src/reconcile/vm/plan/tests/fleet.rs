@@ -77,34 +77,34 @@ fn a_clone_of_an_image_waits_for_the_image_and_its_template() {
         (
             "an image being deleted",
             with(ImageLookup::Deleting),
-            expect("Wait", (F, Reason::ImageNotReady), None),
+            expect("Wait", (T, Reason::ImageNotReady), None),
         ),
         (
             "no template anywhere yet",
             with(ImageLookup::Templates(vec![])),
-            expect("Wait", (F, Reason::ImageNotReady), None),
+            expect("Wait", (T, Reason::ImageNotReady), None),
         ),
         (
             "templates coming, none ready",
             with(ImageLookup::Templates(vec![template(
                 "pve1", None, false, true,
             )])),
-            expect("Wait", (F, Reason::TemplateNotReady), None),
+            expect("Wait", (T, Reason::TemplateNotReady), None),
         ),
         (
             "node pve1 asked: its template is not ready, pve2's does not help",
             with(templates(true)).spec(|s| s.node = Some("pve1".into())),
-            expect("Wait", (F, Reason::TemplateNotReady), None),
+            expect("Wait", (T, Reason::TemplateNotReady), None),
         ),
         (
             "node pve3 asked: the image has no template there",
             with(templates(true)).spec(|s| s.node = Some("pve3".into())),
-            expect("Wait", (F, Reason::ImageNotReady), None),
+            expect("Wait", (T, Reason::ImageNotReady), None),
         ),
         (
             "only pve1 allowed, where it is not ready",
             with(templates(true)).spec(|s| s.allowed_nodes = vec!["pve1".into()]),
-            expect("Wait", (F, Reason::TemplateNotReady), None),
+            expect("Wait", (T, Reason::TemplateNotReady), None),
         ),
     ]);
     // Woken by the image's status; the resync is only the fallback.

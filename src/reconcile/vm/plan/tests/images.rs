@@ -40,7 +40,7 @@ fn a_disk_naming_an_image_waits_until_it_is_ready_on_the_node() {
         (
             "the image cache has not listed yet",
             naming(ready_to_create(), Some(NamedImage::Unknown)),
-            expect("Wait", (F, Reason::ImageNotReady), creating),
+            expect("Wait", (T, Reason::ImageNotReady), creating),
         ),
         (
             "ready elsewhere only",
@@ -48,7 +48,7 @@ fn a_disk_naming_an_image_waits_until_it_is_ready_on_the_node() {
                 ready_to_create(),
                 Some(found(&["pve2"], ImageContent::Import, false)),
             ),
-            expect("Wait", (F, Reason::ImageNotReady), creating),
+            expect("Wait", (T, Reason::ImageNotReady), creating),
         ),
         (
             "an iso is not a disk",
@@ -64,7 +64,7 @@ fn a_disk_naming_an_image_waits_until_it_is_ready_on_the_node() {
                 ready_to_create(),
                 Some(found(&["pve1"], ImageContent::Import, true)),
             ),
-            expect("Wait", (F, Reason::ImageNotReady), creating),
+            expect("Wait", (T, Reason::ImageNotReady), creating),
         ),
         (
             "ready on the node: created",
