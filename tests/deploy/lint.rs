@@ -344,12 +344,19 @@ fn crossplane_package_root_holds_the_provider_meta_and_the_crds() {
     assert_eq!(meta.len(), 1);
     assert_eq!(meta[0]["apiVersion"], "meta.pkg.crossplane.io/v1");
     assert_eq!(meta[0]["kind"], "Provider");
-    assert!(
-        meta[0]["spec"]["crossplane"]["version"]
-            .as_str()
-            .unwrap()
-            .starts_with(">=v2")
-    );
+    // v2 and its pre-release builds (`v2.4.0-rc.1`, development builds):
+    // without `-0`, Masterminds semver refuses every pre-release.
+    assert_eq!(meta[0]["spec"]["crossplane"]["version"], ">=v2.0.0-0");
+    let readme = meta[0]["metadata"]["annotations"]["meta.crossplane.io/readme"]
+        .as_str()
+        .unwrap();
+    for kind in provider_proxmox::api::kinds::managed() {
+        assert!(
+            readme.contains(&kind.kind),
+            "the package readme names {}",
+            kind.kind
+        );
+    }
     // Crossplane v2 takes the runtime image from the package itself.
     assert!(meta[0]["spec"].get("controller").is_none());
 
@@ -384,7 +391,7 @@ fn every_deploy_manifest_is_in_a_tested_place() {
     // or a patch): a file left out would be neither installed nor tested.
     // Each directory, with the kustomizations that may list its files and
     // the path they list them under.
-    let dirs: [(&str, &[(&str, &str)]); 3] = [
+    let dirs: [(&str, &[(&str, &str)]); 4] = [
         (
             "deploy/provider",
             &[
@@ -399,6 +406,10 @@ fn every_deploy_manifest_is_in_a_tested_place() {
         (
             "deploy/namespaced",
             &[("deploy/namespaced/kustomization.yaml", "")],
+        ),
+        (
+            "deploy/crossplane",
+            &[("deploy/crossplane/kustomization.yaml", "")],
         ),
     ];
     for (dir, kustomizations) in dirs {
@@ -437,6 +448,8 @@ fn every_deploy_manifest_is_in_a_tested_place() {
         "helm",
         "argocd",
         "flux",
+        // manifests::helm_chart_with_other_values_is_accepted
+        "crossplane",
     ];
     for entry in std::fs::read_dir(repo().join("deploy")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();

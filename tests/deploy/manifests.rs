@@ -377,6 +377,30 @@ async fn helm_chart_with_other_values_is_accepted() {
         find(&docs, "ServiceAccount", "proxmox")["metadata"]["annotations"]["example.com/role"],
         "provider"
     );
+    // Crossplane beside the chart may compose the managed kinds: the role
+    // is aggregated into Crossplane's, with the rules of deploy/crossplane/.
+    let aggregate = find(&docs, "ClusterRole", "proxmox-aggregate-to-crossplane");
+    assert_eq!(
+        aggregate["metadata"]["labels"]["rbac.crossplane.io/aggregate-to-crossplane"],
+        "true"
+    );
+    let kustomized = yaml_docs(&kustomize("deploy/crossplane").await, "deploy/crossplane");
+    let role = find(
+        &kustomized,
+        "ClusterRole",
+        "crossplane-provider-proxmox-aggregate-to-crossplane",
+    );
+    assert_eq!(aggregate["rules"], role["rules"]);
+    assert_eq!(
+        role["rules"][0]["apiGroups"],
+        json!([provider_proxmox::api::GROUP])
+    );
+    assert!(
+        !yaml_docs(&helm_template(&version, &[]), "helm template")
+            .iter()
+            .any(|d| d["metadata"]["name"] == "crossplane-provider-proxmox-aggregate-to-crossplane"),
+        "off by default"
+    );
 }
 
 #[test]
