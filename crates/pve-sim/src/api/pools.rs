@@ -281,6 +281,8 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         ));
     }
     cluster.pools.remove(&poolid);
+    // `delete_pool_acl`: what was granted on the pool goes with it.
+    inst.auth.acl_mut().drop_path(&format!("/pool/{poolid}"));
     Ok(Reply::null())
 }
 
