@@ -6,7 +6,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::CustomResourceExt;
 
 use crate::api::{
-    ClusterProviderConfig, ProviderConfig, ProxmoxContainer, ProxmoxImage, ProxmoxVM,
+    ClusterProviderConfig, ProviderConfig, ProxmoxContainer, ProxmoxImage, ProxmoxPool, ProxmoxVM,
 };
 
 /// Every CRD this provider serves, in install order, each with the file name
@@ -32,6 +32,10 @@ pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
         (
             "proxmox.crossplane.io_proxmoxcontainers.yaml",
             tidy(ProxmoxContainer::crd()),
+        ),
+        (
+            "proxmox.crossplane.io_proxmoxpools.yaml",
+            tidy(ProxmoxPool::crd()),
         ),
     ]
 }

@@ -42,6 +42,7 @@ fn printed_stream_holds_every_crd() {
             "proxmoxvms.proxmox.crossplane.io",
             "proxmoximages.proxmox.crossplane.io",
             "proxmoxcontainers.proxmox.crossplane.io",
+            "proxmoxpools.proxmox.crossplane.io",
         ]
     );
 }

@@ -1,0 +1,64 @@
+//! `status` of a ProxmoxPool: the pool as last observed.
+
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::PoolAccess;
+use crate::api::condition::Condition;
+
+/// Observed state of a ProxmoxPool.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxmoxPoolStatus {
+    /// The pool as last observed on Proxmox.
+    #[serde(default)]
+    pub at_provider: PoolAtProvider,
+
+    /// `Ready` and `Synced` conditions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+
+    /// The `metadata.generation` the provider last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// The pool as last observed on Proxmox.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolAtProvider {
+    /// The pool's ID, once it was seen on Proxmox with this resource's
+    /// ownership.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_id: Option<String>,
+    /// The comment, without the owner marker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// The guests Proxmox lists in the pool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<PoolMember>,
+    /// How many guests the pool holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_count: Option<u32>,
+    /// The entries of `spec.forProvider.access` found applied on
+    /// `/pool/<poolId>` (what this resource removes when they leave the
+    /// spec).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub access: Vec<PoolAccess>,
+}
+
+/// A guest in the pool.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolMember {
+    /// VMID.
+    pub vmid: u32,
+    /// `qemu` or `lxc`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The guest's name, when Proxmox shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
