@@ -92,19 +92,20 @@ pub async fn run(
     // changed (seen on the VM watch, before the cache takes it in).
     let (images, image_writer) = reflector::store();
     let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
+    // Pools: a VM naming one that gets created or goes wakes it.
+    let (pools, pool_writer) = pool::store();
+    let (pool_wake, pool_wakeups) = mpsc::unbounded();
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
-        .with_images(images.clone(), image_waker.sender());
+        .with_images(images.clone(), image_waker.sender())
+        .with_pools(pools.clone(), pool_wake.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
     let container_images = image_waker.for_containers(containers.clone());
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
-    // Pools: a VM naming one that gets created or goes wakes it.
-    let (pools, pool_writer) = pool::store();
-    let (pool_wake, pool_wakeups) = mpsc::unbounded();
-    let pool_members = pool::Members::new(pools.clone(), reader.clone(), pool_wake);
+    let pool_members = pool::Members::new(pools.clone(), reader.clone(), pool_wake.clone());
     let vms = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .inspect(move |event| templates.see(event))

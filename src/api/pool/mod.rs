@@ -22,7 +22,7 @@ mod tests;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-pub use status::{PoolAtProvider, PoolMember, ProxmoxPoolStatus};
+pub use status::{AppliedAccess, PoolAtProvider, PoolMember, ProxmoxPoolStatus};
 
 use crate::api::meta::{ManagementPolicy, ProviderConfigReference, default_management_policies};
 

@@ -4,7 +4,6 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::PoolAccess;
 use crate::api::condition::Condition;
 
 /// Observed state of a ProxmoxPool.
@@ -46,7 +45,28 @@ pub struct PoolAtProvider {
     /// `/pool/<poolId>` (what this resource removes when they leave the
     /// spec).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub access: Vec<PoolAccess>,
+    pub access: Vec<AppliedAccess>,
+}
+
+/// An ACL entry found on the pool: a role for one user, group or token.
+/// (Plain: the status carries none of the spec's CEL, whose cost the API
+/// server counts again for every list that holds it.)
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedAccess {
+    /// The role.
+    pub role: String,
+    /// The user, `name@realm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The API token, `name@realm!tokenid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Whether it holds below the pool too.
+    pub propagate: bool,
 }
 
 /// A guest in the pool.

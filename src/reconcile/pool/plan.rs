@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pve_client::AclSubject;
 
 use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
-use crate::api::pool::{PoolAccess, PoolAtProvider, PoolMember, ProxmoxPoolStatus};
+use crate::api::pool::{AppliedAccess, PoolAccess, PoolAtProvider, PoolMember, ProxmoxPoolStatus};
 use crate::reconcile::common::event::Event;
 use crate::reconcile::common::owner::{self, Ownership};
 use crate::reconcile::managed::crud::{Call, Decision, Diff, Done, Observed};
@@ -44,27 +44,48 @@ impl Grant {
     /// The entry a spec's access item asks for (`None`: no subject, which
     /// the CRD refuses).
     pub fn of(access: &PoolAccess) -> Option<Self> {
-        let subject = match (&access.user, &access.group, &access.token) {
+        Self::from_parts(
+            &access.role,
+            [&access.user, &access.group, &access.token],
+            access.propagate,
+        )
+    }
+
+    /// The entry the status recorded as applied.
+    pub fn applied(access: &AppliedAccess) -> Option<Self> {
+        Self::from_parts(
+            &access.role,
+            [&access.user, &access.group, &access.token],
+            access.propagate,
+        )
+    }
+
+    fn from_parts(
+        role: &str,
+        [user, group, token]: [&Option<String>; 3],
+        propagate: bool,
+    ) -> Option<Self> {
+        let subject = match (user, group, token) {
             (Some(u), _, _) => AclSubject::User(u.clone()),
             (None, Some(g), _) => AclSubject::Group(g.clone()),
             (None, None, Some(t)) => AclSubject::Token(t.clone()),
             (None, None, None) => return None,
         };
         Some(Self {
-            role: access.role.clone(),
+            role: role.to_owned(),
             subject,
-            propagate: access.propagate,
+            propagate,
         })
     }
 
     /// The entry as the status shows it.
-    pub fn access(&self) -> PoolAccess {
+    pub fn access(&self) -> AppliedAccess {
         let (user, group, token) = match &self.subject {
             AclSubject::User(u) => (Some(u.clone()), None, None),
             AclSubject::Group(g) => (None, Some(g.clone()), None),
             AclSubject::Token(t) => (None, None, Some(t.clone())),
         };
-        PoolAccess {
+        AppliedAccess {
             role: self.role.clone(),
             user,
             group,
@@ -189,14 +210,14 @@ pub fn want(
     owner: Owner<'_>,
     comment: Option<&str>,
     access: &[PoolAccess],
-    applied: &[PoolAccess],
+    applied: &[AppliedAccess],
 ) -> PoolObject {
     let marker = owner::marker_line_of(KIND, owner.namespace, owner.name, owner.uid);
     PoolObject {
         comment: owner::description(comment, &marker),
         access: access.iter().filter_map(Grant::of).collect(),
         members: vec![],
-        applied: applied.iter().filter_map(Grant::of).collect(),
+        applied: applied.iter().filter_map(Grant::applied).collect(),
     }
 }
 
@@ -271,7 +292,10 @@ pub fn report(
     now: Time,
 ) -> Report {
     let mut status = previous.clone();
-    status.at_provider = at_provider(poolid, want, &done.observed);
+    // What could not be read keeps what was seen last.
+    if !matches!(done.observed, Observed::Unknown(_)) {
+        status.at_provider = at_provider(poolid, want, &done.observed);
+    }
     let mut events = vec![];
     let (ready, synced, again) = outcome(poolid, done, &mut events);
     let release = matches!(done.decision, Decision::Released { .. });
@@ -461,7 +485,7 @@ fn at_provider(poolid: &str, want: &PoolObject, observed: &Observed<PoolObject>)
     };
     let comment = owner::user_part(&object.comment);
     // Entries it manages (listed, or applied before and not revoked yet).
-    let access: Vec<PoolAccess> = object
+    let access: Vec<AppliedAccess> = object
         .access
         .iter()
         .filter(|o| {

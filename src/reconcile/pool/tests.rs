@@ -11,7 +11,7 @@ use pve_client::AclSubject;
 use super::plan::*;
 use crate::api::Reason;
 use crate::api::meta::{Capabilities, ManagementPolicy};
-use crate::api::pool::{PoolAccess, PoolMember, ProxmoxPoolStatus};
+use crate::api::pool::{AppliedAccess, PoolAccess, PoolMember, ProxmoxPoolStatus};
 use crate::reconcile::managed::crud::{Call, Decision, Diff, Done, Observed, plan};
 
 const OWNER: Owner<'static> = Owner {
@@ -34,6 +34,10 @@ fn user(role: &str, who: &str) -> PoolAccess {
         token: None,
         propagate: true,
     }
+}
+
+fn applied(role: &str, who: &str) -> AppliedAccess {
+    grant(role, who).access()
 }
 
 fn grant(role: &str, who: &str) -> Grant {
@@ -112,7 +116,7 @@ fn the_diff_corrects_the_comment_and_the_entries_it_manages() {
                 OWNER,
                 None,
                 &[user("PVEVMUser", "alice@pve")],
-                &[user("PVEVMUser", "alice@pve")],
+                &[applied("PVEVMUser", "alice@pve")],
             ),
             seen(None, &[no_propagate.clone()], &[]),
             Some(PoolPatch {
@@ -122,7 +126,7 @@ fn the_diff_corrects_the_comment_and_the_entries_it_manages() {
         ),
         (
             "an entry it applied left the spec: revoked",
-            want(OWNER, None, &[], &[user("PVEAuditor", "bob@pve")]),
+            want(OWNER, None, &[], &[applied("PVEAuditor", "bob@pve")]),
             seen(None, std::slice::from_ref(&auditor), &[]),
             Some(PoolPatch {
                 revoke: vec![auditor.clone()],
@@ -135,7 +139,7 @@ fn the_diff_corrects_the_comment_and_the_entries_it_manages() {
                 OWNER,
                 None,
                 &[user("PVEVMUser", "alice@pve")],
-                &[user("PVEVMUser", "alice@pve")],
+                &[applied("PVEVMUser", "alice@pve")],
             ),
             seen(None, &[vm_user.clone(), by_hand.clone()], &[]),
             None,
@@ -382,7 +386,7 @@ fn the_status_shows_members_and_the_entries_it_manages() {
         OWNER,
         Some("c"),
         &[user("PVEVMUser", "alice@pve")],
-        &[user("PVEAuditor", "bob@pve")],
+        &[applied("PVEAuditor", "bob@pve")],
     );
     let observed = Observed::Found {
         object: seen(
@@ -418,8 +422,8 @@ fn the_status_shows_members_and_the_entries_it_manages() {
     assert_eq!(
         at.access,
         vec![
-            user("PVEAuditor", "bob@pve"),
-            user("PVEVMUser", "alice@pve")
+            applied("PVEAuditor", "bob@pve"),
+            applied("PVEVMUser", "alice@pve")
         ]
     );
 }

@@ -126,6 +126,9 @@ async fn pools_hold_guests_and_refuse_deletion_while_not_empty() {
     );
     let pool = sim.get("/pools/ci").await.data();
     assert_eq!(pool["members"][0]["vmid"], 100);
+    assert_eq!(pool["members"][0]["id"], "qemu/100");
+    assert_eq!(pool["members"][0]["type"], "qemu");
+    assert_eq!(pool["members"][0]["node"], "pve");
     assert_eq!(pool["comment"], "CI guests");
     let busy = sim.delete("/pools/ci", &[]).await;
     assert_eq!(
