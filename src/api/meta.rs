@@ -172,7 +172,7 @@ impl ConfigUser for super::ProxmoxContainer {
 
 impl ConfigUser for super::ProxmoxPool {
     fn provider_config_ref(&self) -> &ProviderConfigReference {
-        &self.spec.provider_config_ref
+        &self.spec.managed.provider_config_ref
     }
     fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata

@@ -11,6 +11,7 @@ pub mod condition;
 pub mod container;
 pub mod crd;
 pub mod image;
+pub mod managed;
 pub mod meta;
 pub mod pool;
 pub mod provider_config;

@@ -32,6 +32,7 @@ pub fn pool(name: &str, for_provider: Value) -> Value {
 fn condition<'a>(pool: &'a ProxmoxPool, type_: &str) -> Option<&'a Condition> {
     pool.status
         .as_ref()?
+        .managed
         .conditions
         .iter()
         .find(|c| c.type_ == type_)

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use status::{AppliedAccess, PoolAtProvider, PoolMember, ProxmoxPoolStatus};
 
-use crate::api::meta::{ManagementPolicy, ProviderConfigReference, default_management_policies};
+use crate::api::managed::ManagedSpec;
 
 /// A Proxmox resource pool and the access it grants.
 // The printer columns repeat `type_ = "string"`, which clippy mistakes for a
@@ -82,25 +82,10 @@ pub struct ProxmoxPoolSpec {
     /// The pool as it should be on Proxmox.
     pub for_provider: PoolParameters,
 
-    /// Which provider config (Proxmox endpoint and credentials) to use.
-    /// Defaults to the ClusterProviderConfig named `default`.
-    #[serde(default)]
-    pub provider_config_ref: ProviderConfigReference,
-
-    /// What the provider may do: any of Observe, Create, Update, Delete,
-    /// LateInitialize, or "*" (everything, the default). Without Delete the
-    /// pool is left on Proxmox when this resource is deleted; [] pauses the
-    /// resource.
-    #[serde(default = "default_management_policies")]
-    #[schemars(length(max = 6))]
-    #[x_kube(
-        merge_strategy = ListMerge::Set,
-        validation = Rule::new("!self.exists(p, p == '*') || size(self) == 1")
-            .message("\"*\" already allows everything and cannot be combined with other policies"),
-        validation = Rule::new("size(self) == 0 || self.exists(p, p == 'Observe' || p == '*')")
-            .message("managementPolicies must include Observe (the provider cannot work without reading the pool); use [] to pause")
-    )]
-    pub management_policies: Vec<ManagementPolicy>,
+    /// `providerConfigRef` and `managementPolicies`, as every kind has
+    /// them (see [`ManagedSpec`]).
+    #[serde(flatten)]
+    pub managed: ManagedSpec,
 }
 
 /// The pool's ID, comment and access.

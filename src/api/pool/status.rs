@@ -4,7 +4,7 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::condition::Condition;
+use crate::api::managed::ManagedStatus;
 
 /// Observed state of a ProxmoxPool.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -14,14 +14,10 @@ pub struct ProxmoxPoolStatus {
     #[serde(default)]
     pub at_provider: PoolAtProvider,
 
-    /// `Ready` and `Synced` conditions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
-    pub conditions: Vec<Condition>,
-
-    /// The `metadata.generation` the provider last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
+    /// `conditions` and `observedGeneration`, as every kind has them (see
+    /// [`ManagedStatus`]).
+    #[serde(flatten)]
+    pub managed: ManagedStatus,
 }
 
 /// The pool as last observed on Proxmox.

@@ -21,7 +21,6 @@ mod tests;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
@@ -123,23 +122,10 @@ pub async fn run(
                 .combine(predicates::finalizers),
             Default::default(),
         );
-    let never_listed =
-        crate::reconcile::managed::watch::never_listed(reader.clone(), "ProxmoxPool", stop.clone());
-    let controller = Controller::for_stream(pools, reader)
+    let controller = Controller::for_stream(pools, reader.clone())
         .reconcile_on(wakeups)
         .with_config(Config::default().concurrency(0))
-        .graceful_shutdown_on(stop);
-    tracing::info!("pool controller started");
-    let passes = controller
-        .run(pass::reconcile, pass::error_policy, ctx)
-        .for_each(|result| async move {
-            match result {
-                Ok((pool, action)) => tracing::trace!(pool = %pool, ?action, "reconciled"),
-                Err(e) => tracing::debug!(error = %e, "pool controller"),
-            }
-        });
-    tokio::select! {
-        () = passes => {}
-        () = never_listed => tracing::info!("pool controller stopped before its cache was filled"),
-    }
+        .graceful_shutdown_on(stop.clone());
+    let passes = controller.run(pass::reconcile, pass::error_policy, ctx);
+    crate::reconcile::managed::watch::drive("ProxmoxPool", passes, reader, stop).await;
 }

@@ -73,7 +73,7 @@ async fn pass(pool: &ProxmoxPool, ctx: &Context, hold: &Hold) -> Result<Action, 
         return Ok(Action::await_change());
     }
     let paused = pool.annotations().get(PAUSED).is_some_and(|v| v == "true");
-    let caps = match plan::gate(&pool.spec.management_policies, paused, deleting) {
+    let caps = match plan::gate(&pool.spec.managed.management_policies, paused, deleting) {
         Gate::Go(caps) => caps,
         Gate::Stop {
             reason,

@@ -300,7 +300,8 @@ pub fn report(
     let (ready, synced, again) = outcome(poolid, done, &mut events);
     let release = matches!(done.decision, Decision::Released { .. });
     let notice = |reason: Reason| {
-        let before = crate::api::condition::find(&previous.conditions, ConditionType::Synced);
+        let before =
+            crate::api::condition::find(&previous.managed.conditions, ConditionType::Synced);
         before.is_none_or(|c| c.reason != reason.as_str())
     };
     if let (Reason::NotOwned | Reason::InUse, message) = (&synced.1, &synced.2)
@@ -316,11 +317,11 @@ pub fn report(
         |(type_, status_, reason, message): (ConditionType, ConditionStatus, Reason, String)| {
             let mut c = Condition::new(type_, status_, reason, message, now.clone());
             c.observed_generation = generation;
-            set_condition(&mut status.conditions, c);
+            set_condition(&mut status.managed.conditions, c);
         };
     set(ready);
     set((ConditionType::Synced, synced.0, synced.1, synced.2));
-    status.observed_generation = generation;
+    status.managed.observed_generation = generation;
     Report {
         status,
         events,
@@ -560,7 +561,7 @@ pub fn said(
         now,
     );
     c.observed_generation = generation;
-    set_condition(&mut status.conditions, c);
-    status.observed_generation = generation;
+    set_condition(&mut status.managed.conditions, c);
+    status.managed.observed_generation = generation;
     status
 }

@@ -234,7 +234,12 @@ fn at(secs: i64) -> Time {
 }
 
 fn reason_of(status: &ProxmoxPoolStatus, type_: &str) -> (String, String) {
-    let c = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
+    let c = status
+        .managed
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap();
     (format!("{:?}", c.status), c.reason.clone())
 }
 
@@ -348,7 +353,7 @@ fn each_outcome_says_its_conditions_and_when_to_look_again() {
             "{name}"
         );
         assert_eq!(r.again, again, "{name}");
-        assert_eq!(r.status.observed_generation, Some(3), "{name}");
+        assert_eq!(r.status.managed.observed_generation, Some(3), "{name}");
     }
     // The refusal's message names the field.
     let refused = report(
@@ -365,6 +370,7 @@ fn each_outcome_says_its_conditions_and_when_to_look_again() {
     );
     let synced = refused
         .status
+        .managed
         .conditions
         .iter()
         .find(|c| c.type_ == "Synced")
