@@ -161,6 +161,13 @@ pub enum Reason {
     /// does not allow (a privileged container, a root-only feature);
     /// nothing is sent.
     NotAllowed,
+    /// Ready/Synced=False: being deleted, but Proxmox still holds what
+    /// depends on it (a pool's members); nothing is sent until they go.
+    InUse,
+    /// Synced=False: Proxmox refused an access entry of the spec (a role,
+    /// user, group or token that does not exist there); the message names
+    /// the field. Retried at the resync interval or on a change.
+    AccessRefused,
 }
 
 impl Reason {
@@ -229,6 +236,8 @@ impl Reason {
             Self::NotAllowed => "NotAllowed",
             Self::VolumeNotFound => "VolumeNotFound",
             Self::OciNeedsPve91 => "OciNeedsPve91",
+            Self::InUse => "InUse",
+            Self::AccessRefused => "AccessRefused",
         }
     }
 }

@@ -7,6 +7,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResourceExt, Resource};
 
+use super::pool::ProxmoxPool;
 use super::{
     ClusterProviderConfig, GROUP, ProviderConfig, ProxmoxContainer, ProxmoxImage, ProxmoxVM,
 };
@@ -66,6 +67,7 @@ pub fn all() -> Vec<Kind> {
         Kind::of::<ProxmoxVM>(true),
         Kind::of::<ProxmoxImage>(true),
         Kind::of::<ProxmoxContainer>(true),
+        Kind::of::<ProxmoxPool>(true),
     ]
 }
 

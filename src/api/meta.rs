@@ -170,6 +170,15 @@ impl ConfigUser for super::ProxmoxContainer {
     }
 }
 
+impl ConfigUser for super::ProxmoxPool {
+    fn provider_config_ref(&self) -> &ProviderConfigReference {
+        &self.spec.managed.provider_config_ref
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+}
+
 /// A Secret in the same namespace as the referring resource.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 pub struct LocalSecretReference {

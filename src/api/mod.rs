@@ -1,5 +1,5 @@
 //! Kubernetes API types: `ProxmoxVM`, `ProxmoxImage`, `ProxmoxContainer`,
-//! `ClusterProviderConfig`.
+//! `ProxmoxPool`, `ClusterProviderConfig`.
 //!
 //! The types follow Crossplane v2 managed-resource conventions (`spec.forProvider`,
 //! `spec.providerConfigRef`, `spec.managementPolicies`, `status.atProvider`,
@@ -14,6 +14,7 @@ pub mod image;
 pub mod kinds;
 pub mod managed;
 pub mod meta;
+pub mod pool;
 pub mod provider_config;
 pub mod quantity;
 pub mod rules;
@@ -26,6 +27,7 @@ pub use condition::{Condition, ConditionStatus, ConditionType, Reason, set_condi
 pub use container::{ProxmoxContainer, ProxmoxContainerSpec, ProxmoxContainerStatus};
 pub use image::{ProxmoxImage, ProxmoxImageSpec, ProxmoxImageStatus};
 pub use meta::{ManagementPolicy, ProviderConfigKind, ProviderConfigReference};
+pub use pool::{ProxmoxPool, ProxmoxPoolSpec, ProxmoxPoolStatus};
 pub use provider_config::{ClusterProviderConfig, ProviderConfig, ProviderSettings};
 pub use quantity::Quantity;
 pub use vm::{ProxmoxVM, ProxmoxVMSpec, ProxmoxVMStatus};

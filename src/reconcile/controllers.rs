@@ -33,6 +33,8 @@
 //! * The ProxmoxImage controller ([`image`]) beside it, sharing the
 //!   context; the VM watch wakes the images a VM names (or is a template
 //!   of) when the VM changes or goes.
+//! * The ProxmoxPool controller ([`pool`]), sharing the context; the VM
+//!   watch wakes the pools a VM names when it is created or goes.
 //!
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
@@ -67,6 +69,7 @@ use crate::reconcile::configs::{self, Tap, Users};
 use crate::reconcile::container;
 use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
+use crate::reconcile::pool;
 use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::vm::pass::{error_policy, reconcile};
 
@@ -89,20 +92,26 @@ pub async fn run(
     // changed (seen on the VM watch, before the cache takes it in).
     let (images, image_writer) = reflector::store();
     let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
+    // Pools: a VM naming one that gets created or goes wakes it.
+    let (pools, pool_writer) = pool::store();
+    let (pool_wake, pool_wakeups) = mpsc::unbounded();
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
-        .with_images(images.clone(), image_waker.sender());
+        .with_images(images.clone(), image_waker.sender())
+        .with_pools(pools.clone(), pool_wake.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
     let container_images = image_waker.for_containers(containers.clone());
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
+    let pool_members = pool::Members::new(pools.clone(), reader.clone(), pool_wake.clone());
     let vms = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .inspect(move |event| templates.see(event))
         .inspect(move |event| image_waker.see(event))
         .inspect(move |event| fleet_images.see(event))
+        .inspect(move |event| pool_members.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
@@ -183,6 +192,11 @@ pub async fn run(
             }
         }
     };
+    let pools = pool::run(
+        Arc::clone(&ctx),
+        (pools, pool_writer, pool_wakeups),
+        stop.clone(),
+    );
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
     let configs = configs::run(
         kube,
@@ -193,7 +207,9 @@ pub async fn run(
         (triggers, receivers),
         stop,
     );
-    futures::join!(vms, containers, configs, tasks, leases, images, fleet);
+    futures::join!(
+        vms, containers, configs, tasks, leases, images, fleet, pools
+    );
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }

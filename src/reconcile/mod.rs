@@ -14,6 +14,7 @@
 //! | [`runtime`] | process infrastructure that names no kind: leader election, memory, queue, wake-ups (a task ended, a slot freed, a template got further, a Secret or ConfigMap read changed), metrics |
 //! | [`image`] | the ProxmoxImage controller: files downloaded once per storage, deleted when nothing uses them |
 //! | [`container`] | the ProxmoxContainer controller (LXC), beside the VMs' and sharing their context |
+//! | [`pool`] | the ProxmoxPool controller: a resource pool and its access, through the shared CRUD path |
 //! | [`configs`] | provider config status: Ready, Proxmox version, users |
 //! | [`providers`] | provider configs → one shared Proxmox client each |
 //! | [`inventory`] | each provider config's cluster view, one read per poll interval |
@@ -35,6 +36,7 @@ pub mod image;
 pub mod invalid;
 pub mod inventory;
 pub mod managed;
+pub mod pool;
 pub mod process;
 pub mod providers;
 pub mod runtime;

@@ -38,6 +38,7 @@ mod hostile;
 mod images;
 mod lifecycle;
 mod motion;
+mod pools;
 mod races;
 mod rbac;
 mod requests;

@@ -336,6 +336,9 @@ async fn vms(env: &Env, web_config: Value) {
         },
     }))
     .await;
+    // A ProxmoxPool: watched, finalized, its status patched.
+    env.apply(&crate::pools::pool("team", json!({"poolId": "team"})))
+        .await;
     // A container, from the template the sim seeds: the container
     // controller's watch, metadata and status writes.
     env.apply(&containers::container("box", containers::debian(json!({}))))
@@ -410,6 +413,7 @@ async fn converge(env: &Env, account: &support::ServiceAccountAccess, users: i64
     env.wait_ready("img").await;
     env.wait_synced_reason("lost", "ProviderConfigNotFound")
         .await;
+    crate::pools::wait_ready(env.ns.name(), "team").await;
     let images: kube::Api<provider_proxmox::api::ProxmoxImage> =
         kube::Api::namespaced(support::client(), env.ns.name());
     support::poll("the image Ready", DEADLINE, || async {
@@ -543,8 +547,9 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     lost_cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": format!("missing-{ns}")});
     env.apply(&lost_cluster).await;
-    // The ProxmoxImage noble counts as a user of pve too.
-    converge(&env, &account, 4).await;
+    // The ProxmoxImage noble and the ProxmoxPool team count as users of pve
+    // too.
+    converge(&env, &account, 5).await;
     env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
         .await;
     env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
@@ -614,8 +619,9 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": "default"});
     env.apply(&cluster).await;
-    // The ProxmoxImage noble counts as a user of pve too.
-    converge(&env, &account, 5).await;
+    // The ProxmoxImage noble and the ProxmoxPool team count as users of pve
+    // too.
+    converge(&env, &account, 6).await;
     let refused = env
         .wait_synced_reason("cluster", "ProviderConfigNotFound")
         .await;

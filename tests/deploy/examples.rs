@@ -54,6 +54,7 @@ async fn every_example_is_accepted() {
         "examples/vm-passthrough.yaml",
         "examples/ct-debian.yaml",
         "examples/ct-oci.yaml",
+        "examples/pool.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
     ] {

@@ -1,4 +1,4 @@
-//! GitOps health of ProxmoxVMs, ProxmoxImages and ProxmoxContainers.
+//! GitOps health of ProxmoxVMs, ProxmoxImages, ProxmoxContainers and ProxmoxPools.
 //!
 //! Argo CD (`deploy/argocd/`): for each kind, every case of its check's
 //! `health_test.yaml` (Argo CD's own test format) gives the expected status
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use provider_proxmox::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
+use provider_proxmox::api::{ProxmoxContainer, ProxmoxImage, ProxmoxPool, ProxmoxVM};
 use serde_json::{Value, json};
 
 use crate::support::{self, KubectlOutput};
@@ -37,7 +37,7 @@ struct Kind {
     in_flight: &'static str,
 }
 
-const KINDS: [Kind; 3] = [
+const KINDS: [Kind; 4] = [
     Kind {
         name: "ProxmoxVM",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
@@ -52,6 +52,11 @@ const KINDS: [Kind; 3] = [
         name: "ProxmoxContainer",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
         in_flight: "ociregistrypull",
+    },
+    Kind {
+        name: "ProxmoxPool",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "still holds",
     },
 ];
 
@@ -74,6 +79,7 @@ impl Kind {
             "ProxmoxVM" => ApiResource::erase::<ProxmoxVM>(&()),
             "ProxmoxImage" => ApiResource::erase::<ProxmoxImage>(&()),
             "ProxmoxContainer" => ApiResource::erase::<ProxmoxContainer>(&()),
+            "ProxmoxPool" => ApiResource::erase::<ProxmoxPool>(&()),
             other => panic!("no API for {other}"),
         };
         kube::Api::namespaced_with(support::client(), namespace, &resource)

@@ -124,6 +124,17 @@ impl Client {
         self.call(&req).await?.data(&endpoint)
     }
 
+    /// A synchronous write whose answer carries nothing (`null`).
+    pub(crate) async fn write_null(
+        &self,
+        method: Method,
+        path: ApiPath,
+        params: Params,
+    ) -> Result<()> {
+        let _: serde_json::Value = self.write(method, path, params).await?;
+        Ok(())
+    }
+
     /// A write that starts a task; returns its UPID. An answer without a
     /// well-formed UPID is an error, never a silent success.
     pub(crate) async fn start_task(

@@ -113,7 +113,7 @@ impl Client {
             .text("state", &spec.state)
             .opt("group", spec.group.as_deref())
             .opt("comment", spec.comment.as_deref());
-        self.ha_write(
+        self.write_null(
             Method::POST,
             ApiPath::new("/cluster/ha/resources", &[]),
             params,
@@ -127,14 +127,14 @@ impl Client {
             .text("state", &spec.state)
             .opt("group", spec.group.as_deref());
         let path = ApiPath::new("/cluster/ha/resources/{sid}", &[&spec.sid]);
-        self.ha_write(Method::PUT, path, params).await
+        self.write_null(Method::PUT, path, params).await
     }
 
     /// `DELETE /cluster/ha/resources/{sid}` (`purge` defaults to on: the
     /// resource also leaves the rules naming it, and rules left empty go).
     pub async fn delete_ha_resource(&self, sid: &str) -> Result<()> {
         let path = ApiPath::new("/cluster/ha/resources/{sid}", &[sid]);
-        self.ha_write(Method::DELETE, path, Params::new()).await
+        self.write_null(Method::DELETE, path, Params::new()).await
     }
 
     /// `GET /cluster/ha/rules` (PVE 9).
@@ -152,7 +152,7 @@ impl Client {
             .text("nodes", a.nodes.join(","))
             .flag("strict", a.strict)
             .opt("comment", a.comment.as_deref());
-        self.ha_write(Method::POST, ApiPath::new("/cluster/ha/rules", &[]), params)
+        self.write_null(Method::POST, ApiPath::new("/cluster/ha/rules", &[]), params)
             .await
     }
 
@@ -164,7 +164,7 @@ impl Client {
             .text("nodes", a.nodes.join(","))
             .flag("strict", a.strict);
         let path = ApiPath::new("/cluster/ha/rules/{rule}", &[&a.id]);
-        self.ha_write(Method::PUT, path, params).await
+        self.write_null(Method::PUT, path, params).await
     }
 
     /// `GET /cluster/ha/groups` (PVE 8).
@@ -180,7 +180,7 @@ impl Client {
             .text("nodes", a.nodes.join(","))
             .flag("restricted", a.strict)
             .opt("comment", a.comment.as_deref());
-        self.ha_write(
+        self.write_null(
             Method::POST,
             ApiPath::new("/cluster/ha/groups", &[]),
             params,
@@ -194,19 +194,14 @@ impl Client {
             .text("nodes", a.nodes.join(","))
             .flag("restricted", a.strict);
         let path = ApiPath::new("/cluster/ha/groups/{group}", &[&a.id]);
-        self.ha_write(Method::PUT, path, params).await
+        self.write_null(Method::PUT, path, params).await
     }
 
     /// `DELETE /cluster/ha/groups/{group}` (PVE 8; refused while a resource
     /// uses it).
     pub async fn delete_ha_group(&self, id: &str) -> Result<()> {
         let path = ApiPath::new("/cluster/ha/groups/{group}", &[id]);
-        self.ha_write(Method::DELETE, path, Params::new()).await
-    }
-
-    async fn ha_write(&self, method: Method, path: ApiPath, params: Params) -> Result<()> {
-        let _: serde_json::Value = self.write(method, path, params).await?;
-        Ok(())
+        self.write_null(Method::DELETE, path, Params::new()).await
     }
 }
 

@@ -331,6 +331,8 @@ pub struct SimConfig {
     pub api_tokens: Vec<ApiTokenSpec>,
     pub users: Vec<UserSpec>,
     pub grants: Vec<Grant>,
+    /// Groups that exist, for ACL entries (no members are modelled).
+    pub groups: Vec<String>,
     /// Lifetime of login tickets (not scaled).
     pub ticket_lifetime: Duration,
     pub faults: FaultRates,
@@ -366,6 +368,7 @@ impl Default for SimConfig {
                     .expect("the default user spec is valid"),
             ],
             grants: Vec::new(),
+            groups: Vec::new(),
             ticket_lifetime: Duration::from_secs(2 * 3600),
             faults: FaultRates::default(),
             seed: 0,

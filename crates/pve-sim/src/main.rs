@@ -35,6 +35,9 @@ struct Args {
     /// Grant roles/privileges: `SUBJECT:PATH:ROLE[,ROLE]` (repeatable), e.g. ci@pve!prov:/vms:PVEVMAdmin.
     #[arg(long = "grant")]
     grants: Vec<Grant>,
+    /// A group that exists, for ACL entries (repeatable; no members are modelled).
+    #[arg(long = "group")]
+    groups: Vec<String>,
     /// Comma-separated node names; the first holds template VM 9000.
     #[arg(long, default_value = "pve", value_delimiter = ',')]
     nodes: Vec<String>,
@@ -133,6 +136,7 @@ fn config(args: &Args) -> Result<SimConfig, pve_sim::Error> {
         nodes: args.nodes.clone(),
         time_scale: args.time_scale,
         grants: args.grants.clone(),
+        groups: args.groups.clone(),
         ticket_lifetime: Duration::from_secs(args.ticket_lifetime),
         faults: FaultRates {
             http_500: args.fault_500_rate,

@@ -18,7 +18,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::Triggers;
-use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
+use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxPool, ProxmoxVM};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::server::Readiness;
 use crate::reconcile::runtime::wake::CtRef;
@@ -39,6 +39,13 @@ struct Images {
     wake: UnboundedSender<ObjectRef<ProxmoxImage>>,
 }
 
+/// The pool cache, and how to wake one of them.
+#[derive(Clone)]
+struct Pools {
+    store: Store<ProxmoxPool>,
+    wake: UnboundedSender<ObjectRef<ProxmoxPool>>,
+}
+
 /// The VMs of each config, from the VM controller's cache (and its
 /// containers, from the container controller's).
 #[derive(Clone)]
@@ -46,6 +53,7 @@ pub struct Users {
     store: Store<Guarded>,
     containers: Option<Containers>,
     images: Option<Images>,
+    pools: Option<Pools>,
     listed: Arc<AtomicBool>,
     wake: UnboundedSender<ObjectRef<Guarded>>,
 }
@@ -58,6 +66,7 @@ impl Users {
             store,
             containers: None,
             images: None,
+            pools: None,
             listed: Arc::new(AtomicBool::new(false)),
             wake,
         }
@@ -85,6 +94,32 @@ impl Users {
     ) -> Self {
         self.images = Some(Images { store, wake });
         self
+    }
+
+    /// Counts the ProxmoxPools of `store` as users too (a pool is deleted
+    /// through its config) and wakes them with the config's VMs through
+    /// `wake`: gaining the config is the change a pool held by another
+    /// replica waits for (see `managed::envelope`).
+    pub fn with_pools(
+        mut self,
+        store: Store<ProxmoxPool>,
+        wake: UnboundedSender<ObjectRef<ProxmoxPool>>,
+    ) -> Self {
+        self.pools = Some(Pools { store, wake });
+        self
+    }
+
+    /// The pools referring to `key`.
+    fn pools_of(&self, key: &ConfigKey) -> Vec<std::sync::Arc<ProxmoxPool>> {
+        let Some(pools) = &self.pools else {
+            return vec![];
+        };
+        pools
+            .store
+            .state()
+            .into_iter()
+            .filter(|pool| ConfigKey::of(pool.as_ref()) == *key)
+            .collect()
     }
 
     /// The images referring to `key`, as `namespace/name (ProxmoxImage)`.
@@ -133,12 +168,16 @@ impl Users {
     /// Whether the caches hold every VM and image (counts before that are
     /// wrong).
     pub fn listed(&self) -> bool {
-        // An image cache not filled yet would count no image.
+        // An image or pool cache not filled yet would count none.
         let images = self.images.as_ref().is_none_or(|images| {
             futures::FutureExt::now_or_never(images.store.wait_until_ready())
                 .is_some_and(|r| r.is_ok())
         });
-        images && self.listed.load(Ordering::SeqCst)
+        let pools = self.pools.as_ref().is_none_or(|pools| {
+            futures::FutureExt::now_or_never(pools.store.wait_until_ready())
+                .is_some_and(|r| r.is_ok())
+        });
+        images && pools && self.listed.load(Ordering::SeqCst)
     }
 
     /// The VMs referring to `key`.
@@ -161,6 +200,13 @@ impl Users {
             .collect();
         names.extend(self.containers_of(key).into_iter().map(|(name, _)| name));
         names.extend(self.images_of(key));
+        names.extend(self.pools_of(key).iter().map(|pool| {
+            format!(
+                "{}/{} (ProxmoxPool)",
+                pool.namespace().unwrap_or_default(),
+                pool.name_any()
+            )
+        }));
         names.sort();
         names
     }
@@ -190,7 +236,13 @@ impl Users {
                 }
             }
         }
-        refs.len() + containers.len() + images
+        let pools = self.pools_of(key);
+        if let Some(p) = &self.pools {
+            for pool in &pools {
+                let _ = p.wake.unbounded_send(ObjectRef::from_obj(pool.as_ref()));
+            }
+        }
+        refs.len() + containers.len() + images + pools.len()
     }
 }
 

@@ -34,6 +34,14 @@ pub trait Diff: Clone + Debug + PartialEq {
     /// The patch that makes `observed` what `self` wants; `None` when
     /// nothing managed differs. Fields the spec leaves out are not managed.
     fn diff(&self, observed: &Self) -> Option<Self::Patch>;
+
+    /// What keeps the observed object from being deleted now (a pool's
+    /// members, a group still referred to), said to people; `None`: it
+    /// may go. Proxmox would refuse the delete, so none is sent: the
+    /// deletion waits (`InUse`) and is looked at again.
+    fn in_use(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What Proxmox showed of the object.
@@ -73,6 +81,9 @@ pub enum Decision<T: Diff> {
     Missing,
     /// It exists without this resource's ownership: never touched.
     NotOwned,
+    /// Being deleted, but what it holds keeps it (why): waits, looked at
+    /// again with backoff.
+    InUse(String),
     /// Being deleted, and nothing is left on Proxmox (or it is left there
     /// on purpose, without `Delete`): the finalizer may go.
     Released {
@@ -96,7 +107,10 @@ pub fn plan<T: Diff>(
         (Observed::Unknown(why), _) => Decision::Wait(why.clone()),
         (Observed::NotFound, true) => Decision::Released { orphaned: false },
         (Observed::Found { ours: false, .. }, true) => Decision::Released { orphaned: true },
-        (Observed::Found { ours: true, .. }, true) if caps.delete => Decision::Call(Call::Delete),
+        (Observed::Found { object, ours: true }, true) if caps.delete => match object.in_use() {
+            Some(why) => Decision::InUse(why),
+            None => Decision::Call(Call::Delete),
+        },
         (Observed::Found { ours: true, .. }, true) => Decision::Released { orphaned: true },
         (Observed::NotFound, false) if caps.create => Decision::Call(Call::Create(want.clone())),
         (Observed::NotFound, false) => Decision::Missing,
@@ -125,6 +139,8 @@ pub trait External {
 /// What one CRUD pass did, for the kind's status.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Done<T: Diff> {
+    /// What Proxmox showed before the call (the status reports it).
+    pub observed: Observed<T>,
     /// What was decided.
     pub decision: Decision<T>,
     /// The call's refusal, when one was sent and refused.
@@ -151,10 +167,15 @@ pub async fn run<E: External>(
         | Decision::Drifted(_)
         | Decision::Missing
         | Decision::NotOwned
+        | Decision::InUse(_)
         | Decision::Released { .. }
         | Decision::Wait(_) => None,
     };
-    Ok(Done { decision, refused })
+    Ok(Done {
+        observed,
+        decision,
+        refused,
+    })
 }
 
 #[cfg(test)]

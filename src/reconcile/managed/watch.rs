@@ -3,8 +3,9 @@
 
 use std::future::Future;
 
-use futures::FutureExt;
-use kube::runtime::reflector::{Lookup, Store};
+use futures::{FutureExt, Stream, StreamExt};
+use kube::runtime::controller::{self, Action};
+use kube::runtime::reflector::{Lookup, ObjectRef, Store};
 use kube::{Api, Resource};
 
 /// An API for all namespaces, or only `namespace`.
@@ -42,4 +43,34 @@ where
         return;
     }
     std::future::pending::<()>().await;
+}
+
+/// Drives a controller's passes until they end, or until `stop` resolved
+/// and its cache `store` never listed ([`never_listed`]): what every kind's
+/// `run` does once its `Controller` is built.
+pub async fn drive<K, E1, E2>(
+    kind: &'static str,
+    passes: impl Stream<Item = Result<(ObjectRef<K>, Action), controller::Error<E1, E2>>>,
+    store: Store<K>,
+    stop: impl Future<Output = ()>,
+) where
+    K: Lookup + Resource + Clone + 'static,
+    <K as Lookup>::DynamicType: Eq + std::hash::Hash + Clone,
+    <K as Resource>::DynamicType: std::fmt::Debug,
+    E1: std::error::Error + 'static,
+    E2: std::error::Error + 'static,
+{
+    tracing::info!(kind, "controller started");
+    let passes = passes.for_each(|result| async move {
+        match result {
+            Ok((object, action)) => tracing::trace!(kind, %object, ?action, "reconciled"),
+            Err(e) => tracing::debug!(kind, error = %e, "controller"),
+        }
+    });
+    tokio::select! {
+        () = passes => {}
+        () = never_listed(store, kind, stop) => {
+            tracing::info!(kind, "controller stopped before its cache was filled");
+        }
+    }
 }

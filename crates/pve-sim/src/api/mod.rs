@@ -2,6 +2,7 @@
 //! request pipeline and the schema conformance test.
 
 pub mod access;
+pub mod acl;
 pub mod cluster;
 pub mod download;
 pub mod generic;
@@ -80,6 +81,13 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
             "/cluster/options",
             &[cluster::OPTIONS],
             sim_handler!(cluster::set_options),
+        ),
+        route("GET", "/access/acl", &[acl::READ], sim_handler!(acl::read)),
+        route(
+            "PUT",
+            "/access/acl",
+            &[acl::UPDATE],
+            sim_handler!(acl::update),
         ),
         route("GET", "/pools", &[pools::INDEX], sim_handler!(pools::index)),
         route(

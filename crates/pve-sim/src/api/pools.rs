@@ -100,7 +100,14 @@ fn pool_info(
         .filter(|vm| vm.pool.as_deref() == Some(poolid))
     {
         if kind.is_none_or(|k| k == vm.kind.type_name()) {
-            members.push(crate::api::qemu::status::vm_status(inst, vm));
+            // As `extract_vm_stats` lists a guest: its status with the
+            // resource's id, type and node.
+            let mut v = crate::api::qemu::status::vm_status(inst, vm);
+            let kind = vm.kind.type_name();
+            v["id"] = json!(format!("{kind}/{}", vm.vmid));
+            v["type"] = json!(kind);
+            v["node"] = json!(vm.node);
+            members.push(v);
         }
     }
     if kind.is_none_or(|k| k == "storage") {
@@ -281,6 +288,8 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         ));
     }
     cluster.pools.remove(&poolid);
+    // `delete_pool_acl`: what was granted on the pool goes with it.
+    inst.auth.acl_mut().drop_path(&format!("/pool/{poolid}"));
     Ok(Reply::null())
 }
 

@@ -90,49 +90,135 @@ pub fn role_privileges(role: &str) -> Option<Vec<&'static str>> {
         "PVESDNUser" => vec!["SDN.Audit", "SDN.Use"],
         "PVEMappingAdmin" => pick(&|p| p.starts_with("Mapping.")),
         "PVEMappingUser" => vec!["Mapping.Audit", "Mapping.Use"],
+        "PVEPoolAdmin" => vec!["Pool.Allocate", "Pool.Audit"],
+        "PVEPoolUser" => vec!["Pool.Audit"],
         "PVEAuditor" => pick(&|p| p.ends_with(".Audit")),
         "NoAccess" => Vec::new(),
         privilege => vec![*ALL_PRIVILEGES.iter().find(|p| **p == privilege)?],
     })
 }
 
+/// Who an ACL entry is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    User,
+    Group,
+    Token,
+}
+
+impl Kind {
+    /// The `type` of `GET /access/acl`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Group => "group",
+            Self::Token => "token",
+        }
+    }
+}
+
+/// One role given to one user, group or token on one path, as user.cfg
+/// keeps it (`acl:<propagate>:<path>:<ugid>:<role>:`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Entry {
+    pub path: String,
+    pub kind: Kind,
+    pub ugid: String,
+    pub role: String,
+    /// The entry counts on the paths below `path` too.
+    pub propagate: bool,
+}
+
+/// Whether `role` names a role (a built-in one; the simulator has no custom
+/// roles), not a single privilege.
+pub fn is_role(role: &str) -> bool {
+    !ALL_PRIVILEGES.contains(&role) && role_privileges(role).is_some()
+}
+
 pub struct Acl {
-    grants: Vec<Grant>,
+    entries: Vec<Entry>,
 }
 
 impl Acl {
+    /// The ACL of the configured grants: each role an entry that propagates
+    /// (a grant's "role" may also be a single privilege, a simulator
+    /// convenience).
     pub fn new(grants: Vec<Grant>) -> Result<Self, String> {
-        for g in &grants {
-            for r in &g.roles {
-                if role_privileges(r).is_none() {
+        let mut entries = vec![];
+        for g in grants {
+            let kind = if g.subject.contains('!') {
+                Kind::Token
+            } else {
+                Kind::User
+            };
+            for r in g.roles {
+                if role_privileges(&r).is_none() {
                     return Err(format!(
                         "unknown role or privilege '{r}' in grant for {}",
                         g.subject
                     ));
                 }
+                entries.push(Entry {
+                    path: g.path.clone(),
+                    kind,
+                    ugid: g.subject.clone(),
+                    role: r,
+                    propagate: true,
+                });
             }
         }
-        Ok(Self { grants })
+        Ok(Self { entries })
+    }
+
+    /// Every entry, sorted by path.
+    pub fn entries(&self) -> Vec<Entry> {
+        let mut all = self.entries.clone();
+        all.sort();
+        all
+    }
+
+    /// Adds `entry`, or changes the propagation of the same role given to
+    /// the same subject on the same path (as `PUT /access/acl` does).
+    pub fn set(&mut self, entry: Entry) {
+        self.remove(&entry);
+        self.entries.push(entry);
+    }
+
+    /// Removes the entry with `entry`'s path, subject and role.
+    pub fn remove(&mut self, entry: &Entry) {
+        self.entries.retain(|e| {
+            (&e.path, e.kind, &e.ugid, &e.role)
+                != (&entry.path, entry.kind, &entry.ugid, &entry.role)
+        });
+    }
+
+    /// Removes every entry on `path` (`delete_pool_acl`).
+    pub fn drop_path(&mut self, path: &str) {
+        self.entries.retain(|e| e.path != path);
     }
 
     /// Does any entry name this subject (a token is then privilege-separated)?
     pub fn names(&self, subject: &str) -> bool {
-        self.grants.iter().any(|g| g.subject == subject)
+        self.entries
+            .iter()
+            .any(|e| e.kind != Kind::Group && e.ugid == subject)
     }
 
-    /// The privileges of `subject` on `path` from its own entries.
+    /// The privileges of `subject` on `path` from its own entries (groups
+    /// have no members in the simulator: their entries give nobody
+    /// anything).
     pub fn privileges(&self, subject: &str, path: &str) -> BTreeSet<&'static str> {
-        let covering = self
-            .grants
-            .iter()
-            .filter(|g| g.subject == subject && covers(&g.path, path));
-        let Some(depth) = covering.clone().map(|g| depth_of(&g.path)).max() else {
+        let covering = self.entries.iter().filter(|e| {
+            e.kind != Kind::Group
+                && e.ugid == subject
+                && (e.path == path || (e.propagate && covers(&e.path, path)))
+        });
+        let Some(depth) = covering.clone().map(|e| depth_of(&e.path)).max() else {
             return BTreeSet::new();
         };
         covering
-            .filter(|g| depth_of(&g.path) == depth)
-            .flat_map(|g| g.roles.iter())
-            .flat_map(|r| role_privileges(r).unwrap_or_default())
+            .filter(|e| depth_of(&e.path) == depth)
+            .flat_map(|e| role_privileges(&e.role).unwrap_or_default())
             .collect()
     }
 }
@@ -164,5 +250,22 @@ mod tests {
         assert!(acl.privileges("ci@pve", "/vms/200").is_empty());
         assert!(acl.privileges("other@pve", "/vms/100").is_empty());
         assert!(Acl::new(vec!["ci@pve:/:Bogus".parse().unwrap()]).is_err());
+    }
+
+    #[test]
+    fn an_entry_without_propagate_counts_on_its_path_only() {
+        let mut acl = Acl::new(vec![]).unwrap();
+        acl.set(Entry {
+            path: "/pool/a".into(),
+            kind: Kind::User,
+            ugid: "ci@pve".into(),
+            role: "PVEAuditor".into(),
+            propagate: false,
+        });
+        assert!(acl.privileges("ci@pve", "/pool/a").contains("Pool.Audit"));
+        assert!(acl.privileges("ci@pve", "/pool/a/b").is_empty());
+        acl.drop_path("/pool/a");
+        assert!(acl.entries().is_empty());
+        assert!(is_role("PVEAuditor") && !is_role("VM.Audit") && !is_role("Bogus"));
     }
 }

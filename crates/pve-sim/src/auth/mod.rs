@@ -5,6 +5,7 @@ pub mod acl;
 pub mod ticket;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use hyper::HeaderMap;
 use serde_json::{Value, json};
@@ -14,6 +15,7 @@ use crate::config::{Secret, SimConfig};
 use crate::http::ApiError;
 use crate::http::decode::uri_unescape;
 use acl::{ALL_PRIVILEGES, Acl};
+pub use acl::{Entry, Kind};
 use ticket::TicketKey;
 
 /// Who makes a call.
@@ -55,7 +57,10 @@ struct Token {
 pub struct Auth {
     tokens: HashMap<String, Token>,
     users: HashMap<String, Secret>,
-    acl: Acl,
+    /// Groups that exist (`--group`); the simulator models no members.
+    groups: BTreeSet<String>,
+    /// Changed by `PUT /access/acl` and pool deletions.
+    acl: RwLock<Acl>,
     tickets: TicketKey,
 }
 
@@ -85,10 +90,11 @@ impl Auth {
             .iter()
             .map(|u| (u.user.clone(), u.password.clone()))
             .collect();
-        let acl = Acl::new(config.grants.clone())?;
+        let acl = RwLock::new(Acl::new(config.grants.clone())?);
         Ok(Self {
             tokens,
             users,
+            groups: config.groups.iter().cloned().collect(),
             acl,
             tickets: TicketKey::new(key, config.ticket_lifetime.as_secs()),
         })
@@ -163,14 +169,42 @@ impl Auth {
         let user_privs = if id.user == "root@pam" {
             ALL_PRIVILEGES.iter().copied().collect()
         } else {
-            self.acl.privileges(&id.user, path)
+            self.acl().privileges(&id.user, path)
         };
         match &id.token {
-            Some(_) if self.acl.names(&id.full()) => {
-                let token_privs = self.acl.privileges(&id.full(), path);
+            Some(_) if self.acl().names(&id.full()) => {
+                let token_privs = self.acl().privileges(&id.full(), path);
                 user_privs.intersection(&token_privs).copied().collect()
             }
             _ => user_privs,
+        }
+    }
+
+    /// The ACL, read.
+    pub fn acl(&self) -> RwLockReadGuard<'_, Acl> {
+        // A panicked writer left whole entries: the ACL stays usable.
+        self.acl.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The ACL, to change.
+    pub fn acl_mut(&self) -> RwLockWriteGuard<'_, Acl> {
+        self.acl.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `ugid` names a user (with a password or a token, or root),
+    /// a group or an API token that exists, as `PUT /access/acl` requires.
+    pub fn subject_exists(&self, kind: Kind, ugid: &str) -> bool {
+        match kind {
+            Kind::User => {
+                ugid == "root@pam"
+                    || self.users.contains_key(ugid)
+                    || self
+                        .tokens
+                        .keys()
+                        .any(|t| t.split_once('!').is_some_and(|(u, _)| u == ugid))
+            }
+            Kind::Group => self.groups.contains(ugid),
+            Kind::Token => self.tokens.contains_key(ugid),
         }
     }
 

@@ -1,7 +1,7 @@
 //! `/cluster/status`, `/cluster/options` (`next-id`), node usage that follows
 //! the running guests, and resource pools.
 
-use crate::common::{start, start_with};
+use crate::common::{form, start, start_with};
 
 #[tokio::test]
 async fn cluster_status_lists_the_cluster_and_its_nodes() {
@@ -126,6 +126,9 @@ async fn pools_hold_guests_and_refuse_deletion_while_not_empty() {
     );
     let pool = sim.get("/pools/ci").await.data();
     assert_eq!(pool["members"][0]["vmid"], 100);
+    assert_eq!(pool["members"][0]["id"], "qemu/100");
+    assert_eq!(pool["members"][0]["type"], "qemu");
+    assert_eq!(pool["members"][0]["node"], "pve");
     assert_eq!(pool["comment"], "CI guests");
     let busy = sim.delete("/pools/ci", &[]).await;
     assert_eq!(
@@ -137,4 +140,131 @@ async fn pools_hold_guests_and_refuse_deletion_while_not_empty() {
         .data();
     sim.delete("/pools/ci", &[]).await.data();
     assert_eq!(sim.get("/pools").await.data(), serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn a_pool_acl_is_granted_read_and_goes_with_the_pool() {
+    let sim = start_with(|c| {
+        c.users.push("alice@pve:pw".parse().unwrap());
+        c.api_tokens.push("ci@pve!pools=s".parse().unwrap());
+        c.api_tokens.push("ci@pve!other=s".parse().unwrap());
+        c.grants.push("ci@pve:/pool:PVEPoolAdmin".parse().unwrap());
+        c.groups.push("devs".into());
+    })
+    .await;
+    sim.post("/pools", &[("poolid", "team")]).await.data();
+    let grant = |roles: &'static str, key: &'static str, who: &'static str| {
+        let sim = &sim;
+        async move {
+            sim.put(
+                "/access/acl",
+                &[("path", "/pool/team"), ("roles", roles), (key, who)],
+            )
+            .await
+        }
+    };
+    grant("PVEVMUser", "users", "alice@pve").await.data();
+    grant("PVEAuditor", "groups", "devs").await.data();
+    grant("PVEPoolUser", "tokens", "ci@pve!other").await.data();
+    let unknown_role = grant("Bogus", "users", "alice@pve").await;
+    assert_eq!(
+        unknown_role.reason,
+        "ACL update failed: role 'Bogus' does not exist"
+    );
+    let unknown_user = grant("PVEVMUser", "users", "bob@pve").await;
+    assert_eq!(
+        unknown_user.reason,
+        "ACL update failed: user 'bob@pve' does not exist"
+    );
+    let unknown_group = grant("PVEVMUser", "groups", "ops").await;
+    assert_eq!(
+        unknown_group.reason,
+        "ACL update failed: group 'ops' does not exist"
+    );
+    let nobody = sim
+        .put(
+            "/access/acl",
+            &[("path", "/pool/team"), ("roles", "PVEVMUser")],
+        )
+        .await;
+    assert!(nobody.errors()["users"].is_string());
+    sim.put(
+        "/access/acl",
+        &[
+            ("path", "/pool/team"),
+            ("roles", "PVEVMUser"),
+            ("users", "alice@pve"),
+            ("propagate", "0"),
+        ],
+    )
+    .await
+    .data();
+    let acl = sim.get("/access/acl").await.data();
+    let on_pool: Vec<_> = acl
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["path"] == "/pool/team")
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_owned(),
+                e["ugid"].as_str().unwrap().to_owned(),
+                e["roleid"].as_str().unwrap().to_owned(),
+                e["propagate"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let own = |t: &str, u: &str, r: &str, p| (t.to_owned(), u.to_owned(), r.to_owned(), p);
+    assert_eq!(
+        on_pool,
+        vec![
+            own("user", "alice@pve", "PVEVMUser", 0),
+            own("group", "devs", "PVEAuditor", 1),
+            own("token", "ci@pve!other", "PVEPoolUser", 1),
+        ]
+    );
+    // Pool.Allocate without Permissions.Modify hands out only what it has.
+    let token = |method, path: &str| {
+        sim.client
+            .request(method, sim.url(path))
+            .header("Authorization", "PVEAPIToken=ci@pve!pools=s")
+    };
+    let more = sim
+        .send(token(reqwest::Method::PUT, "/access/acl").form(&form(&[
+            ("path", "/pool/team"),
+            ("roles", "PVEVMUser"),
+            ("users", "alice@pve"),
+        ])))
+        .await;
+    assert!(
+        more.errors()["role"]
+            .as_str()
+            .unwrap()
+            .contains("Permissions.Modify")
+    );
+    sim.send(token(reqwest::Method::PUT, "/access/acl").form(&form(&[
+        ("path", "/pool/team"),
+        ("roles", "PVEPoolUser"),
+        ("users", "alice@pve"),
+    ])))
+    .await
+    .data();
+    let elsewhere = sim
+        .send(token(reqwest::Method::PUT, "/access/acl").form(&form(&[
+            ("path", "/vms/100"),
+            ("roles", "PVEPoolUser"),
+            ("users", "alice@pve"),
+        ])))
+        .await;
+    assert_eq!(elsewhere.status, 403);
+    sim.delete("/pools/team", &[]).await.data();
+    let left = sim.get("/access/acl").await.data();
+    assert!(
+        !left
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["path"] == "/pool/team"),
+        "{left}"
+    );
 }

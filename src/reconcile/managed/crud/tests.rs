@@ -26,6 +26,10 @@ impl Diff for Pool {
         let patch = Pool { comment, members };
         (patch != Pool::default()).then_some(patch)
     }
+
+    fn in_use(&self) -> Option<String> {
+        (self.comment.as_deref() == Some("busy")).then(|| "it holds VM 100".to_owned())
+    }
 }
 
 const ALL: Capabilities = Capabilities {
@@ -120,6 +124,20 @@ fn the_one_call_follows_from_what_was_seen_and_what_is_allowed() {
             ALL,
             true,
             Decision::Call(Call::Delete),
+        ),
+        (
+            "deleting ours while it holds something: waits, nothing sent",
+            found("busy", true),
+            ALL,
+            true,
+            Decision::InUse("it holds VM 100".into()),
+        ),
+        (
+            "busy without Delete: orphaned all the same",
+            found("busy", true),
+            OBSERVE_ONLY,
+            true,
+            Decision::Released { orphaned: true },
         ),
         (
             "deleting without Delete: orphaned",
