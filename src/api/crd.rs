@@ -33,6 +33,14 @@ pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
             "proxmox.crossplane.io_proxmoxcontainers.yaml",
             tidy(ProxmoxContainer::crd()),
         ),
+        (
+            "proxmox.crossplane.io_proxmoxsecuritygroups.yaml",
+            tidy(crate::api::ProxmoxSecurityGroup::crd()),
+        ),
+        (
+            "proxmox.crossplane.io_proxmoxipsets.yaml",
+            tidy(crate::api::ProxmoxIPSet::crd()),
+        ),
     ]
 }
 

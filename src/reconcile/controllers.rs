@@ -69,6 +69,7 @@ use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::vm::pass::{error_policy, reconcile};
+use crate::reconcile::{ip_set, security_group};
 
 /// Runs the controllers until `stop` resolves (then lets running passes
 /// finish). With leader election, the Lease loop beside them decides which
@@ -184,6 +185,12 @@ pub async fn run(
         }
     };
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
+    // Security groups read the IP set cache (a rule's set must exist), IP
+    // sets the group cache (a set named by a rule is not deleted).
+    let ((set_store, set_writer), (group_store, group_writer)) =
+        (reflector::store(), reflector::store());
+    let groups = security_group::run(Arc::clone(&ctx), group_writer, set_store, stop.clone());
+    let ip_sets = ip_set::run(Arc::clone(&ctx), set_writer, group_store, stop.clone());
     let configs = configs::run(
         kube,
         namespace,
@@ -193,7 +200,9 @@ pub async fn run(
         (triggers, receivers),
         stop,
     );
-    futures::join!(vms, containers, configs, tasks, leases, images, fleet);
+    futures::join!(
+        vms, containers, configs, tasks, leases, images, fleet, groups, ip_sets
+    );
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }

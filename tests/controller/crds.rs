@@ -42,6 +42,8 @@ fn printed_stream_holds_every_crd() {
             "proxmoxvms.proxmox.crossplane.io",
             "proxmoximages.proxmox.crossplane.io",
             "proxmoxcontainers.proxmox.crossplane.io",
+            "proxmoxsecuritygroups.proxmox.crossplane.io",
+            "proxmoxipsets.proxmox.crossplane.io",
         ]
     );
 }

@@ -371,6 +371,8 @@ fn crossplane_package_root_holds_the_provider_meta_and_the_crds() {
             "proxmox.crossplane.io_providerconfigs.yaml",
             "proxmox.crossplane.io_proxmoxcontainers.yaml",
             "proxmox.crossplane.io_proxmoximages.yaml",
+            "proxmox.crossplane.io_proxmoxipsets.yaml",
+            "proxmox.crossplane.io_proxmoxsecuritygroups.yaml",
             "proxmox.crossplane.io_proxmoxvms.yaml",
         ]
     );

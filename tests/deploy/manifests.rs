@@ -31,6 +31,8 @@ async fn kustomize_install_is_accepted_by_the_api_server() {
             "CustomResourceDefinition/providerconfigs.proxmox.crossplane.io",
             "CustomResourceDefinition/proxmoxcontainers.proxmox.crossplane.io",
             "CustomResourceDefinition/proxmoximages.proxmox.crossplane.io",
+            "CustomResourceDefinition/proxmoxipsets.proxmox.crossplane.io",
+            "CustomResourceDefinition/proxmoxsecuritygroups.proxmox.crossplane.io",
             "CustomResourceDefinition/proxmoxvms.proxmox.crossplane.io",
             "Deployment/crossplane-provider-proxmox",
             "Namespace/crossplane-system",

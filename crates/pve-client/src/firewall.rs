@@ -77,6 +77,9 @@ pub struct RuleSpec {
     pub log: Option<String>,
     pub comment: Option<String>,
     pub icmp_type: Option<String>,
+    /// A PVE macro (`SSH`, `HTTP`, ...): never sent by this provider, read
+    /// so a rule given one on Proxmox differs from one without.
+    pub macro_name: Option<String>,
 }
 
 /// The optional properties a [`RuleSpec`] may leave out, by API name.
@@ -108,6 +111,7 @@ impl RuleSpec {
             .opt("log", self.log.as_deref())
             .opt("comment", self.comment.as_deref())
             .opt("icmp-type", self.icmp_type.as_deref())
+            .opt("macro", self.macro_name.as_deref())
     }
 
     /// The optional properties it leaves out (to delete from a rule it
@@ -123,7 +127,7 @@ impl RuleSpec {
             self.log.is_some(),
             self.comment.is_some(),
             self.icmp_type.is_some(),
-            false,
+            self.macro_name.is_some(),
         ];
         RULE_OPTIONAL
             .iter()

@@ -1,0 +1,36 @@
+//! The ProxmoxIPSet controller: a cluster firewall IP set of static
+//! entries, through the shared CRUD pass.
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`plan`] | the managed fields, entries as PVE stores them, one correction per pass, pure |
+//! | [`pass`] | the kind for [`crate::reconcile::managed::crud::pass`]: what it wants, its calls, who uses it |
+
+pub mod pass;
+pub mod plan;
+
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use kube::runtime::reflector::Store;
+use kube::runtime::reflector::store::Writer;
+
+use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
+use crate::reconcile::context::Context;
+use crate::reconcile::managed::crud::{controller, pass::Ctx};
+
+/// Runs the controller until `stop` resolves, filling `writer`; `groups`:
+/// the security group cache (a set still named by a group's rule is not
+/// deleted).
+pub async fn run(
+    ctx: Arc<Context>,
+    writer: Writer<ProxmoxIPSet>,
+    groups: Store<ProxmoxSecurityGroup>,
+    stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) {
+    let shared = Arc::new(Ctx { ctx, extra: groups });
+    controller::run(shared, writer, "ProxmoxIPSet", stop).await;
+}
