@@ -538,6 +538,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     let controller = Controller::start(account.client(), settings).await;
     vms(&env, json!({"kind": "ClusterProviderConfig", "name": cpc})).await;
     fleet(&env).await;
+    crate::firewall::workload(&env).await;
     // Configs not in the watch cache (they do not exist) are read directly.
     let mut lost_cluster = manifests::vm("lost-cluster", json!({"node": "pve", "memory": "1Gi"}));
     lost_cluster["spec"]["providerConfigRef"] =
@@ -568,6 +569,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     })
     .await;
     delete(&env, &["web", "db", "img", "lost", "lost-cluster"]).await;
+    crate::firewall::remove(&env).await;
     wait_deleted(&cpcs, &cpc).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
 }
@@ -610,6 +612,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     let controller = Controller::start(account.client(), settings).await;
     vms(&env, json!({"kind": "ProviderConfig", "name": "pve"})).await;
     fleet(&env).await;
+    crate::firewall::workload(&env).await;
     let mut cluster = manifests::vm("cluster", json!({"node": "pve", "memory": "1Gi"}));
     cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": "default"});
@@ -626,6 +629,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
         "{message}"
     );
     delete(&env, &["web", "db", "img", "lost", "cluster"]).await;
+    crate::firewall::remove(&env).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
 }
 
