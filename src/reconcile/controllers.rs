@@ -90,9 +90,17 @@ pub async fn run(
     // changed (seen on the VM watch, before the cache takes it in).
     let (images, image_writer) = reflector::store();
     let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
+    // Security groups read the IP set cache (a rule's set must exist), IP
+    // sets the group cache (a set named by a rule is not deleted).
+    let ((set_store, set_writer), (group_store, group_writer)) =
+        (reflector::store(), reflector::store());
+    let ((wake_set, set_wakeups), (wake_group, group_wakeups)) =
+        (mpsc::unbounded(), mpsc::unbounded());
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
-        .with_images(images.clone(), image_waker.sender());
+        .with_images(images.clone(), image_waker.sender())
+        .with_kind(set_store.clone(), wake_set)
+        .with_kind(group_store.clone(), wake_group);
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
@@ -185,12 +193,14 @@ pub async fn run(
         }
     };
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
-    // Security groups read the IP set cache (a rule's set must exist), IP
-    // sets the group cache (a set named by a rule is not deleted).
-    let ((set_store, set_writer), (group_store, group_writer)) =
-        (reflector::store(), reflector::store());
-    let groups = security_group::run(Arc::clone(&ctx), group_writer, set_store, stop.clone());
-    let ip_sets = ip_set::run(Arc::clone(&ctx), set_writer, group_store, stop.clone());
+    let groups = (group_writer, group_wakeups);
+    let groups = security_group::run(Arc::clone(&ctx), groups, set_store, stop.clone());
+    let ip_sets = ip_set::run(
+        Arc::clone(&ctx),
+        (set_writer, set_wakeups),
+        group_store,
+        stop.clone(),
+    );
     let configs = configs::run(
         kube,
         namespace,

@@ -544,8 +544,9 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     lost_cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": format!("missing-{ns}")});
     env.apply(&lost_cluster).await;
-    // The ProxmoxImage noble counts as a user of pve too.
-    converge(&env, &account, 4).await;
+    // The ProxmoxImage noble, the ProxmoxIPSet and the
+    // ProxmoxSecurityGroup count as users of pve too.
+    converge(&env, &account, 6).await;
     env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
         .await;
     env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
@@ -617,8 +618,9 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": "default"});
     env.apply(&cluster).await;
-    // The ProxmoxImage noble counts as a user of pve too.
-    converge(&env, &account, 5).await;
+    // The ProxmoxImage noble, the ProxmoxIPSet and the
+    // ProxmoxSecurityGroup count as users of pve too.
+    converge(&env, &account, 7).await;
     let refused = env
         .wait_synced_reason("cluster", "ProviderConfigNotFound")
         .await;

@@ -18,6 +18,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::Triggers;
+use crate::api::meta::ConfigUser;
 use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::server::Readiness;
@@ -39,6 +40,59 @@ struct Images {
     wake: UnboundedSender<ObjectRef<ProxmoxImage>>,
 }
 
+/// The users of a config among the objects of one more kind (the CRUD
+/// kinds: security groups, IP sets), and how to wake them.
+trait KindUsers: Send + Sync {
+    /// As `namespace/name (Kind)`.
+    fn names(&self, key: &ConfigKey) -> Vec<String>;
+    /// Asks for a pass of each; how many.
+    fn wake(&self, key: &ConfigKey) -> usize;
+    /// Whether its cache has listed (counts before that are wrong).
+    fn listed(&self) -> bool;
+}
+
+/// A kind's cache and the channel that wakes its objects.
+struct CacheUsers<K: kube::Resource<DynamicType = ()> + Clone + 'static> {
+    store: Store<K>,
+    wake: UnboundedSender<ObjectRef<K>>,
+}
+
+impl<K> KindUsers for CacheUsers<K>
+where
+    K: kube::Resource<DynamicType = ()> + ConfigUser + Clone + Send + Sync + 'static,
+{
+    fn names(&self, key: &ConfigKey) -> Vec<String> {
+        self.store
+            .state()
+            .iter()
+            .filter(|o| ConfigKey::of(o.as_ref()) == *key)
+            .map(|o| {
+                format!(
+                    "{}/{} ({})",
+                    o.namespace().unwrap_or_default(),
+                    o.name_any(),
+                    K::kind(&())
+                )
+            })
+            .collect()
+    }
+
+    fn listed(&self) -> bool {
+        futures::FutureExt::now_or_never(self.store.wait_until_ready()).is_some_and(|r| r.is_ok())
+    }
+
+    fn wake(&self, key: &ConfigKey) -> usize {
+        let mut n = 0;
+        for o in self.store.state() {
+            if ConfigKey::of(o.as_ref()) == *key {
+                n += 1;
+                let _ = self.wake.unbounded_send(ObjectRef::from_obj(o.as_ref()));
+            }
+        }
+        n
+    }
+}
+
 /// The VMs of each config, from the VM controller's cache (and its
 /// containers, from the container controller's).
 #[derive(Clone)]
@@ -46,6 +100,7 @@ pub struct Users {
     store: Store<Guarded>,
     containers: Option<Containers>,
     images: Option<Images>,
+    others: Vec<Arc<dyn KindUsers>>,
     listed: Arc<AtomicBool>,
     wake: UnboundedSender<ObjectRef<Guarded>>,
 }
@@ -58,6 +113,7 @@ impl Users {
             store,
             containers: None,
             images: None,
+            others: vec![],
             listed: Arc::new(AtomicBool::new(false)),
             wake,
         }
@@ -84,6 +140,16 @@ impl Users {
         wake: UnboundedSender<ObjectRef<ProxmoxImage>>,
     ) -> Self {
         self.images = Some(Images { store, wake });
+        self
+    }
+
+    /// Counts the objects of `store` (a kind of its own cache) as users
+    /// too, and wakes them with the config's VMs through `wake`.
+    pub fn with_kind<K>(mut self, store: Store<K>, wake: UnboundedSender<ObjectRef<K>>) -> Self
+    where
+        K: kube::Resource<DynamicType = ()> + ConfigUser + Clone + Send + Sync + 'static,
+    {
+        self.others.push(Arc::new(CacheUsers { store, wake }));
         self
     }
 
@@ -138,7 +204,8 @@ impl Users {
             futures::FutureExt::now_or_never(images.store.wait_until_ready())
                 .is_some_and(|r| r.is_ok())
         });
-        images && self.listed.load(Ordering::SeqCst)
+        let others = self.others.iter().all(|o| o.listed());
+        images && others && self.listed.load(Ordering::SeqCst)
     }
 
     /// The VMs referring to `key`.
@@ -161,6 +228,7 @@ impl Users {
             .collect();
         names.extend(self.containers_of(key).into_iter().map(|(name, _)| name));
         names.extend(self.images_of(key));
+        names.extend(self.others.iter().flat_map(|o| o.names(key)));
         names.sort();
         names
     }
@@ -190,7 +258,8 @@ impl Users {
                 }
             }
         }
-        refs.len() + containers.len() + images
+        let others: usize = self.others.iter().map(|o| o.wake(key)).sum();
+        refs.len() + containers.len() + images + others
     }
 }
 

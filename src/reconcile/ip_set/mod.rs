@@ -15,22 +15,26 @@ mod tests;
 use std::future::Future;
 use std::sync::Arc;
 
-use kube::runtime::reflector::Store;
+use futures::channel::mpsc::UnboundedReceiver;
 use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::crud::{controller, pass::Ctx};
 
-/// Runs the controller until `stop` resolves, filling `writer`; `groups`:
+/// Runs the controller until `stop` resolves, filling the cache and passing the wake-ups asked for; `groups`:
 /// the security group cache (a set still named by a group's rule is not
 /// deleted).
 pub async fn run(
     ctx: Arc<Context>,
-    writer: Writer<ProxmoxIPSet>,
+    cache: (
+        Writer<ProxmoxIPSet>,
+        UnboundedReceiver<ObjectRef<ProxmoxIPSet>>,
+    ),
     groups: Store<ProxmoxSecurityGroup>,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     let shared = Arc::new(Ctx { ctx, extra: groups });
-    controller::run(shared, writer, "ProxmoxIPSet", stop).await;
+    controller::run(shared, cache, "ProxmoxIPSet", stop).await;
 }

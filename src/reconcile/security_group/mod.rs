@@ -15,19 +15,23 @@ mod tests;
 use std::future::Future;
 use std::sync::Arc;
 
-use kube::runtime::reflector::Store;
+use futures::channel::mpsc::UnboundedReceiver;
 use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::crud::{controller, pass::Ctx};
 
-/// Runs the controller until `stop` resolves, filling `writer`;
+/// Runs the controller until `stop` resolves, filling the cache and passing the wake-ups asked for;
 /// `ip_sets`: the IP set cache (a rule naming a set that does not exist
 /// waits for it).
 pub async fn run(
     ctx: Arc<Context>,
-    writer: Writer<ProxmoxSecurityGroup>,
+    cache: (
+        Writer<ProxmoxSecurityGroup>,
+        UnboundedReceiver<ObjectRef<ProxmoxSecurityGroup>>,
+    ),
     ip_sets: Store<ProxmoxIPSet>,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
@@ -35,5 +39,5 @@ pub async fn run(
         ctx,
         extra: ip_sets,
     });
-    controller::run(shared, writer, "ProxmoxSecurityGroup", stop).await;
+    controller::run(shared, cache, "ProxmoxSecurityGroup", stop).await;
 }

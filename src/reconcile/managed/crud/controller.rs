@@ -6,7 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use futures::channel::mpsc::UnboundedReceiver;
 use kube::runtime::controller::{Config, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
@@ -14,10 +16,11 @@ use super::pass::{self, Ctx, Kind};
 use crate::reconcile::managed::watch;
 
 /// Runs the controller of `K` until `stop` resolves; `writer`: the cache
-/// it fills (another kind may read it).
+/// it fills (another kind may read it); `wakeups`: passes asked for (a
+/// config gained wakes every resource naming it, see `configs::Users`).
 pub async fn run<K: Kind>(
     shared: Arc<Ctx<K::Extra>>,
-    writer: Writer<K>,
+    (writer, wakeups): (Writer<K>, UnboundedReceiver<ObjectRef<K>>),
     kind: &'static str,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
@@ -33,6 +36,7 @@ pub async fn run<K: Kind>(
         );
     let never_listed = watch::never_listed(reader.clone(), kind, stop.clone());
     let controller = Controller::for_stream(objects, reader)
+        .reconcile_on(wakeups)
         .with_config(Config::default().concurrency(0))
         .graceful_shutdown_on(stop);
     tracing::info!(kind, "controller started");
