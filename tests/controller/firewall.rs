@@ -546,3 +546,119 @@ pub async fn remove(env: &Env) {
     wait_gone::<ProxmoxSecurityGroup>(ns, "web").await;
     wait_gone::<ProxmoxIPSet>(ns, "web").await;
 }
+
+/// A VM of tier `tier` whose cloud-init gives it `ip`.
+fn tiered_vm(name: &str, tier: &str, ip: &str) -> Value {
+    let mut vm = manifests::vm(
+        name,
+        json!({
+            "node": "pve",
+            "memory": "1Gi",
+            "networks": [{"slot": "net0", "bridge": "vmbr0"}],
+            "cloudInit": {"ipConfigs": [{"interface": "net0", "ip": format!("{ip}/24")}]},
+        }),
+    );
+    vm["metadata"]["labels"] = json!({"tier": tier});
+    vm
+}
+
+/// The entries of `set` on pve-sim: (cidr, comment), sorted.
+async fn entries_on_sim(env: &Env, set: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = env
+        .sim
+        .client()
+        .ip_set_entries(set)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.cidr, e.comment.unwrap_or_default()))
+        .collect();
+    out.sort();
+    out
+}
+
+async fn wait_entries(env: &Env, set: &str, want: &[(&str, &str)], what: &str) {
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(c, w)| ((*c).to_owned(), (*w).to_owned()))
+        .collect();
+    support::poll(what, DEADLINE, || async {
+        let have = entries_on_sim(env, set).await;
+        (have == want)
+            .then_some(())
+            .ok_or_else(|| format!("{have:?}"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_set_gains_and_loses_members_as_vms_come_go_and_change_address() {
+    let env = Env::start("fw-select").await;
+    let ns = env.ns.name().to_owned();
+    let mut set = ip_set("db", json!([{"cidr": "10.9.0.0/16"}]));
+    set["spec"]["forProvider"]["selector"] = json!({"matchLabels": {"tier": "db"}});
+    env.apply(&set).await;
+    let name = set_name(&ns, "db");
+    let ready: ProxmoxIPSet = wait_ready(&ns, "db").await;
+    assert_eq!(
+        ready.status.unwrap().at_provider.members,
+        Some(0),
+        "no member yet: an empty selection"
+    );
+    assert_eq!(
+        entries_on_sim(&env, &name).await,
+        [("10.9.0.0/16".to_owned(), String::new())]
+    );
+
+    env.apply(&tiered_vm("db-1", "db", "10.5.0.11")).await;
+    env.apply(&tiered_vm("db-2", "db", "10.5.0.12")).await;
+    env.apply(&tiered_vm("web-1", "web", "10.5.0.21")).await;
+    let gained = [
+        ("10.5.0.11", "ProxmoxVM db-1"),
+        ("10.5.0.12", "ProxmoxVM db-2"),
+        ("10.9.0.0/16", ""),
+    ];
+    wait_entries(&env, &name, &gained, "the db VMs joined, not the web one").await;
+
+    // An address changes: the old one leaves, the new one joins.
+    env.patch_vm(
+        "db-2",
+        json!({"spec": {"forProvider": {"cloudInit": {"ipConfigs": [{"interface": "net0", "ip": "10.5.0.13/24"}]}}}}),
+    )
+    .await;
+    let moved = [
+        ("10.5.0.11", "ProxmoxVM db-1"),
+        ("10.5.0.13", "ProxmoxVM db-2"),
+        ("10.9.0.0/16", ""),
+    ];
+    wait_entries(&env, &name, &moved, "db-2's new address").await;
+
+    // A VM leaves by its label, another by its deletion.
+    env.patch_vm("db-1", json!({"metadata": {"labels": {"tier": "web"}}}))
+        .await;
+    env.vms()
+        .delete("db-2", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_entries(
+        &env,
+        &name,
+        &[("10.9.0.0/16", "")],
+        "only the static entry left",
+    )
+    .await;
+    let set_now: ProxmoxIPSet = wait_ready(&ns, "db").await;
+    assert_eq!(set_now.status.unwrap().at_provider.members, Some(0));
+
+    for vm in ["db-1", "web-1"] {
+        env.vms()
+            .delete(vm, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    for vm in ["db-1", "db-2", "web-1"] {
+        env.wait_gone(vm).await;
+    }
+    delete::<ProxmoxIPSet>(&ns, "db").await;
+    wait_gone::<ProxmoxIPSet>(&ns, "db").await;
+}

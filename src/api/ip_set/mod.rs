@@ -109,6 +109,27 @@ pub struct IPSetParameters {
     #[schemars(length(max = 1000))]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["cidr".into()]))]
     pub cidrs: Vec<IPSetEntry>,
+
+    /// Members from the ProxmoxVMs and ProxmoxContainers of this namespace
+    /// whose labels match: their addresses (a VM's guest-agent addresses
+    /// and static cloud-init `ipConfigs`, a container's static `networks`
+    /// addresses), each an entry with the guest named in its comment, kept
+    /// in step as guests come, go and change address (looked at every
+    /// resync interval of the provider config). No match: no members, not
+    /// an error. Beside `cidrs`, which stay as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<GuestSelector>,
+}
+
+/// Which guests of the namespace an IP set holds.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct GuestSelector {
+    /// Labels a guest must all have, with these values (`{}` selects
+    /// every guest of the namespace).
+    #[serde(default)]
+    #[schemars(length(max = 16))]
+    pub match_labels: std::collections::BTreeMap<String, String>,
 }
 
 /// One entry of an IP set.
@@ -165,6 +186,9 @@ pub struct IPSetAtProvider {
     /// How many entries it has on Proxmox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries: Option<u32>,
+    /// How many guests `selector` selects (with `selector` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<u32>,
 }
 
 impl crate::api::meta::ConfigUser for ProxmoxIPSet {

@@ -7,13 +7,14 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kube::runtime::reflector::Store;
 
+use super::Caches;
+use super::members;
 use super::plan::{self, Entry, Set, SetPatch};
+use crate::api::ProxmoxIPSet;
 use crate::api::condition::Condition;
 use crate::api::ip_set::{IPSetAtProvider, ProxmoxIPSetStatus};
 use crate::api::meta::ManagementPolicy;
-use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
 use crate::reconcile::common::owner::{Ownership, owner_of};
 use crate::reconcile::managed::crud::pass::{Kind, Wanted};
 use crate::reconcile::managed::crud::{Call, External, Observed};
@@ -33,29 +34,28 @@ pub fn set_name(meta: &ObjectMeta) -> String {
 impl Kind for ProxmoxIPSet {
     type External = SetCalls;
     type Status = ProxmoxIPSetStatus;
-    type Extra = Store<ProxmoxSecurityGroup>;
+    type Extra = Caches;
 
     fn policies(&self) -> &[ManagementPolicy] {
         &self.spec.management_policies
     }
 
-    fn want(&self, _: &Store<ProxmoxSecurityGroup>) -> Wanted<Self> {
+    fn want(&self, caches: &Caches) -> Wanted<Self> {
         let spec = &self.spec.for_provider;
         let comment = names::marked_comment(KIND, &self.metadata, spec.comment.as_deref());
+        let set = |entries| Set {
+            comment: comment.clone(),
+            entries,
+            digest: None,
+        };
         match plan::entries(&spec.cidrs) {
-            Ok(entries) => Ok(Set {
-                comment,
-                entries,
-                digest: None,
-            }),
-            Err(why) => Err((
-                why,
-                Set {
-                    comment,
-                    entries: vec![],
-                    digest: None,
-                },
-            )),
+            Ok(fixed) => Ok(set(match &spec.selector {
+                Some(selector) => {
+                    members::entries(&selector.match_labels, &caches.guests(self), fixed).0
+                }
+                None => fixed,
+            })),
+            Err(why) => Err((why, set(vec![]))),
         }
     }
 
@@ -68,10 +68,11 @@ impl Kind for ProxmoxIPSet {
     }
 
     /// The ProxmoxSecurityGroups of its namespace whose rules name it.
-    fn users(&self, groups: &Store<ProxmoxSecurityGroup>) -> Vec<String> {
+    fn users(&self, caches: &Caches) -> Vec<String> {
         let namespace = self.namespace();
         let name = self.name_any();
-        let mut users: Vec<String> = groups
+        let mut users: Vec<String> = caches
+            .groups
             .state()
             .iter()
             .filter(|g| g.namespace() == namespace)
@@ -92,11 +93,22 @@ impl Kind for ProxmoxIPSet {
             .unwrap_or_default()
     }
 
-    fn status(&self, conditions: Vec<Condition>, seen: Option<&Set>) -> ProxmoxIPSetStatus {
+    fn status(
+        &self,
+        caches: &Caches,
+        conditions: Vec<Condition>,
+        seen: Option<&Set>,
+    ) -> ProxmoxIPSetStatus {
+        let members = self.spec.for_provider.selector.as_ref().map(|selector| {
+            let (_, matched) =
+                members::entries(&selector.match_labels, &caches.guests(self), vec![]);
+            u32::try_from(matched).unwrap_or(u32::MAX)
+        });
         ProxmoxIPSetStatus {
             at_provider: IPSetAtProvider {
                 name: Some(set_name(&self.metadata)),
                 entries: seen.and_then(|s| u32::try_from(s.entries.len()).ok()),
+                members,
             },
             conditions,
             observed_generation: self.metadata.generation,

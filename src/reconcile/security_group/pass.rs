@@ -92,6 +92,7 @@ impl Kind for ProxmoxSecurityGroup {
 
     fn status(
         &self,
+        _: &Store<ProxmoxIPSet>,
         conditions: Vec<Condition>,
         seen: Option<&Group>,
     ) -> ProxmoxSecurityGroupStatus {

@@ -84,6 +84,7 @@ pub trait Kind:
     /// The status to write: `observed`, what the pass saw on Proxmox.
     fn status(
         &self,
+        extra: &Self::Extra,
         conditions: Vec<Condition>,
         observed: Option<&<Self::External as External>::Object>,
     ) -> Self::Status;
@@ -147,7 +148,7 @@ async fn pass<K: Kind>(
             let synced = Condition::reconcile_paused("managementPolicies is []", now.clone());
             return report(
                 obj,
-                ctx,
+                (ctx, extra),
                 hold,
                 &api,
                 None,
@@ -161,7 +162,7 @@ async fn pass<K: Kind>(
             let synced = invalid(why, now.clone());
             return report(
                 obj,
-                ctx,
+                (ctx, extra),
                 hold,
                 &api,
                 None,
@@ -196,7 +197,7 @@ async fn pass<K: Kind>(
         let synced = invalid(why.clone(), now.clone());
         return report(
             obj,
-            ctx,
+            (ctx, extra),
             hold,
             &api,
             None,
@@ -212,7 +213,7 @@ async fn pass<K: Kind>(
         let synced = Condition::reconcile_success("waiting for its users to go", now);
         return report(
             obj,
-            ctx,
+            (ctx, extra),
             hold,
             &api,
             Some(ready),
@@ -238,7 +239,7 @@ async fn pass<K: Kind>(
             );
             return report(
                 obj,
-                ctx,
+                (ctx, extra),
                 hold,
                 &api,
                 None,
@@ -289,7 +290,7 @@ async fn pass<K: Kind>(
     }
     let after = report(
         obj,
-        ctx,
+        (ctx, extra),
         hold,
         &api,
         Some(outcome.ready),
@@ -430,7 +431,7 @@ fn outcome<T: Diff>(
 #[allow(clippy::too_many_arguments)]
 async fn report<K: Kind>(
     obj: &K,
-    ctx: &Context,
+    (ctx, extra): (&Context, &K::Extra),
     hold: &Hold,
     api: &Api<K>,
     ready: Option<Condition>,
@@ -444,7 +445,7 @@ async fn report<K: Kind>(
     }
     let failed = synced.status == ConditionStatus::False;
     set_condition(&mut conditions, synced);
-    let status = obj.status(conditions, seen);
+    let status = obj.status(extra, conditions, seen);
     ctx.shards.fence(hold)?;
     status::apply(api, &obj.name_any(), &status).await?;
     if !failed {
