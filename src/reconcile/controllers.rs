@@ -99,8 +99,9 @@ pub async fn run(
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
         .with_images(images.clone(), image_waker.sender())
-        .with_kind(set_store.clone(), wake_set)
+        .with_kind(set_store.clone(), wake_set.clone())
         .with_kind(group_store.clone(), wake_group);
+    let set_waker = ip_set::wake::SelectorWaker::new(wake_set, set_store.clone(), reader.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
@@ -112,6 +113,7 @@ pub async fn run(
         .inspect(move |event| templates.see(event))
         .inspect(move |event| image_waker.see(event))
         .inspect(move |event| fleet_images.see(event))
+        .inspect(move |event| set_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))

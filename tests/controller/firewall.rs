@@ -12,7 +12,7 @@ use pve_client::firewall::RuleSpec;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::reconcile::{Controller, DEADLINE, Env, events_in, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, events_in, manifests};
 use crate::support;
 
 /// The firewall routes that write.
@@ -593,7 +593,13 @@ async fn wait_entries(env: &Env, set: &str, want: &[(&str, &str)], what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_selector_set_gains_and_loses_members_as_vms_come_go_and_change_address() {
-    let env = Env::start("fw-select").await;
+    // A resync far beyond the test: the set follows the VMs because their
+    // changes wake it, not because it looks again.
+    let options = Options {
+        provider: json!({"resyncInterval": "10m"}),
+        ..Options::default()
+    };
+    let env = Env::start_with("fw-select", options).await;
     let ns = env.ns.name().to_owned();
     let mut set = ip_set("db", json!([{"cidr": "10.9.0.0/16"}]));
     set["spec"]["forProvider"]["selector"] = json!({"matchLabels": {"tier": "db"}});

@@ -5,11 +5,13 @@
 //! |---|---|
 //! | [`plan`] | the managed fields, entries as PVE stores them, one correction per pass, pure |
 //! | [`members`] | a selector's members: the guests of the namespace it matches and their addresses, pure |
+//! | [`wake`] | a VM that comes, goes or changes labels or addresses wakes the sets selecting it |
 //! | [`pass`] | the kind for [`crate::reconcile::managed::crud::pass`]: what it wants, its calls, who uses it |
 
 pub mod members;
 pub mod pass;
 pub mod plan;
+pub mod wake;
 
 #[cfg(test)]
 mod tests;
