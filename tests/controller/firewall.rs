@@ -522,6 +522,34 @@ async fn a_rule_or_entry_pve_would_refuse_is_refused_or_said_naming_the_field() 
             .contains("spec.forProvider.cidrs[1].cidr")
     );
     assert_eq!(writes(&env).await, 0, "nothing sent for a bad spec");
+    // A protocol the schema cannot know PVE refuses: said with the rule's
+    // place and Proxmox's words, retried with backoff, not in a loop.
+    env.apply(&group(
+        "proto",
+        json!([
+            {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22"},
+            {"type": "in", "action": "ACCEPT", "proto": "nosuch"},
+        ]),
+    ))
+    .await;
+    let refused = wait_synced::<ProxmoxSecurityGroup>(&ns, "proto", "ReconcileError").await;
+    let message = refused.message.unwrap_or_default();
+    assert!(
+        message.contains("spec.forProvider.rules[1]")
+            && message.contains("unknown protocol 'nosuch'"),
+        "{message}"
+    );
+    support::poll("a ChangeRefused event", DEADLINE, || async {
+        let events = events_in(&ns, "proto").await;
+        events
+            .iter()
+            .any(|(t, reason, _, _)| t == "Warning" && reason == "ChangeRefused")
+            .then_some(())
+            .ok_or_else(|| format!("{events:?}"))
+    })
+    .await;
+    delete::<ProxmoxSecurityGroup>(&ns, "proto").await;
+    wait_gone::<ProxmoxSecurityGroup>(&ns, "proto").await;
     delete::<ProxmoxSecurityGroup>(&ns, "lost").await;
     delete::<ProxmoxIPSet>(&ns, "twice").await;
     wait_gone::<ProxmoxSecurityGroup>(&ns, "lost").await;

@@ -107,6 +107,13 @@ impl Kind for ProxmoxSecurityGroup {
     }
 }
 
+/// A refusal of the rule the spec has at `index`, naming it (the spec's
+/// order is Proxmox's: a rule sent for position `index` is the spec's
+/// `rules[index]`).
+fn at_rule(index: usize, e: &pve_client::Error) -> String {
+    format!("spec.forProvider.rules[{index}]: {e}")
+}
+
 /// The calls for one group.
 pub struct GroupCalls {
     client: pve_client::Client,
@@ -156,17 +163,18 @@ impl External for GroupCalls {
                 c.set_security_group_comment(name, comment).await
             }
             Call::Update(GroupPatch::Prepend(rules)) => {
-                for rule in rules {
+                // Sent last to first: the j-th sent is rules[len - 1 - j].
+                for (j, rule) in rules.iter().enumerate() {
                     c.create_security_group_rule(name, rule)
                         .await
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| at_rule(rules.len() - 1 - j, &e))?;
                 }
                 Ok(())
             }
             Call::Update(GroupPatch::Insert { at, rule }) => {
                 c.create_security_group_rule(name, rule)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| at_rule(*at, &e))?;
                 // PVE has no other place for a new rule than first; it
                 // goes before the rule now at `at + 1`. No digest: the
                 // list changed with the rule just placed (a concurrent
@@ -178,8 +186,11 @@ impl External for GroupCalls {
                 }
             }
             Call::Update(GroupPatch::Set { pos, rule, digest }) => {
-                c.set_security_group_rule(name, *pos, rule, digest.as_deref().unwrap_or_default())
+                let digest = digest.as_deref().unwrap_or_default();
+                return c
+                    .set_security_group_rule(name, *pos, rule, digest)
                     .await
+                    .map_err(|e| at_rule(*pos, &e));
             }
             Call::Update(GroupPatch::Remove { pos, digest }) => {
                 c.delete_security_group_rule(name, *pos, digest.as_deref())
