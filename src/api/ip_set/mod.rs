@@ -114,9 +114,10 @@ pub struct IPSetParameters {
     /// whose labels match: their addresses (a VM's guest-agent addresses
     /// and static cloud-init `ipConfigs`, a container's static `networks`
     /// addresses), each an entry with the guest named in its comment, kept
-    /// in step as guests come, go and change address (looked at every
-    /// resync interval of the provider config). No match: no members, not
-    /// an error. Beside `cidrs`, which stay as written.
+    /// in step as guests come, go and change address (a VM's change wakes
+    /// the set; a container's is seen at the provider config's resync). No
+    /// match: no members, not an error. Beside `cidrs`, which stay as
+    /// written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<GuestSelector>,
 }
