@@ -76,6 +76,6 @@ pub async fn run(
         vms: ctx.store.clone(),
         containers: ctx.containers.clone(),
     };
-    let shared = Arc::new(Ctx { ctx, extra });
+    let shared = Arc::new(Ctx::new(ctx, extra));
     controller::run(shared, cache, "ProxmoxIPSet", stop).await;
 }

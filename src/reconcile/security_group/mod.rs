@@ -35,9 +35,6 @@ pub async fn run(
     ip_sets: Store<ProxmoxIPSet>,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    let shared = Arc::new(Ctx {
-        ctx,
-        extra: ip_sets,
-    });
+    let shared = Arc::new(Ctx::new(ctx, ip_sets));
     controller::run(shared, cache, "ProxmoxSecurityGroup", stop).await;
 }

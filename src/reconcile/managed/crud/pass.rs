@@ -95,6 +95,31 @@ pub trait Kind:
 pub struct Ctx<X> {
     pub ctx: Arc<Context>,
     pub extra: X,
+    /// The last correction each resource (by UID) sent and Proxmox
+    /// accepted: the same one decided again right after means Proxmox
+    /// keeps the object differing from what it accepted, and is not sent
+    /// a third time in a row (see [`repeated`]).
+    sent: Sent,
+}
+
+/// The last accepted correction per resource UID.
+type Sent = std::sync::Mutex<std::collections::HashMap<String, String>>;
+
+impl<X> Ctx<X> {
+    pub fn new(ctx: Arc<Context>, extra: X) -> Self {
+        Self {
+            ctx,
+            extra,
+            sent: Default::default(),
+        }
+    }
+}
+
+/// Whether `call` repeats the correction `last` that Proxmox accepted:
+/// then a plan that does not converge would write in a loop, so the pass
+/// says so and backs off instead.
+pub fn repeated(last: Option<&String>, call: &str) -> bool {
+    last.is_some_and(|l| l == call)
 }
 
 /// The reconcile function of a CRUD kind's controller.
@@ -105,7 +130,7 @@ pub async fn reconcile<K: Kind>(obj: Arc<K>, shared: Arc<Ctx<K::Extra>>) -> Resu
         Err(action) => return Ok(action),
     };
     let _admitted = ctx.queue.admit(&ctx.metrics).await;
-    run_held(&hold, pass(obj.as_ref(), ctx, &shared.extra, &hold)).await
+    run_held(&hold, pass(obj.as_ref(), &shared, &hold)).await
 }
 
 /// After a failed pass: retried with the resource's backoff.
@@ -128,12 +153,8 @@ struct Outcome {
     release: bool,
 }
 
-async fn pass<K: Kind>(
-    obj: &K,
-    ctx: &Context,
-    extra: &K::Extra,
-    hold: &Hold,
-) -> Result<Action, Error> {
+async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<Action, Error> {
+    let (ctx, extra) = (shared.ctx.as_ref(), &shared.extra);
     let now = Time(Timestamp::now());
     let namespace = obj.namespace().unwrap_or_default();
     let api: Api<K> = Api::namespaced(ctx.kube.clone(), &namespace);
@@ -260,6 +281,7 @@ async fn pass<K: Kind>(
         seen,
     } = super::run(&external, &want, caps, deleting, || ctx.shards.fence(hold)).await?;
     let uid = obj.uid().unwrap_or_default();
+    let refused = refused.or_else(|| again(&shared.sent, &uid, &decision));
     let outcome = outcome(
         &decision,
         refused,
@@ -304,6 +326,38 @@ async fn pass<K: Kind>(
         ctx.events.publish(obj, event).await;
     }
     Ok(after)
+}
+
+/// Remembers the correction a pass sent and Proxmox accepted; a repeat of
+/// it right after is said as a refusal (with the backoff), not sent again
+/// and again.
+fn again<T: Diff>(sent: &Sent, uid: &str, decision: &Decision<T>) -> Option<String> {
+    let Ok(mut sent) = sent.lock() else {
+        return None;
+    };
+    match decision {
+        Decision::Call(Call::Update(patch)) => {
+            let call = format!("{patch:?}");
+            if repeated(sent.get(uid), &call) {
+                sent.remove(uid);
+                return Some(format!(
+                    "Proxmox accepted this correction twice and still shows the object differing: {call}"
+                ));
+            }
+            sent.insert(uid.to_owned(), call);
+            None
+        }
+        Decision::Call(Call::Create(_) | Call::Delete)
+        | Decision::UpToDate
+        | Decision::Drifted(_)
+        | Decision::Missing
+        | Decision::NotOwned
+        | Decision::Released { .. }
+        | Decision::Wait(_) => {
+            sent.remove(uid);
+            None
+        }
+    }
 }
 
 fn invalid(why: String, now: Time) -> Condition {

@@ -42,3 +42,26 @@ fn a_refusal_backs_off_and_a_call_looks_again_at_once() {
     let not_owned = outcome(&Decision::<Note>::NotOwned, None, now(), resync, backoff);
     assert_eq!(not_owned.synced.reason, "NotOwned");
 }
+
+#[test]
+fn a_correction_proxmox_accepted_is_not_sent_a_third_time_in_a_row() {
+    let sent = Sent::default();
+    let update = Decision::<Note>::Call(Call::Update("x".into()));
+    assert_eq!(again(&sent, "u", &update), None, "the first time: sent");
+    let said = again(&sent, "u", &update).unwrap_or_default();
+    assert!(said.contains("accepted this correction twice"), "{said}");
+    assert_eq!(
+        again(&sent, "u", &update),
+        None,
+        "after the backoff: tried again"
+    );
+    assert_eq!(again(&sent, "other", &update), None, "per resource");
+    let other = Decision::<Note>::Call(Call::Update("y".into()));
+    assert_eq!(again(&sent, "u", &other), None, "another correction: sent");
+    assert_eq!(again(&sent, "u", &Decision::<Note>::UpToDate), None);
+    assert_eq!(
+        again(&sent, "u", &other),
+        None,
+        "converged in between: sent"
+    );
+}
