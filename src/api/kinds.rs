@@ -7,7 +7,9 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResourceExt, Resource};
 
+use super::ip_set::ProxmoxIPSet;
 use super::pool::ProxmoxPool;
+use super::security_group::ProxmoxSecurityGroup;
 use super::{
     ClusterProviderConfig, GROUP, ProviderConfig, ProxmoxContainer, ProxmoxImage, ProxmoxVM,
 };
@@ -68,6 +70,8 @@ pub fn all() -> Vec<Kind> {
         Kind::of::<ProxmoxImage>(true),
         Kind::of::<ProxmoxContainer>(true),
         Kind::of::<ProxmoxPool>(true),
+        Kind::of::<ProxmoxSecurityGroup>(true),
+        Kind::of::<ProxmoxIPSet>(true),
     ]
 }
 

@@ -11,6 +11,7 @@ pub mod condition;
 pub mod container;
 pub mod crd;
 pub mod image;
+pub mod ip_set;
 pub mod kinds;
 pub mod managed;
 pub mod meta;
@@ -18,6 +19,7 @@ pub mod pool;
 pub mod provider_config;
 pub mod quantity;
 pub mod rules;
+pub mod security_group;
 pub mod vm;
 
 #[cfg(test)]
@@ -26,10 +28,14 @@ mod validation_tests;
 pub use condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
 pub use container::{ProxmoxContainer, ProxmoxContainerSpec, ProxmoxContainerStatus};
 pub use image::{ProxmoxImage, ProxmoxImageSpec, ProxmoxImageStatus};
+pub use ip_set::{ProxmoxIPSet, ProxmoxIPSetSpec, ProxmoxIPSetStatus};
 pub use meta::{ManagementPolicy, ProviderConfigKind, ProviderConfigReference};
 pub use pool::{ProxmoxPool, ProxmoxPoolSpec, ProxmoxPoolStatus};
 pub use provider_config::{ClusterProviderConfig, ProviderConfig, ProviderSettings};
 pub use quantity::Quantity;
+pub use security_group::{
+    ProxmoxSecurityGroup, ProxmoxSecurityGroupSpec, ProxmoxSecurityGroupStatus,
+};
 pub use vm::{ProxmoxVM, ProxmoxVMSpec, ProxmoxVMStatus};
 
 /// API group of every kind this provider serves.

@@ -72,6 +72,7 @@ use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::pool;
 use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::vm::pass::{error_policy, reconcile};
+use crate::reconcile::{ip_set, security_group};
 
 /// Runs the controllers until `stop` resolves (then lets running passes
 /// finish). With leader election, the Lease loop beside them decides which
@@ -95,10 +96,19 @@ pub async fn run(
     // Pools: a VM naming one that gets created or goes wakes it.
     let (pools, pool_writer) = pool::store();
     let (pool_wake, pool_wakeups) = mpsc::unbounded();
+    // Security groups read the IP set cache (a rule's set must exist), IP
+    // sets the group cache (a set named by a rule is not deleted).
+    let ((set_store, set_writer), (group_store, group_writer)) =
+        (reflector::store(), reflector::store());
+    let ((wake_set, set_wakeups), (wake_group, group_wakeups)) =
+        (mpsc::unbounded(), mpsc::unbounded());
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
         .with_images(images.clone(), image_waker.sender())
-        .with_pools(pools.clone(), pool_wake.clone());
+        .with_kind(pools.clone(), pool_wake.clone())
+        .with_kind(set_store.clone(), wake_set.clone())
+        .with_kind(group_store.clone(), wake_group);
+    let set_waker = ip_set::wake::SelectorWaker::new(wake_set, set_store.clone(), reader.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
@@ -112,6 +122,7 @@ pub async fn run(
         .inspect(move |event| image_waker.see(event))
         .inspect(move |event| fleet_images.see(event))
         .inspect(move |event| pool_members.see(event))
+        .inspect(move |event| set_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
@@ -198,6 +209,14 @@ pub async fn run(
         stop.clone(),
     );
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
+    let groups = (group_writer, group_wakeups);
+    let groups = security_group::run(Arc::clone(&ctx), groups, set_store, stop.clone());
+    let ip_sets = ip_set::run(
+        Arc::clone(&ctx),
+        (set_writer, set_wakeups),
+        group_store,
+        stop.clone(),
+    );
     let configs = configs::run(
         kube,
         namespace,
@@ -208,7 +227,7 @@ pub async fn run(
         stop,
     );
     futures::join!(
-        vms, containers, configs, tasks, leases, images, fleet, pools
+        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets
     );
     readiness.set_synced(false);
     tracing::info!("controller stopped");

@@ -11,6 +11,7 @@
 
 pub mod crud;
 pub mod envelope;
+pub mod names;
 pub mod reserve;
 pub mod status;
 pub mod task_watch;

@@ -35,12 +35,14 @@ pub mod identity;
 pub mod image;
 pub mod invalid;
 pub mod inventory;
+pub mod ip_set;
 pub mod managed;
 pub mod pool;
 pub mod process;
 pub mod providers;
 pub mod runtime;
 pub mod schedule;
+pub mod security_group;
 pub mod vm;
 
 pub use error::Error;

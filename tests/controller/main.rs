@@ -31,6 +31,7 @@ mod create;
 mod downloads;
 mod events;
 mod failures;
+pub mod firewall;
 mod fleet;
 mod ha;
 mod hardware;

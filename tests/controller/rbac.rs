@@ -542,14 +542,15 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     let controller = Controller::start(account.client(), settings).await;
     vms(&env, json!({"kind": "ClusterProviderConfig", "name": cpc})).await;
     fleet(&env).await;
+    crate::firewall::workload(&env).await;
     // Configs not in the watch cache (they do not exist) are read directly.
     let mut lost_cluster = manifests::vm("lost-cluster", json!({"node": "pve", "memory": "1Gi"}));
     lost_cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": format!("missing-{ns}")});
     env.apply(&lost_cluster).await;
-    // The ProxmoxImage noble and the ProxmoxPool team count as users of pve
-    // too.
-    converge(&env, &account, 5).await;
+    // The ProxmoxImage noble, the ProxmoxPool team, the ProxmoxIPSet and
+    // the ProxmoxSecurityGroup count as users of pve too.
+    converge(&env, &account, 7).await;
     env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
         .await;
     env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
@@ -573,6 +574,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     })
     .await;
     delete(&env, &["web", "db", "img", "lost", "lost-cluster"]).await;
+    crate::firewall::remove(&env).await;
     wait_deleted(&cpcs, &cpc).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
 }
@@ -615,13 +617,14 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     let controller = Controller::start(account.client(), settings).await;
     vms(&env, json!({"kind": "ProviderConfig", "name": "pve"})).await;
     fleet(&env).await;
+    crate::firewall::workload(&env).await;
     let mut cluster = manifests::vm("cluster", json!({"node": "pve", "memory": "1Gi"}));
     cluster["spec"]["providerConfigRef"] =
         json!({"kind": "ClusterProviderConfig", "name": "default"});
     env.apply(&cluster).await;
-    // The ProxmoxImage noble and the ProxmoxPool team count as users of pve
-    // too.
-    converge(&env, &account, 6).await;
+    // The ProxmoxImage noble, the ProxmoxPool team, the ProxmoxIPSet and
+    // the ProxmoxSecurityGroup count as users of pve too.
+    converge(&env, &account, 8).await;
     let refused = env
         .wait_synced_reason("cluster", "ProviderConfigNotFound")
         .await;
@@ -632,6 +635,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
         "{message}"
     );
     delete(&env, &["web", "db", "img", "lost", "cluster"]).await;
+    crate::firewall::remove(&env).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
 }
 

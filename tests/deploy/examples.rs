@@ -55,6 +55,7 @@ async fn every_example_is_accepted() {
         "examples/ct-debian.yaml",
         "examples/ct-oci.yaml",
         "examples/pool.yaml",
+        "examples/firewall-web.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
     ] {
@@ -158,6 +159,14 @@ fn examples_show_what_their_names_promise() {
             .unwrap()
             .contains(':'),
         "an OCI reference with a tag"
+    );
+
+    let firewall = example("firewall-web.yaml");
+    let kind = |k: &str| firewall.iter().find(|d| d["kind"] == k).unwrap();
+    assert_eq!(
+        kind("ProxmoxSecurityGroup")["spec"]["forProvider"]["rules"][0]["source"]["ipSet"],
+        kind("ProxmoxIPSet")["metadata"]["name"],
+        "the group names the IP set of its namespace by its Kubernetes name"
     );
 
     let config = example("providerconfig/cluster-default.yaml");

@@ -21,6 +21,7 @@ mod client;
 pub mod cluster;
 pub mod config;
 pub mod error;
+pub mod firewall;
 pub mod form;
 pub mod ha;
 pub mod hook;

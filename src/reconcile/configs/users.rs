@@ -18,7 +18,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::Triggers;
-use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxPool, ProxmoxVM};
+use crate::api::meta::ConfigUser;
+use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::server::Readiness;
 use crate::reconcile::runtime::wake::CtRef;
@@ -39,11 +40,57 @@ struct Images {
     wake: UnboundedSender<ObjectRef<ProxmoxImage>>,
 }
 
-/// The pool cache, and how to wake one of them.
-#[derive(Clone)]
-struct Pools {
-    store: Store<ProxmoxPool>,
-    wake: UnboundedSender<ObjectRef<ProxmoxPool>>,
+/// The users of a config among the objects of one more kind (the CRUD
+/// kinds: security groups, IP sets), and how to wake them.
+trait KindUsers: Send + Sync {
+    /// As `namespace/name (Kind)`.
+    fn names(&self, key: &ConfigKey) -> Vec<String>;
+    /// Asks for a pass of each; how many.
+    fn wake(&self, key: &ConfigKey) -> usize;
+    /// Whether its cache has listed (counts before that are wrong).
+    fn listed(&self) -> bool;
+}
+
+/// A kind's cache and the channel that wakes its objects.
+struct CacheUsers<K: kube::Resource<DynamicType = ()> + Clone + 'static> {
+    store: Store<K>,
+    wake: UnboundedSender<ObjectRef<K>>,
+}
+
+impl<K> KindUsers for CacheUsers<K>
+where
+    K: kube::Resource<DynamicType = ()> + ConfigUser + Clone + Send + Sync + 'static,
+{
+    fn names(&self, key: &ConfigKey) -> Vec<String> {
+        self.store
+            .state()
+            .iter()
+            .filter(|o| ConfigKey::of(o.as_ref()) == *key)
+            .map(|o| {
+                format!(
+                    "{}/{} ({})",
+                    o.namespace().unwrap_or_default(),
+                    o.name_any(),
+                    K::kind(&())
+                )
+            })
+            .collect()
+    }
+
+    fn listed(&self) -> bool {
+        futures::FutureExt::now_or_never(self.store.wait_until_ready()).is_some_and(|r| r.is_ok())
+    }
+
+    fn wake(&self, key: &ConfigKey) -> usize {
+        let mut n = 0;
+        for o in self.store.state() {
+            if ConfigKey::of(o.as_ref()) == *key {
+                n += 1;
+                let _ = self.wake.unbounded_send(ObjectRef::from_obj(o.as_ref()));
+            }
+        }
+        n
+    }
 }
 
 /// The VMs of each config, from the VM controller's cache (and its
@@ -53,7 +100,7 @@ pub struct Users {
     store: Store<Guarded>,
     containers: Option<Containers>,
     images: Option<Images>,
-    pools: Option<Pools>,
+    others: Vec<Arc<dyn KindUsers>>,
     listed: Arc<AtomicBool>,
     wake: UnboundedSender<ObjectRef<Guarded>>,
 }
@@ -66,7 +113,7 @@ impl Users {
             store,
             containers: None,
             images: None,
-            pools: None,
+            others: vec![],
             listed: Arc::new(AtomicBool::new(false)),
             wake,
         }
@@ -96,30 +143,14 @@ impl Users {
         self
     }
 
-    /// Counts the ProxmoxPools of `store` as users too (a pool is deleted
-    /// through its config) and wakes them with the config's VMs through
-    /// `wake`: gaining the config is the change a pool held by another
-    /// replica waits for (see `managed::envelope`).
-    pub fn with_pools(
-        mut self,
-        store: Store<ProxmoxPool>,
-        wake: UnboundedSender<ObjectRef<ProxmoxPool>>,
-    ) -> Self {
-        self.pools = Some(Pools { store, wake });
+    /// Counts the objects of `store` (a kind of its own cache) as users
+    /// too, and wakes them with the config's VMs through `wake`.
+    pub fn with_kind<K>(mut self, store: Store<K>, wake: UnboundedSender<ObjectRef<K>>) -> Self
+    where
+        K: kube::Resource<DynamicType = ()> + ConfigUser + Clone + Send + Sync + 'static,
+    {
+        self.others.push(Arc::new(CacheUsers { store, wake }));
         self
-    }
-
-    /// The pools referring to `key`.
-    fn pools_of(&self, key: &ConfigKey) -> Vec<std::sync::Arc<ProxmoxPool>> {
-        let Some(pools) = &self.pools else {
-            return vec![];
-        };
-        pools
-            .store
-            .state()
-            .into_iter()
-            .filter(|pool| ConfigKey::of(pool.as_ref()) == *key)
-            .collect()
     }
 
     /// The images referring to `key`, as `namespace/name (ProxmoxImage)`.
@@ -173,11 +204,8 @@ impl Users {
             futures::FutureExt::now_or_never(images.store.wait_until_ready())
                 .is_some_and(|r| r.is_ok())
         });
-        let pools = self.pools.as_ref().is_none_or(|pools| {
-            futures::FutureExt::now_or_never(pools.store.wait_until_ready())
-                .is_some_and(|r| r.is_ok())
-        });
-        images && pools && self.listed.load(Ordering::SeqCst)
+        let others = self.others.iter().all(|o| o.listed());
+        images && others && self.listed.load(Ordering::SeqCst)
     }
 
     /// The VMs referring to `key`.
@@ -200,13 +228,7 @@ impl Users {
             .collect();
         names.extend(self.containers_of(key).into_iter().map(|(name, _)| name));
         names.extend(self.images_of(key));
-        names.extend(self.pools_of(key).iter().map(|pool| {
-            format!(
-                "{}/{} (ProxmoxPool)",
-                pool.namespace().unwrap_or_default(),
-                pool.name_any()
-            )
-        }));
+        names.extend(self.others.iter().flat_map(|o| o.names(key)));
         names.sort();
         names
     }
@@ -236,13 +258,8 @@ impl Users {
                 }
             }
         }
-        let pools = self.pools_of(key);
-        if let Some(p) = &self.pools {
-            for pool in &pools {
-                let _ = p.wake.unbounded_send(ObjectRef::from_obj(pool.as_ref()));
-            }
-        }
-        refs.len() + containers.len() + images + pools.len()
+        let others: usize = self.others.iter().map(|o| o.wake(key)).sum();
+        refs.len() + containers.len() + images + others
     }
 }
 

@@ -21,15 +21,19 @@
 //! containers, images) do not go through here: they share the envelope,
 //! not the decision.
 
+pub mod controller;
+pub mod pass;
+
 use std::fmt::Debug;
+use std::future::Future;
 
 use crate::api::meta::Capabilities;
 use crate::reconcile::error::Error;
 
 /// The managed fields of a kind's Proxmox object.
-pub trait Diff: Clone + Debug + PartialEq {
+pub trait Diff: Clone + Debug + PartialEq + Send + Sync {
     /// What corrects drift: only the fields that differ.
-    type Patch: Clone + Debug + PartialEq;
+    type Patch: Clone + Debug + PartialEq + Send + Sync;
 
     /// The patch that makes `observed` what `self` wants; `None` when
     /// nothing managed differs. Fields the spec leaves out are not managed.
@@ -123,17 +127,17 @@ pub fn plan<T: Diff>(
     }
 }
 
-/// A kind's Proxmox calls for one object.
-#[allow(async_fn_in_trait)]
-pub trait External {
+/// A kind's Proxmox calls for one object (`Send`: a controller's passes
+/// run on any thread).
+pub trait External: Send + Sync {
     /// The object's managed fields.
     type Object: Diff;
 
-    /// Reads the object (one request).
-    async fn observe(&self) -> Observed<Self::Object>;
+    /// Reads the object.
+    fn observe(&self) -> impl Future<Output = Observed<Self::Object>> + Send;
 
     /// Sends one call; `Err`: Proxmox refused it (the message).
-    async fn call(&self, call: &Call<Self::Object>) -> Result<(), String>;
+    fn call(&self, call: &Call<Self::Object>) -> impl Future<Output = Result<(), String>> + Send;
 }
 
 /// What one CRUD pass did, for the kind's status.
@@ -145,6 +149,16 @@ pub struct Done<T: Diff> {
     pub decision: Decision<T>,
     /// The call's refusal, when one was sent and refused.
     pub refused: Option<String>,
+}
+
+impl<T: Diff> Done<T> {
+    /// The object as observed before the call, when it was found.
+    pub fn seen(&self) -> Option<&T> {
+        match &self.observed {
+            Observed::Found { object, .. } => Some(object),
+            Observed::NotFound | Observed::Unknown(_) => None,
+        }
+    }
 }
 
 /// One pass: observe, decide, and send the call once `fence` allows the

@@ -5,6 +5,7 @@ pub mod access;
 pub mod acl;
 pub mod cluster;
 pub mod download;
+pub mod firewall;
 pub mod generic;
 pub mod ha;
 pub mod lxc;
@@ -321,6 +322,7 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
         ));
     }
     routes.extend(mapping::routes());
+    routes.extend(firewall::routes());
     routes.extend(migrate_routes());
     routes.extend(snapshot_routes());
     routes

@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod file;
+pub mod firewall;
 pub mod guest;
 pub mod ha;
 pub mod mapping;
@@ -41,6 +42,8 @@ pub struct Cluster {
     pub ha: Ha,
     /// Cluster resource mappings (PCI, USB).
     pub mappings: mapping::Mappings,
+    /// cluster.fw: security groups and IP sets.
+    pub firewall: firewall::Firewall,
 }
 
 /// A resource pool of user.cfg.

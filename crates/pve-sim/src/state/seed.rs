@@ -100,6 +100,7 @@ pub fn cluster(config: &SimConfig) -> Cluster {
         pools: BTreeMap::new(),
         ha: Default::default(),
         mappings: Default::default(),
+        firewall: Default::default(),
     };
     if let Some(first) = nodes.first() {
         add_template(&mut cluster, first, now);

@@ -16,6 +16,7 @@ mod agent;
 mod clients;
 mod cluster;
 mod conformance;
+mod firewall;
 mod generic;
 mod ha;
 mod hardware;

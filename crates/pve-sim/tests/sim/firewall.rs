@@ -1,0 +1,272 @@
+//! The cluster firewall's security groups and IP sets over HTTP, as
+//! pve-firewall answers: rule positions, `moveto`, the list digest, the
+//! checks of a group's rules, entries stored clean, and the privileges.
+
+use serde_json::Value;
+
+use crate::common::{Sim, start, start_with, urlencode};
+
+/// A synchronous POST that must succeed.
+async fn post(sim: &Sim, path: &str, params: &[(&str, &str)]) {
+    sim.post(path, params).await.data();
+}
+
+const GROUPS: &str = "/cluster/firewall/groups";
+
+fn rules(sim_rules: &Value) -> Vec<String> {
+    sim_rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}:{}:{}",
+                r["pos"],
+                r["dport"].as_str().unwrap_or("-"),
+                r["enable"]
+            )
+        })
+        .collect()
+}
+
+async fn listed(sim: &Sim, group: &str) -> Value {
+    sim.get(&format!("{GROUPS}/{group}")).await.data()
+}
+
+fn digest(list: &Value) -> String {
+    list[0]["digest"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn rules_go_first_move_by_position_and_refuse_a_stale_digest() {
+    let sim = start().await;
+    post(&sim, GROUPS, &[("group", "web"), ("comment", "c")]).await;
+    let again = sim.post(GROUPS, &[("group", "web")]).await;
+    assert_eq!(
+        again.errors()["group"],
+        "Security group 'web' already exists"
+    );
+    let path = format!("{GROUPS}/web");
+    for port in ["22", "80"] {
+        let rule = [
+            ("type", "in"),
+            ("action", "ACCEPT"),
+            ("proto", "tcp"),
+            ("dport", port),
+        ];
+        post(&sim, &path, &rule).await;
+    }
+    post(
+        &sim,
+        &path,
+        &[("type", "in"), ("action", "DROP"), ("enable", "1")],
+    )
+    .await;
+    // Each new rule went first; without `enable` a rule is disabled.
+    let list = listed(&sim, "web").await;
+    assert_eq!(rules(&list), ["0:-:1", "1:80:0", "2:22:0"]);
+    let old = digest(&list);
+    // moveto 3 (past the end) puts the first rule last, and ignores the
+    // other arguments.
+    sim.put(
+        &format!("{path}/0"),
+        &[("moveto", "3"), ("dport", "9"), ("digest", &old)],
+    )
+    .await
+    .data();
+    assert_eq!(
+        rules(&listed(&sim, "web").await),
+        ["0:80:0", "1:22:0", "2:-:1"]
+    );
+    // The list changed: the old digest is refused, by a change and a delete.
+    let stale = sim
+        .put(&format!("{path}/1"), &[("enable", "1"), ("digest", &old)])
+        .await;
+    assert_eq!(stale.status, 500, "{}", stale.body);
+    assert!(
+        stale.reason.contains("detected modified configuration"),
+        "{}",
+        stale.reason
+    );
+    let stale = sim.delete(&format!("{path}/1"), &[("digest", &old)]).await;
+    assert_eq!(stale.status, 500);
+    // moveto 1 from 2: before the rule at 1, counted before the move.
+    let now = digest(&listed(&sim, "web").await);
+    sim.put(&format!("{path}/2"), &[("moveto", "1"), ("digest", &now)])
+        .await
+        .data();
+    assert_eq!(
+        rules(&listed(&sim, "web").await),
+        ["0:80:0", "1:-:1", "2:22:0"]
+    );
+    // A change with `delete` drops properties; `type` cannot go.
+    let now = digest(&listed(&sim, "web").await);
+    sim.put(
+        &format!("{path}/0"),
+        &[("enable", "1"), ("delete", "dport,proto"), ("digest", &now)],
+    )
+    .await
+    .data();
+    assert_eq!(rules(&listed(&sim, "web").await)[0], "0:-:1");
+    let refused = sim.put(&format!("{path}/0"), &[("delete", "type")]).await;
+    assert_eq!(
+        refused.errors()["delete"],
+        "unable to delete required property 'type'"
+    );
+    let beyond = sim.get(&format!("{path}/7")).await;
+    assert_eq!(beyond.status, 500);
+    assert!(beyond.reason.contains("no rule at position 7"));
+    // A group with rules is not deleted.
+    let full = sim.delete(&path, &[]).await;
+    assert_eq!(full.status, 500);
+    assert!(full.reason.contains("is not empty"), "{}", full.reason);
+    for _ in 0..3 {
+        sim.delete(&format!("{path}/0"), &[]).await.data();
+    }
+    sim.delete(&path, &[]).await.data();
+    assert_eq!(sim.get(GROUPS).await.data(), serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn a_groups_rules_are_checked_as_pve_checks_them() {
+    let sim = start().await;
+    post(&sim, GROUPS, &[("group", "g1")]).await;
+    let path = format!("{GROUPS}/g1");
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: &[Case] = &[
+        (
+            &[("type", "group"), ("action", "other")],
+            "type",
+            "invalid rule type 'group' for rule_env 'group'",
+        ),
+        (
+            &[("type", "in"), ("action", "ALLOW")],
+            "action",
+            "unknown action 'ALLOW'",
+        ),
+        (
+            &[("type", "in"), ("action", "ACCEPT"), ("dport", "22")],
+            "proto",
+            "missing property - 'dport' requires this property",
+        ),
+        (
+            &[
+                ("type", "in"),
+                ("action", "ACCEPT"),
+                ("proto", "icmp"),
+                ("sport", "1"),
+            ],
+            "sport",
+            "protocol 'icmp' does not support ports",
+        ),
+        (
+            &[("type", "in"), ("action", "ACCEPT"), ("source", "+nosuch")],
+            "source",
+            "no such ipset 'nosuch'",
+        ),
+        (
+            &[("type", "in"), ("action", "ACCEPT"), ("iface", "net0")],
+            "type",
+            "parameter -i not allowed for this rule type",
+        ),
+        (
+            &[("type", "forward"), ("action", "REJECT")],
+            "action",
+            "cannot define REJECT rules on forward chain",
+        ),
+    ];
+    for (params, key, message) in cases {
+        let resp = sim.post(&path, params).await;
+        assert_eq!(resp.errors()[*key], *message, "{params:?}");
+    }
+    post(&sim, "/cluster/firewall/ipset", &[("name", "web")]).await;
+    post(
+        &sim,
+        &path,
+        &[("type", "in"), ("action", "ACCEPT"), ("source", "+web")],
+    )
+    .await;
+    post(
+        &sim,
+        &path,
+        &[("type", "out"), ("action", "DROP"), ("dest", "10.0.0.0/8")],
+    )
+    .await;
+    let list = listed(&sim, "g1").await;
+    assert_eq!(list[0]["ipversion"], 4, "recorded, as verify_rule does");
+    assert!(list[1].get("ipversion").is_none());
+    let bad_name = sim.post(GROUPS, &[("group", "1web")]).await;
+    assert_eq!(bad_name.status, 400);
+    let long = sim.post(GROUPS, &[("group", "a-name-of-19-chars-")]).await;
+    assert_eq!(long.status, 400);
+}
+
+#[tokio::test]
+async fn ip_set_entries_are_stored_clean_and_checked() {
+    let sim = start().await;
+    let sets = "/cluster/firewall/ipset";
+    post(&sim, sets, &[("name", "office"), ("comment", "c")]).await;
+    let path = format!("{sets}/office");
+    post(&sim, &path, &[("cidr", "10.1.2.3/8")]).await;
+    post(
+        &sim,
+        &path,
+        &[("cidr", "10.9.9.9/32"), ("nomatch", "1"), ("comment", "x")],
+    )
+    .await;
+    let list = sim.get(&path).await.data();
+    let cidrs: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["cidr"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cidrs,
+        ["10.9.9.9", "10.0.0.0/8"],
+        "clean, the new one first"
+    );
+    assert_eq!(list[0]["nomatch"], 1);
+    let dup = sim.post(&path, &[("cidr", "10.0.0.0/8")]).await;
+    assert_eq!(dup.errors()["cidr"], "address '10.0.0.0/8' already exists");
+    let zero = sim.post(&path, &[("cidr", "10.0.0.0/0")]).await;
+    assert_eq!(
+        zero.errors()["cidr"],
+        "a zero prefix is not allowed in ipset entries"
+    );
+    let alias = sim.post(&path, &[("cidr", "office")]).await;
+    assert_eq!(alias.status, 500);
+    // Entry changes check the digest.
+    let old = list[0]["digest"].as_str().unwrap().to_owned();
+    let entry = format!("{path}/{}", urlencode("10.0.0.0/8"));
+    sim.put(&entry, &[("nomatch", "1"), ("digest", &old)])
+        .await
+        .data();
+    let stale = sim.delete(&entry, &[("digest", &old)]).await;
+    assert_eq!(stale.status, 500);
+    // A set with entries goes only with force.
+    assert_eq!(sim.delete(&path, &[]).await.status, 500);
+    sim.delete(&path, &[("force", "1")]).await.data();
+    assert_eq!(sim.get(sets).await.data(), serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn cluster_firewall_objects_need_sys_modify_on_the_root() {
+    let sim = start_with(|c| {
+        c.api_tokens.push("ro@pve!audit=s3cret".parse().unwrap());
+        c.grants.push("ro@pve:/:PVEAuditor".parse().unwrap());
+        c.grants.push("ro@pve!audit:/:PVEAuditor".parse().unwrap());
+    })
+    .await;
+    let as_auditor = |method: reqwest::Method, path: &str| {
+        sim.client
+            .request(method, sim.url(path))
+            .header("Authorization", "PVEAPIToken=ro@pve!audit=s3cret")
+    };
+    let read = sim.send(as_auditor(reqwest::Method::GET, GROUPS)).await;
+    assert_eq!(read.status, 200, "Sys.Audit reads: {}", read.body);
+    let write = sim
+        .send(as_auditor(reqwest::Method::POST, GROUPS).form(&[("group", "web")]))
+        .await;
+    assert_eq!(write.status, 403, "{}", write.body);
+}

@@ -1,0 +1,55 @@
+//! The controller of a CRUD kind, whatever the kind: its watch (a pass
+//! when the spec or the finalizers change), the stop when the watch never
+//! listed, and [`super::pass`] for each resource.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::channel::mpsc::UnboundedReceiver;
+use kube::runtime::controller::{Config, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
+
+use super::pass::{self, Ctx, Kind};
+use crate::reconcile::managed::watch;
+
+/// Runs the controller of `K` until `stop` resolves; `writer`: the cache
+/// it fills (another kind may read it); `wakeups`: passes asked for (a
+/// config gained wakes every resource naming it, see `configs::Users`).
+pub async fn run<K: Kind>(
+    shared: Arc<Ctx<K::Extra>>,
+    (writer, wakeups): (Writer<K>, UnboundedReceiver<ObjectRef<K>>),
+    kind: &'static str,
+    stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) {
+    let api = watch::scoped::<K>(&shared.ctx.kube, shared.ctx.settings.namespace.as_deref());
+    let reader = writer.as_reader();
+    let objects = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(
+            predicates::generation.combine(predicates::finalizers),
+            Default::default(),
+        );
+    let never_listed = watch::never_listed(reader.clone(), kind, stop.clone());
+    let controller = Controller::for_stream(objects, reader)
+        .reconcile_on(wakeups)
+        .with_config(Config::default().concurrency(0))
+        .graceful_shutdown_on(stop);
+    tracing::info!(kind, "controller started");
+    let passes = controller
+        .run(pass::reconcile::<K>, pass::error_policy::<K>, shared)
+        .for_each(|result| async move {
+            match result {
+                Ok((obj, action)) => tracing::trace!(object = %obj, ?action, "reconciled"),
+                Err(e) => tracing::debug!(error = %e, kind, "controller"),
+            }
+        });
+    tokio::select! {
+        () = passes => {}
+        () = never_listed => tracing::info!(kind, "controller stopped before its cache was filled"),
+    }
+}

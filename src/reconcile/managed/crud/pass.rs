@@ -1,0 +1,518 @@
+//! One pass of a CRUD kind, whatever the kind: the envelope (hold,
+//! admission, cancellation), the finalizer, the management policies, the
+//! connection, then [`super::run`] and the conditions, events and requeue
+//! its decision means. A kind supplies only a [`Kind`]: what it wants,
+//! its calls, who still uses it, and its status.
+//!
+//! Requeues: after a call, at once (the next pass observes what it did;
+//! the plan converges, and a re-apply sends nothing); after a refusal or
+//! an unreadable Proxmox, with the resource's failure backoff (never a hot
+//! loop); up to date, at the config's resync interval; an invalid spec
+//! waits for a change.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::core::NamespaceResourceScope;
+use kube::runtime::controller::Action;
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{Call, Decision, Diff, External};
+use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason};
+use crate::api::managed::ManagedSpec;
+use crate::api::meta::{ConfigUser, PolicyMode};
+use crate::api::set_condition;
+use crate::reconcile::common::event::Event;
+use crate::reconcile::common::finalizer;
+use crate::reconcile::context::Context;
+use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::managed::envelope::{self, run_held};
+use crate::reconcile::managed::status;
+use crate::reconcile::providers::ConfigKey;
+use crate::reconcile::runtime::shards::Hold;
+
+/// How long a deletion waits before looking at its users again.
+pub const IN_USE_RECHECK: Duration = Duration::from_secs(5);
+
+/// The object a kind wants; `Err`: why the spec cannot be carried out
+/// (naming the field), with what to want anyway for a deletion.
+pub type Wanted<K> = Result<Object<K>, (String, Object<K>)>;
+
+/// A kind's object.
+pub type Object<K> = <<K as Kind>::External as External>::Object;
+
+/// What a CRUD kind supplies to the pass.
+pub trait Kind:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + ConfigUser
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    /// Its calls for one object.
+    type External: External;
+    /// Its status.
+    type Status: Serialize + Send + Sync;
+    /// What else its passes read (the caches of the kinds it refers to or
+    /// is referred to by).
+    type Extra: Send + Sync + 'static;
+
+    /// Its managed fields (`providerConfigRef`, `managementPolicies`).
+    fn managed(&self) -> &ManagedSpec;
+
+    /// The object it wants; `Err`: why the spec cannot be carried out
+    /// (naming the field), with what to want anyway for a deletion.
+    fn want(&self, extra: &Self::Extra) -> Wanted<Self>;
+
+    /// Its calls, through `client`.
+    fn external(&self, client: pve_client::Client) -> Self::External;
+
+    /// What still uses it in Kubernetes (its deletion waits for them).
+    fn users(&self, extra: &Self::Extra) -> Vec<String>;
+
+    /// Its conditions as last written.
+    fn conditions(&self) -> Vec<Condition>;
+
+    /// The status to write: `observed`, what the pass saw on Proxmox.
+    fn status(
+        &self,
+        extra: &Self::Extra,
+        conditions: Vec<Condition>,
+        observed: Option<&<Self::External as External>::Object>,
+    ) -> Self::Status;
+}
+
+/// What a CRUD kind's passes share: the context every kind shares, and
+/// the kind's own.
+pub struct Ctx<X> {
+    pub ctx: Arc<Context>,
+    pub extra: X,
+    /// The last correction each resource (by UID) sent and Proxmox
+    /// accepted: the same one decided again right after means Proxmox
+    /// keeps the object differing from what it accepted, and is not sent
+    /// a third time in a row (see [`repeated`]).
+    sent: Sent,
+}
+
+/// The last accepted correction per resource UID.
+type Sent = std::sync::Mutex<std::collections::HashMap<String, String>>;
+
+impl<X> Ctx<X> {
+    pub fn new(ctx: Arc<Context>, extra: X) -> Self {
+        Self {
+            ctx,
+            extra,
+            sent: Default::default(),
+        }
+    }
+}
+
+/// Whether `call` repeats the correction `last` that Proxmox accepted:
+/// then a plan that does not converge would write in a loop, so the pass
+/// says so and backs off instead.
+pub fn repeated(last: Option<&String>, call: &str) -> bool {
+    last.is_some_and(|l| l == call)
+}
+
+/// The reconcile function of a CRUD kind's controller.
+pub async fn reconcile<K: Kind>(obj: Arc<K>, shared: Arc<Ctx<K::Extra>>) -> Result<Action, Error> {
+    let ctx = &shared.ctx;
+    let hold = match envelope::hold(ctx, &ConfigKey::of(obj.as_ref())) {
+        Ok(hold) => hold,
+        Err(action) => return Ok(action),
+    };
+    let _admitted = ctx.queue.admit(&ctx.metrics).await;
+    run_held(&hold, pass(obj.as_ref(), &shared, &hold)).await
+}
+
+/// After a failed pass: retried with the resource's backoff.
+pub fn error_policy<K: Kind>(obj: Arc<K>, error: &Error, shared: Arc<Ctx<K::Extra>>) -> Action {
+    let ctx = &shared.ctx;
+    if let Error::Fenced { .. } = error {
+        return Action::await_change();
+    }
+    let delay = ctx.memory.failed(&obj.uid().unwrap_or_default());
+    tracing::warn!(kind = K::kind(&()).as_ref(), name = %obj.name_any(), %error, retry_in_ms = delay.as_millis() as u64, "reconcile failed");
+    Action::requeue(delay)
+}
+
+/// What a pass ends with, before the status write.
+struct Outcome {
+    ready: Condition,
+    synced: Condition,
+    event: Option<Event>,
+    action: Action,
+    release: bool,
+}
+
+async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<Action, Error> {
+    let (ctx, extra) = (shared.ctx.as_ref(), &shared.extra);
+    let now = Time(Timestamp::now());
+    let namespace = obj.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.kube.clone(), &namespace);
+    let deleting = Resource::meta(obj).deletion_timestamp.is_some();
+    let has_finalizer = finalizer::has_finalizer(Resource::meta(obj));
+    if deleting && !has_finalizer {
+        return Ok(Action::await_change());
+    }
+    let caps = match obj.managed().mode(Resource::meta(obj)) {
+        PolicyMode::Active(caps) => caps,
+        PolicyMode::Paused => {
+            // Nothing at all, as for every kind: a deletion waits too.
+            let why = obj.managed().paused_by(Resource::meta(obj));
+            let synced = Condition::reconcile_paused(
+                format!("reconciliation is paused: {}", why.unwrap_or_default()),
+                now.clone(),
+            );
+            return report(
+                obj,
+                (ctx, extra),
+                hold,
+                &api,
+                None,
+                synced,
+                None,
+                Action::await_change(),
+            )
+            .await;
+        }
+        PolicyMode::Invalid(why) => {
+            let synced = invalid(why, now.clone());
+            return report(
+                obj,
+                (ctx, extra),
+                hold,
+                &api,
+                None,
+                synced,
+                None,
+                Action::await_change(),
+            )
+            .await;
+        }
+    };
+    if !deleting && !has_finalizer {
+        ctx.shards.fence(hold)?;
+        let patch = finalizer::patch(Resource::meta(obj), true);
+        return match api
+            .patch(
+                &obj.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => Ok(Action::await_change()),
+            Err(e) if is_not_found(&e) => Ok(Action::await_change()),
+            Err(e) => Err(e.into()),
+        };
+    }
+    let (want, bad) = match obj.want(extra) {
+        Ok(want) => (want, None),
+        Err((why, want)) => (want, Some(why)),
+    };
+    if let (Some(why), false) = (&bad, deleting) {
+        let synced = invalid(why.clone(), now.clone());
+        return report(
+            obj,
+            (ctx, extra),
+            hold,
+            &api,
+            None,
+            synced,
+            None,
+            Action::await_change(),
+        )
+        .await;
+    }
+    let users = obj.users(extra);
+    if deleting && !users.is_empty() {
+        let ready = Condition::deleting(format!("still used by {}", users.join(", ")), now.clone());
+        let synced = Condition::reconcile_success("waiting for its users to go", now);
+        return report(
+            obj,
+            (ctx, extra),
+            hold,
+            &api,
+            Some(ready),
+            synced,
+            None,
+            Action::requeue(IN_USE_RECHECK),
+        )
+        .await;
+    }
+    let connection = match ctx.providers.connect_to(&ConfigKey::of(obj), true).await? {
+        Ok(connection) => connection,
+        Err(state) => {
+            let (reason, message) = state.problem().unwrap_or((
+                Reason::ReconcileError,
+                "the provider config is not usable".into(),
+            ));
+            let synced = Condition::new(
+                ConditionType::Synced,
+                ConditionStatus::False,
+                reason,
+                message,
+                now,
+            );
+            return report(
+                obj,
+                (ctx, extra),
+                hold,
+                &api,
+                None,
+                synced,
+                None,
+                Action::await_change(),
+            )
+            .await;
+        }
+    };
+    if hold.report_only() {
+        return Ok(Action::await_change());
+    }
+    let external = obj.external(connection.client.clone());
+    let done = super::run(&external, &want, caps, deleting, || ctx.shards.fence(hold)).await?;
+    let seen = done.seen().cloned();
+    let super::Done {
+        decision, refused, ..
+    } = done;
+    let uid = obj.uid().unwrap_or_default();
+    let refused = refused.or_else(|| again(&shared.sent, &uid, &decision));
+    let outcome = outcome(
+        &decision,
+        refused,
+        now,
+        connection.timing.resync_interval,
+        || ctx.memory.failed(&uid),
+    );
+    if outcome.release {
+        ctx.shards.fence(hold)?;
+        let patch = finalizer::patch(Resource::meta(obj), false);
+        match api
+            .patch(
+                &obj.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+        ctx.memory.forget(&uid);
+        if let Some(event) = &outcome.event {
+            ctx.events.publish(obj, event).await;
+        }
+        return Ok(Action::await_change());
+    }
+    let after = report(
+        obj,
+        (ctx, extra),
+        hold,
+        &api,
+        Some(outcome.ready),
+        outcome.synced,
+        seen.as_ref(),
+        outcome.action,
+    )
+    .await?;
+    if let Some(event) = &outcome.event {
+        ctx.shards.fence(hold)?;
+        ctx.events.publish(obj, event).await;
+    }
+    Ok(after)
+}
+
+/// Remembers the correction a pass sent and Proxmox accepted; a repeat of
+/// it right after is said as a refusal (with the backoff), not sent again
+/// and again.
+fn again<T: Diff>(sent: &Sent, uid: &str, decision: &Decision<T>) -> Option<String> {
+    let Ok(mut sent) = sent.lock() else {
+        return None;
+    };
+    match decision {
+        Decision::Call(Call::Update(patch)) => {
+            let call = format!("{patch:?}");
+            if repeated(sent.get(uid), &call) {
+                sent.remove(uid);
+                return Some(format!(
+                    "Proxmox accepted this correction twice and still shows the object differing: {call}"
+                ));
+            }
+            sent.insert(uid.to_owned(), call);
+            None
+        }
+        Decision::Call(Call::Create(_) | Call::Delete)
+        | Decision::UpToDate
+        | Decision::Drifted(_)
+        | Decision::Missing
+        | Decision::NotOwned
+        | Decision::Released { .. }
+        | Decision::Wait(_) => {
+            sent.remove(uid);
+            None
+        }
+    }
+}
+
+fn invalid(why: String, now: Time) -> Condition {
+    Condition::new(
+        ConditionType::Synced,
+        ConditionStatus::False,
+        Reason::InvalidSpec,
+        why,
+        now,
+    )
+}
+
+/// What a decision means for the conditions, the event and the requeue.
+fn outcome<T: Diff>(
+    decision: &Decision<T>,
+    refused: Option<String>,
+    now: Time,
+    resync: Duration,
+    backoff: impl FnOnce() -> Duration,
+) -> Outcome {
+    let done = |ready, synced, event, action| Outcome {
+        ready,
+        synced,
+        event,
+        action,
+        release: false,
+    };
+    let ok = |msg: &str| Condition::reconcile_success(msg, now.clone());
+    if let Some(why) = refused {
+        let note = format!("Proxmox refused the change: {why}");
+        return done(
+            Condition::unavailable("not as the spec asks", now.clone()),
+            Condition::reconcile_error(note.clone(), now),
+            Some(Event {
+                warning: true,
+                reason: "ChangeRefused",
+                note,
+            }),
+            Action::requeue(backoff()),
+        );
+    }
+    match decision {
+        Decision::Call(call) => {
+            let (ready, reason, note) = match call {
+                Call::Create(_) => (
+                    Condition::creating("created", now.clone()),
+                    "Created",
+                    "created on Proxmox",
+                ),
+                Call::Update(_) => (
+                    Condition::unavailable("being corrected", now.clone()),
+                    "Corrected",
+                    "corrected drift on Proxmox",
+                ),
+                Call::Delete => (
+                    Condition::deleting("deleted", now.clone()),
+                    "Deleted",
+                    "deleted on Proxmox",
+                ),
+            };
+            let event = (!matches!(call, Call::Update(_))).then(|| Event {
+                warning: false,
+                reason,
+                note: note.into(),
+            });
+            done(ready, ok(note), event, Action::requeue(Duration::ZERO))
+        }
+        Decision::UpToDate => done(
+            Condition::available(now.clone()),
+            ok("up to date"),
+            None,
+            Action::requeue(resync),
+        ),
+        Decision::Drifted(patch) => done(
+            Condition::unavailable(
+                format!("differs from the spec and Update is not allowed: {patch:?}"),
+                now.clone(),
+            ),
+            ok("drift reported, not corrected"),
+            None,
+            Action::requeue(resync),
+        ),
+        Decision::Missing => done(
+            Condition::unavailable("absent on Proxmox and Create is not allowed", now.clone()),
+            ok("absent"),
+            None,
+            Action::requeue(resync),
+        ),
+        Decision::NotOwned => done(
+            Condition::unavailable(
+                "exists on Proxmox without this resource's owner marker",
+                now.clone(),
+            ),
+            Condition::new(
+                ConditionType::Synced,
+                ConditionStatus::False,
+                Reason::NotOwned,
+                "an object of this name exists on Proxmox and is not this resource's: it is never changed or deleted",
+                now,
+            ),
+            None,
+            Action::requeue(resync),
+        ),
+        Decision::Released { orphaned } => Outcome {
+            ready: Condition::deleting("released", now.clone()),
+            synced: ok("released"),
+            event: orphaned.then(|| Event {
+                warning: false,
+                reason: "Orphaned",
+                note: "left on Proxmox (no Delete policy, or not this resource's)".into(),
+            }),
+            action: Action::await_change(),
+            release: true,
+        },
+        Decision::Wait(why) => done(
+            Condition::unavailable("cannot be read", now.clone()),
+            Condition::reconcile_error(format!("cannot read it on Proxmox: {why}"), now),
+            None,
+            Action::requeue(backoff()),
+        ),
+    }
+}
+
+/// Writes the conditions (and what was observed) when they changed.
+#[allow(clippy::too_many_arguments)]
+async fn report<K: Kind>(
+    obj: &K,
+    (ctx, extra): (&Context, &K::Extra),
+    hold: &Hold,
+    api: &Api<K>,
+    ready: Option<Condition>,
+    synced: Condition,
+    seen: Option<&<K::External as External>::Object>,
+    action: Action,
+) -> Result<Action, Error> {
+    let mut conditions = obj.conditions();
+    if let Some(ready) = ready {
+        set_condition(&mut conditions, ready);
+    }
+    let failed = synced.status == ConditionStatus::False;
+    set_condition(&mut conditions, synced);
+    let status = obj.status(extra, conditions, seen);
+    ctx.shards.fence(hold)?;
+    status::apply(api, &obj.name_any(), &status).await?;
+    if !failed {
+        ctx.memory.succeeded(&obj.uid().unwrap_or_default());
+    }
+    Ok(action)
+}
+
+#[cfg(test)]
+mod tests;

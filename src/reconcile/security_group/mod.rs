@@ -1,0 +1,40 @@
+//! The ProxmoxSecurityGroup controller: a cluster firewall security group
+//! and its ordered rules, through the shared CRUD pass.
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`plan`] | the managed fields and the one correction per pass, pure |
+//! | [`pass`] | the kind for [`crate::reconcile::managed::crud::pass`]: what it wants, its calls |
+
+pub mod pass;
+pub mod plan;
+
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::channel::mpsc::UnboundedReceiver;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
+use crate::reconcile::context::Context;
+use crate::reconcile::managed::crud::{controller, pass::Ctx};
+
+/// Runs the controller until `stop` resolves, filling the cache and passing the wake-ups asked for;
+/// `ip_sets`: the IP set cache (a rule naming a set that does not exist
+/// waits for it).
+pub async fn run(
+    ctx: Arc<Context>,
+    cache: (
+        Writer<ProxmoxSecurityGroup>,
+        UnboundedReceiver<ObjectRef<ProxmoxSecurityGroup>>,
+    ),
+    ip_sets: Store<ProxmoxIPSet>,
+    stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) {
+    let shared = Arc::new(Ctx::new(ctx, ip_sets));
+    controller::run(shared, cache, "ProxmoxSecurityGroup", stop).await;
+}
