@@ -9,7 +9,6 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::condition::Condition;
 use crate::api::managed::{ManagedSpec, ManagedStatus};
 use crate::api::meta::ProviderConfigReference;
 use crate::api::rules::{NO_CONTROL, NO_CONTROL_MESSAGE};

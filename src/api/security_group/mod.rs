@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 
 pub use rule::{Address, RuleAction, RuleDirection, RuleLog, SecurityGroupRule};
 
-use crate::api::condition::Condition;
 use crate::api::managed::{ManagedSpec, ManagedStatus};
 use crate::api::meta::ProviderConfigReference;
 use crate::api::rules::{NO_CONTROL, NO_CONTROL_MESSAGE};

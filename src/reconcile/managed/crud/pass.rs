@@ -358,6 +358,7 @@ fn again<T: Diff>(sent: &Sent, uid: &str, decision: &Decision<T>) -> Option<Stri
         | Decision::Drifted(_)
         | Decision::Missing
         | Decision::NotOwned
+        | Decision::InUse(_)
         | Decision::Released { .. }
         | Decision::Wait(_) => {
             sent.remove(uid);
@@ -466,6 +467,20 @@ fn outcome<T: Diff>(
             ),
             None,
             Action::requeue(resync),
+        ),
+        // What it holds on Proxmox keeps it (a pool's guests): Proxmox
+        // would refuse the delete, so none is sent; looked at again.
+        Decision::InUse(why) => done(
+            Condition::deleting(format!("cannot be deleted yet: {why}"), now.clone()),
+            Condition::new(
+                ConditionType::Synced,
+                ConditionStatus::False,
+                Reason::InUse,
+                format!("cannot be deleted yet: {why}"),
+                now,
+            ),
+            None,
+            Action::requeue(IN_USE_RECHECK),
         ),
         Decision::Released { orphaned } => Outcome {
             ready: Condition::deleting("released", now.clone()),
