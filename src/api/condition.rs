@@ -161,6 +161,9 @@ pub enum Reason {
     /// does not allow (a privileged container, a root-only feature);
     /// nothing is sent.
     NotAllowed,
+    /// Synced=False: a download Proxmox reports larger than the free space
+    /// of the storage it would go to; nothing is sent.
+    InsufficientStorage,
 }
 
 impl Reason {
@@ -210,6 +213,7 @@ impl Reason {
             Self::NotAllowed => "NotAllowed",
             Self::VolumeNotFound => "VolumeNotFound",
             Self::OciNeedsPve91 => "OciNeedsPve91",
+            Self::InsufficientStorage => "InsufficientStorage",
         }
     }
 }

@@ -16,6 +16,10 @@
 //! (`NotOwned`), never Ready on, downloaded over or deleted. For
 //! `source.oci`, in such a pass only, one `GET /version` (oci-registry-pull
 //! needs PVE 9.1; an older one is said, `OciNeedsPve91`, and nothing sent).
+//! For `source.url`, where a download would be dispatched (and only
+//! there), one `GET /nodes/{node}/query-url-metadata`: a file larger than
+//! the storage's free space (from the cluster view, no request) is
+//! `InsufficientStorage` and not sent.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -313,6 +317,13 @@ async fn observe(
                 continue;
             }
         };
+        // Only where a download would be sent (none of ours running).
+        let room = match &spec.source.url {
+            Some(url) if dispatching && !active.iter().any(|t| t.task_type() == task_type) => {
+                room(client, &view, &target.node, &spec.storage, url).await
+            }
+            _ => None,
+        };
         sites.push((
             target,
             Site::Seen {
@@ -320,10 +331,35 @@ async fn observe(
                 task,
                 active,
                 finished,
+                room,
             },
         ));
     }
     World::Seen(sites)
+}
+
+/// The size Proxmox reports for `url` (one `GET
+/// /nodes/{node}/query-url-metadata`, a `HEAD` from the node) and the
+/// storage's free space as the cluster view shows it (no request), or
+/// `None` when either is unknown: no `Content-Length`, a server that
+/// refuses `HEAD`, or the query failing go on as before, to the download.
+async fn room(
+    client: &Client,
+    view: &crate::reconcile::inventory::ClusterView,
+    node: &str,
+    storage: &str,
+    url: &str,
+) -> Option<plan::Room> {
+    let seen = view.storages.get(node)?.get(storage)?;
+    // A storage whose size the view does not tell (inactive) is not judged.
+    let avail = (seen.total > 0).then(|| seen.total.saturating_sub(seen.used))?;
+    match client.query_url_metadata(node, url, None).await {
+        Ok(meta) => meta.size.map(|size| plan::Room { size, avail }),
+        Err(e) => {
+            tracing::debug!(node, error = %e, "query-url-metadata failed; the download goes on");
+            None
+        }
+    }
 }
 
 /// The tasks this provider's user started at `since` or later: another

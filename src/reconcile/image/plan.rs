@@ -87,9 +87,22 @@ pub enum Site {
         /// being recorded as this image's): a download whose recording
         /// was lost.
         finished: Vec<ActiveTask>,
+        /// The size Proxmox reports for the URL and the storage's free
+        /// space, read only when a download may be dispatched there and
+        /// both are known.
+        room: Option<Room>,
     },
     /// The storage could not be listed.
     Unreadable(String),
+}
+
+/// What a download needs and what the storage has, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Room {
+    /// The size Proxmox reports for the URL (`query-url-metadata`).
+    pub size: u64,
+    /// The storage's free space on the node.
+    pub avail: u64,
 }
 
 /// What the provider config and Proxmox allowed the pass to see.
@@ -350,7 +363,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let mut wait: Option<Duration> = None;
     for (target, site) in sites {
         let mut loc = location(&before, target, storage);
-        let (files, active, finished) = match site {
+        let (files, active, finished, room) = match site {
             Site::Unreadable(why) => {
                 problems.push((
                     Reason::ReconcileError,
@@ -365,6 +378,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 task,
                 active,
                 finished,
+                room,
             } => {
                 if let Some(d) = observe_task(input, &mut out.events, &mut loc, task.as_ref()) {
                     soonest(&mut wait, d);
@@ -373,7 +387,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 }
                 // A file of ours that is gone is ours no more.
                 loc.made.retain(|v| files.contains_key(v));
-                (files, active, finished)
+                (files, active, finished, room)
             }
         };
         let fetched = fetch(&source, input.image, &volume);
@@ -459,6 +473,22 @@ pub fn plan(input: &Input<'_>) -> Plan {
                     );
                     loc.message = Some(why.clone());
                     problems.push((Reason::ReconcileError, why));
+                    soonest(&mut wait, input.timing.resync);
+                } else if let Some(room) = room.filter(|r| r.size > r.avail) {
+                    // Proxmox would fill the storage (often the node's
+                    // root file system) and fail: nothing is sent, and
+                    // the space is looked at again after a resync.
+                    loc.phase = LocationPhase::Pending;
+                    let why = format!(
+                        "{}: Proxmox reports {} bytes for the file and storage {storage} on node {} has {} bytes free; nothing is downloaded (free space there or choose another storage); checking again in {}s",
+                        file_field(input.image),
+                        room.size,
+                        target.node,
+                        room.avail,
+                        input.timing.resync.as_secs()
+                    );
+                    loc.message = Some(why.clone());
+                    problems.push((Reason::InsufficientStorage, why));
                     soonest(&mut wait, input.timing.resync);
                 } else {
                     loc.phase = LocationPhase::Downloading;

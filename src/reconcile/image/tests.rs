@@ -94,6 +94,7 @@ fn seen(files: &[(&str, u64)], task: Option<TaskState>, active: Vec<Upid>) -> Si
         task,
         active,
         finished: vec![],
+        room: None,
     }
 }
 
@@ -881,6 +882,7 @@ fn a_file_is_the_images_only_if_its_own_task_made_it() {
         task: None,
         active: running,
         finished,
+        room: None,
     };
     // (row, image, site, phase, Synced reason, made recorded)
     let rows: Vec<(&str, &ProxmoxImage, Site, LocationPhase, &str, bool)> = vec![
@@ -1124,3 +1126,4 @@ fn management_policies_decide_what_an_image_may_do() {
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
+mod room;
