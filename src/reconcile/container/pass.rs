@@ -317,16 +317,17 @@ async fn observe(
     let mut password = None;
     if obs.container == Container::Absent && !deleting {
         obs.host = Some(host(ctx, conn, &view, &node).await);
-        let refused = spec.template.oci.as_ref().and_then(|oci| {
+        if let Some(oci) = &spec.template.oci {
             let internal = conn.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
-            downloads::refusal(
+            obs.download_refused = downloads::checked(
                 conn.downloads.as_ref(),
                 "spec.forProvider.template.oci.reference",
                 downloads::Source::Oci(&oci.reference),
                 &internal,
+                &conn.endpoint_host,
             )
-        });
-        obs.download_refused = refused;
+            .await;
+        }
         if let Some(oci) = spec
             .template
             .oci

@@ -191,18 +191,26 @@ async fn observe(
         let internal = connection.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
         let policy = connection.downloads.as_ref();
         let refused = match (&spec.source.url, &spec.source.oci) {
-            (Some(url), _) => downloads::refusal(
-                policy,
-                "spec.forProvider.source.url",
-                downloads::Source::Url(url),
-                &internal,
-            ),
-            (None, Some(oci)) => downloads::refusal(
-                policy,
-                "spec.forProvider.source.oci",
-                downloads::Source::Oci(oci),
-                &internal,
-            ),
+            (Some(url), _) => {
+                downloads::checked(
+                    policy,
+                    "spec.forProvider.source.url",
+                    downloads::Source::Url(url),
+                    &internal,
+                    &connection.endpoint_host,
+                )
+                .await
+            }
+            (None, Some(oci)) => {
+                downloads::checked(
+                    policy,
+                    "spec.forProvider.source.oci",
+                    downloads::Source::Oci(oci),
+                    &internal,
+                    &connection.endpoint_host,
+                )
+                .await
+            }
             (None, None) => None,
         };
         if let Some(why) = refused {
