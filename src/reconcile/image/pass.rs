@@ -35,8 +35,8 @@ use super::plan::{self, Call, CallKind, Input, Site, Step, Target, Timing, World
 use super::refs;
 use crate::api::ProxmoxImage;
 use crate::api::image::{ImageContent, LocationPhase};
-use crate::reconcile::common::finalizer;
 use crate::reconcile::common::tasks::TaskState;
+use crate::reconcile::common::{finalizer, provider};
 use crate::reconcile::context::Context;
 use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_not_found};
@@ -87,7 +87,8 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
                 .iter()
                 .any(|l| l.phase != LocationPhase::Pending)
         });
-    let connection = ctx.providers.connect_to(&key, started).await?;
+    // A config or Secret the RBAC does not let it read: said as for every kind.
+    let connection = provider::refused_as_state(ctx.providers.connect_to(&key, started).await)?;
     if hold.report_only() && connection.is_ok() {
         return Ok(Action::await_change());
     }
