@@ -259,6 +259,10 @@ async fn observe(
         .as_ref()
         .and_then(|t| u32::try_from(t.0.as_second()).ok())
         .unwrap_or(u32::MAX);
+    let creates = matches!(
+        image.spec.managed.mode(&image.metadata),
+        crate::api::meta::PolicyMode::Active(caps) if caps.create
+    );
     let mut sites = vec![];
     // Whether this Proxmox has oci-registry-pull, read once per pass.
     let mut pulls = false;
@@ -326,11 +330,14 @@ async fn observe(
                 continue;
             }
         };
-        // Only where a download would be sent (none of ours running).
+        // Only where a download would be sent: none of ours running, no
+        // backoff to wait out, Create allowed.
+        let sendable = dispatching
+            && !active.iter().any(|t| t.task_type() == task_type)
+            && here.is_none_or(|l| plan::backoff_left(l, Timestamp::now()).is_none())
+            && creates;
         let room = match &spec.source.url {
-            Some(url) if dispatching && !active.iter().any(|t| t.task_type() == task_type) => {
-                room(client, &view, &target.node, &spec.storage, url).await
-            }
+            Some(url) if sendable => room(client, &view, &target.node, &spec.storage, url).await,
             _ => None,
         };
         sites.push((

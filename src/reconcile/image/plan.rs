@@ -660,9 +660,16 @@ fn soonest(wait: &mut Option<Duration>, d: Duration) {
 
 /// The time left of a failed location's backoff.
 fn backing_off(input: &Input<'_>, loc: &ImageLocation) -> Option<Duration> {
+    backoff_left(loc, input.now)
+}
+
+/// The time left at `now` of the backoff of a location whose download
+/// failed, or `None`: the pass asks nothing for a download it would not
+/// send yet.
+pub fn backoff_left(loc: &ImageLocation, now: Timestamp) -> Option<Duration> {
     let (count, at) = (loc.failures?, loc.failed_at.as_ref()?);
     let until = at.0 + backoff(count);
-    (input.now < until).then(|| until.duration_since(input.now).unsigned_abs())
+    (now < until).then(|| until.duration_since(now).unsigned_abs())
 }
 
 /// Observes the task recorded at the location: `Some(delay)` while it
