@@ -168,6 +168,9 @@ pub enum Reason {
     /// user, group or token that does not exist there); the message names
     /// the field. Retried at the resync interval or on a change.
     AccessRefused,
+    /// Synced=False: a download Proxmox reports larger than the free space
+    /// of the storage it would go to; nothing is sent.
+    InsufficientStorage,
 }
 
 impl Reason {
@@ -238,6 +241,7 @@ impl Reason {
             Self::OciNeedsPve91 => "OciNeedsPve91",
             Self::InUse => "InUse",
             Self::AccessRefused => "AccessRefused",
+            Self::InsufficientStorage => "InsufficientStorage",
         }
     }
 }

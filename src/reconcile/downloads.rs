@@ -8,11 +8,15 @@
 //! What is checked here, before anything is sent: the scheme, and the host
 //! as written (a literal address in a refused range, a numeric form of
 //! one, `localhost`, a single-label name, a node's name, the config's
-//! endpoint host). Not checked: what a host name resolves to on the node
-//! (only Proxmox resolves it, maybe with other DNS), and redirects Proxmox
-//! follows.
+//! endpoint host). Then, in [`resolve`] (I/O), what a host name resolves to
+//! on the provider's side. Not checked: what it resolves to on the node
+//! (only Proxmox resolves it there, maybe with other DNS, later), and
+//! redirects Proxmox follows.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+mod resolve;
+pub use resolve::checked;
 
 use crate::api::provider_config::DownloadPolicy;
 

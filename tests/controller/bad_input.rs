@@ -224,3 +224,42 @@ async fn a_refused_metadata_write_is_reported_forbidden_on_the_resource() {
     env.wait_ready("web").await;
     controller.stop().await;
 }
+
+/// Issue 31: a ProxmoxContainer whose pass met an RBAC refusal (here the
+/// read of its provider config's credentials Secret: Secrets may be listed
+/// and watched, not read one by one) said nothing and was retried as a
+/// controller error. Now it says Synced=False `Forbidden` with the API
+/// server's words, as a VM does, retried after the provider-config retry;
+/// nothing is created, and granting the read is enough.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_the_rbac_refuses_a_read_is_reported_forbidden() {
+    use crate::reconcile::containers::{container, ct_condition, debian};
+    let env = Env::without_controller("forbidden-ct", Options::default()).await;
+    let before = env.sim.vmids().await;
+    let granted = rules(true);
+    let mut refused = granted.clone();
+    for rule in &mut refused {
+        if rule["resources"][0] == "secrets" {
+            rule["verbs"] = json!(["list", "watch"]);
+        }
+    }
+    let controller = provider_under(&env, &refused).await;
+    env.apply(&container("ct", debian(json!({})))).await;
+    let message = env
+        .wait_container("ct", "Synced=False Forbidden", |ct| {
+            match ct_condition(ct, "Synced") {
+                Some(c) if c.reason == "Forbidden" => Ok(c.message.clone().unwrap_or_default()),
+                other => Err(format!("Synced {other:?}")),
+            }
+        })
+        .await;
+    assert!(
+        message.contains(r#"cannot get resource "secrets""#)
+            && message.contains("grant it in the provider's RBAC"),
+        "names the verb, the resource and what to do: {message}"
+    );
+    assert_eq!(env.sim.vmids().await, before, "nothing created");
+    role(&env, &granted).await;
+    env.wait_container_ready("ct").await;
+    controller.stop().await;
+}

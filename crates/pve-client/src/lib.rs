@@ -56,7 +56,7 @@ pub use observer::{ListedTask, ObserveOptions};
 pub use pool::{AclEntry, AclSubject, Pool, PoolMember};
 pub use retry::CallKind;
 pub use secret::Secret;
-pub use storage::{Checksum, DownloadContent, DownloadUrl, StorageContent};
+pub use storage::{Checksum, DownloadContent, DownloadUrl, StorageContent, UrlMetadata};
 pub use task::{
     ExitStatus, Progress, TaskListEntry, TaskListFilter, TaskLog, TaskLogLine, TaskObservation,
     TaskOutcome, TaskStatus, TaskSuccess,

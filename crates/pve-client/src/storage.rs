@@ -78,7 +78,37 @@ impl DownloadUrl {
     }
 }
 
+/// `GET /nodes/{node}/query-url-metadata`: what the node learns from a
+/// `HEAD` of the URL. Every field is optional: `size` is missing when the
+/// server sends no `Content-Length`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct UrlMetadata {
+    #[serde(default, deserialize_with = "lenient::opt_u64")]
+    pub size: Option<u64>,
+    #[serde(default)]
+    pub filename: Option<String>,
+    #[serde(default)]
+    pub mimetype: Option<String>,
+}
+
 impl Client {
+    /// `GET /nodes/{node}/query-url-metadata?url=...` (the node sends a
+    /// `HEAD` to the URL, through the datacenter's HTTP proxy).
+    pub async fn query_url_metadata(
+        &self,
+        node: &str,
+        url: &str,
+        verify_certificates: Option<bool>,
+    ) -> Result<UrlMetadata> {
+        self.get(
+            ApiPath::new("/nodes/{node}/query-url-metadata", &[node]),
+            Params::new()
+                .text("url", url)
+                .opt_flag("verify-certificates", verify_certificates),
+        )
+        .await
+    }
+
     /// `GET /nodes/{node}/storage/{storage}/content[?content=...]`.
     pub async fn storage_content(
         &self,

@@ -29,11 +29,11 @@ use crate::api::meta;
 use crate::api::rules::PASSWORD_MAX_BYTES;
 use crate::api::vm::PlacementPolicy;
 use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
-use crate::reconcile::common::finalizer;
 use crate::reconcile::common::grants::{Placement, PlacementRequest};
+use crate::reconcile::common::{finalizer, provider};
 use crate::reconcile::context::Context;
 use crate::reconcile::downloads;
-use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::error::{Error, is_forbidden, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::ClusterView;
 use crate::reconcile::managed::envelope::{self, run_held};
@@ -136,7 +136,8 @@ async fn pass(
 ) -> Result<Duration, Error> {
     // Connecting may mark the config in use (a write to it).
     ctx.shards.fence(hold)?;
-    let connection = ctx.providers.connect(ct).await?;
+    // A config or Secret the RBAC does not let it read: said as for every kind.
+    let connection = provider::refused_as_state(ctx.providers.connect(ct).await)?;
     // The config exists after all: its holder takes over.
     if hold.report_only() && connection.is_ok() {
         return Err(Error::Fenced {
@@ -151,6 +152,12 @@ async fn pass(
     let (plan, conn, password) = match connection {
         Ok(conn) => match observe(ct, id, ctx, &conn).await {
             Ok((obs, password)) => (plan::plan(ct, id, &obs, now), Some(conn), password),
+            // A Secret the spec names that the RBAC does not let it read.
+            Err(Failure::Kube(e)) if is_forbidden(&e) => {
+                let mut obs = Observation::unobserved(ctx.providers.default_resync());
+                obs.connection = provider::refused_as_state::<()>(Err(e.into()))?;
+                (plan::plan(ct, id, &obs, now), Some(conn), None)
+            }
             Err(Failure::Kube(e)) => return Err(e.into()),
             Err(Failure::Pve(e)) => {
                 let mut obs = Observation::unobserved(ctx.providers.default_resync());
@@ -317,16 +324,17 @@ async fn observe(
     let mut password = None;
     if obs.container == Container::Absent && !deleting {
         obs.host = Some(host(ctx, conn, &view, &node).await);
-        let refused = spec.template.oci.as_ref().and_then(|oci| {
+        if let Some(oci) = &spec.template.oci {
             let internal = conn.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
-            downloads::refusal(
+            obs.download_refused = downloads::checked(
                 conn.downloads.as_ref(),
                 "spec.forProvider.template.oci.reference",
                 downloads::Source::Oci(&oci.reference),
                 &internal,
+                &conn.endpoint_host,
             )
-        });
-        obs.download_refused = refused;
+            .await;
+        }
         if let Some(oci) = spec
             .template
             .oci

@@ -715,6 +715,8 @@ fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
 
 mod limits;
 mod names;
+const FORBIDDEN: &str = r#"secrets "pve" is forbidden: User "system:serviceaccount:ns:provider" cannot get resource "secrets" in API group "" in the namespace "ns""#;
+
 /// A config that is missing or cannot be used: the same condition and
 /// retry as a VM's, and no finalizer written for it (the finalizer step
 /// could not be carried out without a config, and came back at once).
@@ -736,6 +738,13 @@ fn a_missing_or_unusable_config_is_reported_before_the_finalizer() {
                 message: "the credentials Secret ns/pve does not exist".into(),
             },
             "ReconcileError",
+        ),
+        (
+            "its Secret may not be read",
+            ProviderState::Forbidden {
+                message: FORBIDDEN.into(),
+            },
+            "Forbidden",
         ),
     ];
     for (name, state, reason) in cases {

@@ -16,6 +16,10 @@
 //! (`NotOwned`), never Ready on, downloaded over or deleted. For
 //! `source.oci`, in such a pass only, one `GET /version` (oci-registry-pull
 //! needs PVE 9.1; an older one is said, `OciNeedsPve91`, and nothing sent).
+//! For `source.url`, where a download would be dispatched (and only
+//! there), one `GET /nodes/{node}/query-url-metadata`: a file larger than
+//! the storage's free space (from the cluster view, no request) is
+//! `InsufficientStorage` and not sent.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,8 +35,8 @@ use super::plan::{self, Call, CallKind, Input, Site, Step, Target, Timing, World
 use super::refs;
 use crate::api::ProxmoxImage;
 use crate::api::image::{ImageContent, LocationPhase};
-use crate::reconcile::common::finalizer;
 use crate::reconcile::common::tasks::TaskState;
+use crate::reconcile::common::{finalizer, provider};
 use crate::reconcile::context::Context;
 use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_not_found};
@@ -83,7 +87,8 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
                 .iter()
                 .any(|l| l.phase != LocationPhase::Pending)
         });
-    let connection = ctx.providers.connect_to(&key, started).await?;
+    // A config or Secret the RBAC does not let it read: said as for every kind.
+    let connection = provider::refused_as_state(ctx.providers.connect_to(&key, started).await)?;
     if hold.report_only() && connection.is_ok() {
         return Ok(Action::await_change());
     }
@@ -187,18 +192,26 @@ async fn observe(
         let internal = connection.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
         let policy = connection.downloads.as_ref();
         let refused = match (&spec.source.url, &spec.source.oci) {
-            (Some(url), _) => downloads::refusal(
-                policy,
-                "spec.forProvider.source.url",
-                downloads::Source::Url(url),
-                &internal,
-            ),
-            (None, Some(oci)) => downloads::refusal(
-                policy,
-                "spec.forProvider.source.oci",
-                downloads::Source::Oci(oci),
-                &internal,
-            ),
+            (Some(url), _) => {
+                downloads::checked(
+                    policy,
+                    "spec.forProvider.source.url",
+                    downloads::Source::Url(url),
+                    &internal,
+                    &connection.endpoint_host,
+                )
+                .await
+            }
+            (None, Some(oci)) => {
+                downloads::checked(
+                    policy,
+                    "spec.forProvider.source.oci",
+                    downloads::Source::Oci(oci),
+                    &internal,
+                    &connection.endpoint_host,
+                )
+                .await
+            }
             (None, None) => None,
         };
         if let Some(why) = refused {
@@ -246,6 +259,15 @@ async fn observe(
         .as_ref()
         .and_then(|t| u32::try_from(t.0.as_second()).ok())
         .unwrap_or(u32::MAX);
+    let creates = matches!(
+        image.spec.managed.mode(&image.metadata),
+        crate::api::meta::PolicyMode::Active(caps) if caps.create
+    );
+    let own = super::plan::fetching_task(
+        image,
+        &image.namespace().unwrap_or_default(),
+        &image.name_any(),
+    );
     let mut sites = vec![];
     // Whether this Proxmox has oci-registry-pull, read once per pass.
     let mut pulls = false;
@@ -313,6 +335,21 @@ async fn observe(
                 continue;
             }
         };
+        // Only where a download would be sent: none of ours running (the
+        // plan adopts exactly this task: another image's download running
+        // on the node is no reason to skip the check, since the plan then
+        // dispatches), no backoff to wait out, Create allowed.
+        let sendable = dispatching
+            && !active.iter().any(|t| {
+                own.as_ref()
+                    .is_some_and(|(ty, id)| t.task_type() == *ty && t.id() == id)
+            })
+            && here.is_none_or(|l| plan::backoff_left(l, Timestamp::now()).is_none())
+            && creates;
+        let room = match &spec.source.url {
+            Some(url) if sendable => room(client, &view, &target.node, &spec.storage, url).await,
+            _ => None,
+        };
         sites.push((
             target,
             Site::Seen {
@@ -320,10 +357,35 @@ async fn observe(
                 task,
                 active,
                 finished,
+                room,
             },
         ));
     }
     World::Seen(sites)
+}
+
+/// The size Proxmox reports for `url` (one `GET
+/// /nodes/{node}/query-url-metadata`, a `HEAD` from the node) and the
+/// storage's free space as the cluster view shows it (no request), or
+/// `None` when either is unknown: no `Content-Length`, a server that
+/// refuses `HEAD`, or the query failing go on as before, to the download.
+async fn room(
+    client: &Client,
+    view: &crate::reconcile::inventory::ClusterView,
+    node: &str,
+    storage: &str,
+    url: &str,
+) -> Option<plan::Room> {
+    let seen = view.storages.get(node)?.get(storage)?;
+    // A storage whose size the view does not tell (inactive) is not judged.
+    let avail = (seen.total > 0).then(|| seen.total.saturating_sub(seen.used))?;
+    match client.query_url_metadata(node, url, None).await {
+        Ok(meta) => meta.size.map(|size| plan::Room { size, avail }),
+        Err(e) => {
+            tracing::debug!(node, error = %e, "query-url-metadata failed; the download goes on");
+            None
+        }
+    }
 }
 
 /// The tasks this provider's user started at `since` or later: another

@@ -87,9 +87,22 @@ pub enum Site {
         /// being recorded as this image's): a download whose recording
         /// was lost.
         finished: Vec<ActiveTask>,
+        /// The size Proxmox reports for the URL and the storage's free
+        /// space, read only when a download may be dispatched there and
+        /// both are known.
+        room: Option<Room>,
     },
     /// The storage could not be listed.
     Unreadable(String),
+}
+
+/// What a download needs and what the storage has, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Room {
+    /// The size Proxmox reports for the URL (`query-url-metadata`).
+    pub size: u64,
+    /// The storage's free space on the node.
+    pub avail: u64,
 }
 
 /// What the provider config and Proxmox allowed the pass to see.
@@ -350,7 +363,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let mut wait: Option<Duration> = None;
     for (target, site) in sites {
         let mut loc = location(&before, target, storage);
-        let (files, active, finished) = match site {
+        let (files, active, finished, room) = match site {
             Site::Unreadable(why) => {
                 problems.push((
                     Reason::ReconcileError,
@@ -365,6 +378,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 task,
                 active,
                 finished,
+                room,
             } => {
                 if let Some(d) = observe_task(input, &mut out.events, &mut loc, task.as_ref()) {
                     soonest(&mut wait, d);
@@ -373,7 +387,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 }
                 // A file of ours that is gone is ours no more.
                 loc.made.retain(|v| files.contains_key(v));
-                (files, active, finished)
+                (files, active, finished, room)
             }
         };
         let fetched = fetch(&source, input.image, &volume);
@@ -459,6 +473,22 @@ pub fn plan(input: &Input<'_>) -> Plan {
                     );
                     loc.message = Some(why.clone());
                     problems.push((Reason::ReconcileError, why));
+                    soonest(&mut wait, input.timing.resync);
+                } else if let Some(room) = room.filter(|r| r.size > r.avail) {
+                    // Proxmox would fill the storage (often the node's
+                    // root file system) and fail: nothing is sent, and
+                    // the space is looked at again after a resync.
+                    loc.phase = LocationPhase::Pending;
+                    let why = format!(
+                        "{}: Proxmox reports {} bytes for the file and storage {storage} on node {} has {} bytes free; nothing is downloaded (free space there or choose another storage); checking again in {}s",
+                        file_field(input.image),
+                        room.size,
+                        target.node,
+                        room.avail,
+                        input.timing.resync.as_secs()
+                    );
+                    loc.message = Some(why.clone());
+                    problems.push((Reason::InsufficientStorage, why));
                     soonest(&mut wait, input.timing.resync);
                 } else {
                     loc.phase = LocationPhase::Downloading;
@@ -579,6 +609,19 @@ fn fetch(
     }
 }
 
+/// The type and ID of the task that fetches the image's file (what a
+/// running one shows in the node's task list, and what the plan adopts
+/// instead of dispatching again); `None` for a source nothing fetches.
+pub fn fetching_task(
+    image: &ProxmoxImage,
+    namespace: &str,
+    name: &str,
+) -> Option<(&'static str, String)> {
+    let (source, volume) = names::source(&image.spec.for_provider, namespace, name).ok()?;
+    let (task_type, id, _) = fetch(&source, image, volume.as_deref()?)?;
+    Some((task_type, id))
+}
+
 /// Whether the volume the status shows was downloaded by this image.
 fn downloaded(status: &ProxmoxImageStatus) -> bool {
     status.at_provider.downloaded
@@ -630,9 +673,16 @@ fn soonest(wait: &mut Option<Duration>, d: Duration) {
 
 /// The time left of a failed location's backoff.
 fn backing_off(input: &Input<'_>, loc: &ImageLocation) -> Option<Duration> {
+    backoff_left(loc, input.now)
+}
+
+/// The time left at `now` of the backoff of a location whose download
+/// failed, or `None`: the pass asks nothing for a download it would not
+/// send yet.
+pub fn backoff_left(loc: &ImageLocation, now: Timestamp) -> Option<Duration> {
     let (count, at) = (loc.failures?, loc.failed_at.as_ref()?);
     let until = at.0 + backoff(count);
-    (input.now < until).then(|| until.duration_since(input.now).unsigned_abs())
+    (now < until).then(|| until.duration_since(now).unsigned_abs())
 }
 
 /// Observes the task recorded at the location: `Some(delay)` while it

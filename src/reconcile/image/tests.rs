@@ -94,6 +94,7 @@ fn seen(files: &[(&str, u64)], task: Option<TaskState>, active: Vec<Upid>) -> Si
         task,
         active,
         finished: vec![],
+        room: None,
     }
 }
 
@@ -514,26 +515,37 @@ fn oci_on_pve_8_says_it_needs_9_1_and_sends_nothing() {
 #[test]
 fn no_usable_config_is_said_and_nothing_sent() {
     let img = image(url_spec(), json!({}));
-    let p = run(
-        &img,
-        World::NoConfig(ProviderState::NotFound {
-            message: "ProviderConfig ns/pve not found".into(),
-        }),
-        Users::default(),
-    );
-    assert!(calls(&p).is_empty());
-    assert_eq!(
-        reason(&p, ConditionType::Synced),
-        ("False".into(), "ProviderConfigNotFound".into())
-    );
-    // Looked at again like a VM or a container naming it (creating the
-    // config wakes it too); before, an image waited for a change of its
-    // own and stayed ProviderConfigNotFound after the config came.
-    assert_eq!(
-        p.requeue,
-        Some(std::time::Duration::from_secs(30)),
-        "the retry every kind uses"
-    );
+    let rows = [
+        (
+            ProviderState::NotFound {
+                message: "ProviderConfig ns/pve not found".into(),
+            },
+            "ProviderConfigNotFound",
+        ),
+        (
+            ProviderState::Forbidden {
+                message: r#"secrets "pve" is forbidden: User "x" cannot get resource "secrets""#
+                    .into(),
+            },
+            "Forbidden",
+        ),
+    ];
+    for (state, want) in rows {
+        let p = run(&img, World::NoConfig(state), Users::default());
+        assert!(calls(&p).is_empty(), "{want}");
+        assert_eq!(
+            reason(&p, ConditionType::Synced),
+            ("False".into(), want.into())
+        );
+        // Looked at again like a VM or a container naming it (creating the
+        // config wakes it too); before, an image waited for a change of its
+        // own and stayed ProviderConfigNotFound after the config came.
+        assert_eq!(
+            p.requeue,
+            Some(std::time::Duration::from_secs(30)),
+            "{want}: the retry every kind uses"
+        );
+    }
 }
 
 #[test]
@@ -881,6 +893,7 @@ fn a_file_is_the_images_only_if_its_own_task_made_it() {
         task: None,
         active: running,
         finished,
+        room: None,
     };
     // (row, image, site, phase, Synced reason, made recorded)
     let rows: Vec<(&str, &ProxmoxImage, Site, LocationPhase, &str, bool)> = vec![
@@ -1124,3 +1137,4 @@ fn management_policies_decide_what_an_image_may_do() {
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
+mod room;

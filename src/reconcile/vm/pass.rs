@@ -37,7 +37,7 @@ use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;
 use act::{act, act_local};
-use observe::{Failure, Sources, observe};
+use observe::{Failure, Sources, observe, resolved_refusals};
 use read::current;
 use reserve::{Reserved, reserve};
 
@@ -314,6 +314,8 @@ async fn observe_and_reserve<'a>(
                 ctx.memory.looked_in_full(&id.uid);
             }
             input.observed = observed;
+            let downloading = input.observed.images.values().any(|present| !present);
+            input.observed.resolved_refusals = resolved_refusals(vm, connection, downloading).await;
             reserved
         }
         Err(Failure::Proxmox(e)) => {

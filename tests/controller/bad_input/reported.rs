@@ -219,7 +219,11 @@ pub async fn wait_all(namespace: &str, expects: &[Expect]) {
 }
 
 /// Asserts that none of the ProxmoxVMs `names` has a VM on the simulator:
-/// a VMID they recorded is not there.
+/// a VMID they recorded is not there, or holds a VM that is not theirs
+/// (its description carries no owner marker of their uid). The test's
+/// provider configs all name the one simulator, and each config allocates
+/// VMIDs on its own: a VM of another config may get the VMID a refused VM
+/// recorded, which is that VM's, not a create of the refused one.
 pub async fn nothing_created(namespace: &str, sim: &Sim, names: &[&str]) {
     let api: Api<DynamicObject> =
         Api::namespaced_with(support::client(), namespace, &resource("ProxmoxVM"));
@@ -232,10 +236,14 @@ pub async fn nothing_created(namespace: &str, sim: &Sim, names: &[&str]) {
             .as_ref()
             .and_then(|a| a.get("crossplane.io/external-name"))
             .and_then(|v| v.parse::<u32>().ok());
-        if let Some(vmid) = vmid {
+        if let Some(vmid) = vmid
+            && on_sim.contains(&vmid)
+        {
+            let uid = object.metadata.uid.clone().unwrap_or_default();
+            let description = sim.config(vmid).await.description.unwrap_or_default();
             assert!(
-                !on_sim.contains(&vmid),
-                "{name}: VM {vmid} was created on the simulator"
+                !description.contains(&format!("uid={uid}")),
+                "{name}: VM {vmid} was created on the simulator for it: {description}"
             );
         }
     }

@@ -1,5 +1,5 @@
 //! The typed endpoints against pve-sim: cluster, nodes, storage content,
-//! download-url, clone, config (async/sync, digest, pending), power, agent.
+//! download-url, query-url-metadata, clone, config (async/sync, digest, pending), power, agent.
 
 use std::time::Duration;
 
@@ -304,4 +304,20 @@ async fn upload_iso_and_delete_it() {
         .await
         .unwrap();
     assert!(content.iter().all(|c| c.volid != "local:iso/seed.iso"));
+}
+
+#[tokio::test]
+async fn query_url_metadata_reads_the_size_a_download_would_write() {
+    let h = Harness::start().await;
+    let client = h.client();
+    let meta = client
+        .query_url_metadata(NODE, "https://images.example/noble.qcow2?sig=1", None)
+        .await
+        .unwrap();
+    assert_eq!(meta.size, Some(600 << 20), "{meta:?}");
+    assert_eq!(meta.filename.as_deref(), Some("noble.qcow2"));
+    let unresolvable = client
+        .query_url_metadata(NODE, "https://mirror.invalid/x.qcow2", Some(true))
+        .await;
+    assert!(unresolvable.is_err(), "{unresolvable:?}");
 }

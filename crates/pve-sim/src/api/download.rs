@@ -64,16 +64,7 @@ pub async fn download_url(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
         &format!("/storage/{storage_id}"),
         &["Datastore.AllocateTemplate"],
     )?;
-    let net_ok = (inst.auth.has(id, "/", "Sys.Audit") && inst.auth.has(id, "/", "Sys.Modify"))
-        || inst
-            .auth
-            .has(id, &format!("/nodes/{node}"), "Sys.AccessNetwork");
-    if !net_ok {
-        return Err(ApiError::forbidden(
-            &format!("/nodes/{node}"),
-            "Sys.AccessNetwork",
-        ));
-    }
+    may_access_network(&inst, id, &node)?;
     let content = p.get("content").unwrap_or_default().to_owned();
     let url = p.get("url").unwrap_or_default().to_owned();
     let (path, format) = file_target(
@@ -108,6 +99,27 @@ pub async fn download_url(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiE
         move |ctx| async move { run(&ctx, job).await },
     );
     Ok(Reply::data(upid))
+}
+
+/// The network half of download-url's and query-url-metadata's check:
+/// `Sys.Audit` and `Sys.Modify` on `/`, or `Sys.AccessNetwork` on the node.
+pub(super) fn may_access_network(
+    inst: &Instance,
+    id: &crate::auth::Identity,
+    node: &str,
+) -> Result<(), ApiError> {
+    let net_ok = (inst.auth.has(id, "/", "Sys.Audit") && inst.auth.has(id, "/", "Sys.Modify"))
+        || inst
+            .auth
+            .has(id, &format!("/nodes/{node}"), "Sys.AccessNetwork");
+    if net_ok {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            &format!("/nodes/{node}"),
+            "Sys.AccessNetwork",
+        ))
+    }
 }
 
 struct Job {
@@ -174,6 +186,22 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
         resolved.size >> 20
     ));
     ctx.log(format!("Saving to: '{tmp}'"));
+    // The file takes its size of the storage (`used` sums the volumes), so
+    // one that does not fit fails as wget does when the disk fills.
+    let avail = ctx
+        .inst
+        .cluster()
+        .storage(&ctx.node, &job.storage)
+        .map_or(0, |s| s.total.saturating_sub(s.used()));
+    if resolved.size > avail {
+        ctx.log(format!(
+            "Cannot write to '{tmp}' (No space left on device)."
+        ));
+        return Err(format!(
+            "download failed: command '/usr/bin/wget --progress=dot:giga -O {tmp} {}' failed: exit code 3",
+            job.url
+        ));
+    }
     let rate = ctx.inst.durations.download_bytes_per_sec.max(1);
     let line = 32u64 << 20;
     let lines = resolved.size.div_ceil(line).max(1);

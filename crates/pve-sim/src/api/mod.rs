@@ -19,6 +19,7 @@ pub mod resources;
 pub mod storage;
 pub mod tasks;
 pub mod upload;
+pub mod url_metadata;
 
 use crate::http::router::{Access, Route};
 use crate::schema::qemu as qp;
@@ -175,6 +176,12 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
             "/nodes/{node}/storage/{storage}/download-url",
             &[download::PARAMS],
             sim_handler!(download::download_url),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/query-url-metadata",
+            &[url_metadata::PARAMS],
+            sim_handler!(url_metadata::query),
         ),
         route(
             "POST",

@@ -26,11 +26,18 @@ pub struct UrlEntry {
     /// The downloaded image fails to import like a corrupt image.
     #[serde(default)]
     pub corrupt: bool,
+    /// The server sends no `Content-Length` (chunked): `query-url-metadata`
+    /// answers no `size`; the download still writes `size` bytes.
+    #[serde(default)]
+    pub no_length: bool,
 }
 
 /// What a download of a URL produces.
 pub struct Resolved {
     pub size: u64,
+    /// What a `HEAD` of the URL says the size is (`None`: no
+    /// `Content-Length`).
+    pub content_length: Option<u64>,
     pub virtual_size: Option<u64>,
     pub checksums: BTreeMap<String, String>,
     pub error: Option<String>,
@@ -70,8 +77,10 @@ impl UrlRegistry {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.to_ascii_lowercase())),
             );
+            let size = e.size.unwrap_or(DEFAULT_SIZE);
             return Resolved {
-                size: e.size.unwrap_or(DEFAULT_SIZE),
+                size,
+                content_length: (!e.no_length).then_some(size),
                 virtual_size: e.virtual_size,
                 checksums,
                 error: e.error.clone(),
@@ -83,6 +92,7 @@ impl UrlRegistry {
             .then(|| format!("unable to resolve host address '{host}'"));
         Resolved {
             size: DEFAULT_SIZE,
+            content_length: Some(DEFAULT_SIZE),
             virtual_size: None,
             checksums: url_checksums(url),
             error,

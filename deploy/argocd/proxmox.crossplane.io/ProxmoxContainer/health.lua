@@ -27,6 +27,7 @@ local failure_reasons = {
   InvalidSpec = true,
   NotAllowed = true,
   OciNeedsPve91 = true,
+  Forbidden = true,
 }
 
 -- What a running task of each action is doing, for the message.

@@ -26,6 +26,8 @@ local failure_reasons = {
   OciNeedsPve91 = true,
   ImageInUse = true,
   NotAllowed = true,
+  Forbidden = true,
+  InsufficientStorage = true,
 }
 
 local function condition(type)

@@ -23,6 +23,7 @@ local failure_reasons = {
   TemplateNotFound = true,
   InvalidSpec = true,
   NotAllowed = true,
+  Forbidden = true,
 }
 
 -- What a running task of each action is doing, for the message.

@@ -50,9 +50,12 @@ impl<'a> Ctx<'a> {
         };
         let timing = match &input.provider {
             Some(ProviderState::Ready { timing, .. }) => *timing,
-            Some(ProviderState::NotFound { .. } | ProviderState::Unusable { .. }) | None => {
-                Timing::default()
-            }
+            Some(
+                ProviderState::NotFound { .. }
+                | ProviderState::Unusable { .. }
+                | ProviderState::Forbidden { .. },
+            )
+            | None => Timing::default(),
         };
         Self {
             vm: input.vm,

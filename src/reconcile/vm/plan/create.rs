@@ -410,6 +410,7 @@ fn download_refused(ctx: &Ctx, node: &str, url: &str) -> Option<String> {
         crate::reconcile::downloads::Source::Url(url),
         &[node.to_owned(), endpoint_host.clone()],
     )
+    .or_else(|| ctx.obs.resolved_refusals.get(url).cloned())
 }
 
 fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {

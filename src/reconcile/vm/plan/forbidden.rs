@@ -15,14 +15,11 @@ use super::input::Forbidden;
 use super::output::{Idle, Plan};
 use crate::api::condition::find;
 use crate::api::{Condition, ConditionStatus, ConditionType, ProxmoxVM, Reason, set_condition};
+use crate::reconcile::common::provider::forbidden_message;
 
 /// What to tell people.
 fn message(forbidden: &Forbidden) -> String {
-    format!(
-        "the provider's ServiceAccount may not do what this resource needs: {}; grant it in the provider's RBAC (its ClusterRole or a Role of this namespace); retrying {}",
-        forbidden.message,
-        in_secs(forbidden.retry_in)
-    )
+    forbidden_message(&forbidden.message, &in_secs(forbidden.retry_in))
 }
 
 /// A refused read or write before the plan (the provider config, its

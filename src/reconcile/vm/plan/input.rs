@@ -212,6 +212,10 @@ pub struct Observation {
     /// The node the VM is to be created on, when [`Needs::host`] asked and
     /// the VM is absent.
     pub host: Option<HostView>,
+    /// Disk image URLs whose host name resolves (on the provider's side)
+    /// to an address the config's `downloadPolicy` refuses: URL → why,
+    /// naming the field. Looked up only while an image volume is missing.
+    pub resolved_refusals: BTreeMap<String, String>,
 }
 
 /// A node as a create is checked against it: from the shared cluster view

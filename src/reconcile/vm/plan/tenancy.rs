@@ -115,7 +115,12 @@ pub(super) fn may_copy(ctx: &Ctx, source: &CopySource, full: bool) -> bool {
 pub(super) fn policy_names(ctx: &Ctx, source: &CopySource) -> bool {
     let allowed: Option<&CloneSources> = match ctx.provider {
         Some(ProviderState::Ready { clones, .. }) => clones.as_ref(),
-        Some(ProviderState::NotFound { .. } | ProviderState::Unusable { .. }) | None => None,
+        Some(
+            ProviderState::NotFound { .. }
+            | ProviderState::Unusable { .. }
+            | ProviderState::Forbidden { .. },
+        )
+        | None => None,
     };
     allowed.is_some_and(|a| a.allows(source.vmid, source.pool, source.tags))
 }

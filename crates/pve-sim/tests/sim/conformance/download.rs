@@ -463,3 +463,112 @@ storages:
         .upid();
     sim.task_ok(&create).await;
 }
+
+/// The storage's `avail` (`GET /nodes/pve/storage/local/status`).
+async fn avail(sim: &Sim) -> u64 {
+    sim.get("/nodes/pve/storage/local/status").await.data()["avail"]
+        .as_u64()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn url_metadata_tells_the_size_a_download_then_takes() {
+    let sim = start().await;
+    let known = "https://images.example/known.qcow2?x=1";
+    sim.control(
+        reqwest::Method::POST,
+        "/urls",
+        Some(json!({"url": known, "size": 1048576})),
+    )
+    .await;
+    let meta = sim
+        .get_q("/nodes/pve/query-url-metadata", &[("url", known)])
+        .await
+        .data();
+    assert_eq!(
+        meta,
+        json!({"filename": "known.qcow2", "size": 1048576, "mimetype": "application/octet-stream"})
+    );
+    // No Content-Length: no size (the download still writes the file).
+    let chunked = "https://images.example/chunked.qcow2";
+    sim.control(
+        reqwest::Method::POST,
+        "/urls",
+        Some(json!({"url": chunked, "size": 2048, "no_length": true})),
+    )
+    .await;
+    let meta = sim
+        .get_q("/nodes/pve/query-url-metadata", &[("url", chunked)])
+        .await
+        .data();
+    assert!(meta.get("size").is_none(), "{meta}");
+    // An unregistered URL: the rule's size.
+    let meta = sim
+        .get_q("/nodes/pve/query-url-metadata", &[("url", URL)])
+        .await
+        .data();
+    assert_eq!(meta["size"], 600u64 << 20);
+    // A host that does not resolve: PVE's error, no data.
+    let bad = sim
+        .get_q(
+            "/nodes/pve/query-url-metadata",
+            &[("url", "https://mirror.invalid/x.qcow2")],
+        )
+        .await;
+    assert_eq!(bad.status, 500, "{}", bad.body);
+
+    // What a download writes is what `avail` loses.
+    let before = avail(&sim).await;
+    let upid = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", known),
+                ("content", "import"),
+                ("filename", "known.qcow2"),
+            ],
+        )
+        .await
+        .upid();
+    sim.task_ok(&upid).await;
+    assert_eq!(avail(&sim).await, before - 1048576);
+}
+
+#[tokio::test]
+async fn a_download_larger_than_the_free_space_fails_as_wget_does() {
+    let sim = start().await;
+    let free = avail(&sim).await;
+    let huge = "https://images.example/huge.qcow2";
+    sim.control(
+        reqwest::Method::POST,
+        "/urls",
+        Some(json!({"url": huge, "size": free + 1})),
+    )
+    .await;
+    let upid = sim
+        .post(
+            "/nodes/pve/storage/local/download-url",
+            &[
+                ("url", huge),
+                ("content", "import"),
+                ("filename", "huge.qcow2"),
+            ],
+        )
+        .await
+        .upid();
+    let status = sim.wait_task(&upid).await;
+    assert!(
+        status["exitstatus"]
+            .as_str()
+            .unwrap()
+            .starts_with("download failed:"),
+        "{status}"
+    );
+    assert!(
+        sim.task_log(&upid)
+            .await
+            .iter()
+            .any(|l| l.contains("No space left on device")),
+    );
+    assert_eq!(avail(&sim).await, free);
+}

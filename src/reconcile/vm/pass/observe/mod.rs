@@ -6,6 +6,7 @@
 //! as the task's outcome.
 
 pub(crate) mod clones;
+mod downloads;
 mod ha;
 pub(crate) mod known;
 mod seed;
@@ -19,6 +20,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 use kube::{Api, ResourceExt};
+
+pub use downloads::resolved_refusals;
 
 use crate::api::ProxmoxVM;
 use crate::reconcile::error::{Error, is_not_found};

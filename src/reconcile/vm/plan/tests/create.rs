@@ -396,3 +396,28 @@ fn a_missing_password_secret_waits_for_its_creation_to_wake_it() {
         "the resync interval: the Secret's creation wakes it (metadata watch)"
     );
 }
+
+/// A disk image URL whose host name resolved (on the provider's side) to
+/// a refused address: `NotAllowed` as the address would be, no download.
+#[test]
+fn a_download_whose_name_resolves_to_a_refused_address_is_not_sent() {
+    let why = "spec.forProvider.disks[0].image.url names host images.example, which resolves (on the provider's side) to 127.0.0.1";
+    let plan = World::new()
+        .pending()
+        .absent()
+        .node("pve1")
+        .image(false)
+        .observe(|o| {
+            o.resolved_refusals
+                .insert("https://images.example/jammy.img".into(), why.into());
+        })
+        .run();
+    assert!(
+        !matches!(plan.step, Step::Pve(PveCall::DownloadImage { .. })),
+        "{:?}",
+        plan.step
+    );
+    let synced = find(&plan.status.conditions, ConditionType::Synced).unwrap();
+    assert_eq!(synced.reason, "NotAllowed");
+    assert_eq!(synced.message.as_deref(), Some(why));
+}
