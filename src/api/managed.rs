@@ -12,10 +12,10 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::condition::Condition;
+use super::condition::{Condition, Reason};
 use super::meta::{
-    ManagementPolicy, PAUSED, PolicyMode, ProviderConfigReference, default_management_policies,
-    policy_mode,
+    Capabilities, ManagementPolicy, PAUSED, PolicyMode, ProviderConfigReference,
+    default_management_policies, policy_mode,
 };
 
 /// The managed fields of a spec.
@@ -76,6 +76,25 @@ impl ManagedSpec {
     }
 }
 
+impl ManagedSpec {
+    /// What a pass may do, or why it does nothing (`ReconcilePaused`, or
+    /// `InvalidSpec` for policies without Observe) with the message its
+    /// Synced condition says: [`Self::mode`] in the words every kind uses.
+    pub fn capabilities(&self, meta: &ObjectMeta) -> Result<Capabilities, (Reason, String)> {
+        match self.mode(meta) {
+            PolicyMode::Active(caps) => Ok(caps),
+            PolicyMode::Paused => Err((
+                Reason::ReconcilePaused,
+                format!(
+                    "reconciliation is paused: {}",
+                    self.paused_by(meta).unwrap_or_default()
+                ),
+            )),
+            PolicyMode::Invalid(why) => Err((Reason::InvalidSpec, why)),
+        }
+    }
+}
+
 fn paused_by_annotation(meta: &ObjectMeta) -> bool {
     meta.annotations
         .as_ref()
@@ -110,7 +129,6 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::api::meta::Capabilities;
 
     fn meta(paused: Option<&str>) -> ObjectMeta {
         ObjectMeta {

@@ -521,20 +521,9 @@ pub fn gate(
     managed: &crate::api::managed::ManagedSpec,
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Gate {
-    use crate::api::meta::PolicyMode;
-    match managed.mode(meta) {
-        PolicyMode::Paused => Gate::Stop {
-            reason: Reason::ReconcilePaused,
-            message: format!(
-                "reconciliation is paused: {}",
-                managed.paused_by(meta).unwrap_or_default()
-            ),
-        },
-        PolicyMode::Invalid(why) => Gate::Stop {
-            reason: Reason::InvalidSpec,
-            message: why,
-        },
-        PolicyMode::Active(caps) => Gate::Go(caps),
+    match managed.capabilities(meta) {
+        Ok(caps) => Gate::Go(caps),
+        Err((reason, message)) => Gate::Stop { reason, message },
     }
 }
 

@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 use super::{Call, Decision, Diff, External};
 use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason};
 use crate::api::managed::ManagedSpec;
-use crate::api::meta::{ConfigUser, PolicyMode};
+use crate::api::meta::ConfigUser;
 use crate::api::set_condition;
 use crate::reconcile::common::event::Event;
 use crate::reconcile::common::finalizer;
@@ -164,29 +164,18 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
     if deleting && !has_finalizer {
         return Ok(Action::await_change());
     }
-    let caps = match obj.managed().mode(Resource::meta(obj)) {
-        PolicyMode::Active(caps) => caps,
-        PolicyMode::Paused => {
-            // Nothing at all, as for every kind: a deletion waits too.
-            let why = obj.managed().paused_by(Resource::meta(obj));
-            let synced = Condition::reconcile_paused(
-                format!("reconciliation is paused: {}", why.unwrap_or_default()),
+    // Paused (a deletion waits too, as for every kind) or refused policies:
+    // said, nothing else.
+    let caps = match obj.managed().capabilities(Resource::meta(obj)) {
+        Ok(caps) => caps,
+        Err((reason, message)) => {
+            let synced = Condition::new(
+                ConditionType::Synced,
+                ConditionStatus::False,
+                reason,
+                message,
                 now.clone(),
             );
-            return report(
-                obj,
-                (ctx, extra),
-                hold,
-                &api,
-                None,
-                synced,
-                None,
-                Action::await_change(),
-            )
-            .await;
-        }
-        PolicyMode::Invalid(why) => {
-            let synced = invalid(why, now.clone());
             return report(
                 obj,
                 (ctx, extra),
