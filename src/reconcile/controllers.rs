@@ -52,27 +52,31 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::core::{DeserializeGuard, PartialObjectMeta};
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::reflector;
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
 use super::context::Context;
+use super::managed::states;
 use super::managed::task_watch::watch_tasks;
 use super::managed::watch::scoped;
-use super::runtime::metrics::Metrics;
+use super::runtime::metrics::{Metrics, States};
 use super::runtime::server::Readiness;
 use super::runtime::settings::Settings;
 use super::runtime::shards::leases;
 use super::runtime::wake::Waker;
 use super::vm::wake::{Referenced, Templates, readers};
-use crate::api::ProxmoxVM;
+use crate::api::{
+    ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSecurityGroup, ProxmoxVM,
+};
 use crate::reconcile::configs::{self, Tap, Users};
 use crate::reconcile::container;
 use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
+use crate::reconcile::ip_set::{self, members::Guest, wake::SelectorWaker};
 use crate::reconcile::pool;
+use crate::reconcile::security_group;
 use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::vm::pass::{error_policy, reconcile};
-use crate::reconcile::{ip_set, security_group};
 
 /// Runs the controllers until `stop` resolves (then lets running passes
 /// finish). With leader election, the Lease loop beside them decides which
@@ -108,11 +112,26 @@ pub async fn run(
         .with_kind(pools.clone(), pool_wake.clone())
         .with_kind(set_store.clone(), wake_set.clone())
         .with_kind(group_store.clone(), wake_group);
-    let set_waker = ip_set::wake::SelectorWaker::new(wake_set, set_store.clone(), reader.clone());
+    let set_waker = SelectorWaker::new(
+        wake_set.clone(),
+        set_store.clone(),
+        reader.clone(),
+        Guest::vm,
+    );
+    let container_sets = SelectorWaker::new(
+        wake_set,
+        set_store.clone(),
+        containers.clone(),
+        Guest::container,
+    );
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
     let container_images = image_waker.for_containers(containers.clone());
+    let see_containers = move |event: &_| {
+        container_images.see(event);
+        container_sets.see(event);
+    };
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
     let pool_members = pool::Members::new(pools.clone(), reader.clone(), pool_wake.clone());
@@ -150,6 +169,11 @@ pub async fn run(
     .default_backoff()
     .touched_objects();
     let (secret_store, map_store) = (reader.clone(), reader.clone());
+    count_states(
+        metrics.states(),
+        (reader.clone(), containers.clone(), images.clone()),
+        (pools.clone(), set_store.clone(), group_store.clone()),
+    );
     let ctx = Arc::new(Context::new(
         kube.clone(),
         settings,
@@ -185,7 +209,7 @@ pub async fn run(
     let containers = container::controller::run(
         Arc::clone(&ctx),
         (container_writer, container_wakeups),
-        container_images,
+        see_containers,
         stop.clone(),
     );
     let leases = {
@@ -231,6 +255,28 @@ pub async fn run(
     );
     readiness.set_synced(false);
     tracing::info!("controller stopped");
+}
+
+/// Crossplane's state metrics of every managed kind, counted from its cache.
+fn count_states(
+    metrics: &States,
+    (vms, containers, images): (
+        Store<DeserializeGuard<ProxmoxVM>>,
+        Store<DeserializeGuard<ProxmoxContainer>>,
+        Store<ProxmoxImage>,
+    ),
+    (pools, sets, groups): (
+        Store<ProxmoxPool>,
+        Store<ProxmoxIPSet>,
+        Store<ProxmoxSecurityGroup>,
+    ),
+) {
+    states::count::<ProxmoxVM, _>(metrics, vms, states::guarded);
+    states::count::<ProxmoxContainer, _>(metrics, containers, states::guarded);
+    states::count::<ProxmoxImage, _>(metrics, images, states::conditions);
+    states::count::<ProxmoxPool, _>(metrics, pools, states::conditions);
+    states::count::<ProxmoxIPSet, _>(metrics, sets, states::conditions);
+    states::count::<ProxmoxSecurityGroup, _>(metrics, groups, states::conditions);
 }
 
 /// What the cache need not hold of a ProxmoxVM: its managed fields (the

@@ -7,12 +7,14 @@
 //! | [`status`] | the status write (server-side apply, on the version read) |
 //! | [`tasks`], [`task_watch`] | a Proxmox task observed, and the resource woken when it ended |
 //! | [`reserve`] | a VMID, for the kinds that take one |
+//! | [`states`] | how many of each kind exist, are Ready, are Synced (Crossplane's state metrics) |
 //! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
 
 pub mod crud;
 pub mod envelope;
 pub mod names;
 pub mod reserve;
+pub mod states;
 pub mod status;
 pub mod task_watch;
 pub mod tasks;

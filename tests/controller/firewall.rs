@@ -6,13 +6,13 @@
 
 use kube::Api;
 use kube::api::DeleteParams;
-use provider_proxmox::api::{Condition, ProxmoxIPSet, ProxmoxSecurityGroup};
+use provider_proxmox::api::{Condition, ProxmoxContainer, ProxmoxIPSet, ProxmoxSecurityGroup};
 use provider_proxmox::reconcile::managed::names::derived;
 use pve_client::firewall::RuleSpec;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::reconcile::{Controller, DEADLINE, Env, Options, events_in, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, containers, events_in, manifests};
 use crate::support;
 
 /// The firewall routes that write.
@@ -620,7 +620,7 @@ async fn wait_entries(env: &Env, set: &str, want: &[(&str, &str)], what: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_selector_set_gains_and_loses_members_as_vms_come_go_and_change_address() {
+async fn a_selector_set_gains_and_loses_members_as_vms_and_containers_come_go_and_change_address() {
     // A resync far beyond the test: the set follows the VMs because their
     // changes wake it, not because it looks again.
     let options = Options {
@@ -653,6 +653,29 @@ async fn a_selector_set_gains_and_loses_members_as_vms_come_go_and_change_addres
         ("10.9.0.0/16", ""),
     ];
     wait_entries(&env, &name, &gained, "the db VMs joined, not the web one").await;
+
+    // A container joins by its label too, and leaves when it is deleted:
+    // the container watch wakes the set as the VM watch does.
+    let mut ct = containers::container(
+        "db-ct",
+        containers::debian(json!({"networks": [
+            {"slot": "net0", "name": "eth0", "bridge": "vmbr0", "ip": "10.5.0.31/24"}
+        ]})),
+    );
+    ct["metadata"]["labels"] = json!({"tier": "db"});
+    env.apply(&ct).await;
+    let with_container = [
+        ("10.5.0.11", "ProxmoxVM db-1"),
+        ("10.5.0.12", "ProxmoxVM db-2"),
+        ("10.5.0.31", "ProxmoxContainer db-ct"),
+        ("10.9.0.0/16", ""),
+    ];
+    wait_entries(&env, &name, &with_container, "the db container joined").await;
+    env.containers()
+        .delete("db-ct", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_entries(&env, &name, &gained, "the deleted container left").await;
 
     // An address changes: the old one leaves, the new one joins.
     env.patch_vm(
@@ -693,6 +716,7 @@ async fn a_selector_set_gains_and_loses_members_as_vms_come_go_and_change_addres
     for vm in ["db-1", "db-2", "web-1"] {
         env.wait_gone(vm).await;
     }
+    wait_gone::<ProxmoxContainer>(&ns, "db-ct").await;
     delete::<ProxmoxIPSet>(&ns, "db").await;
     wait_gone::<ProxmoxIPSet>(&ns, "db").await;
 }

@@ -65,6 +65,7 @@ async fn idle_passes_read_nothing_from_the_api_server_and_write_nothing() {
     tokio::time::sleep(Duration::from_secs(20)).await;
     let idle_passes = passes(&controller) - before;
     let seen = counts.lock().unwrap().clone();
+    let metrics = controller.metrics.encode();
     controller.stop().await;
     env.controller = None;
 
@@ -106,6 +107,17 @@ async fn idle_passes_read_nothing_from_the_api_server_and_write_nothing() {
         0,
         "nothing happened worth an event: {report}"
     );
+    // Crossplane's managed resource state metrics, counted from the
+    // caches: the three Ready VMs, and kinds with nothing yet at 0.
+    for line in [
+        "crossplane_managed_resource_exists{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
+        "crossplane_managed_resource_ready{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
+        "crossplane_managed_resource_synced{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
+        "crossplane_managed_resource_exists{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxContainer\"} 0",
+        "crossplane_managed_resource_exists{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxIPSet\"} 0",
+    ] {
+        assert!(metrics.contains(line), "missing {line:?} in\n{metrics}");
+    }
 }
 
 /// A tenant's ProxmoxContainer naming another namespace's ProviderConfig

@@ -41,7 +41,9 @@ pub async fn run(
         Writer<DeserializeGuard<ProxmoxContainer>>,
         UnboundedReceiver<ObjectRef<DeserializeGuard<ProxmoxContainer>>>,
     ),
-    images: crate::reconcile::image::ContainerImages,
+    see: impl Fn(&Result<watcher::Event<DeserializeGuard<ProxmoxContainer>>, watcher::Error>)
+    + Send
+    + 'static,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     let api =
@@ -49,8 +51,9 @@ pub async fn run(
     let reader = ctx.containers.clone();
     let stream = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
-        // Before the cache takes the event in: it holds the old object.
-        .inspect(move |event| images.see(event))
+        // Before the cache takes the event in: it holds the old object
+        // (the wake-ups of the images and IP sets it concerns).
+        .inspect(see)
         .reflect(writer)
         .applied_objects()
         .predicate_filter(

@@ -1,7 +1,7 @@
-//! Wakes the selector IP sets a ProxmoxVM watch event concerns: a VM that
-//! appears, goes, is being deleted, changes labels or addresses. Its other
-//! changes (a status write every few seconds while a task runs) wake none:
-//! an IP set pass reads Proxmox.
+//! Wakes the selector IP sets a guest watch event concerns (a ProxmoxVM or
+//! a ProxmoxContainer): a guest that appears, goes, is being deleted,
+//! changes labels or addresses. Its other changes (a status write every
+//! few seconds while a task runs) wake none: an IP set pass reads Proxmox.
 
 use futures::channel::mpsc::UnboundedSender;
 use kube::ResourceExt;
@@ -10,30 +10,47 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::members::Guest;
-use crate::api::{ProxmoxIPSet, ProxmoxVM};
+use crate::api::ProxmoxIPSet;
 
 /// See the module documentation.
 #[derive(Clone)]
-pub struct SelectorWaker {
+pub struct SelectorWaker<K: kube::Resource + Clone + 'static>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
     sender: UnboundedSender<ObjectRef<ProxmoxIPSet>>,
     sets: Store<ProxmoxIPSet>,
-    /// The VM cache, still holding the version before the event (the
+    /// The guests' cache, still holding the version before the event (the
     /// waker sees events before the cache takes them in).
-    vms: Store<DeserializeGuard<ProxmoxVM>>,
+    guests: Store<DeserializeGuard<K>>,
+    /// What a set sees of a guest.
+    guest: fn(&K) -> Option<Guest>,
 }
 
-impl SelectorWaker {
-    /// Wakes through `sender` the sets of `sets` that select VMs of `vms`.
+impl<K> SelectorWaker<K>
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+{
+    /// Wakes through `sender` the sets of `sets` that select guests of
+    /// `guests` (the VMs or the containers), as `guest` (`Guest::vm`,
+    /// `Guest::container`) sees them.
     pub fn new(
         sender: UnboundedSender<ObjectRef<ProxmoxIPSet>>,
         sets: Store<ProxmoxIPSet>,
-        vms: Store<DeserializeGuard<ProxmoxVM>>,
+        guests: Store<DeserializeGuard<K>>,
+        guest: fn(&K) -> Option<Guest>,
     ) -> Self {
-        Self { sender, sets, vms }
+        Self {
+            sender,
+            sets,
+            guests,
+            guest,
+        }
     }
 
-    /// Sees one event of the VM watch.
-    pub fn see(&self, event: &Result<watcher::Event<DeserializeGuard<ProxmoxVM>>, watcher::Error>) {
+    /// Sees one event of the guests' watch.
+    pub fn see(&self, event: &Result<watcher::Event<DeserializeGuard<K>>, watcher::Error>) {
         let (obj, gone) = match event {
             Ok(watcher::Event::Apply(obj)) => (obj, false),
             Ok(watcher::Event::Delete(obj)) => (obj, true),
@@ -41,17 +58,17 @@ impl SelectorWaker {
             Ok(watcher::Event::InitApply(_) | watcher::Event::Init | watcher::Event::InitDone)
             | Err(_) => return,
         };
-        let Ok(vm) = &obj.0 else { return };
-        let cached = self.vms.get(&ObjectRef::from_obj(obj));
+        let Ok(guest) = &obj.0 else { return };
+        let cached = self.guests.get(&ObjectRef::from_obj(obj));
         let before = cached
             .as_ref()
             .and_then(|old| old.0.as_ref().ok())
-            .and_then(Guest::vm);
-        let after = if gone { None } else { Guest::vm(vm) };
+            .and_then(self.guest);
+        let after = if gone { None } else { (self.guest)(guest) };
         if before == after {
             return;
         }
-        let namespace = vm.namespace();
+        let namespace = guest.namespace();
         for set in self.sets.state() {
             if set.namespace() != namespace {
                 continue;

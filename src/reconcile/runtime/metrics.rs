@@ -1,8 +1,11 @@
 //! Prometheus metrics (OpenMetrics text on `/metrics`).
 //!
-//! Names are prefixed `proxmox_provider_`. Counters get the `_total`
-//! suffix from the encoder.
+//! The provider's own names are prefixed `proxmox_provider_`; beside them
+//! are crossplane-runtime's managed resource state metrics
+//! (`crossplane_managed_resource_*`, see [`States`]). Counters get the
+//! `_total` suffix from the encoder.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -80,10 +83,92 @@ struct EventLabels {
     write: &'static str,
 }
 
+/// A managed kind's `gvk`, as crossplane-runtime labels its state metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GvkLabels {
+    gvk: String,
+}
+
+/// How many resources of a kind exist, are Ready=True and Synced=True.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Count {
+    /// Resources of the kind.
+    pub exists: u64,
+    /// With Ready=True.
+    pub ready: u64,
+    /// With Synced=True.
+    pub synced: u64,
+}
+
+type CountFn = Box<dyn Fn() -> Count + Send + Sync>;
+
+/// The managed kinds whose state is counted at each scrape: each kind
+/// registers a count of its cache (`managed::states`).
+#[derive(Default)]
+pub struct States {
+    kinds: Mutex<Vec<(String, CountFn)>>,
+    exists: Family<GvkLabels, Gauge>,
+    ready: Family<GvkLabels, Gauge>,
+    synced: Family<GvkLabels, Gauge>,
+}
+
+impl std::fmt::Debug for States {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("States").finish_non_exhaustive()
+    }
+}
+
+impl States {
+    /// Counts the kind labelled `gvk` with `count` from now on.
+    pub fn add(&self, gvk: String, count: impl Fn() -> Count + Send + Sync + 'static) {
+        if let Ok(mut kinds) = self.kinds.lock() {
+            kinds.push((gvk, Box::new(count)));
+        }
+    }
+
+    /// Sets the gauges from every kind's count.
+    fn refresh(&self) {
+        let Ok(kinds) = self.kinds.lock() else { return };
+        for (gvk, count) in kinds.iter() {
+            let Count {
+                exists,
+                ready,
+                synced,
+            } = count();
+            let labels = GvkLabels { gvk: gvk.clone() };
+            let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            self.exists.get_or_create(&labels).set(gauge(exists));
+            self.ready.get_or_create(&labels).set(gauge(ready));
+            self.synced.get_or_create(&labels).set(gauge(synced));
+        }
+    }
+
+    /// Registers the three families under crossplane-runtime's names.
+    fn register(&self, registry: &mut Registry) {
+        let crossplane = registry.sub_registry_with_prefix("crossplane");
+        crossplane.register(
+            "managed_resource_exists",
+            "The number of managed resources that exist",
+            self.exists.clone(),
+        );
+        crossplane.register(
+            "managed_resource_ready",
+            "The number of managed resources in Ready=True state",
+            self.ready.clone(),
+        );
+        crossplane.register(
+            "managed_resource_synced",
+            "The number of managed resources in Synced=True state",
+            self.synced.clone(),
+        );
+    }
+}
+
 /// The controller's metrics and their registry.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
+    states: States,
     reconciles: Family<ResultLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
     duration: Histogram,
@@ -101,7 +186,10 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("proxmox_provider");
+        let mut root = Registry::default();
+        let states = States::default();
+        states.register(&mut root);
+        let registry = root.sub_registry_with_prefix("proxmox_provider");
         let reconciles = Family::<ResultLabels, Counter>::default();
         registry.register(
             "reconcile",
@@ -183,7 +271,8 @@ impl Default for Metrics {
             lease_changes.clone(),
         );
         Self {
-            registry,
+            registry: root,
+            states,
             reconciles,
             errors,
             duration,
@@ -207,8 +296,14 @@ impl Metrics {
         &self.registry
     }
 
+    /// The managed kinds' state counts, for each kind to register its own.
+    pub fn states(&self) -> &States {
+        &self.states
+    }
+
     /// Encodes every metric as OpenMetrics text.
     pub fn encode(&self) -> String {
+        self.states.refresh();
         let mut text = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
@@ -331,6 +426,11 @@ mod tests {
         let hook = m.request_hook();
         hook_call(&hook, Some(200));
         hook_call(&hook, None);
+        m.states().add("g/v, Kind=K".to_owned(), || Count {
+            exists: 3,
+            ready: 1,
+            synced: 2,
+        });
         let text = m.encode();
         for line in [
             "proxmox_provider_reconcile_total{result=\"success\"} 1",
@@ -345,6 +445,9 @@ mod tests {
             "proxmox_provider_config_lease_held{config=\"ClusterProviderConfig a\"} 1",
             "proxmox_provider_config_lease_held{config=\"ClusterProviderConfig b\"} 0",
             "proxmox_provider_config_lease_changes_total{config=\"ClusterProviderConfig b\",change=\"lost\"} 1",
+            "crossplane_managed_resource_exists{gvk=\"g/v, Kind=K\"} 3",
+            "crossplane_managed_resource_ready{gvk=\"g/v, Kind=K\"} 1",
+            "crossplane_managed_resource_synced{gvk=\"g/v, Kind=K\"} 2",
             "# EOF",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
