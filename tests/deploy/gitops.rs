@@ -1,4 +1,5 @@
-//! GitOps health of ProxmoxVMs, ProxmoxImages, ProxmoxContainers and ProxmoxPools.
+//! GitOps health of every managed kind (ProxmoxVM, ProxmoxImage, ProxmoxContainer,
+//! ProxmoxPool, ProxmoxSecurityGroup, ProxmoxIPSet).
 //!
 //! Argo CD (`deploy/argocd/`): for each kind, every case of its check's
 //! `health_test.yaml` (Argo CD's own test format) gives the expected status
@@ -20,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use provider_proxmox::api::{ProxmoxContainer, ProxmoxImage, ProxmoxPool, ProxmoxVM};
+use provider_proxmox::api::{
+    ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSecurityGroup, ProxmoxVM,
+};
 use serde_json::{Value, json};
 
 use crate::support::{self, KubectlOutput};
@@ -37,7 +40,7 @@ struct Kind {
     in_flight: &'static str,
 }
 
-const KINDS: [Kind; 4] = [
+const KINDS: [Kind; 6] = [
     Kind {
         name: "ProxmoxVM",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
@@ -57,6 +60,16 @@ const KINDS: [Kind; 4] = [
         name: "ProxmoxPool",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
         in_flight: "still holds",
+    },
+    Kind {
+        name: "ProxmoxSecurityGroup",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "being corrected",
+    },
+    Kind {
+        name: "ProxmoxIPSet",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "still used by",
     },
 ];
 
@@ -80,6 +93,8 @@ impl Kind {
             "ProxmoxImage" => ApiResource::erase::<ProxmoxImage>(&()),
             "ProxmoxContainer" => ApiResource::erase::<ProxmoxContainer>(&()),
             "ProxmoxPool" => ApiResource::erase::<ProxmoxPool>(&()),
+            "ProxmoxSecurityGroup" => ApiResource::erase::<ProxmoxSecurityGroup>(&()),
+            "ProxmoxIPSet" => ApiResource::erase::<ProxmoxIPSet>(&()),
             other => panic!("no API for {other}"),
         };
         kube::Api::namespaced_with(support::client(), namespace, &resource)

@@ -6,7 +6,7 @@
 --              (the pool controller reads both).
 -- Degraded     Synced or Ready is False for a failure reason (a pool of that
 --              ID that is not this resource's, an access entry Proxmox
---              refuses, a missing config, ...); the message is the
+--              refuses, a missing or forbidden config, ...); the message is the
 --              condition's.
 -- Progressing  everything else: no status yet, a generation not observed
 --              yet, being created or corrected, and a deletion, also one
@@ -22,6 +22,7 @@ local failure_reasons = {
   AccessRefused = true,
   ProviderConfigNotFound = true,
   InvalidSpec = true,
+  Forbidden = true,
 }
 
 local function condition(type)
