@@ -56,7 +56,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
 use super::context::Context;
-use super::managed::states;
+use super::managed::states::{self, Lifecycle};
 use super::managed::task_watch::watch_tasks;
 use super::managed::watch::scoped;
 use super::runtime::metrics::{Metrics, States};
@@ -128,15 +128,20 @@ pub async fn run(
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
     let container_images = image_waker.for_containers(containers.clone());
+    let container_lifecycle =
+        Lifecycle::new::<ProxmoxContainer>(Arc::clone(&metrics), states::guarded);
     let see_containers = move |event: &_| {
         container_images.see(event);
         container_sets.see(event);
+        container_lifecycle.see(event);
     };
+    let vm_lifecycle = Lifecycle::new::<ProxmoxVM>(Arc::clone(&metrics), states::guarded);
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
     let pool_members = pool::Members::new(pools.clone(), reader.clone(), pool_wake.clone());
     let vms = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
+        .inspect(move |event| vm_lifecycle.see(event))
         .inspect(move |event| templates.see(event))
         .inspect(move |event| image_waker.see(event))
         .inspect(move |event| fleet_images.see(event))
@@ -273,10 +278,10 @@ fn count_states(
 ) {
     states::count::<ProxmoxVM, _>(metrics, vms, states::guarded);
     states::count::<ProxmoxContainer, _>(metrics, containers, states::guarded);
-    states::count::<ProxmoxImage, _>(metrics, images, states::conditions);
-    states::count::<ProxmoxPool, _>(metrics, pools, states::conditions);
-    states::count::<ProxmoxIPSet, _>(metrics, sets, states::conditions);
-    states::count::<ProxmoxSecurityGroup, _>(metrics, groups, states::conditions);
+    states::count::<ProxmoxImage, _>(metrics, images, states::plain);
+    states::count::<ProxmoxPool, _>(metrics, pools, states::plain);
+    states::count::<ProxmoxIPSet, _>(metrics, sets, states::plain);
+    states::count::<ProxmoxSecurityGroup, _>(metrics, groups, states::plain);
 }
 
 /// What the cache need not hold of a ProxmoxVM: its managed fields (the

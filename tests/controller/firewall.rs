@@ -719,4 +719,26 @@ async fn a_selector_set_gains_and_loses_members_as_vms_and_containers_come_go_an
     wait_gone::<ProxmoxContainer>(&ns, "db-ct").await;
     delete::<ProxmoxIPSet>(&ns, "db").await;
     wait_gone::<ProxmoxIPSet>(&ns, "db").await;
+    // Crossplane's deletion histogram saw each kind's deletions (from the
+    // watch, which may tell the controller a moment after the API server
+    // told this test).
+    let metrics = &env.controller.as_ref().unwrap().metrics;
+    support::poll("the deletions timed", DEADLINE, || async {
+        let text = metrics.encode();
+        let want = [
+            ("ProxmoxVM", 3),
+            ("ProxmoxContainer", 1),
+            ("ProxmoxIPSet", 1),
+        ];
+        for (kind, n) in want {
+            let line = format!(
+                "crossplane_managed_resource_deletion_seconds_count{{gvk=\"proxmox.crossplane.io/v1alpha1, Kind={kind}\"}} {n}"
+            );
+            if !text.contains(&line) {
+                return Err(format!("no {line:?} in\n{text}"));
+            }
+        }
+        Ok(())
+    })
+    .await;
 }

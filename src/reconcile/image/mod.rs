@@ -36,6 +36,7 @@ use kube::core::DeserializeGuard;
 use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
 use crate::reconcile::common::images::NamedImage;
 use crate::reconcile::context::Context;
+use crate::reconcile::managed::states::{self, Lifecycle};
 
 /// The image `namespace/name` in the controller's image cache
 /// ([`Context::images`]), once the cache has listed: `Some(None)` when it
@@ -223,8 +224,10 @@ pub async fn run(
         ctx.settings.namespace.as_deref(),
     );
     let (reader, writer) = reflector::store();
+    let lifecycle = Lifecycle::new::<ProxmoxImage>(Arc::clone(&ctx.metrics), states::plain);
     let images = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
+        .inspect(move |event| lifecycle.see(event))
         .reflect(writer)
         .applied_objects()
         .predicate_filter(

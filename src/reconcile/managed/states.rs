@@ -1,68 +1,90 @@
-//! How many managed resources of each kind exist, are Ready and are
-//! Synced: crossplane-runtime's state metrics
-//! (`crossplane_managed_resource_{exists,ready,synced}{gvk}`), so the
-//! dashboards and alerts built for Crossplane's managed resources read
-//! this provider too.
+//! crossplane-runtime's managed resource metrics for every managed kind,
+//! so the dashboards and alerts built for Crossplane's managed resources
+//! read this provider too:
 //!
-//! crossplane-runtime lists every kind on a timer; here each kind's watch
-//! cache is counted when `/metrics` is scraped, which costs the API server
-//! nothing and is never staler than the cache.
+//! - how many resources of each kind exist, are Ready and are Synced
+//!   (`crossplane_managed_resource_{exists,ready,synced}{gvk}`):
+//!   crossplane-runtime lists every kind on a timer; here each kind's watch
+//!   cache is counted when `/metrics` is scraped, which costs the API server
+//!   nothing and is never staler than the cache;
+//! - how long a resource took to be seen, to be Ready the first time and
+//!   to go once deleted (`..._first_time_to_reconcile_seconds`,
+//!   `..._first_time_to_readiness_seconds`, `..._deletion_seconds`), from
+//!   the kind's watch events ([`Lifecycle`]).
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::core::DeserializeGuard;
 use kube::core::object::HasStatus;
 use kube::runtime::reflector::{Lookup, Store};
+use kube::runtime::watcher;
 
 use crate::api::condition::{Condition, ConditionStatus};
 use crate::api::managed::ManagedStatus;
-use crate::reconcile::runtime::metrics::{Count, States};
+use crate::reconcile::runtime::metrics::{Count, Metrics, States};
 
-/// The conditions of a managed resource (none before its first status).
-pub fn conditions<K, A>(resource: &K) -> &[Condition]
+/// What the metrics read of a resource of a kind's cache: its metadata and
+/// its conditions, or nothing for one that does not deserialize.
+pub type Observed<O> = for<'a> fn(&'a O) -> Option<(&'a ObjectMeta, &'a [Condition])>;
+
+/// A managed resource's metadata and conditions (none before its first
+/// status).
+pub fn plain<K, A>(resource: &K) -> Option<(&ObjectMeta, &[Condition])>
 where
-    K: HasStatus<Status = ManagedStatus<A>>,
+    K: Resource + HasStatus<Status = ManagedStatus<A>>,
     A: Default + 'static,
 {
-    resource.status().map_or(&[], |s| &s.conditions)
+    let conditions = resource.status().map_or(&[][..], |s| &s.conditions);
+    Some((resource.meta(), conditions))
 }
 
-/// The conditions of a resource read through `DeserializeGuard` (none for
-/// one that does not deserialize: it exists, and is neither Ready nor
+/// [`plain`] for a resource read through `DeserializeGuard`: nothing for
+/// one that does not deserialize (it exists, and is neither Ready nor
 /// Synced).
-pub fn guarded<K, A>(resource: &DeserializeGuard<K>) -> &[Condition]
+pub fn guarded<K, A>(resource: &DeserializeGuard<K>) -> Option<(&ObjectMeta, &[Condition])>
 where
-    K: HasStatus<Status = ManagedStatus<A>>,
+    K: Resource + HasStatus<Status = ManagedStatus<A>>,
     A: Default + 'static,
 {
-    resource.0.as_ref().map_or(&[], conditions)
+    resource.0.as_ref().ok().and_then(plain)
 }
 
-/// Registers the kind `K` whose cache is `store`, read through `of` (a
-/// cache of objects that may not deserialize says what it can).
-pub fn count<K, O>(states: &States, store: Store<O>, of: fn(&O) -> &[Condition])
+/// Registers the kind `K` whose cache is `store`, read through `of`.
+pub fn count<K, O>(states: &States, store: Store<O>, of: Observed<O>)
 where
     K: Resource<DynamicType = ()>,
     O: Lookup + Clone + Send + Sync + 'static,
     O::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
     states.add(gvk::<K>(), move || {
-        tally(store.state().iter().map(|o| of(o)))
+        tally(
+            store
+                .state()
+                .iter()
+                .map(|o| of(o).map_or(&[][..], |(_, c)| c)),
+        )
     });
 }
 
 /// Counts of a list of resources' conditions.
 fn tally<'a>(resources: impl Iterator<Item = &'a [Condition]>) -> Count {
     resources.fold(Count::default(), |mut count, conditions| {
-        let is_true = |type_: &str| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == type_ && c.status == ConditionStatus::True)
-        };
         count.exists += 1;
-        count.ready += u64::from(is_true("Ready"));
-        count.synced += u64::from(is_true("Synced"));
+        count.ready += u64::from(is_true(conditions, "Ready"));
+        count.synced += u64::from(is_true(conditions, "Synced"));
         count
     })
+}
+
+fn is_true(conditions: &[Condition], type_: &str) -> bool {
+    conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == ConditionStatus::True)
 }
 
 /// The `gvk` label as crossplane-runtime writes it (Go's
@@ -72,21 +94,125 @@ fn gvk<K: Resource<DynamicType = ()>>() -> String {
     format!("{}, Kind={}", K::api_version(&()), K::kind(&()))
 }
 
+/// Records a kind's lifecycle histograms from its watch events, as
+/// crossplane-runtime's managed reconciler does from its passes: a
+/// resource seen before it has any Synced condition is detected (its age
+/// then), and Ready the first time after that (its age then: one already
+/// Ready, or seen first after this process started, is not counted); a
+/// resource gone after its deletion was asked, the time since.
+pub struct Lifecycle<O> {
+    metrics: Arc<Metrics>,
+    gvk: String,
+    of: Observed<O>,
+    /// The resources detected and not Ready yet, by uid.
+    awaiting: Mutex<HashSet<String>>,
+}
+
+impl<O> Lifecycle<O> {
+    /// The recorder of kind `K`, whose watch yields `O`, read through `of`.
+    pub fn new<K: Resource<DynamicType = ()>>(metrics: Arc<Metrics>, of: Observed<O>) -> Self {
+        Self {
+            metrics,
+            gvk: gvk::<K>(),
+            of,
+            awaiting: Mutex::default(),
+        }
+    }
+
+    /// Sees one event of the kind's watch.
+    pub fn see(&self, event: &Result<watcher::Event<O>, watcher::Error>) {
+        let (obj, gone) = match event {
+            Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => (obj, false),
+            Ok(watcher::Event::Delete(obj)) => (obj, true),
+            Ok(watcher::Event::Init | watcher::Event::InitDone) | Err(_) => return,
+        };
+        let Some((meta, conditions)) = (self.of)(obj) else {
+            return;
+        };
+        let Ok(mut awaiting) = self.awaiting.lock() else {
+            return;
+        };
+        let states = self.metrics.states();
+        for (moment, after) in lifecycle(&mut awaiting, meta, conditions, gone, Timestamp::now()) {
+            match moment {
+                Moment::Detected => states.detected(&self.gvk, after),
+                Moment::FirstReady => states.first_ready(&self.gvk, after),
+                Moment::Deleted => states.deleted(&self.gvk, after),
+            }
+        }
+    }
+}
+
+/// What a watch event says of a resource's lifecycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Moment {
+    Detected,
+    FirstReady,
+    Deleted,
+}
+
+/// The moments one event of a resource marks, with the time since its
+/// creation (or since its deletion was asked); `awaiting` holds the uids
+/// detected and not Ready yet.
+fn lifecycle(
+    awaiting: &mut HashSet<String>,
+    meta: &ObjectMeta,
+    conditions: &[Condition],
+    gone: bool,
+    now: Timestamp,
+) -> Vec<(Moment, Duration)> {
+    let Some(uid) = meta.uid.clone() else {
+        return Vec::new();
+    };
+    let since = |t: &Option<Time>| {
+        t.as_ref()
+            .map(|t| Duration::try_from(now.duration_since(t.0)).unwrap_or_default())
+            .unwrap_or_default()
+    };
+    if gone {
+        awaiting.remove(&uid);
+        return match &meta.deletion_timestamp {
+            Some(_) => vec![(Moment::Deleted, since(&meta.deletion_timestamp))],
+            None => Vec::new(),
+        };
+    }
+    let mut moments = Vec::new();
+    let synced_seen = conditions.iter().any(|c| c.type_ == "Synced");
+    if !synced_seen && awaiting.insert(uid.clone()) {
+        moments.push((Moment::Detected, since(&meta.creation_timestamp)));
+    }
+    if is_true(conditions, "Ready") && awaiting.remove(&uid) {
+        moments.push((Moment::FirstReady, since(&meta.creation_timestamp)));
+    }
+    moments
+}
+
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
     use super::*;
     use crate::api::ProxmoxVM;
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + second).unwrap()
+    }
 
     fn condition(type_: &str, status: ConditionStatus) -> Condition {
         Condition {
             type_: type_.to_owned(),
             status,
-            last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+            last_transition_time: Time(at(0)),
             reason: "Any".to_owned(),
             message: None,
             observed_generation: None,
+        }
+    }
+
+    fn meta(deleted_at: Option<i64>) -> ObjectMeta {
+        ObjectMeta {
+            uid: Some("u1".to_owned()),
+            creation_timestamp: Some(Time(at(0))),
+            deletion_timestamp: deleted_at.map(|s| Time(at(s))),
+            ..ObjectMeta::default()
         }
     }
 
@@ -115,5 +241,64 @@ mod tests {
             gvk::<ProxmoxVM>(),
             "proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM"
         );
+    }
+
+    #[test]
+    fn a_resource_is_detected_once_ready_once_and_deleted_once() {
+        use ConditionStatus::{False, True};
+        let mut awaiting = HashSet::new();
+        let secs = Duration::from_secs;
+        let creating = [condition("Ready", False), condition("Synced", True)];
+        let ready = [condition("Ready", True), condition("Synced", True)];
+        // (conditions, deletion asked at, gone, now) -> moments
+        type Row<'a> = (
+            &'a [Condition],
+            Option<i64>,
+            bool,
+            i64,
+            Vec<(Moment, Duration)>,
+        );
+        let rows: [Row<'_>; 7] = [
+            (&[], None, false, 2, vec![(Moment::Detected, secs(2))]),
+            // The finalizer's write: seen again before any status.
+            (&[], None, false, 3, vec![]),
+            (&creating, None, false, 5, vec![]),
+            (
+                &ready,
+                None,
+                false,
+                40,
+                vec![(Moment::FirstReady, secs(40))],
+            ),
+            // Ready again later (a resync, a drift corrected): not first.
+            (&ready, None, false, 90, vec![]),
+            (&ready, Some(100), false, 100, vec![]),
+            (
+                &ready,
+                Some(100),
+                true,
+                112,
+                vec![(Moment::Deleted, secs(12))],
+            ),
+        ];
+        for (i, (conditions, deleted_at, gone, now, want)) in rows.into_iter().enumerate() {
+            let got = lifecycle(&mut awaiting, &meta(deleted_at), conditions, gone, at(now));
+            assert_eq!(got, want, "row {i}");
+        }
+        assert!(awaiting.is_empty());
+    }
+
+    #[test]
+    fn a_resource_first_seen_with_a_status_is_not_timed() {
+        use ConditionStatus::True;
+        let mut awaiting = HashSet::new();
+        let ready = [condition("Ready", True), condition("Synced", True)];
+        // Already reconciled before this process started: crossplane-runtime
+        // counts neither its detection nor its readiness either.
+        let got = lifecycle(&mut awaiting, &meta(None), &ready, false, at(500));
+        assert_eq!(got, vec![]);
+        // Gone without a deletion asked (a watch resync dropping it): nothing.
+        let got = lifecycle(&mut awaiting, &meta(None), &ready, true, at(600));
+        assert_eq!(got, vec![]);
     }
 }

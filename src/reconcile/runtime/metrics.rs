@@ -102,14 +102,44 @@ pub struct Count {
 
 type CountFn = Box<dyn Fn() -> Count + Send + Sync>;
 
-/// The managed kinds whose state is counted at each scrape: each kind
-/// registers a count of its cache (`managed::states`).
-#[derive(Default)]
+/// crossplane-runtime's managed resource metrics: the state of each
+/// managed kind, counted at each scrape from the counts each kind
+/// registers (`managed::states`), and the histograms of its lifecycle.
 pub struct States {
     kinds: Mutex<Vec<(String, CountFn)>>,
     exists: Family<GvkLabels, Gauge>,
     ready: Family<GvkLabels, Gauge>,
     synced: Family<GvkLabels, Gauge>,
+    detected: Family<GvkLabels, Histogram>,
+    first_ready: Family<GvkLabels, Histogram>,
+    deleted: Family<GvkLabels, Histogram>,
+}
+
+/// crossplane-runtime's buckets of the time to readiness and to deletion.
+const LIFECYCLE_BUCKETS: [f64; 11] = [
+    1.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,
+];
+
+impl Default for States {
+    fn default() -> Self {
+        let lifecycle = || {
+            Family::<GvkLabels, Histogram>::new_with_constructor(|| {
+                Histogram::new(LIFECYCLE_BUCKETS)
+            })
+        };
+        Self {
+            kinds: Mutex::default(),
+            exists: Family::default(),
+            ready: Family::default(),
+            synced: Family::default(),
+            // crossplane-runtime's: 10 ns to 100 s, by tens.
+            detected: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(1e-8, 10.0, 10))
+            }),
+            first_ready: lifecycle(),
+            deleted: lifecycle(),
+        }
+    }
 }
 
 impl std::fmt::Debug for States {
@@ -124,6 +154,22 @@ impl States {
         if let Ok(mut kinds) = self.kinds.lock() {
             kinds.push((gvk, Box::new(count)));
         }
+    }
+
+    /// A resource of `gvk` seen for the first time, before any status,
+    /// `after` its creation.
+    pub fn detected(&self, gvk: &str, after: Duration) {
+        observe(&self.detected, gvk, after);
+    }
+
+    /// A resource of `gvk` Ready for the first time, `after` its creation.
+    pub fn first_ready(&self, gvk: &str, after: Duration) {
+        observe(&self.first_ready, gvk, after);
+    }
+
+    /// A resource of `gvk` gone, `after` its deletion was asked.
+    pub fn deleted(&self, gvk: &str, after: Duration) {
+        observe(&self.deleted, gvk, after);
     }
 
     /// Sets the gauges from every kind's count.
@@ -143,25 +189,48 @@ impl States {
         }
     }
 
-    /// Registers the three families under crossplane-runtime's names.
+    /// Registers the families under crossplane-runtime's names and help.
     fn register(&self, registry: &mut Registry) {
         let crossplane = registry.sub_registry_with_prefix("crossplane");
-        crossplane.register(
-            "managed_resource_exists",
-            "The number of managed resources that exist",
-            self.exists.clone(),
-        );
-        crossplane.register(
-            "managed_resource_ready",
-            "The number of managed resources in Ready=True state",
-            self.ready.clone(),
-        );
-        crossplane.register(
-            "managed_resource_synced",
-            "The number of managed resources in Synced=True state",
-            self.synced.clone(),
-        );
+        for (name, help, gauges) in [
+            ("exists", "that exist", &self.exists),
+            ("ready", "in Ready=True state", &self.ready),
+            ("synced", "in Synced=True state", &self.synced),
+        ] {
+            crossplane.register(
+                format!("managed_resource_{name}"),
+                format!("The number of managed resources {help}"),
+                gauges.clone(),
+            );
+        }
+        for (name, help, histograms) in [
+            (
+                "first_time_to_reconcile",
+                "be detected by the controller",
+                &self.detected,
+            ),
+            (
+                "first_time_to_readiness",
+                "become ready first time after creation",
+                &self.first_ready,
+            ),
+            ("deletion", "be deleted", &self.deleted),
+        ] {
+            crossplane.register(
+                format!("managed_resource_{name}_seconds"),
+                format!("The time it took for a managed resource to {help}"),
+                histograms.clone(),
+            );
+        }
     }
+}
+
+fn observe(family: &Family<GvkLabels, Histogram>, gvk: &str, after: Duration) {
+    family
+        .get_or_create(&GvkLabels {
+            gvk: gvk.to_owned(),
+        })
+        .observe(after.as_secs_f64());
 }
 
 /// The controller's metrics and their registry.
@@ -426,6 +495,8 @@ mod tests {
         let hook = m.request_hook();
         hook_call(&hook, Some(200));
         hook_call(&hook, None);
+        m.states()
+            .first_ready("g/v, Kind=K", Duration::from_secs(42));
         m.states().add("g/v, Kind=K".to_owned(), || Count {
             exists: 3,
             ready: 1,
@@ -448,6 +519,8 @@ mod tests {
             "crossplane_managed_resource_exists{gvk=\"g/v, Kind=K\"} 3",
             "crossplane_managed_resource_ready{gvk=\"g/v, Kind=K\"} 1",
             "crossplane_managed_resource_synced{gvk=\"g/v, Kind=K\"} 2",
+            "crossplane_managed_resource_first_time_to_readiness_seconds_bucket{le=\"60.0\",gvk=\"g/v, Kind=K\"} 1",
+            "crossplane_managed_resource_first_time_to_readiness_seconds_bucket{le=\"30.0\",gvk=\"g/v, Kind=K\"} 0",
             "# EOF",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");

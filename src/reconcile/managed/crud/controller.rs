@@ -12,22 +12,31 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
+use kube::core::object::HasStatus;
+
 use super::pass::{self, Ctx, Kind};
+use crate::api::managed::ManagedStatus;
+use crate::reconcile::managed::states::{self, Lifecycle};
 use crate::reconcile::managed::watch;
 
 /// Runs the controller of `K` until `stop` resolves; `writer`: the cache
 /// it fills (another kind may read it); `wakeups`: passes asked for (a
 /// config gained wakes every resource naming it, see `configs::Users`).
-pub async fn run<K: Kind>(
+pub async fn run<K, A>(
     shared: Arc<Ctx<K::Extra>>,
     (writer, wakeups): (Writer<K>, UnboundedReceiver<ObjectRef<K>>),
     kind: &'static str,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
-) {
+) where
+    K: Kind + HasStatus<Status = ManagedStatus<A>>,
+    A: Default + 'static,
+{
     let api = watch::scoped::<K>(&shared.ctx.kube, shared.ctx.settings.namespace.as_deref());
     let reader = writer.as_reader();
+    let lifecycle = Lifecycle::new::<K>(Arc::clone(&shared.ctx.metrics), states::plain::<K, A>);
     let objects = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
+        .inspect(move |event| lifecycle.see(event))
         .reflect(writer)
         .applied_objects()
         .predicate_filter(
