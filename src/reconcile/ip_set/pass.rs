@@ -96,8 +96,9 @@ impl Kind for ProxmoxIPSet {
         &self,
         caches: &Caches,
         conditions: Vec<Condition>,
-        seen: Option<&Set>,
+        observed: Option<&Observed<Set>>,
     ) -> ProxmoxIPSetStatus {
+        let seen = observed.and_then(Observed::found);
         let members = self.spec.for_provider.selector.as_ref().map(|selector| {
             let (_, matched) =
                 members::entries(&selector.match_labels, &caches.guests(self), vec![]);
