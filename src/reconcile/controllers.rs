@@ -185,7 +185,7 @@ pub async fn run(
     let containers = container::controller::run(
         Arc::clone(&ctx),
         (container_writer, container_wakeups),
-        container_images,
+        move |event| container_images.see(event),
         stop.clone(),
     );
     let leases = {

@@ -41,7 +41,9 @@ pub async fn run(
         Writer<DeserializeGuard<ProxmoxContainer>>,
         UnboundedReceiver<ObjectRef<DeserializeGuard<ProxmoxContainer>>>,
     ),
-    images: crate::reconcile::image::ContainerImages,
+    see: impl Fn(&Result<watcher::Event<DeserializeGuard<ProxmoxContainer>>, watcher::Error>)
+    + Send
+    + 'static,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     let api =
@@ -50,7 +52,7 @@ pub async fn run(
     let stream = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         // Before the cache takes the event in: it holds the old object.
-        .inspect(move |event| images.see(event))
+        .inspect(see)
         .reflect(writer)
         .applied_objects()
         .predicate_filter(

@@ -76,7 +76,7 @@ impl Kind for ProxmoxIPSet {
             .iter()
             .filter(|g| g.namespace() == namespace)
             .filter(|g| {
-                crate::reconcile::security_group::plan::ip_sets(&g.spec.for_provider.rules)
+                crate::api::security_group::ip_sets(&g.spec.for_provider.rules)
                     .contains(&name.as_str())
             })
             .map(|g| format!("ProxmoxSecurityGroup {}", g.name_any()))

@@ -12,7 +12,7 @@ use crate::reconcile::common::event::Event;
 use crate::reconcile::common::grants::{Placement, VmidGrant};
 use crate::reconcile::common::images::NamedImage;
 use crate::reconcile::common::provider::ProviderState;
-use crate::reconcile::vm::plan::HostView;
+use crate::reconcile::common::views::HostView;
 
 /// The container as the pass found it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -24,8 +24,8 @@ use kube::{Api, ResourceExt};
 pub use downloads::resolved_refusals;
 
 use crate::api::ProxmoxVM;
+use crate::reconcile::common::image_cache::{self as cache, Images};
 use crate::reconcile::error::{Error, is_not_found};
-use crate::reconcile::fleet::cache::{self, Images};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::{ClusterView, Inventory};
 use crate::reconcile::managed::tasks;
@@ -138,9 +138,10 @@ pub async fn observe(
     obs.images = images(client, &needs.images).await?;
     for name in &needs.named_images {
         // About to be imported: read afresh (see `image::named`).
-        let seen = crate::reconcile::image::named(from.kube, from.images, &id.namespace, name)
-            .await
-            .map_err(|e| Failure::Kube(e.into()))?;
+        let seen =
+            crate::reconcile::managed::images::named(from.kube, from.images, &id.namespace, name)
+                .await
+                .map_err(|e| Failure::Kube(e.into()))?;
         obs.named_images.insert(name.clone(), seen);
     }
     // A missing image may be downloading already (another resource's task).
