@@ -358,7 +358,7 @@ async fn observe(
         }
         if let Some(image) = &spec.template.image {
             // About to be created from it: read afresh when the cache says
-            // it is usable, as a VM's disk image is (`image::named`).
+            // it is usable, as a VM's disk image is (`managed::images::named`).
             obs.image = Some(
                 crate::reconcile::managed::images::named(
                     &ctx.kube,
