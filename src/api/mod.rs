@@ -20,6 +20,7 @@ pub mod provider_config;
 pub mod quantity;
 pub mod rules;
 pub mod security_group;
+pub mod task;
 pub mod vm;
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 pub mod event;
 pub mod finalizer;
 pub mod grants;
+pub mod image_cache;
 pub mod images;
 pub mod look;
 pub mod owner;

@@ -5,16 +5,15 @@ use std::sync::Arc;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 
-use super::runtime::memory::Memory;
+use super::runtime::memory::{Kept, Memory};
 use super::runtime::metrics::Metrics;
 use super::runtime::queue::Queue;
 use super::runtime::settings::Settings;
 use super::runtime::shards::Shards;
 use super::runtime::wake::Waker;
-use super::vm::pass::observe::known::Known;
 use crate::api::{ProxmoxContainer, ProxmoxVM};
+use crate::reconcile::common::image_cache::Images;
 use crate::reconcile::events::Events;
-use crate::reconcile::fleet::cache::Images;
 use crate::reconcile::inventory::Inventory;
 use crate::reconcile::providers::Providers;
 use crate::reconcile::schedule::Scheduler;
@@ -40,7 +39,7 @@ pub struct Context {
     pub queue: Queue,
     /// What the controller remembers of each resource between passes (of
     /// a VM, its last look too).
-    pub memory: Memory<Known>,
+    pub memory: Memory<Kept>,
     /// Wakes resources whose task ended or whose slot freed.
     pub waker: Waker,
     /// Wakes ProxmoxContainers whose task ended.

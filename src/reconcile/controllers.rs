@@ -232,11 +232,7 @@ pub async fn run(
             }
         }
     };
-    let pools = pool::run(
-        Arc::clone(&ctx),
-        (pools, pool_writer, pool_wakeups),
-        stop.clone(),
-    );
+    let pools = pool::run(Arc::clone(&ctx), (pool_writer, pool_wakeups), stop.clone());
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
     let groups = (group_writer, group_wakeups);
     let groups = security_group::run(Arc::clone(&ctx), groups, set_store, stop.clone());

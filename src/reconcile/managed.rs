@@ -8,10 +8,12 @@
 //! | [`tasks`], [`task_watch`] | a Proxmox task observed, and the resource woken when it ended |
 //! | [`reserve`] | a VMID, for the kinds that take one |
 //! | [`states`] | how many of each kind exist, are Ready, are Synced (Crossplane's state metrics) |
+//! | [`images`] | a ProxmoxImage about to be used, read afresh |
 //! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
 
 pub mod crud;
 pub mod envelope;
+pub mod images;
 pub mod names;
 pub mod reserve;
 pub mod states;

@@ -6,6 +6,8 @@
 //!   encoding bug written once cannot pass in both);
 //! * the provider's `reconcile::vm::plan` does no I/O: no async code, no
 //!   clients, no clock (the time comes in `PlanInput::now`).
+//! * the imports of `src/reconcile` point down: a shared module names no
+//!   kind's module, and no kind names another's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -238,4 +240,221 @@ fn the_plan_does_no_io() {
         "the plan must stay a pure function:\n{}",
         offenders.join("\n")
     );
+}
+
+/// The modules of `src/reconcile` that every kind shares: they name no
+/// kind's module (a kind's API types, in `crate::api`, they may name).
+const SHARED: [&str; 12] = [
+    "common",
+    "context",
+    "downloads",
+    "error",
+    "events",
+    "identity",
+    "inventory",
+    "invalid",
+    "managed",
+    "providers",
+    "runtime",
+    "schedule",
+];
+
+/// The composition root, which names every kind.
+const ROOT: [&str; 3] = ["mod", "controllers", "process"];
+
+/// Kinds that name another kind's module, each with why (empty: none may).
+const ALLOWED: [(&str, &str, &str); 0] = [];
+
+/// The module path of a source file under `src/`: `["reconcile", "vm",
+/// "pass"]` for `src/reconcile/vm/pass.rs` and for `.../vm/pass/mod.rs`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).expect("a file under src/");
+    let mut path: Vec<String> = relative
+        .with_extension("")
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    if path.last().is_some_and(|l| l == "mod") {
+        path.pop();
+    }
+    path
+}
+
+/// The top-level modules of `src/reconcile` a line of code names, through
+/// `crate::reconcile::x`, `crate::reconcile::{x, y}` or `super::` paths
+/// resolved from `module`.
+fn named_modules(module: &[String], code: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut named = vec![];
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::reconcile::") {
+        let after = &rest[at + "crate::reconcile::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            let inner = group.split('}').next().unwrap_or_default();
+            named.extend(inner.split(',').map(|p| ident(p.trim())));
+        } else {
+            named.push(ident(after));
+        }
+        rest = after;
+    }
+    let mut rest = code;
+    while let Some(at) = rest.find("super::") {
+        // Only the start of a path (not `a::super::`, which Rust refuses).
+        let before = rest[..at].chars().last();
+        let mut after = &rest[at..];
+        rest = &rest[at + "super::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let mut base = module.to_vec();
+        while let Some(next) = after.strip_prefix("super::") {
+            base.pop();
+            after = next;
+        }
+        rest = after;
+        let targets: Vec<String> = match after.strip_prefix('{') {
+            Some(group) => group
+                .split('}')
+                .next()
+                .unwrap_or_default()
+                .split(',')
+                .map(|p| ident(p.trim()))
+                .collect(),
+            None => vec![ident(after)],
+        };
+        for target in targets {
+            let mut full = base.clone();
+            full.push(target);
+            if full.len() >= 2 && full[0] == "reconcile" {
+                named.push(full[1].clone());
+            }
+        }
+    }
+    named.retain(|n| !n.is_empty());
+    named
+}
+
+/// Imports in `src/reconcile` point down: a shared module names no kind's
+/// module, and a kind names no other kind's (but through [`ALLOWED`]).
+/// The kinds are found by name: every module of `src/reconcile` that is
+/// neither shared nor the composition root.
+#[test]
+fn the_imports_of_reconcile_point_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let reconcile = src.join("reconcile");
+    let declared = std::fs::read_to_string(reconcile.join("mod.rs")).expect("reconcile/mod.rs");
+    let modules: Vec<String> = declared
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';').to_owned())
+        .collect();
+    let kinds: Vec<&String> = modules
+        .iter()
+        .filter(|m| !SHARED.contains(&m.as_str()) && !ROOT.contains(&m.as_str()))
+        .collect();
+    for kind in [
+        "vm",
+        "container",
+        "image",
+        "fleet",
+        "pool",
+        "security_group",
+    ] {
+        assert!(
+            kinds.iter().any(|k| *k == kind),
+            "{kind} is a kind: {kinds:?}"
+        );
+    }
+    for shared in SHARED {
+        assert!(
+            modules.iter().any(|m| m == shared),
+            "{shared} is a module of src/reconcile: {modules:?}"
+        );
+    }
+    let mut arrows = BTreeSet::new();
+    let mut offenders = vec![];
+    for (file, text) in sources(&reconcile) {
+        let module = module_of(&src, Path::new(&file));
+        let Some(owner) = module.get(1).cloned() else {
+            continue;
+        };
+        if ROOT.contains(&owner.as_str()) {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for target in named_modules(&module, code) {
+                if target == owner || !kinds.iter().any(|k| **k == target) {
+                    continue;
+                }
+                let shared = SHARED.contains(&owner.as_str());
+                let allowed = ALLOWED
+                    .iter()
+                    .any(|(from, to, _)| *from == owner && *to == target);
+                if shared || !allowed {
+                    offenders.push(format!(
+                        "{file}:{}: {owner} → {target}: {}",
+                        n + 1,
+                        line.trim()
+                    ));
+                } else {
+                    arrows.insert((owner.clone(), target));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "imports pointing up or across (shared code takes what it needs from controllers.rs, or the piece moves down):\n{}",
+        offenders.join("\n")
+    );
+    // Every allowed arrow is still used (a debt paid is struck off).
+    for (from, to, why) in ALLOWED {
+        assert!(
+            arrows.contains(&(from.to_owned(), to.to_owned())),
+            "{from} → {to} is allowed ({why}) but no longer taken: remove it from ALLOWED"
+        );
+    }
+}
+
+/// The check finds what it is meant to find.
+#[test]
+fn the_import_check_sees_every_way_of_naming_a_module() {
+    let module = |p: &str| p.split('/').map(str::to_owned).collect::<Vec<_>>();
+    let cases: [(&str, &str, &[&str]); 7] = [
+        ("reconcile/context", "use super::vm::pass::Known;", &["vm"]),
+        (
+            "reconcile/managed/reserve",
+            "use super::super::fleet::cache;",
+            &["fleet"],
+        ),
+        (
+            "reconcile/managed",
+            "use crate::reconcile::{ip_set, pool};",
+            &["ip_set", "pool"],
+        ),
+        (
+            "reconcile/vm/pass",
+            "crate::reconcile::image::named(x)",
+            &["image"],
+        ),
+        ("reconcile/vm/pass", "use super::plan::Step;", &["vm"]),
+        (
+            "reconcile/vm/pass/act",
+            "use super::super::{plan, pass};",
+            &["vm", "vm"],
+        ),
+        ("reconcile/vm", "let a = b::super_c;", &[]),
+    ];
+    for (file, code, expected) in cases {
+        assert_eq!(
+            named_modules(&module(file), code),
+            expected,
+            "{file}: {code}"
+        );
+    }
 }

@@ -12,7 +12,10 @@ pub use params::{
     ContainerCpu, ContainerDns, ContainerFeatures, ContainerImage, ContainerNetwork,
     ContainerParameters, ContainerTemplate, MountPoint, OciImage, RootFs,
 };
-pub use status::{ContainerAtProvider, ProxmoxContainerStatus};
+pub use status::{
+    ContainerAtProvider, ContainerTask, ContainerTaskAction, ContainerTaskFailure,
+    ProxmoxContainerStatus,
+};
 
 use crate::api::managed::ManagedSpec;
 

@@ -6,7 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::managed::ManagedStatus;
-use crate::api::vm::{InFlightTask, ObservedState, TaskFailure};
+use crate::api::task;
+use crate::api::vm::ObservedState;
 
 /// Observed state of a ProxmoxContainer.
 pub type ProxmoxContainerStatus = ManagedStatus<ContainerAtProvider>;
@@ -33,13 +34,102 @@ pub struct ContainerAtProvider {
     pub template_volume: Option<String>,
     /// The Proxmox task the provider started and is waiting for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<InFlightTask>,
+    pub task: Option<ContainerTask>,
     /// The last failed task; retried after a backoff that grows with
     /// `count`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_failure: Option<TaskFailure>,
+    pub last_failure: Option<ContainerTaskFailure>,
     /// Config differences the provider reports but does not correct
     /// (create-only fields, features only root@pam may change).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmanaged_drift: Vec<String>,
+}
+
+/// What a container's task was started for (a subset of the VM's actions,
+/// under the same names, so a status written before containers had their
+/// own list still reads).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum ContainerTaskAction {
+    /// Pull of an OCI image into a template volume.
+    DownloadImage,
+    /// Container create.
+    Create,
+    /// Config update (synchronous; recorded only as a failure).
+    Configure,
+    /// Start.
+    Start,
+    /// Graceful shutdown.
+    Shutdown,
+    /// Hard stop.
+    Stop,
+    /// Destroy with purge.
+    Destroy,
+}
+
+/// A Proxmox task a ProxmoxContainer waits for.
+pub type ContainerTask = task::InFlightTask<ContainerTaskAction>;
+
+/// The last failed task of a ProxmoxContainer.
+pub type ContainerTaskFailure = task::TaskFailure<ContainerTaskAction>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A status written while containers recorded the VM's actions still
+    /// reads: every action the container's pass ever recorded (a pull, the
+    /// create, the power changes, the destroy, a failed config write) is
+    /// one of the container's own, under the same name.
+    #[test]
+    fn a_status_recorded_with_the_shared_actions_still_reads() {
+        for action in [
+            "DownloadImage",
+            "Create",
+            "Configure",
+            "Start",
+            "Shutdown",
+            "Stop",
+            "Destroy",
+        ] {
+            let status = serde_json::json!({
+                "atProvider": {
+                    "vmid": 120,
+                    "task": {
+                        "upid": "UPID:pve:0000A1B2:0001C3D4:65000000:vzcreate:120:root@pam:",
+                        "action": action,
+                        "type": "vzcreate",
+                        "node": "pve",
+                        "startedAt": "2026-01-01T00:00:00Z",
+                        "deadline": "2026-01-01T00:30:00Z",
+                        "summary": "vzcreate",
+                    },
+                    "lastFailure": {
+                        "action": action,
+                        "message": "refused",
+                        "at": "2026-01-01T00:00:00Z",
+                        "count": 2,
+                    },
+                },
+            });
+            let read: ProxmoxContainerStatus = serde_json::from_value(status)
+                .unwrap_or_else(|e| panic!("{action} does not read: {e}"));
+            let task = read.at_provider.task.expect("the task");
+            let failure = read.at_provider.last_failure.expect("the failure");
+            assert_eq!(task.action, failure.action);
+            assert_eq!(
+                serde_json::to_value(task.action).expect("serializes"),
+                serde_json::json!(action),
+            );
+        }
+    }
+
+    /// The VM-only actions are not the container's: a status naming one
+    /// is refused rather than read as something else.
+    #[test]
+    fn a_vm_only_action_is_not_a_container_action() {
+        for action in ["ConfigureHa", "UploadSeed", "Clone", "Migrate", "Template"] {
+            let read = serde_json::from_value::<ContainerTaskAction>(serde_json::json!(action));
+            assert!(read.is_err(), "{action} read as {read:?}");
+        }
+    }
 }

@@ -18,7 +18,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use status::{
-    ImageAtProvider, ImageLocation, ImageTemplateStatus, LocationPhase, ProxmoxImageStatus,
+    ImageAtProvider, ImageLocation, ImageTask, ImageTaskAction, ImageTemplateStatus, LocationPhase,
+    ProxmoxImageStatus,
 };
 
 use crate::api::managed::ManagedSpec;

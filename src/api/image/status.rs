@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::managed::ManagedStatus;
-use crate::api::vm::InFlightTask;
+use crate::api::task;
 
 /// Observed state of a ProxmoxImage.
 pub type ProxmoxImageStatus = ManagedStatus<ImageAtProvider>;
@@ -68,7 +68,7 @@ pub struct ImageLocation {
     pub phase: LocationPhase,
     /// The download or pull in flight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<InFlightTask>,
+    pub task: Option<ImageTask>,
     /// Size of the file in bytes, once there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
@@ -124,4 +124,56 @@ pub struct ImageTemplateStatus {
     /// storage can snapshot).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub linkable: bool,
+}
+
+/// What an image's task was started for (the names the VM's actions gave
+/// them before images had their own list, so older statuses still read).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum ImageTaskAction {
+    /// Download (or OCI pull) of the file into storage.
+    DownloadImage,
+    /// Deletion of a file of a previous source.
+    DeleteVolume,
+}
+
+impl ImageTaskAction {
+    /// Words for events and condition messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::DownloadImage => "download of the disk image",
+            Self::DeleteVolume => "deletion of a previous file",
+        }
+    }
+}
+
+/// A download or deletion a location of a ProxmoxImage waits for.
+pub type ImageTask = task::InFlightTask<ImageTaskAction>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A location's task recorded while images used the VM's actions still
+    /// reads: downloads and deletions kept their names.
+    #[test]
+    fn a_location_task_recorded_with_the_shared_actions_still_reads() {
+        for (action, want) in [
+            ("DownloadImage", ImageTaskAction::DownloadImage),
+            ("DeleteVolume", ImageTaskAction::DeleteVolume),
+        ] {
+            let task = serde_json::json!({
+                "upid": "UPID:pve:0000A1B2:0001C3D4:65000000:download:local:root@pam:",
+                "action": action,
+                "type": "download",
+                "node": "pve",
+                "target": "local:iso/a.img",
+                "startedAt": "2026-01-01T00:00:00Z",
+                "deadline": "2026-01-01T00:30:00Z",
+                "summary": "download",
+            });
+            let read: ImageTask = serde_json::from_value(task)
+                .unwrap_or_else(|e| panic!("{action} does not read: {e}"));
+            assert_eq!(read.action, want);
+        }
+    }
 }

@@ -13,7 +13,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use rule::{Address, RuleAction, RuleDirection, RuleLog, SecurityGroupRule};
+pub use rule::{Address, RuleAction, RuleDirection, RuleLog, SecurityGroupRule, ip_sets};
 
 use crate::api::managed::{ManagedSpec, ManagedStatus};
 use crate::api::meta::ProviderConfigReference;

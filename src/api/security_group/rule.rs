@@ -188,3 +188,16 @@ impl RuleLog {
         }
     }
 }
+
+/// The IP sets (Kubernetes names) the rules name: what the group needs to
+/// exist, and what keeps a set from being deleted.
+pub fn ip_sets(rules: &[SecurityGroupRule]) -> Vec<&str> {
+    let mut out: Vec<&str> = rules
+        .iter()
+        .flat_map(|r| [&r.source, &r.dest])
+        .filter_map(|a| a.as_ref()?.ip_set.as_deref())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}

@@ -2,6 +2,34 @@
 //! (a VM's disk or clone, a container's template): read from memory, no
 //! request.
 
+use sha2::Digest;
+
+/// The label the template VMs an image owns carry (with an
+/// ownerReference to it): the fleet sets it, the image reads it to tell
+/// its templates from the VMs that use it.
+pub const IMAGE_LABEL: &str = "proxmox.crossplane.io/image";
+
+/// Longest name that is also a Proxmox VM name (a DNS label's length).
+pub const MAX_NAME: usize = 63;
+
+/// `text` as it is, or cut to fit 63 characters with 8 hex digits of its
+/// SHA-256 appended (so two long names that share a prefix differ).
+pub fn shorten(text: &str) -> String {
+    if text.len() <= MAX_NAME {
+        return text.to_owned();
+    }
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let keep = MAX_NAME - hash.len() - 1;
+    let prefix = text[..keep].trim_end_matches(['-', '.']);
+    format!("{prefix}-{hash}")
+}
+
+/// The value of [`IMAGE_LABEL`] for `image`.
+pub fn label_value(image: &str) -> String {
+    shorten(image)
+}
+
 /// The ProxmoxImage named by `clone.image`, as the controller's cache of
 /// images shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -30,6 +30,7 @@ use crate::api::rules::PASSWORD_MAX_BYTES;
 use crate::api::vm::PlacementPolicy;
 use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
 use crate::reconcile::common::grants::{Placement, PlacementRequest};
+use crate::reconcile::common::views::HostView;
 use crate::reconcile::common::{finalizer, provider};
 use crate::reconcile::context::Context;
 use crate::reconcile::downloads;
@@ -42,7 +43,6 @@ use crate::reconcile::managed::status::apply_on;
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
 use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::schedule::{Candidates, LabelCounts};
-use crate::reconcile::vm::plan::HostView;
 
 /// Task types of a container's own tasks (pve-container), which hold any
 /// other dispatch while the node lists one as running.
@@ -358,10 +358,15 @@ async fn observe(
         }
         if let Some(image) = &spec.template.image {
             // About to be created from it: read afresh when the cache says
-            // it is usable, as a VM's disk image is (`image::named`).
+            // it is usable, as a VM's disk image is (`managed::images::named`).
             obs.image = Some(
-                crate::reconcile::image::named(&ctx.kube, &ctx.images, &id.namespace, &image.name)
-                    .await?,
+                crate::reconcile::managed::images::named(
+                    &ctx.kube,
+                    &ctx.images,
+                    &id.namespace,
+                    &image.name,
+                )
+                .await?,
             );
         }
         if let Some(sel) = &spec.password_secret_ref {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::plan::{Container, Observation, Outcome, Seen, Step, TaskSeen, plan, settle};
 use crate::api::ProxmoxContainer;
 use crate::api::condition::{ConditionStatus, ConditionType, Reason, find};
-use crate::api::vm::TaskAction;
+use crate::api::container::ContainerTaskAction;
 use crate::reconcile::common::grants::{Placement, VmidGrant};
 use crate::reconcile::common::owner::marker_line_of;
 use crate::reconcile::common::provider::ProviderState;
@@ -576,7 +576,7 @@ fn a_started_task_is_recorded_and_its_end_observed() {
     let task = settled.status.at_provider.task.clone().unwrap();
     assert_eq!(
         (task.action, task.upid.as_str()),
-        (TaskAction::Create, upid)
+        (ContainerTaskAction::Create, upid)
     );
     assert!(settled.events.iter().any(|e| e.reason == "TaskStarted"));
     assert_eq!(

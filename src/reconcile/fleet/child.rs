@@ -9,15 +9,15 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
-use sha2::Digest;
 
 use crate::api::condition::{ConditionType, find};
 use crate::api::image::ImageTemplate;
 use crate::api::meta::EXTERNAL_CREATE_SUCCEEDED;
 use crate::api::{ConditionStatus, ProxmoxImage, ProxmoxVM};
 
+use crate::reconcile::common::images::shorten;
 /// The label of an image's template VMs (with an ownerReference to it).
-pub use crate::reconcile::image::refs::IMAGE_LABEL;
+pub use crate::reconcile::common::images::{IMAGE_LABEL, label_value};
 
 /// The field manager of the templates' creates.
 pub const FIELD_MANAGER: &str = "proxmox-provider-fleet";
@@ -25,32 +25,11 @@ pub const FIELD_MANAGER: &str = "proxmox-provider-fleet";
 /// Memory of a template: it never runs, and its clones set their own.
 const TEMPLATE_MEMORY: &str = "512Mi";
 
-/// Longest name that is also a Proxmox VM name (a DNS label's length).
-const MAX_NAME: usize = 63;
-
 /// The template ProxmoxVM of image `image` on `node`: `<image>-tpl-<node>`,
 /// shortened with a hash of the full name when over 63 characters (the
 /// name is also the VM's name on Proxmox).
 pub fn name(image: &str, node: &str) -> String {
     shorten(&format!("{image}-tpl-{node}"))
-}
-
-/// `text` as it is, or cut to fit 63 characters with 8 hex digits of its
-/// SHA-256 appended (so two long names that share a prefix differ).
-fn shorten(text: &str) -> String {
-    if text.len() <= MAX_NAME {
-        return text.to_owned();
-    }
-    let digest = sha2::Sha256::digest(text.as_bytes());
-    let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    let keep = MAX_NAME - hash.len() - 1;
-    let prefix = text[..keep].trim_end_matches(['-', '.']);
-    format!("{prefix}-{hash}")
-}
-
-/// The value of [`IMAGE_LABEL`] for `image`.
-pub fn label_value(image: &str) -> String {
-    shorten(image)
 }
 
 /// The template ProxmoxVM of `image` on `node`, importing `volume` onto

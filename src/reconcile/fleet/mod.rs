@@ -16,7 +16,6 @@
 //! locations), and, from the VM watch, its templates changing and its
 //! clones appearing, moving or going ([`wake::Images`]).
 
-pub mod cache;
 pub mod child;
 pub mod templates;
 pub mod wake;
@@ -34,6 +33,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
 use crate::api::{ProxmoxImage, ProxmoxVM};
+use crate::reconcile::common::image_cache;
 use crate::reconcile::context::Context;
 use crate::reconcile::error::Error;
 use crate::reconcile::inventory::ClusterView;
@@ -116,15 +116,15 @@ async fn fleet_pass(
     let work = templates::work(image, &vms, &View(view.as_deref()));
     let vm_api: Api<ProxmoxVM> = Api::namespaced(ctx.kube.clone(), &namespace);
     for name in &work.taken {
-        tracing::warn!(image = %cache::full_name(image), template = %name, "a ProxmoxVM that is not the image's has the name of its template; left alone, no template on that node");
+        tracing::warn!(image = %image_cache::full_name(image), template = %name, "a ProxmoxVM that is not the image's has the name of its template; left alone, no template on that node");
     }
     for (name, manifest) in &work.create {
-        tracing::info!(image = %cache::full_name(image), template = %name, "creating the image's template");
+        tracing::info!(image = %image_cache::full_name(image), template = %name, "creating the image's template");
         ctx.shards.fence(hold)?;
         create(&vm_api, manifest).await?;
     }
     for (name, uid) in &work.delete {
-        tracing::info!(image = %cache::full_name(image), template = %name, "deleting the image's template");
+        tracing::info!(image = %image_cache::full_name(image), template = %name, "deleting the image's template");
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: Some(uid.clone()),

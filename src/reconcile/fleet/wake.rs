@@ -15,11 +15,11 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-use super::cache::{self, Images as ImageStore};
 use super::child;
 use super::templates::clones_image;
 use crate::api::meta::EXTERNAL_CREATE_SUCCEEDED;
 use crate::api::{ProxmoxImage, ProxmoxVM};
+use crate::reconcile::common::image_cache::{self as cache, Images as ImageStore};
 use crate::reconcile::runtime::wake::{Waker, vm_ref};
 
 /// Wakes the clones waiting for an image when it changes.

@@ -18,8 +18,9 @@ use k8s_openapi::jiff::Timestamp;
 use super::names::{self, Source};
 use crate::api::condition::{ConditionType, find};
 use crate::api::image::{ImageLocation, LocationPhase, ProxmoxImage, ProxmoxImageStatus};
+use crate::api::image::{ImageTask, ImageTaskAction};
 use crate::api::meta::{Capabilities, PolicyMode};
-use crate::api::vm::{ChecksumAlgorithm, InFlightTask, TaskAction};
+use crate::api::vm::ChecksumAlgorithm;
 use crate::api::{Condition, ConditionStatus, Reason, set_condition};
 use crate::reconcile::common::event::Event;
 use crate::reconcile::common::finalizer::has_finalizer;
@@ -698,14 +699,14 @@ fn observe_task(
     let state = state
         .cloned()
         .unwrap_or(TaskState::Unreadable("it was not observed".into()));
-    let downloading = task.action == TaskAction::DownloadImage;
+    let downloading = task.action == ImageTaskAction::DownloadImage;
     let age = input.now.duration_since(task.started_at.0).unsigned_abs();
     match state {
         TaskState::Running { progress } => {
             let progress = progress.or(task.progress).map(|p| p.min(100));
             if let Some(t) = loc.task.as_mut() {
                 t.progress = progress;
-                t.summary = InFlightTask::summarize(&t.type_, progress);
+                t.summary = ImageTask::summarize(&t.type_, progress);
             }
             if downloading {
                 loc.phase = LocationPhase::Downloading;
@@ -797,7 +798,7 @@ fn adopt(
     loc.task = Some(in_flight(
         input,
         t,
-        TaskAction::DownloadImage,
+        ImageTaskAction::DownloadImage,
         volume,
         started,
     ));
@@ -814,11 +815,11 @@ fn adopt(
 fn in_flight(
     input: &Input<'_>,
     upid: &ActiveTask,
-    action: TaskAction,
+    action: ImageTaskAction,
     volume: &str,
     started: Timestamp,
-) -> InFlightTask {
-    InFlightTask {
+) -> ImageTask {
+    ImageTask {
         upid: upid.to_string(),
         action,
         type_: upid.task_type().to_owned(),
@@ -827,7 +828,7 @@ fn in_flight(
         started_at: Time(started),
         deadline: Time(started + input.timing.task_timeout),
         progress: None,
-        summary: InFlightTask::summarize(upid.task_type(), None),
+        summary: ImageTask::summarize(upid.task_type(), None),
     }
 }
 
@@ -1138,9 +1139,9 @@ pub fn settle(
         };
         let (action, volume) = match &call.what {
             CallKind::Download { volume, .. } | CallKind::Pull { volume, .. } => {
-                (TaskAction::DownloadImage, volume.as_str())
+                (ImageTaskAction::DownloadImage, volume.as_str())
             }
-            CallKind::Delete { volume } => (TaskAction::DeleteVolume, volume.as_str()),
+            CallKind::Delete { volume } => (ImageTaskAction::DeleteVolume, volume.as_str()),
         };
         match result {
             Ok(upid) => {
@@ -1158,7 +1159,7 @@ pub fn settle(
             Err(why) => {
                 let message = format!("{} of {volume} was refused: {why}", action.describe());
                 plan.events.push(event(true, "TaskFailed", message.clone()));
-                if action == TaskAction::DownloadImage {
+                if action == ImageTaskAction::DownloadImage {
                     failed(input, loc, message);
                 } else {
                     loc.message = Some(message);

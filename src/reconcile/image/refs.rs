@@ -20,9 +20,7 @@ pub fn container_image(ct: &ProxmoxContainer) -> Option<&str> {
     Some(image.name.as_str())
 }
 
-/// The label the template VMs an image owns carry (with an
-/// ownerReference to it).
-pub const IMAGE_LABEL: &str = "proxmox.crossplane.io/image";
+pub use crate::reconcile::common::images::IMAGE_LABEL;
 
 /// The ProxmoxImages (of its own namespace) a ProxmoxVM names:
 /// `disks[].image.name` and `clone.image`.
@@ -37,7 +35,7 @@ pub fn image_references(vm: &ProxmoxVM) -> impl Iterator<Item = &str> {
 /// Whether the VM is one of the image's template VMs (labelled and owned
 /// by it).
 fn is_child(vm: &ProxmoxVM, image: &ProxmoxImage) -> bool {
-    let label = crate::reconcile::fleet::child::label_value(&image.name_any());
+    let label = crate::reconcile::common::images::label_value(&image.name_any());
     let labelled = vm.labels().get(IMAGE_LABEL) == Some(&label);
     let owned = vm
         .owner_references()

@@ -76,7 +76,7 @@ impl Kind for ProxmoxIPSet {
             .iter()
             .filter(|g| g.namespace() == namespace)
             .filter(|g| {
-                crate::reconcile::security_group::plan::ip_sets(&g.spec.for_provider.rules)
+                crate::api::security_group::ip_sets(&g.spec.for_provider.rules)
                     .contains(&name.as_str())
             })
             .map(|g| format!("ProxmoxSecurityGroup {}", g.name_any()))
@@ -96,8 +96,9 @@ impl Kind for ProxmoxIPSet {
         &self,
         caches: &Caches,
         conditions: Vec<Condition>,
-        seen: Option<&Set>,
+        observed: Option<&Observed<Set>>,
     ) -> ProxmoxIPSetStatus {
+        let seen = observed.and_then(Observed::found);
         let members = self.spec.for_provider.selector.as_ref().map(|selector| {
             let (_, matched) =
                 members::entries(&selector.match_labels, &caches.guests(self), vec![]);

@@ -60,6 +60,16 @@ pub enum Observed<T> {
     Unknown(String),
 }
 
+impl<T> Observed<T> {
+    /// The object, when it was found.
+    pub fn found(&self) -> Option<&T> {
+        match self {
+            Observed::Found { object, .. } => Some(object),
+            Observed::NotFound | Observed::Unknown(_) => None,
+        }
+    }
+}
+
 /// The one call a pass makes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Call<T: Diff> {
@@ -154,10 +164,7 @@ pub struct Done<T: Diff> {
 impl<T: Diff> Done<T> {
     /// The object as observed before the call, when it was found.
     pub fn seen(&self) -> Option<&T> {
-        match &self.observed {
-            Observed::Found { object, .. } => Some(object),
-            Observed::NotFound | Observed::Unknown(_) => None,
-        }
+        self.observed.found()
     }
 }
 

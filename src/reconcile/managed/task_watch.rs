@@ -16,12 +16,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::ObjectRef;
 use pve_client::{ListedTask, Upid};
 
-use crate::api::vm::InFlightTask;
+use crate::api::task::InFlightTask;
 use crate::reconcile::context::Context;
 use crate::reconcile::identity::Identity;
 use crate::reconcile::providers::ConfigKey;
@@ -61,6 +61,11 @@ struct InFlight {
     upid: Upid,
 }
 
+/// The UPID and start of a recorded task, whatever the kind's actions.
+fn started<A>(task: &InFlightTask<A>) -> (&str, &Time) {
+    (&task.upid, &task.started_at)
+}
+
 /// One look: wakes the resources whose task ended.
 async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
     let now = Timestamp::now();
@@ -69,15 +74,17 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
     let mut live = HashMap::new();
     let mut see = |meta: &ObjectMeta,
                    key: ConfigKey,
-                   task: Option<&InFlightTask>,
+                   task: Option<(&str, &Time)>,
                    who: fn(&Identity) -> Who| {
-        let Some(task) = task else { return };
+        let Some((upid, started_at)) = task else {
+            return;
+        };
         // A recorded UPID that does not parse is the pass's to report.
-        let (Some(id), Ok(upid)) = (Identity::of(meta), Upid::parse(&task.upid)) else {
+        let (Some(id), Ok(upid)) = (Identity::of(meta), Upid::parse(upid)) else {
             return;
         };
         live.insert(id.uid.clone(), upid.clone());
-        let young = Duration::try_from(now.duration_since(task.started_at.0))
+        let young = Duration::try_from(now.duration_since(started_at.0))
             .is_ok_and(|age| age < JUST_STARTED);
         if young || woken.get(&id.uid) == Some(&upid) {
             return;
@@ -93,14 +100,22 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
     };
     for obj in ctx.store.state() {
         let Ok(vm) = &obj.0 else { continue };
-        let task = vm.status.as_ref().and_then(|s| s.at_provider.task.as_ref());
+        let task = vm
+            .status
+            .as_ref()
+            .and_then(|s| s.at_provider.task.as_ref())
+            .map(started);
         see(&vm.metadata, ConfigKey::of(vm), task, |id| {
             Who::Vm(id.object_ref())
         });
     }
     for obj in ctx.containers.state() {
         let Ok(ct) = &obj.0 else { continue };
-        let task = ct.status.as_ref().and_then(|s| s.at_provider.task.as_ref());
+        let task = ct
+            .status
+            .as_ref()
+            .and_then(|s| s.at_provider.task.as_ref())
+            .map(started);
         see(&ct.metadata, ConfigKey::of(ct), task, |id| {
             Who::Container(ObjectRef::new(&id.name).within(&id.namespace))
         });

@@ -4,7 +4,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`plan`] | pure: the pool wanted (comment with owner marker, ACL entries), the diff, the deletion held by members, what a pass says |
-//! | [`pass`] | one pass: the envelope's hold, the gate, the finalizer, `crud::run` with the pool's calls, the status |
+//! | [`pass`] | the kind for [`crate::reconcile::managed::crud::pass`]: what it wants, its calls, the refusal naming an entry, its status |
 //!
 //! Its members are the guests Proxmox lists in the pool. A ProxmoxVM that
 //! names the pool (`forProvider.pool`) and gets created, or goes, wakes
@@ -24,13 +24,13 @@ use std::sync::Arc;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
-use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
+use kube::runtime::watcher;
 
 use crate::api::meta::{EXTERNAL_CREATE_SUCCEEDED, EXTERNAL_NAME};
 use crate::api::{ProxmoxPool, ProxmoxVM};
 use crate::reconcile::context::Context;
+use crate::reconcile::managed::crud::{controller, pass::Ctx};
 
 /// The pool cache and its writer (the VM watch's [`Members`] reads it).
 pub fn store() -> (Store<ProxmoxPool>, reflector::store::Writer<ProxmoxPool>) {
@@ -98,34 +98,17 @@ impl Members {
     }
 }
 
-/// Runs the pool controller until `stop` resolves.
+/// Runs the pool controller until `stop` resolves, filling the cache and
+/// passing the wake-ups asked for (a config gained, a member created or
+/// gone: [`Members`]).
 pub async fn run(
     ctx: Arc<Context>,
-    (reader, writer, wakeups): (
-        Store<ProxmoxPool>,
+    cache: (
         reflector::store::Writer<ProxmoxPool>,
         UnboundedReceiver<ObjectRef<ProxmoxPool>>,
     ),
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    let api = crate::reconcile::managed::watch::scoped::<ProxmoxPool>(
-        &ctx.kube,
-        ctx.settings.namespace.as_deref(),
-    );
-    let pools = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
-        .reflect(writer)
-        .applied_objects()
-        .predicate_filter(
-            predicates::generation
-                .combine(predicates::annotations)
-                .combine(predicates::finalizers),
-            Default::default(),
-        );
-    let controller = Controller::for_stream(pools, reader.clone())
-        .reconcile_on(wakeups)
-        .with_config(Config::default().concurrency(0))
-        .graceful_shutdown_on(stop.clone());
-    let passes = controller.run(pass::reconcile, pass::error_policy, ctx);
-    crate::reconcile::managed::watch::drive("ProxmoxPool", passes, reader, stop).await;
+    let shared = Arc::new(Ctx::new(ctx, ()));
+    controller::run(shared, cache, "ProxmoxPool", stop).await;
 }

@@ -1,7 +1,7 @@
 //! The ProxmoxPool decisions, pure: the pool the spec asks for (its
 //! comment with the owner marker, its access entries), what Proxmox showed
-//! of it, the difference ([`Diff`]), and what a pass's outcome says on the
-//! resource (conditions, events, when to look again).
+//! of it, the difference ([`Diff`]), what holds its deletion, the refusal
+//! that names an access entry, and its `atProvider`.
 //!
 //! The ACL entries have no path here: the pass puts each on
 //! `/pool/<poolId>` ([`acl_path`]), so no entry can grant anything outside
@@ -12,14 +12,12 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pve_client::AclSubject;
 
-use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
-use crate::api::pool::{AppliedAccess, PoolAccess, PoolAtProvider, PoolMember, ProxmoxPoolStatus};
-use crate::reconcile::common::event::Event;
+use crate::api::condition::Reason;
+use crate::api::pool::{AppliedAccess, PoolAccess, PoolAtProvider, PoolMember};
 use crate::reconcile::common::owner::{self, Ownership};
-use crate::reconcile::managed::crud::{Call, Decision, Diff, Done, Observed};
+use crate::reconcile::managed::crud::{Diff, Observed};
 
 /// The kind, as its owner marker names it.
 pub const KIND: &str = "ProxmoxPool";
@@ -257,229 +255,21 @@ pub fn guests(members: &[pve_client::PoolMember]) -> Vec<PoolMember> {
         .collect()
 }
 
-/// When to look again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Again {
-    /// At once: a call was sent, the next pass observes what it did.
-    Now,
-    /// With the resource's growing backoff (nothing could be read, or the
-    /// deletion waits for members).
-    Backoff,
-    /// At the config's resync interval (drift detection), or on a change.
-    Resync,
-    /// Never by timer: the finalizer is gone.
-    Never,
-}
-
-/// What a pass's outcome says on the resource.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Report {
-    pub status: ProxmoxPoolStatus,
-    pub events: Vec<Event>,
-    pub again: Again,
-    /// The finalizer may go.
-    pub release: bool,
-}
-
-/// The status, events and next look after a pass that got as far as
-/// Proxmox; `previous` is the status read.
-pub fn report(
-    poolid: &str,
-    want: &PoolObject,
-    done: &Done<PoolObject>,
-    previous: &ProxmoxPoolStatus,
-    generation: Option<i64>,
-    now: Time,
-) -> Report {
-    let mut status = previous.clone();
-    // What could not be read keeps what was seen last.
-    if !matches!(done.observed, Observed::Unknown(_)) {
-        status.at_provider = at_provider(poolid, want, &done.observed);
-    }
-    let mut events = vec![];
-    let (ready, synced, again) = outcome(poolid, done, &mut events);
-    let release = matches!(done.decision, Decision::Released { .. });
-    let notice = |reason: Reason| {
-        let before = crate::api::condition::find(&previous.conditions, ConditionType::Synced);
-        before.is_none_or(|c| c.reason != reason.as_str())
-    };
-    if let (Reason::NotOwned | Reason::InUse, message) = (&synced.1, &synced.2)
-        && notice(synced.1)
-    {
-        events.push(Event {
-            warning: true,
-            reason: synced.1.as_str(),
-            note: message.clone(),
-        });
-    }
-    let mut set =
-        |(type_, status_, reason, message): (ConditionType, ConditionStatus, Reason, String)| {
-            let mut c = Condition::new(type_, status_, reason, message, now.clone());
-            c.observed_generation = generation;
-            set_condition(&mut status.conditions, c);
-        };
-    set(ready);
-    set((ConditionType::Synced, synced.0, synced.1, synced.2));
-    status.observed_generation = generation;
-    Report {
-        status,
-        events,
-        again,
-        release,
-    }
-}
-
-type Cond = (ConditionType, ConditionStatus, Reason, String);
-
-/// Ready, Synced (status, reason, message) and the next look.
-fn outcome(
-    poolid: &str,
-    done: &Done<PoolObject>,
-    events: &mut Vec<Event>,
-) -> (Cond, (ConditionStatus, Reason, String), Again) {
-    use ConditionStatus::{False, True};
-    let ready = |status, reason, message: String| (ConditionType::Ready, status, reason, message);
-    let available = ready(True, Reason::Available, String::new());
-    let unavailable = |m: String| ready(False, Reason::Unavailable, m);
-    if let (Decision::Call(call), Some(why)) = (&done.decision, &done.refused) {
-        let (verb, state) = match call {
-            Call::Create(_) => (
-                "create",
-                unavailable(format!("pool {poolid} could not be created")),
-            ),
-            Call::Update(_) => (
-                "update",
-                unavailable(format!("pool {poolid} is not as the spec asks")),
-            ),
-            Call::Delete => (
-                "delete",
-                ready(
-                    False,
-                    Reason::Deleting,
-                    format!("pool {poolid} could not be deleted"),
-                ),
-            ),
-        };
-        let reason = if why.starts_with(ACCESS_FIELD) {
-            Reason::AccessRefused
-        } else {
-            Reason::ReconcileError
-        };
-        let message = format!("cannot {verb} pool {poolid}: {why}");
-        events.push(Event {
-            warning: true,
-            reason: reason.as_str(),
-            note: message.clone(),
-        });
-        // Not a loop: the same request would be refused again until
-        // something changes (the spec wakes the resource, Proxmox is
-        // looked at again at the resync interval).
-        return (state, (False, reason, message), Again::Resync);
-    }
-    let success = |m: String| (True, Reason::ReconcileSuccess, m);
-    match &done.decision {
-        Decision::Call(Call::Create(_)) => {
-            events.push(normal(
-                "CreatedExternalResource",
-                format!("created pool {poolid}"),
-            ));
-            (
-                ready(False, Reason::Creating, format!("pool {poolid} created")),
-                success(String::new()),
-                Again::Now,
-            )
-        }
-        Decision::Call(Call::Update(patch)) => {
-            let fields = patch.fields();
-            events.push(normal(
-                "UpdatedExternalResource",
-                format!("corrected pool {poolid}: {fields}"),
-            ));
-            (
-                unavailable(format!("correcting {fields}")),
-                success(String::new()),
-                Again::Now,
-            )
-        }
-        Decision::Call(Call::Delete) => {
-            events.push(normal(
-                "DeletedExternalResource",
-                format!("deleted pool {poolid}"),
-            ));
-            (
-                ready(False, Reason::Deleting, format!("pool {poolid} deleted")),
-                success(String::new()),
-                Again::Now,
-            )
-        }
-        Decision::UpToDate => (available, success(String::new()), Again::Resync),
-        Decision::Drifted(patch) => (
-            available,
-            success(format!(
-                "{} differs from the spec; not corrected without the Update policy",
-                patch.fields()
-            )),
-            Again::Resync,
-        ),
-        Decision::Missing => (
-            unavailable(format!("pool {poolid} does not exist")),
-            success(format!(
-                "pool {poolid} does not exist and the management policies do not allow Create"
-            )),
-            Again::Resync,
-        ),
-        Decision::NotOwned => (
-            unavailable(format!("pool {poolid} belongs to someone else")),
-            (
-                False,
-                Reason::NotOwned,
-                format!(
-                    "pool {poolid} exists without this resource's owner marker in its comment: it is never changed or deleted (choose another poolId)"
-                ),
-            ),
-            Again::Resync,
-        ),
-        Decision::InUse(why) => (
-            ready(False, Reason::InUse, why.clone()),
-            (
-                False,
-                Reason::InUse,
-                format!("waiting to delete pool {poolid}: {why}"),
-            ),
-            Again::Backoff,
-        ),
-        Decision::Released { orphaned } => {
-            if *orphaned {
-                events.push(normal("Orphaned", format!("left pool {poolid} on Proxmox")));
-            }
-            (
-                ready(False, Reason::Deleting, String::new()),
-                success(String::new()),
-                Again::Never,
-            )
-        }
-        Decision::Wait(why) => (
-            unavailable(format!("pool {poolid} could not be read")),
-            (
-                False,
-                Reason::ReconcileError,
-                format!("cannot read pool {poolid}: {why}"),
-            ),
-            Again::Backoff,
-        ),
-    }
-}
-
-fn normal(reason: &'static str, note: String) -> Event {
-    Event {
-        warning: false,
-        reason,
-        note,
-    }
+/// The reason a refusal is said with when it names an access entry of
+/// the spec (the pass names the entry): `AccessRefused`, tried again at
+/// the resync interval, since the same entry is refused until the spec
+/// or Proxmox's roles change.
+pub fn refusal(why: &str) -> Option<Reason> {
+    why.starts_with(ACCESS_FIELD)
+        .then_some(Reason::AccessRefused)
 }
 
 /// `atProvider`: the pool as seen, when it is this resource's.
-fn at_provider(poolid: &str, want: &PoolObject, observed: &Observed<PoolObject>) -> PoolAtProvider {
+pub fn at_provider(
+    poolid: &str,
+    want: &PoolObject,
+    observed: &Observed<PoolObject>,
+) -> PoolAtProvider {
     let Observed::Found { object, ours: true } = observed else {
         return PoolAtProvider::default();
     };
@@ -503,48 +293,4 @@ fn at_provider(poolid: &str, want: &PoolObject, observed: &Observed<PoolObject>)
         members: object.members.clone(),
         access,
     }
-}
-
-/// Before Proxmox is asked: what stops the pass.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Gate {
-    /// Go on with these capabilities.
-    Go(crate::api::meta::Capabilities),
-    /// Say this on Synced (reason, message) and stop: paused (a deletion
-    /// waits too, as for every kind), or policies without Observe.
-    Stop { reason: Reason, message: String },
-}
-
-/// What the management policies and `crossplane.io/paused` allow, read as
-/// every kind reads them ([`crate::api::managed::ManagedSpec::mode`]).
-pub fn gate(
-    managed: &crate::api::managed::ManagedSpec,
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Gate {
-    match managed.capabilities(meta) {
-        Ok(caps) => Gate::Go(caps),
-        Err((reason, message)) => Gate::Stop { reason, message },
-    }
-}
-
-/// `previous` with Synced saying `reason`/`message` (False), as of `now`.
-pub fn said(
-    previous: &ProxmoxPoolStatus,
-    reason: Reason,
-    message: &str,
-    generation: Option<i64>,
-    now: Time,
-) -> ProxmoxPoolStatus {
-    let mut status = previous.clone();
-    let mut c = Condition::new(
-        ConditionType::Synced,
-        ConditionStatus::False,
-        reason,
-        message,
-        now,
-    );
-    c.observed_generation = generation;
-    set_condition(&mut status.conditions, c);
-    status.observed_generation = generation;
-    status
 }

@@ -1,8 +1,10 @@
 //! The pool's decisions, table by table: the diff (comment, entries added,
 //! revoked only when this resource applied them), the deletion held by
-//! members, the ownership, and what each outcome says on the resource.
+//! members, the ownership, what each outcome says on the resource (through
+//! the shared CRUD pass) and the status.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -11,10 +13,14 @@ use pve_client::AclSubject;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::plan::*;
-use crate::api::Reason;
+use kube::runtime::controller::Action;
+
+use crate::api::condition::Condition;
 use crate::api::meta::{Capabilities, ManagementPolicy};
-use crate::api::pool::{AppliedAccess, PoolAccess, PoolMember, ProxmoxPoolStatus};
-use crate::reconcile::managed::crud::{Call, Decision, Diff, Done, Observed, plan};
+use crate::api::pool::{AppliedAccess, PoolAccess, PoolMember};
+use crate::api::{ProxmoxPool, Reason};
+use crate::reconcile::managed::crud::pass::{Kind, Refusal, outcome, standing_changed};
+use crate::reconcile::managed::crud::{Call, Decision, Diff, Observed, plan};
 
 const OWNER: Owner<'static> = Owner {
     namespace: "team-a",
@@ -235,23 +241,16 @@ fn at(secs: i64) -> Time {
     Time(Timestamp::from_second(secs).unwrap())
 }
 
-fn reason_of(status: &ProxmoxPoolStatus, type_: &str) -> (String, String) {
-    let c = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
+/// (status, reason) of a condition.
+fn said(c: &Condition) -> (String, String) {
     (format!("{:?}", c.status), c.reason.clone())
 }
 
+/// What each outcome of a pool's pass says, through the shared CRUD pass
+/// with the pool's refusal (`plan::refusal`) and name.
 #[test]
 fn each_outcome_says_its_conditions_and_when_to_look_again() {
     let wanted = want(OWNER, Some("c"), &[user("PVEVMUser", "alice@pve")], &[]);
-    let ours = |members: &[u32]| Observed::Found {
-        object: seen(Some("c"), &[grant("PVEVMUser", "alice@pve")], members),
-        ours: true,
-    };
-    let done = |observed, decision, refused: Option<&str>| Done {
-        observed,
-        decision,
-        refused: refused.map(str::to_owned),
-    };
     let refusal = format!(
         "{ACCESS_FIELD}0] (PVEVMUser for user alice@pve): ACL update failed: user 'alice@pve' does not exist"
     );
@@ -259,137 +258,181 @@ fn each_outcome_says_its_conditions_and_when_to_look_again() {
         grant: vec![grant("PVEVMUser", "alice@pve")],
         ..PoolPatch::default()
     };
-    /// Name, outcome, Ready and Synced (status, reason), the next look.
+    let resync = Duration::from_secs(60);
+    let backoff = Duration::from_secs(7);
+    /// Name, decision, refusal, Ready and Synced (status, reason), the next look.
     type Row = (
         &'static str,
-        Done<PoolObject>,
+        Decision<PoolObject>,
+        Option<&'static str>,
         (&'static str, &'static str),
         (&'static str, &'static str),
-        Again,
+        Action,
     );
+    let refused: &'static str = refusal.clone().leak();
     let cases: Vec<Row> = vec![
         (
             "up to date",
-            done(ours(&[]), Decision::UpToDate, None),
+            Decision::UpToDate,
+            None,
             ("True", "Available"),
             ("True", "ReconcileSuccess"),
-            Again::Resync,
+            Action::requeue(resync),
         ),
         (
             "created",
-            done(
-                Observed::NotFound,
-                Decision::Call(Call::Create(wanted.clone())),
-                None,
-            ),
+            Decision::Call(Call::Create(wanted.clone())),
+            None,
             ("False", "Creating"),
             ("True", "ReconcileSuccess"),
-            Again::Now,
+            Action::requeue(Duration::ZERO),
         ),
         (
             "an entry refused: the field named, no loop",
-            done(
-                ours(&[]),
-                Decision::Call(Call::Update(patch)),
-                Some(&refusal),
-            ),
+            Decision::Call(Call::Update(patch)),
+            Some(refused),
             ("False", "Unavailable"),
             ("False", "AccessRefused"),
-            Again::Resync,
+            Action::requeue(resync),
+        ),
+        (
+            "another refusal: backoff",
+            Decision::Call(Call::Create(wanted.clone())),
+            Some("pool 'a' already exists"),
+            ("False", "Unavailable"),
+            ("False", "ReconcileError"),
+            Action::requeue(backoff),
         ),
         (
             "another's",
-            done(
-                Observed::Found {
-                    object: seen(Some("x"), &[], &[]),
-                    ours: false,
-                },
-                Decision::NotOwned,
-                None,
-            ),
+            Decision::NotOwned,
+            None,
             ("False", "Unavailable"),
             ("False", "NotOwned"),
-            Again::Resync,
+            Action::requeue(resync),
         ),
         (
             "deletion held by members: backoff",
-            done(ours(&[100]), Decision::InUse("holds qemu/100".into()), None),
+            Decision::InUse("holds qemu/100".into()),
+            None,
             ("False", "InUse"),
             ("False", "InUse"),
-            Again::Backoff,
+            Action::requeue(backoff),
         ),
         (
             "unreadable: backoff",
-            done(
-                Observed::Unknown("refused".into()),
-                Decision::Wait("refused".into()),
-                None,
-            ),
+            Decision::Wait("refused".into()),
+            None,
             ("False", "Unavailable"),
             ("False", "ReconcileError"),
-            Again::Backoff,
+            Action::requeue(backoff),
         ),
     ];
-    for (name, done, ready, synced, again) in cases {
-        let r = report(
-            "a",
-            &wanted,
-            &done,
-            &ProxmoxPoolStatus::default(),
-            Some(3),
-            at(10),
-        );
+    for (name, decision, refused, ready, synced, again) in cases {
+        let refused = refused.map(|why| Refusal {
+            why: why.to_owned(),
+            field: refusal_reason(why),
+        });
+        let o = outcome(&decision, refused, "pool a", at(10), resync, || backoff);
+        assert_eq!(said(&o.ready), (ready.0.into(), ready.1.into()), "{name}");
         assert_eq!(
-            reason_of(&r.status, "Ready"),
-            (ready.0.into(), ready.1.into()),
-            "{name}"
-        );
-        assert_eq!(
-            reason_of(&r.status, "Synced"),
+            said(&o.synced),
             (synced.0.into(), synced.1.into()),
             "{name}"
         );
-        assert_eq!(r.again, again, "{name}");
-        assert_eq!(r.status.observed_generation, Some(3), "{name}");
+        assert_eq!(o.action, again, "{name}");
     }
-    // The refusal's message names the field.
-    let refused = report(
-        "a",
-        &wanted,
-        &done(
-            ours(&[]),
-            Decision::Call(Call::Update(PoolPatch::default())),
-            Some(&refusal),
-        ),
-        &ProxmoxPoolStatus::default(),
-        None,
+    // The refusal's message names the field; the one not owned names the pool.
+    let o = outcome(
+        &Decision::<PoolObject>::Call(Call::Update(PoolPatch::default())),
+        Some(Refusal {
+            field: refusal_reason(&refusal),
+            why: refusal,
+        }),
+        "pool a",
         at(10),
+        resync,
+        || backoff,
     );
-    let synced = refused
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Synced")
-        .unwrap();
+    let message = o.synced.message.unwrap_or_default();
+    assert!(message.contains("spec.forProvider.access[0]"), "{message}");
+    assert_eq!(Reason::AccessRefused.as_str(), o.synced.reason);
     assert!(
-        synced
-            .message
-            .as_deref()
-            .unwrap()
-            .contains("spec.forProvider.access[0]"),
-        "{synced:?}"
+        o.event
+            .is_some_and(|e| e.warning && e.reason == "AccessRefused")
     );
-    assert_eq!(Reason::AccessRefused.as_str(), synced.reason);
+    let o = outcome(
+        &Decision::<PoolObject>::NotOwned,
+        None,
+        "pool a",
+        at(10),
+        resync,
+        || backoff,
+    );
+    let message = o.synced.message.unwrap_or_default();
+    assert!(
+        message.contains("pool a exists without this resource's owner marker"),
+        "{message}"
+    );
+}
+
+/// The warning of a standing state (not owned, held by members) is said
+/// when Synced turns to it, not again on every look.
+#[test]
+fn a_standing_state_is_announced_once() {
+    let o = outcome(
+        &Decision::<PoolObject>::InUse("holds qemu/100".into()),
+        None,
+        "pool a",
+        at(10),
+        Duration::from_secs(60),
+        || Duration::from_secs(7),
+    );
+    assert!(o.standing);
+    let event = o.event.expect("an InUse warning");
+    assert_eq!((event.warning, event.reason), (true, "InUse"));
+    assert!(standing_changed(&[], Some(&event)));
+    let synced_was = |reason: Reason| {
+        vec![Condition::new(
+            crate::api::ConditionType::Synced,
+            crate::api::ConditionStatus::False,
+            reason,
+            "",
+            at(1),
+        )]
+    };
+    assert!(standing_changed(
+        &synced_was(Reason::ReconcileSuccess),
+        Some(&event)
+    ));
+    assert!(!standing_changed(&synced_was(Reason::InUse), Some(&event)));
+}
+
+fn refusal_reason(why: &str) -> Option<Reason> {
+    super::plan::refusal(why)
+}
+
+fn pool_object(generation: i64) -> ProxmoxPool {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxPool",
+        "metadata": {"name": "pool", "namespace": "team-a", "uid": "u-1", "generation": generation},
+        "spec": {"forProvider": {
+            "poolId": "a",
+            "comment": "c",
+            "access": [{"role": "PVEVMUser", "user": "alice@pve"}],
+        }},
+        "status": {"atProvider": {
+            "poolId": "a",
+            "memberCount": 2,
+            "access": [{"role": "PVEAuditor", "user": "bob@pve", "propagate": true}],
+        }},
+    }))
+    .unwrap()
 }
 
 #[test]
 fn the_status_shows_members_and_the_entries_it_manages() {
-    let wanted = want(
-        OWNER,
-        Some("c"),
-        &[user("PVEVMUser", "alice@pve")],
-        &[applied("PVEAuditor", "bob@pve")],
-    );
     let observed = Observed::Found {
         object: seen(
             Some("c"),
@@ -402,20 +445,10 @@ fn the_status_shows_members_and_the_entries_it_manages() {
         ),
         ours: true,
     };
-    let done = Done {
-        observed,
-        decision: Decision::UpToDate,
-        refused: None,
-    };
-    let r = report(
-        "a",
-        &wanted,
-        &done,
-        &ProxmoxPoolStatus::default(),
-        None,
-        at(1),
-    );
-    let at = &r.status.at_provider;
+    let pool = pool_object(3);
+    let status = Kind::status(&pool, &(), vec![], Some(&observed));
+    assert_eq!(status.observed_generation, Some(3));
+    let at = &status.at_provider;
     assert_eq!(at.pool_id.as_deref(), Some("a"));
     assert_eq!(at.comment.as_deref(), Some("c"));
     assert_eq!(at.member_count, Some(1));
@@ -428,8 +461,18 @@ fn the_status_shows_members_and_the_entries_it_manages() {
             applied("PVEVMUser", "alice@pve")
         ]
     );
+    // What could not be read, or was not asked, keeps what was seen last.
+    for kept in [Some(&Observed::Unknown("refused".into())), None] {
+        let status = Kind::status(&pool, &(), vec![], kept);
+        assert_eq!(status.at_provider.member_count, Some(2), "{kept:?}");
+    }
+    // Gone: nothing shown.
+    let status = Kind::status(&pool, &(), vec![], Some(&Observed::NotFound));
+    assert_eq!(status.at_provider, Default::default());
 }
 
+/// The gate the shared pass asks of every kind (`ManagedSpec::capabilities`),
+/// as the pool's spec carries it.
 #[test]
 fn the_gate_pauses_refuses_or_goes() {
     use crate::api::managed::ManagedSpec;
@@ -443,22 +486,16 @@ fn the_gate_pauses_refuses_or_goes() {
         annotations: Some([(crate::api::meta::PAUSED.to_owned(), "true".to_owned())].into()),
         ..ObjectMeta::default()
     };
-    assert_eq!(gate(&spec(vec![All]), &plain), Gate::Go(ALL));
+    assert_eq!(spec(vec![All]).capabilities(&plain), Ok(ALL));
     for (policies, meta) in [(vec![All], &annotated), (vec![], &plain)] {
         // Paused, deleted or not: nothing is done, the finalizer stays.
         assert!(matches!(
-            gate(&spec(policies), meta),
-            Gate::Stop {
-                reason: Reason::ReconcilePaused,
-                ..
-            }
+            spec(policies).capabilities(meta),
+            Err((Reason::ReconcilePaused, _))
         ));
     }
     assert!(matches!(
-        gate(&spec(vec![Create]), &plain),
-        Gate::Stop {
-            reason: Reason::InvalidSpec,
-            ..
-        }
+        spec(vec![Create]).capabilities(&plain),
+        Err((Reason::InvalidSpec, _))
     ));
 }

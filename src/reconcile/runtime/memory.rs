@@ -3,7 +3,8 @@
 //! resourceVersion of our last write (so a pass may read the cache), when
 //! it was last observed in full, and what that look showed (so the next
 //! pass need not ask Proxmox again what it already said: the kind's
-//! [`Remembered`], the VM's `vm::pass::observe::known`).
+//! [`Remembered`], kept as a [`Kept`] so the table names no kind; the VM's
+//! is `vm::pass::observe::known`).
 //!
 //! All of it is a hint that a restart may lose: a new process starts with
 //! an empty table, reads every object afresh once and observes every VM in
@@ -31,6 +32,67 @@ pub trait Remembered: Clone + std::fmt::Debug {
 impl Remembered for () {
     fn touch(&mut self) {}
     fn wrote(&mut self) {}
+}
+
+/// A kind's look memory, whatever the kind: the shared table (one for
+/// every kind, in the `Context`) keeps it without naming its type, and the
+/// kind that put it there reads its own back ([`Kept::get`]).
+pub struct Kept(Box<dyn Held>);
+
+/// What the table needs of a look: a copy, the two marks, and its type.
+trait Held: Send + Sync + std::fmt::Debug {
+    fn copy(&self) -> Box<dyn Held>;
+    fn touch(&mut self);
+    fn wrote(&mut self);
+    fn any(&self) -> &dyn std::any::Any;
+}
+
+impl<L: Remembered + Send + Sync + 'static> Held for L {
+    fn copy(&self) -> Box<dyn Held> {
+        Box::new(self.clone())
+    }
+    fn touch(&mut self) {
+        Remembered::touch(self);
+    }
+    fn wrote(&mut self) {
+        Remembered::wrote(self);
+    }
+    fn any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Kept {
+    /// Keeps `look`.
+    pub fn new<L: Remembered + Send + Sync + 'static>(look: L) -> Self {
+        Self(Box::new(look))
+    }
+
+    /// The look, when it is an `L` (a kind reads only its own).
+    pub fn get<L: Clone + 'static>(&self) -> Option<L> {
+        self.0.any().downcast_ref::<L>().cloned()
+    }
+}
+
+impl Clone for Kept {
+    fn clone(&self) -> Self {
+        Self(self.0.copy())
+    }
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Remembered for Kept {
+    fn touch(&mut self) {
+        self.0.touch();
+    }
+    fn wrote(&mut self) {
+        self.0.wrote();
+    }
 }
 
 /// The first backoff after a failed pass, doubling up to [`BACKOFF_MAX`].
@@ -199,6 +261,47 @@ fn backoff(n: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A look of a kind's own type, as the VM keeps its `Known`.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Seen {
+        touched: bool,
+        written: bool,
+    }
+
+    impl Remembered for Seen {
+        fn touch(&mut self) {
+            self.touched = true;
+        }
+        fn wrote(&mut self) {
+            self.written = true;
+        }
+    }
+
+    /// The shared table keeps a kind's look without naming its type: the
+    /// kind reads its own back, marks reach it, and another type reads
+    /// nothing.
+    #[test]
+    fn a_kept_look_reads_back_as_its_kind_put_it() {
+        let memory = Memory::<Kept>::default();
+        let fresh = Seen {
+            touched: false,
+            written: false,
+        };
+        memory.remember("a", Some(Kept::new(fresh.clone())));
+        assert_eq!(memory.known("a").and_then(|k| k.get::<Seen>()), Some(fresh));
+        memory.touched("a");
+        memory.wrote_metadata("a");
+        assert_eq!(
+            memory.known("a").and_then(|k| k.get::<Seen>()),
+            Some(Seen {
+                touched: true,
+                written: true
+            })
+        );
+        assert_eq!(memory.known("a").and_then(|k| k.get::<u32>()), None);
+        assert!(memory.known("b").is_none());
+    }
 
     #[test]
     fn backoff_doubles_from_one_second_to_a_minute_and_resets() {

@@ -93,8 +93,9 @@ impl Kind for ProxmoxSecurityGroup {
         &self,
         _: &Store<ProxmoxIPSet>,
         conditions: Vec<Condition>,
-        seen: Option<&Group>,
+        observed: Option<&Observed<Group>>,
     ) -> ProxmoxSecurityGroupStatus {
+        let seen = observed.and_then(Observed::found);
         ProxmoxSecurityGroupStatus {
             at_provider: SecurityGroupAtProvider {
                 name: Some(group_name(&self.metadata)),

@@ -9,6 +9,7 @@
 
 use pve_client::firewall::{Rule, RuleSpec};
 
+pub use crate::api::security_group::ip_sets;
 use crate::api::security_group::{Address, SecurityGroupRule};
 use crate::reconcile::managed::crud::Diff;
 
@@ -139,16 +140,4 @@ pub fn observed_rule(rule: &Rule) -> RuleSpec {
         icmp_type: rule.icmp_type.clone(),
         macro_name: rule.macro_name.clone(),
     }
-}
-
-/// The IP sets (Kubernetes names) the rules name.
-pub fn ip_sets(rules: &[SecurityGroupRule]) -> Vec<&str> {
-    let mut out: Vec<&str> = rules
-        .iter()
-        .flat_map(|r| [&r.source, &r.dest])
-        .filter_map(|a| a.as_ref()?.ip_set.as_deref())
-        .collect();
-    out.sort_unstable();
-    out.dedup();
-    out
 }

@@ -17,7 +17,7 @@ use crate::api::condition::Reason;
 use crate::api::container::ContainerParameters;
 use crate::api::provider_config::{ContainerPolicy, RootOnlyFeature};
 use crate::api::quantity::human_bytes;
-use crate::reconcile::vm::plan::HostView;
+use crate::reconcile::common::views::HostView;
 
 /// Why the container cannot be created on `host`'s node, or `None`.
 pub(super) fn on_node(spec: &ContainerParameters, host: &HostView) -> Option<(Reason, String)> {

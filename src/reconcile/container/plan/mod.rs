@@ -37,8 +37,8 @@ use k8s_openapi::jiff::Timestamp;
 use super::render::Invalid;
 use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
 use crate::api::container::{ContainerAtProvider, ProxmoxContainer, ProxmoxContainerStatus};
+use crate::api::container::{ContainerTask, ContainerTaskAction, ContainerTaskFailure};
 use crate::api::meta::{ConfigUser, PolicyMode};
-use crate::api::vm::{InFlightTask, TaskAction, TaskFailure};
 use crate::reconcile::common::event::Event;
 use crate::reconcile::common::finalizer;
 use crate::reconcile::common::grants::VmidGrant;
@@ -208,25 +208,17 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
                     &format!("waiting for task {} ({})", task.type_, task.upid),
                 );
                 match task.action {
-                    TaskAction::Create | TaskAction::DownloadImage => {
+                    ContainerTaskAction::Create | ContainerTaskAction::DownloadImage => {
                         cx.ready(false, Reason::Creating, "the container is being created");
                     }
-                    TaskAction::Destroy => {
+                    ContainerTaskAction::Destroy => {
                         cx.ready(false, Reason::Deleting, "the container is being destroyed");
                     }
                     // Ready stays what it was while the power changes.
-                    TaskAction::Start
-                    | TaskAction::Shutdown
-                    | TaskAction::Stop
-                    | TaskAction::Clone
-                    | TaskAction::Configure
-                    | TaskAction::ResizeDisk
-                    | TaskAction::Migrate
-                    | TaskAction::MoveDisk
-                    | TaskAction::ConfigureHa
-                    | TaskAction::UploadSeed
-                    | TaskAction::DeleteVolume
-                    | TaskAction::Template => {}
+                    ContainerTaskAction::Start
+                    | ContainerTaskAction::Shutdown
+                    | ContainerTaskAction::Stop
+                    | ContainerTaskAction::Configure => {}
                 }
                 return cx.done(Step::Idle, TASK_FALLBACK);
             }
@@ -245,7 +237,7 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
                     _ => 1,
                 };
                 cx.at().task = None;
-                cx.at().last_failure = Some(TaskFailure {
+                cx.at().last_failure = Some(ContainerTaskFailure {
                     action: task.action,
                     message: message.clone(),
                     at: Time(now),
@@ -364,7 +356,7 @@ pub fn settle(mut plan: Plan, outcome: &Outcome, now: Timestamp, task_timeout: D
         Outcome::Started { upid, type_ } => {
             if let Some((action, node)) = plan.step.task() {
                 let deadline = now + task_timeout;
-                plan.status.at_provider.task = Some(InFlightTask {
+                plan.status.at_provider.task = Some(ContainerTask {
                     upid: upid.clone(),
                     action,
                     type_: type_.clone(),
@@ -373,7 +365,7 @@ pub fn settle(mut plan: Plan, outcome: &Outcome, now: Timestamp, task_timeout: D
                     started_at: Time(now),
                     deadline: Time(deadline),
                     progress: None,
-                    summary: InFlightTask::summarize(type_, None),
+                    summary: ContainerTask::summarize(type_, None),
                 });
                 plan.events.push(Event {
                     warning: false,
@@ -388,12 +380,12 @@ pub fn settle(mut plan: Plan, outcome: &Outcome, now: Timestamp, task_timeout: D
                 .step
                 .task()
                 .map(|(a, _)| a)
-                .unwrap_or(TaskAction::Configure);
+                .unwrap_or(ContainerTaskAction::Configure);
             let count = match &plan.status.at_provider.last_failure {
                 Some(f) if f.action == action => f.count + 1,
                 _ => 1,
             };
-            plan.status.at_provider.last_failure = Some(TaskFailure {
+            plan.status.at_provider.last_failure = Some(ContainerTaskFailure {
                 action,
                 message: message.clone(),
                 at: Time(now),

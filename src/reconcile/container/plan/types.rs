@@ -5,14 +5,14 @@ use std::time::Duration;
 use pve_client::lxc::{ContainerConfig, ContainerUpdate, CreateContainer, OciPull};
 
 use crate::api::condition::Reason;
+use crate::api::container::ContainerTaskAction;
 use crate::api::container::ProxmoxContainerStatus;
 use crate::api::provider_config::ContainerPolicy;
-use crate::api::vm::TaskAction;
 use crate::reconcile::common::event::Event;
 use crate::reconcile::common::grants::{Placement, VmidGrant};
 use crate::reconcile::common::images::NamedImage;
 use crate::reconcile::common::provider::ProviderState;
-use crate::reconcile::vm::plan::HostView;
+use crate::reconcile::common::views::HostView;
 
 /// The container as the pass found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -160,14 +160,14 @@ pub enum Step {
 impl Step {
     /// The action a task of this step is recorded under, with the node it
     /// runs on; `None` for steps that start no task.
-    pub fn task(&self) -> Option<(TaskAction, &str)> {
+    pub fn task(&self) -> Option<(ContainerTaskAction, &str)> {
         match self {
-            Step::Pull { node, .. } => Some((TaskAction::DownloadImage, node)),
-            Step::Create { node, .. } => Some((TaskAction::Create, node)),
-            Step::Start { node, .. } => Some((TaskAction::Start, node)),
-            Step::Shutdown { node, .. } => Some((TaskAction::Shutdown, node)),
-            Step::Stop { node, .. } => Some((TaskAction::Stop, node)),
-            Step::Destroy { node, .. } => Some((TaskAction::Destroy, node)),
+            Step::Pull { node, .. } => Some((ContainerTaskAction::DownloadImage, node)),
+            Step::Create { node, .. } => Some((ContainerTaskAction::Create, node)),
+            Step::Start { node, .. } => Some((ContainerTaskAction::Start, node)),
+            Step::Shutdown { node, .. } => Some((ContainerTaskAction::Shutdown, node)),
+            Step::Stop { node, .. } => Some((ContainerTaskAction::Stop, node)),
+            Step::Destroy { node, .. } => Some((ContainerTaskAction::Destroy, node)),
             Step::Idle
             | Step::AddFinalizer
             | Step::RemoveFinalizer

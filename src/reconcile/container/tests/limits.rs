@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::{ct, id, now, obs, recorded};
 use crate::api::condition::{ConditionType, Reason, find};
+use crate::reconcile::common::views::{HostView, StorageView};
 use crate::reconcile::container::plan::{Container, Observation, Step, plan};
-use crate::reconcile::vm::plan::{HostView, StorageView};
 
 const GIB: u64 = 1 << 30;
 

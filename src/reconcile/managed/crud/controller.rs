@@ -1,5 +1,5 @@
 //! The controller of a CRUD kind, whatever the kind: its watch (a pass
-//! when the spec or the finalizers change), the stop when the watch never
+//! when the spec, the annotations or the finalizers change), the stop when the watch never
 //! listed, and [`super::pass`] for each resource.
 
 use std::future::Future;
@@ -40,7 +40,10 @@ pub async fn run<K, A>(
         .reflect(writer)
         .applied_objects()
         .predicate_filter(
-            predicates::generation.combine(predicates::finalizers),
+            // Annotations: `crossplane.io/paused` pauses and resumes.
+            predicates::generation
+                .combine(predicates::annotations)
+                .combine(predicates::finalizers),
             Default::default(),
         );
     let never_listed = watch::never_listed(reader.clone(), kind, stop.clone());

@@ -5,10 +5,13 @@
 //! its calls, who still uses it, and its status.
 //!
 //! Requeues: after a call, at once (the next pass observes what it did;
-//! the plan converges, and a re-apply sends nothing); after a refusal or
-//! an unreadable Proxmox, with the resource's failure backoff (never a hot
-//! loop); up to date, at the config's resync interval; an invalid spec
-//! waits for a change.
+//! the plan converges, and a re-apply sends nothing); after a refusal, an
+//! unreadable Proxmox or a deletion Proxmox would refuse (`InUse`), with
+//! the resource's failure backoff (never a hot loop); after a refusal the
+//! kind recognizes as naming a spec field ([`Kind::refusal`]), at the
+//! resync interval (the same request is refused until the spec changes);
+//! up to date, at the config's resync interval; an invalid spec waits for
+//! a change.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -23,7 +26,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Call, Decision, Diff, External};
+use super::{Call, Decision, Diff, External, Observed};
 use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason};
 use crate::api::managed::ManagedSpec;
 use crate::api::meta::ConfigUser;
@@ -82,13 +85,38 @@ pub trait Kind:
     /// Its conditions as last written.
     fn conditions(&self) -> Vec<Condition>;
 
-    /// The status to write: `observed`, what the pass saw on Proxmox.
+    /// The status to write: `observed`, what the pass saw on Proxmox
+    /// (`None`: Proxmox was not asked this pass).
     fn status(
         &self,
         extra: &Self::Extra,
         conditions: Vec<Condition>,
-        observed: Option<&<Self::External as External>::Object>,
+        observed: Option<&Observed<Object<Self>>>,
     ) -> Self::Status;
+
+    /// The reason to say a refusal `why` with when it names a field of the
+    /// spec (a pool's access entry: `AccessRefused`): then the same request
+    /// would be refused until the spec changes, so it is tried again at the
+    /// resync interval, not with the failure backoff. `None`: a plain
+    /// refusal (`ReconcileError`, backoff).
+    fn refusal(&self, why: &str) -> Option<Reason> {
+        let _ = why;
+        None
+    }
+
+    /// Its Proxmox object in words (`pool team`), for the conditions that
+    /// name it.
+    fn object_name(&self) -> String {
+        "an object of this name".to_owned()
+    }
+}
+
+/// A call Proxmox refused: why, and the reason the kind says it with when
+/// it names a spec field ([`Kind::refusal`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    pub why: String,
+    pub field: Option<Reason>,
 }
 
 /// What a CRUD kind's passes share: the context every kind shares, and
@@ -146,12 +174,16 @@ pub fn error_policy<K: Kind>(obj: Arc<K>, error: &Error, shared: Arc<Ctx<K::Extr
 }
 
 /// What a pass ends with, before the status write.
-struct Outcome {
-    ready: Condition,
-    synced: Condition,
-    event: Option<Event>,
-    action: Action,
-    release: bool,
+#[derive(Debug)]
+pub struct Outcome {
+    pub ready: Condition,
+    pub synced: Condition,
+    pub event: Option<Event>,
+    /// The event says a standing state (not owned, held by what it holds):
+    /// published when Synced turns to it, not again on every look.
+    pub standing: bool,
+    pub action: Action,
+    pub release: bool,
 }
 
 async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<Action, Error> {
@@ -271,15 +303,22 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
     }
     let external = obj.external(connection.client.clone());
     let done = super::run(&external, &want, caps, deleting, || ctx.shards.fence(hold)).await?;
-    let seen = done.seen().cloned();
     let super::Done {
-        decision, refused, ..
+        decision,
+        refused,
+        observed,
     } = done;
     let uid = obj.uid().unwrap_or_default();
-    let refused = refused.or_else(|| again(&shared.sent, &uid, &decision));
+    let refused = refused
+        .or_else(|| again(&shared.sent, &uid, &decision))
+        .map(|why| Refusal {
+            field: obj.refusal(&why),
+            why,
+        });
     let outcome = outcome(
         &decision,
         refused,
+        &obj.object_name(),
         now,
         connection.timing.resync_interval,
         || ctx.memory.failed(&uid),
@@ -312,11 +351,12 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
         &api,
         Some(outcome.ready),
         outcome.synced,
-        seen.as_ref(),
+        Some(&observed),
         outcome.action,
     )
     .await?;
-    if let Some(event) = &outcome.event {
+    let news = !outcome.standing || standing_changed(&obj.conditions(), outcome.event.as_ref());
+    if let (Some(event), true) = (&outcome.event, news) {
         ctx.shards.fence(hold)?;
         ctx.events.publish(obj, event).await;
     }
@@ -356,6 +396,16 @@ fn again<T: Diff>(sent: &Sent, uid: &str, decision: &Decision<T>) -> Option<Stri
     }
 }
 
+/// Whether a standing state's event is news: Synced said something else
+/// before (`conditions`, as read).
+pub fn standing_changed(conditions: &[Condition], event: Option<&Event>) -> bool {
+    let before = conditions.iter().find(|c| c.type_ == "Synced");
+    match (before, event) {
+        (Some(c), Some(e)) => c.reason != e.reason,
+        (None, _) | (_, None) => true,
+    }
+}
+
 fn invalid(why: String, now: Time) -> Condition {
     Condition::new(
         ConditionType::Synced,
@@ -367,9 +417,10 @@ fn invalid(why: String, now: Time) -> Condition {
 }
 
 /// What a decision means for the conditions, the event and the requeue.
-fn outcome<T: Diff>(
+pub fn outcome<T: Diff>(
     decision: &Decision<T>,
-    refused: Option<String>,
+    refused: Option<Refusal>,
+    what: &str,
     now: Time,
     resync: Duration,
     backoff: impl FnOnce() -> Duration,
@@ -378,11 +429,35 @@ fn outcome<T: Diff>(
         ready,
         synced,
         event,
+        standing: false,
         action,
         release: false,
     };
     let ok = |msg: &str| Condition::reconcile_success(msg, now.clone());
-    if let Some(why) = refused {
+    if let Some(Refusal {
+        why,
+        field: Some(reason),
+    }) = &refused
+    {
+        let note = format!("Proxmox refused the change: {why}");
+        return done(
+            Condition::unavailable("not as the spec asks", now.clone()),
+            Condition::new(
+                ConditionType::Synced,
+                ConditionStatus::False,
+                *reason,
+                note.clone(),
+                now,
+            ),
+            Some(Event {
+                warning: true,
+                reason: reason.as_str(),
+                note,
+            }),
+            Action::requeue(resync),
+        );
+    }
+    if let Some(Refusal { why, field: None }) = refused {
         let note = format!("Proxmox refused the change: {why}");
         return done(
             Condition::unavailable("not as the spec asks", now.clone()),
@@ -442,35 +517,59 @@ fn outcome<T: Diff>(
             None,
             Action::requeue(resync),
         ),
-        Decision::NotOwned => done(
-            Condition::unavailable(
-                "exists on Proxmox without this resource's owner marker",
-                now.clone(),
-            ),
-            Condition::new(
-                ConditionType::Synced,
-                ConditionStatus::False,
+        Decision::NotOwned => {
+            let note = format!(
+                "{what} exists without this resource's owner marker on Proxmox: it is never changed or deleted"
+            );
+            standing(
+                done(
+                    Condition::unavailable(
+                        "exists on Proxmox without this resource's owner marker",
+                        now.clone(),
+                    ),
+                    Condition::new(
+                        ConditionType::Synced,
+                        ConditionStatus::False,
+                        Reason::NotOwned,
+                        note.clone(),
+                        now,
+                    ),
+                    None,
+                    Action::requeue(resync),
+                ),
                 Reason::NotOwned,
-                "an object of this name exists on Proxmox and is not this resource's: it is never changed or deleted",
-                now,
-            ),
-            None,
-            Action::requeue(resync),
-        ),
+                &note,
+            )
+        }
         // What it holds on Proxmox keeps it (a pool's guests): Proxmox
-        // would refuse the delete, so none is sent; looked at again.
-        Decision::InUse(why) => done(
-            Condition::deleting(format!("cannot be deleted yet: {why}"), now.clone()),
-            Condition::new(
-                ConditionType::Synced,
-                ConditionStatus::False,
+        // would refuse the delete, so none is sent; looked at again with
+        // the backoff (each look asks Proxmox; a change of its holders
+        // seen in Kubernetes wakes it sooner).
+        Decision::InUse(why) => {
+            let note = format!("cannot be deleted yet: {why}");
+            standing(
+                done(
+                    Condition::new(
+                        ConditionType::Ready,
+                        ConditionStatus::False,
+                        Reason::InUse,
+                        note.clone(),
+                        now.clone(),
+                    ),
+                    Condition::new(
+                        ConditionType::Synced,
+                        ConditionStatus::False,
+                        Reason::InUse,
+                        note.clone(),
+                        now,
+                    ),
+                    None,
+                    Action::requeue(backoff()),
+                ),
                 Reason::InUse,
-                format!("cannot be deleted yet: {why}"),
-                now,
-            ),
-            None,
-            Action::requeue(IN_USE_RECHECK),
-        ),
+                &note,
+            )
+        }
         Decision::Released { orphaned } => Outcome {
             ready: Condition::deleting("released", now.clone()),
             synced: ok("released"),
@@ -479,6 +578,7 @@ fn outcome<T: Diff>(
                 reason: "Orphaned",
                 note: "left on Proxmox (no Delete policy, or not this resource's)".into(),
             }),
+            standing: false,
             action: Action::await_change(),
             release: true,
         },
@@ -491,6 +591,20 @@ fn outcome<T: Diff>(
     }
 }
 
+/// `outcome` with a warning event saying its standing state (its Synced
+/// reason) once.
+fn standing(outcome: Outcome, reason: Reason, note: &str) -> Outcome {
+    Outcome {
+        event: Some(Event {
+            warning: true,
+            reason: reason.as_str(),
+            note: note.to_owned(),
+        }),
+        standing: true,
+        ..outcome
+    }
+}
+
 /// Writes the conditions (and what was observed) when they changed.
 #[allow(clippy::too_many_arguments)]
 async fn report<K: Kind>(
@@ -500,14 +614,18 @@ async fn report<K: Kind>(
     api: &Api<K>,
     ready: Option<Condition>,
     synced: Condition,
-    seen: Option<&<K::External as External>::Object>,
+    seen: Option<&Observed<Object<K>>>,
     action: Action,
 ) -> Result<Action, Error> {
     let mut conditions = obj.conditions();
-    if let Some(ready) = ready {
+    let generation = Resource::meta(obj).generation;
+    if let Some(mut ready) = ready {
+        ready.observed_generation = generation;
         set_condition(&mut conditions, ready);
     }
     let failed = synced.status == ConditionStatus::False;
+    let mut synced = synced;
+    synced.observed_generation = generation;
     set_condition(&mut conditions, synced);
     let status = obj.status(extra, conditions, seen);
     ctx.shards.fence(hold)?;

@@ -17,6 +17,7 @@ use crate::reconcile::context::Context;
 use crate::reconcile::identity::Identity;
 use crate::reconcile::managed::reserve::allocate_vmid;
 use crate::reconcile::providers::{ConfigKey, Connection};
+use crate::reconcile::runtime::memory::Kept;
 use crate::reconcile::runtime::wake::VmRef;
 use crate::reconcile::schedule::{Candidates, LabelCounts, RunningTask, placement};
 use crate::reconcile::vm::plan::{
@@ -58,7 +59,8 @@ pub async fn reserve(
             // Free on the cluster as just listed: no VM to look up until a
             // create is sent (which Proxmox refuses if the VMID was taken
             // meanwhile).
-            ctx.memory.remember(&id.uid, Some(Known::absent(vmid)));
+            ctx.memory
+                .remember(&id.uid, Some(Kept::new(Known::absent(vmid))));
         }
         obs.allocated_vmid = Some(grant);
     }

@@ -18,7 +18,7 @@ pub use crate::reconcile::common::images::{ImageLookup, ImageTemplate, NamedImag
 pub use crate::reconcile::common::look::Depth;
 pub use crate::reconcile::common::provider::ProviderState;
 pub use crate::reconcile::common::tasks::{ActiveTask, TaskState, started_at};
-pub use crate::reconcile::common::views::StorageView;
+pub use crate::reconcile::common::views::{HostView, StorageView};
 
 use super::output::Sensitive;
 use crate::api::ProxmoxVM;
@@ -216,52 +216,6 @@ pub struct Observation {
     /// to an address the config's `downloadPolicy` refuses: URL → why,
     /// naming the field. Looked up only while an image volume is missing.
     pub resolved_refusals: BTreeMap<String, String>,
-}
-
-/// A node as a create is checked against it: from the shared cluster view
-/// (`/cluster/resources`: `maxcpu`, `maxmem`, each storage's `maxdisk`,
-/// `disk` and `plugintype`) and the node's bridges (`/nodes/{node}/network`,
-/// read once per node and interval).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostView {
-    /// The node.
-    pub node: String,
-    /// Its logical CPUs; 0 when the view does not tell (no `Sys.Audit`).
-    pub cpus: u32,
-    /// Its memory in bytes; 0 when the view does not tell.
-    pub memory: u64,
-    /// Its storages by ID (those the token may audit).
-    pub storages: BTreeMap<String, StorageView>,
-    /// The bridges and VNets a NIC may name there; `None` when they could
-    /// not be read (nothing is refused for them then).
-    pub bridges: Option<std::collections::BTreeSet<String>>,
-}
-
-impl HostView {
-    /// Of a guest's NICs (`spec.forProvider.networks[i].bridge`), those
-    /// whose bridge the node does not have: each bridge with a message
-    /// naming the field (none when the node's bridges are unknown).
-    pub fn missing_bridges<'a>(
-        &self,
-        bridges: impl IntoIterator<Item = &'a str>,
-    ) -> Vec<(&'a str, String)> {
-        let Some(has) = &self.bridges else {
-            return vec![];
-        };
-        let list = has.iter().cloned().collect::<Vec<_>>().join(", ");
-        bridges
-            .into_iter()
-            .enumerate()
-            .filter(|(_, b)| !has.contains(*b))
-            .map(|(i, b)| {
-                let why = format!(
-                    "spec.forProvider.networks[{i}].bridge {b:?} is neither a bridge nor a VNet of node {} (it has {list})",
-                    self.node
-                );
-                (b, why)
-            })
-            .collect()
-    }
 }
 
 /// The `customCloudInit` seed, when [`Needs::seed`] asked.

@@ -21,7 +21,17 @@ fn a_refusal_backs_off_and_a_call_looks_again_at_once() {
     let resync = Duration::from_secs(60);
     let backoff = || Duration::from_secs(7);
     let call: Decision<Note> = Decision::Call(Call::Create(Note::default()));
-    let refused = outcome(&call, Some("400 proto".into()), now(), resync, backoff);
+    let refused = outcome(
+        &call,
+        Some(Refusal {
+            why: "400 proto".into(),
+            field: None,
+        }),
+        "it",
+        now(),
+        resync,
+        backoff,
+    );
     assert_eq!(refused.action, Action::requeue(Duration::from_secs(7)));
     assert_eq!(refused.synced.status, ConditionStatus::False);
     assert!(
@@ -32,14 +42,28 @@ fn a_refusal_backs_off_and_a_call_looks_again_at_once() {
             .contains("400 proto")
     );
     assert!(refused.event.is_some_and(|e| e.warning));
-    let sent = outcome(&call, None, now(), resync, backoff);
+    let sent = outcome(&call, None, "it", now(), resync, backoff);
     assert_eq!(sent.action, Action::requeue(Duration::ZERO));
-    let up = outcome(&Decision::<Note>::UpToDate, None, now(), resync, backoff);
+    let up = outcome(
+        &Decision::<Note>::UpToDate,
+        None,
+        "it",
+        now(),
+        resync,
+        backoff,
+    );
     assert_eq!(up.action, Action::requeue(resync));
     assert_eq!(up.ready.status, ConditionStatus::True);
     let released = Decision::<Note>::Released { orphaned: false };
-    assert!(outcome(&released, None, now(), resync, backoff).release);
-    let not_owned = outcome(&Decision::<Note>::NotOwned, None, now(), resync, backoff);
+    assert!(outcome(&released, None, "it", now(), resync, backoff).release);
+    let not_owned = outcome(
+        &Decision::<Note>::NotOwned,
+        None,
+        "it",
+        now(),
+        resync,
+        backoff,
+    );
     assert_eq!(not_owned.synced.reason, "NotOwned");
 }
 

@@ -24,13 +24,13 @@ use kube::{Api, ResourceExt};
 pub use downloads::resolved_refusals;
 
 use crate::api::ProxmoxVM;
+use crate::reconcile::common::image_cache::{self as cache, Images};
 use crate::reconcile::error::{Error, is_not_found};
-use crate::reconcile::fleet::cache::{self, Images};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::{ClusterView, Inventory};
 use crate::reconcile::managed::tasks;
 use crate::reconcile::providers::{ConfigKey, secret_value};
-use crate::reconcile::runtime::memory::Memory;
+use crate::reconcile::runtime::memory::{Kept, Memory};
 use crate::reconcile::vm::plan::{
     Depth, ImageRef, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
     TemplateLookup, TemplateRef, VmState,
@@ -70,7 +70,7 @@ pub struct Sources<'a> {
     /// declared by one).
     pub store: &'a Store<DeserializeGuard<ProxmoxVM>>,
     /// What earlier passes saw of each resource's VM.
-    pub memory: &'a Memory<known::Known>,
+    pub memory: &'a Memory<Kept>,
     /// The controller's cache of ProxmoxImages (`clone.image`).
     pub images: &'a Images,
 }
@@ -137,10 +137,11 @@ pub async fn observe(
     }
     obs.images = images(client, &needs.images).await?;
     for name in &needs.named_images {
-        // About to be imported: read afresh (see `image::named`).
-        let seen = crate::reconcile::image::named(from.kube, from.images, &id.namespace, name)
-            .await
-            .map_err(|e| Failure::Kube(e.into()))?;
+        // About to be imported: read afresh (see `managed::images::named`).
+        let seen =
+            crate::reconcile::managed::images::named(from.kube, from.images, &id.namespace, name)
+                .await
+                .map_err(|e| Failure::Kube(e.into()))?;
         obs.named_images.insert(name.clone(), seen);
     }
     // A missing image may be downloading already (another resource's task).
@@ -235,7 +236,10 @@ async fn look_at_vm(
     node_hint: Option<&str>,
     depth: Depth,
 ) -> Result<Looked, Failure> {
-    let before = from.memory.known(&id.uid);
+    let before = from
+        .memory
+        .known(&id.uid)
+        .and_then(|l| l.get::<known::Known>());
     let recorded = vm.status.as_ref().and_then(|s| s.at_provider.task.as_ref());
     let recorded = match (recorded, task) {
         (Some(t), Some(state)) => Some(known::RecordedTask {
@@ -302,7 +306,7 @@ async fn look_at_vm(
         known::Look::Full => (vm::vm_state(from, vmid, node_hint).await?, Depth::Full),
     };
     let kept = known::remember(before.as_ref(), vmid, &state, asked_agent, uptime, now);
-    from.memory.remember(&id.uid, kept);
+    from.memory.remember(&id.uid, kept.map(Kept::new));
     Ok(Looked { state, depth, sure })
 }
 

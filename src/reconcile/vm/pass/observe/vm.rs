@@ -283,7 +283,7 @@ mod tests {
         };
         let (store, _writer) = kube::runtime::reflector::store();
         let memory = crate::reconcile::runtime::memory::Memory::<
-            crate::reconcile::vm::pass::observe::known::Known,
+            crate::reconcile::runtime::memory::Kept,
         >::default();
         let (images, _image_writer) = kube::runtime::reflector::store();
         let from = Sources {
