@@ -25,6 +25,7 @@ mod bad_input;
 mod concurrency;
 mod configs;
 mod containers;
+mod contract;
 mod control_plane;
 mod crds;
 mod create;

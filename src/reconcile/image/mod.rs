@@ -192,7 +192,9 @@ pub async fn run(
         .reflect(writer)
         .applied_objects()
         .predicate_filter(
+            // Annotations: `crossplane.io/paused` pauses and resumes.
             predicates::generation
+                .combine(predicates::annotations)
                 .combine(predicates::finalizers)
                 .combine(templates),
             Default::default(),
