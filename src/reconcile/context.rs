@@ -17,6 +17,7 @@ use crate::reconcile::events::Events;
 use crate::reconcile::inventory::Inventory;
 use crate::reconcile::providers::Providers;
 use crate::reconcile::schedule::Scheduler;
+use crate::reconcile::schedule::vmids::Holders;
 
 /// The controller's shared state.
 pub struct Context {
@@ -53,6 +54,8 @@ pub struct Context {
     pub shards: Arc<Shards>,
     /// The controller's cache of ProxmoxImages (clones of their templates).
     pub images: Images,
+    /// The kinds whose resources record VMIDs (one VMID space per config).
+    pub vmid_holders: Vec<Box<dyn Holders>>,
 }
 
 impl Context {
@@ -67,6 +70,7 @@ impl Context {
             Images,
         ),
         (waker, container_waker): (Waker, Waker<DeserializeGuard<ProxmoxContainer>>),
+        vmid_holders: Vec<Box<dyn Holders>>,
     ) -> Self {
         let shards = Arc::new(match &settings.leader_election {
             Some(_) => Shards::sharded(settings.identity.clone()),
@@ -95,6 +99,7 @@ impl Context {
             waker,
             container_waker,
             store,
+            vmid_holders,
             images,
             containers,
         }
