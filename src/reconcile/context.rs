@@ -42,7 +42,7 @@ pub struct Context {
     /// a VM, its last look too).
     pub memory: Memory<Kept>,
     /// Wakes resources whose task ended or whose slot freed.
-    pub waker: Waker,
+    pub waker: Waker<DeserializeGuard<ProxmoxVM>>,
     /// Wakes ProxmoxContainers whose task ended.
     pub container_waker: Waker<DeserializeGuard<ProxmoxContainer>>,
     /// The controller's cache of ProxmoxVMs.
@@ -69,7 +69,10 @@ impl Context {
             Store<DeserializeGuard<ProxmoxContainer>>,
             Images,
         ),
-        (waker, container_waker): (Waker, Waker<DeserializeGuard<ProxmoxContainer>>),
+        (waker, container_waker): (
+            Waker<DeserializeGuard<ProxmoxVM>>,
+            Waker<DeserializeGuard<ProxmoxContainer>>,
+        ),
         vmid_holders: Vec<Box<dyn Holders>>,
     ) -> Self {
         let shards = Arc::new(match &settings.leader_election {
