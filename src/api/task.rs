@@ -64,3 +64,17 @@ pub struct TaskFailure<A> {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub vmid_taken: bool,
 }
+
+/// A kind whose status records the one Proxmox task it waits for (what
+/// the task watcher follows).
+pub trait RecordsTask {
+    /// The UPID and start of the task its status records.
+    fn recorded_task(&self) -> Option<(&str, &Time)>;
+}
+
+impl<A> InFlightTask<A> {
+    /// Its UPID and start, whatever the kind's actions.
+    pub fn started(&self) -> (&str, &Time) {
+        (&self.upid, &self.started_at)
+    }
+}

@@ -17,6 +17,7 @@ use crate::reconcile::events::Events;
 use crate::reconcile::inventory::Inventory;
 use crate::reconcile::providers::Providers;
 use crate::reconcile::schedule::Scheduler;
+use crate::reconcile::schedule::vmids::Holders;
 
 /// The controller's shared state.
 pub struct Context {
@@ -41,7 +42,7 @@ pub struct Context {
     /// a VM, its last look too).
     pub memory: Memory<Kept>,
     /// Wakes resources whose task ended or whose slot freed.
-    pub waker: Waker,
+    pub waker: Waker<DeserializeGuard<ProxmoxVM>>,
     /// Wakes ProxmoxContainers whose task ended.
     pub container_waker: Waker<DeserializeGuard<ProxmoxContainer>>,
     /// The controller's cache of ProxmoxVMs.
@@ -53,6 +54,8 @@ pub struct Context {
     pub shards: Arc<Shards>,
     /// The controller's cache of ProxmoxImages (clones of their templates).
     pub images: Images,
+    /// The kinds whose resources record VMIDs (one VMID space per config).
+    pub vmid_holders: Vec<Box<dyn Holders>>,
 }
 
 impl Context {
@@ -66,7 +69,11 @@ impl Context {
             Store<DeserializeGuard<ProxmoxContainer>>,
             Images,
         ),
-        (waker, container_waker): (Waker, Waker<DeserializeGuard<ProxmoxContainer>>),
+        (waker, container_waker): (
+            Waker<DeserializeGuard<ProxmoxVM>>,
+            Waker<DeserializeGuard<ProxmoxContainer>>,
+        ),
+        vmid_holders: Vec<Box<dyn Holders>>,
     ) -> Self {
         let shards = Arc::new(match &settings.leader_election {
             Some(_) => Shards::sharded(settings.identity.clone()),
@@ -95,6 +102,7 @@ impl Context {
             waker,
             container_waker,
             store,
+            vmid_holders,
             images,
             containers,
         }

@@ -57,7 +57,7 @@ use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 
 use super::context::Context;
 use super::managed::states::{self, Lifecycle};
-use super::managed::task_watch::watch_tasks;
+use super::managed::task_watch::{self, Followed, watch_tasks};
 use super::managed::watch::scoped;
 use super::runtime::metrics::{Metrics, States};
 use super::runtime::server::Readiness;
@@ -183,8 +183,10 @@ pub async fn run(
         kube.clone(),
         settings,
         metrics,
-        (reader.clone(), containers, images),
+        (reader.clone(), containers.clone(), images),
         (Waker::new(wake), Waker::new(wake_container)),
+        // The kinds that take VMIDs from one space per config.
+        vec![Box::new(reader.clone()), Box::new(containers)],
     ));
     let controller = Controller::for_stream(vms, reader)
         .owns(scoped::<Secret>(&kube, namespace.as_deref()), secrets)
@@ -209,7 +211,18 @@ pub async fn run(
                 Err(e) => tracing::debug!(error = %e, "controller"),
             }
         });
-    let tasks = watch_tasks(Arc::clone(&ctx), stop.clone());
+    // The kinds whose tasks the watcher follows, and how to wake them.
+    let followed: Vec<Box<dyn Followed>> = vec![
+        Box::new(task_watch::Of {
+            store: ctx.store.clone(),
+            waker: ctx.waker.clone(),
+        }),
+        Box::new(task_watch::Of {
+            store: ctx.containers.clone(),
+            waker: ctx.container_waker.clone(),
+        }),
+    ];
+    let tasks = watch_tasks(Arc::clone(&ctx), followed, stop.clone());
     let images = image::run(Arc::clone(&ctx), image_wakeups, stop.clone());
     let containers = container::controller::run(
         Arc::clone(&ctx),

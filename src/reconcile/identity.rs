@@ -7,7 +7,7 @@ use std::fmt;
 use kube::api::ObjectMeta;
 use kube::runtime::reflector::ObjectRef;
 
-use crate::reconcile::runtime::wake::VmRef;
+use crate::api::vm::VmRef;
 
 /// A resource's namespace, name and UID.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -90,3 +90,7 @@ pub struct ProxmoxContainerSpec {
     #[serde(flatten)]
     pub managed: ManagedSpec,
 }
+
+/// A reference to a ProxmoxContainer, as its controller's triggers take it.
+pub type CtRef =
+    kube::runtime::reflector::ObjectRef<kube::core::DeserializeGuard<ProxmoxContainer>>;

@@ -72,6 +72,15 @@ pub type ContainerTask = task::InFlightTask<ContainerTaskAction>;
 /// The last failed task of a ProxmoxContainer.
 pub type ContainerTaskFailure = task::TaskFailure<ContainerTaskAction>;
 
+impl task::RecordsTask for super::ProxmoxContainer {
+    fn recorded_task(
+        &self,
+    ) -> Option<(&str, &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time)> {
+        let task = self.status.as_ref()?.at_provider.task.as_ref()?;
+        Some(task.started())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -150,3 +150,18 @@ impl ProxmoxVM {
         self.annotation(crate::api::meta::EXTERNAL_NAME)
     }
 }
+
+/// A reference to a ProxmoxVM, as its controller's triggers take it (its
+/// cache holds VMs behind a `DeserializeGuard`): what the wakers and the
+/// scheduler's slot queue carry.
+pub type VmRef = kube::runtime::reflector::ObjectRef<kube::core::DeserializeGuard<ProxmoxVM>>;
+
+/// The reference of a ProxmoxVM found in the cache or a watch event.
+pub fn vm_ref(vm: &ProxmoxVM) -> VmRef {
+    use kube::ResourceExt;
+    let name = kube::runtime::reflector::ObjectRef::new(&vm.name_any());
+    match vm.namespace() {
+        Some(namespace) => name.within(&namespace),
+        None => name,
+    }
+}

@@ -167,3 +167,12 @@ pub type InFlightTask = task::InFlightTask<TaskAction>;
 
 /// The last failed task of a ProxmoxVM.
 pub type TaskFailure = task::TaskFailure<TaskAction>;
+
+impl task::RecordsTask for super::ProxmoxVM {
+    fn recorded_task(
+        &self,
+    ) -> Option<(&str, &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time)> {
+        let task = self.status.as_ref()?.at_provider.task.as_ref()?;
+        Some(task.started())
+    }
+}

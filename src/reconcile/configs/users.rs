@@ -18,11 +18,11 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::Triggers;
+use crate::api::container::CtRef;
 use crate::api::meta::ConfigUser;
 use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::server::Readiness;
-use crate::reconcile::runtime::wake::CtRef;
 
 type Guarded = DeserializeGuard<ProxmoxVM>;
 

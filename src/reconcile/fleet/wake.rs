@@ -18,21 +18,26 @@ use kube::runtime::watcher;
 use super::child;
 use super::templates::clones_image;
 use crate::api::meta::EXTERNAL_CREATE_SUCCEEDED;
+use crate::api::vm::vm_ref;
 use crate::api::{ProxmoxImage, ProxmoxVM};
 use crate::reconcile::common::image_cache::{self as cache, Images as ImageStore};
-use crate::reconcile::runtime::wake::{Waker, vm_ref};
+use crate::reconcile::runtime::wake::Waker;
 
 /// Wakes the clones waiting for an image when it changes.
 pub struct Clones {
     images: ImageStore,
     vms: Store<DeserializeGuard<ProxmoxVM>>,
-    waker: Waker,
+    waker: Waker<DeserializeGuard<ProxmoxVM>>,
 }
 
 impl Clones {
     /// Compares with `images`, finds the clones in `vms`, wakes them through
     /// `waker`.
-    pub fn new(images: ImageStore, vms: Store<DeserializeGuard<ProxmoxVM>>, waker: Waker) -> Self {
+    pub fn new(
+        images: ImageStore,
+        vms: Store<DeserializeGuard<ProxmoxVM>>,
+        waker: Waker<DeserializeGuard<ProxmoxVM>>,
+    ) -> Self {
         Self { images, vms, waker }
     }
 
@@ -78,7 +83,7 @@ fn progress(
 fn waiting_for(
     vms: &Store<DeserializeGuard<ProxmoxVM>>,
     image: &ProxmoxImage,
-) -> Vec<crate::reconcile::runtime::wake::VmRef> {
+) -> Vec<crate::api::vm::VmRef> {
     let (namespace, name) = (image.namespace(), image.name_any());
     vms.state()
         .iter()

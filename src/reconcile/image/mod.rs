@@ -77,7 +77,7 @@ impl ImageWaker {
             | Err(_) => return,
         };
         let Ok(vm) = &obj.0 else { return };
-        let cached = self.vms.get(&crate::reconcile::runtime::wake::vm_ref(vm));
+        let cached = self.vms.get(&crate::api::vm::vm_ref(vm));
         let before = cached.as_ref().and_then(|old| old.0.as_ref().ok());
         if !gone && before.map(refs::seen_by_images) == Some(refs::seen_by_images(vm)) {
             return;

@@ -35,6 +35,7 @@ use super::plan::{self, Call, CallKind, Input, Site, Step, Target, Timing, World
 use super::refs;
 use crate::api::ProxmoxImage;
 use crate::api::image::{ImageContent, LocationPhase};
+use crate::api::vm::vm_ref;
 use crate::reconcile::common::tasks::TaskState;
 use crate::reconcile::common::{finalizer, provider};
 use crate::reconcile::context::Context;
@@ -44,7 +45,6 @@ use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::managed::tasks;
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;
-use crate::reconcile::runtime::wake::vm_ref;
 use pve_client::lxc::OciPull;
 use pve_client::{Checksum, Client, DownloadContent, DownloadUrl, Upid};
 

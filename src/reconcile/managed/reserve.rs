@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::api::meta::ConfigUser;
 use crate::reconcile::common::grants::VmidGrant;
 use crate::reconcile::context::Context;
 use crate::reconcile::identity::Identity;
@@ -49,25 +48,8 @@ pub async fn allocate_vmid(ctx: &Context, conn: &Connection, id: &Identity) -> V
     }
 }
 
-/// VMIDs recorded in the external-name annotation of ProxmoxVMs and
-/// ProxmoxContainers of this config (one VMID space).
+/// VMIDs recorded in the external-name annotations of this config's
+/// resources, of every kind that takes one (one VMID space).
 fn recorded_vmids(ctx: &Context, key: &ConfigKey) -> impl Iterator<Item = u32> {
-    fn of(user: &impl ConfigUser, key: &ConfigKey) -> Option<u32> {
-        if ConfigKey::of(user) != *key {
-            return None;
-        }
-        user.external_name()?.parse().ok()
-    }
-    let (vms, cts) = (key.clone(), key.clone());
-    let vms = ctx
-        .store
-        .state()
-        .into_iter()
-        .filter_map(move |obj| of(obj.0.as_ref().ok()?, &vms));
-    let cts = ctx
-        .containers
-        .state()
-        .into_iter()
-        .filter_map(move |obj| of(obj.0.as_ref().ok()?, &cts));
-    vms.chain(cts)
+    ctx.vmid_holders.iter().flat_map(|h| h.recorded(key))
 }

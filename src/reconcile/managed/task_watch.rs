@@ -1,31 +1,83 @@
 //! The task watcher: wakes a resource of any kind as soon as its Proxmox
 //! task ended.
 //!
-//! It looks at every node with tasks of ProxmoxVMs or ProxmoxContainers in
-//! flight, through the node's task list that the config's client already
-//! fetches for task observation (one request per node per list interval, a
-//! second by default, shared, with the exit statuses of the tasks that
-//! ended), and wakes each resource whose task the list shows ended (or does
-//! not show at all). So the next step follows a task's end within about a
-//! second, and a resource waiting on its task needs no pass of its own
-//! meanwhile. A resource that is never woken (the list could not be read)
-//! still has its timer.
+//! It looks at every node with tasks in flight of the kinds registered
+//! with it ([`Followed`]: ProxmoxVMs and ProxmoxContainers, by
+//! `controllers.rs`), through the node's task list that the config's
+//! client already fetches for task observation (one request per node per
+//! list interval, a second by default, shared, with the exit statuses of
+//! the tasks that ended), and wakes each resource whose task the list
+//! shows ended (or does not show at all). So the next step follows a
+//! task's end within about a second, and a resource waiting on its task
+//! needs no pass of its own meanwhile. A resource that is never woken (the
+//! list could not be read) still has its timer.
 
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::reflector::ObjectRef;
+use kube::Resource;
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::{ObjectRef, Store};
 use pve_client::{ListedTask, Upid};
+use serde::de::DeserializeOwned;
 
-use crate::api::task::InFlightTask;
+use crate::api::meta::ConfigUser;
+use crate::api::task::RecordsTask;
 use crate::reconcile::context::Context;
 use crate::reconcile::identity::Identity;
 use crate::reconcile::providers::ConfigKey;
-use crate::reconcile::runtime::wake::{CtRef, VmRef};
+use crate::reconcile::runtime::wake::Waker;
+
+/// What a [`Followed`] kind shows of each resource: its metadata, its
+/// config and the task its status records (UPID, start).
+pub type See<'s> = dyn FnMut(&ObjectMeta, ConfigKey, Option<(&str, &Time)>) + 's;
+
+/// What the watcher needs of a kind that runs tasks: its resources with
+/// what their status records, and a way to wake one.
+pub trait Followed: Send + Sync {
+    /// Shows `see` each cached resource: its metadata, its config and the
+    /// task its status records (UPID, start).
+    fn each(&self, see: &mut See<'_>);
+    /// Asks for a pass of `namespace/name`.
+    fn wake(&self, namespace: &str, name: &str);
+}
+
+/// The resources of kind `K`: its controller's cache and its waker.
+pub struct Of<
+    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+> {
+    pub store: Store<DeserializeGuard<K>>,
+    pub waker: Waker<DeserializeGuard<K>>,
+}
+
+impl<K> Followed for Of<K>
+where
+    K: RecordsTask
+        + ConfigUser
+        + Resource<DynamicType = ()>
+        + DeserializeOwned
+        + Clone
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    fn each(&self, see: &mut See<'_>) {
+        for obj in self.store.state() {
+            let Ok(k) = &obj.0 else { continue };
+            see(ConfigUser::meta(k), ConfigKey::of(k), k.recorded_task());
+        }
+    }
+
+    fn wake(&self, namespace: &str, name: &str) {
+        self.waker.wake(ObjectRef::new(name).within(namespace));
+    }
+}
 
 /// How often the watcher looks. The task lists it reads are refetched at
 /// most once per list interval, whatever this is.
@@ -33,13 +85,18 @@ const TICK: Duration = Duration::from_millis(250);
 /// A task younger than this may not be in a list fetched before it started.
 const JUST_STARTED: Duration = Duration::from_secs(2);
 
-/// Runs the task watcher until `stop` resolves.
-pub async fn watch_tasks(ctx: Arc<Context>, stop: impl Future<Output = ()>) {
+/// Runs the task watcher over the kinds of `followed` until `stop`
+/// resolves.
+pub async fn watch_tasks(
+    ctx: Arc<Context>,
+    followed: Vec<Box<dyn Followed>>,
+    stop: impl Future<Output = ()>,
+) {
     let mut woken: HashMap<String, Upid> = HashMap::new();
     let run = async {
         loop {
             tokio::time::sleep(TICK).await;
-            look(&ctx, &mut woken).await;
+            look(&ctx, &followed, &mut woken).await;
         }
     };
     tokio::select! {
@@ -48,34 +105,21 @@ pub async fn watch_tasks(ctx: Arc<Context>, stop: impl Future<Output = ()>) {
     }
 }
 
-/// Who to wake.
-enum Who {
-    Vm(VmRef),
-    Container(CtRef),
-}
-
 /// A resource whose recorded task may still run.
 struct InFlight {
-    who: Who,
+    /// Its kind (an index into the followed kinds), namespace and name.
+    who: (usize, String, String),
     uid: String,
     upid: Upid,
 }
 
-/// The UPID and start of a recorded task, whatever the kind's actions.
-fn started<A>(task: &InFlightTask<A>) -> (&str, &Time) {
-    (&task.upid, &task.started_at)
-}
-
 /// One look: wakes the resources whose task ended.
-async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
+async fn look(ctx: &Context, followed: &[Box<dyn Followed>], woken: &mut HashMap<String, Upid>) {
     let now = Timestamp::now();
     // (config, node) → the resources with a task there
     let mut in_flight: HashMap<(ConfigKey, String), Vec<InFlight>> = HashMap::new();
     let mut live = HashMap::new();
-    let mut see = |meta: &ObjectMeta,
-                   key: ConfigKey,
-                   task: Option<(&str, &Time)>,
-                   who: fn(&Identity) -> Who| {
+    let mut see = |kind: usize, meta: &ObjectMeta, key: ConfigKey, task: Option<(&str, &Time)>| {
         let Some((upid, started_at)) = task else {
             return;
         };
@@ -93,32 +137,13 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
             .entry((key, upid.node().to_owned()))
             .or_default()
             .push(InFlight {
-                who: who(&id),
+                who: (kind, id.namespace, id.name),
                 uid: id.uid,
                 upid,
             });
     };
-    for obj in ctx.store.state() {
-        let Ok(vm) = &obj.0 else { continue };
-        let task = vm
-            .status
-            .as_ref()
-            .and_then(|s| s.at_provider.task.as_ref())
-            .map(started);
-        see(&vm.metadata, ConfigKey::of(vm), task, |id| {
-            Who::Vm(id.object_ref())
-        });
-    }
-    for obj in ctx.containers.state() {
-        let Ok(ct) = &obj.0 else { continue };
-        let task = ct
-            .status
-            .as_ref()
-            .and_then(|s| s.at_provider.task.as_ref())
-            .map(started);
-        see(&ct.metadata, ConfigKey::of(ct), task, |id| {
-            Who::Container(ObjectRef::new(&id.name).within(&id.namespace))
-        });
+    for (kind, source) in followed.iter().enumerate() {
+        source.each(&mut |meta, key, task| see(kind, meta, key, task));
     }
     // Forget resources whose task is no longer recorded.
     woken.retain(|uid, upid| live.get(uid) == Some(upid));
@@ -137,9 +162,9 @@ async fn look(ctx: &Context, woken: &mut HashMap<String, Upid>) {
                 Ok(ListedTask::Running) => {}
                 Ok(ListedTask::Finished | ListedTask::NotListed) => {
                     woken.insert(uid, upid);
-                    match who {
-                        Who::Vm(vm) => ctx.waker.wake(vm),
-                        Who::Container(ct) => ctx.container_waker.wake(ct),
+                    let (kind, namespace, name) = who;
+                    if let Some(source) = followed.get(kind) {
+                        source.wake(&namespace, &name);
                     }
                 }
                 // The list could not be read: the resource's timer stays.

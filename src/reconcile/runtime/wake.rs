@@ -6,40 +6,19 @@
 //!   slot to the resource that has waited longest for one (see
 //!   `schedule::slots`); the pass that freed it wakes that resource.
 //! * **A template came along, a Secret or ConfigMap changed**: the VM's
-//!   own wakers ([`crate::reconcile::vm::wake`]).
+//!   own wakers (`vm::wake`, registered by `controllers.rs`).
 //!
 //! Every wake-up is an ordinary trigger of the controller: a pass of that
 //! resource, which decides from what it then observes. A resource that is
 //! never woken still has its timer.
 
 use futures::channel::mpsc::UnboundedSender;
-use kube::ResourceExt;
-use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
 
-use crate::api::{ProxmoxContainer, ProxmoxVM};
-
-/// A reference to a ProxmoxVM, as the controller's triggers take it.
-pub type VmRef = ObjectRef<DeserializeGuard<ProxmoxVM>>;
-
-/// The reference of a ProxmoxVM found in the cache or a watch event.
-pub fn vm_ref(vm: &ProxmoxVM) -> VmRef {
-    let name = ObjectRef::new(&vm.name_any());
-    match vm.namespace() {
-        Some(namespace) => name.within(&namespace),
-        None => name,
-    }
-}
-
-/// A reference to a ProxmoxContainer, as its controller's triggers take it.
-pub type CtRef = ObjectRef<DeserializeGuard<ProxmoxContainer>>;
-
-/// Asks a controller for passes: the ProxmoxVMs' (the default) or the
-/// ProxmoxContainers'.
+/// Asks a controller for passes of its resources (`K`: what its cache
+/// holds, e.g. `DeserializeGuard<ProxmoxVM>`).
 #[derive(Clone, Debug)]
-pub struct Waker<
-    K: kube::runtime::reflector::Lookup<DynamicType = ()> = DeserializeGuard<ProxmoxVM>,
-> {
+pub struct Waker<K: kube::runtime::reflector::Lookup<DynamicType = ()>> {
     sender: Option<UnboundedSender<ObjectRef<K>>>,
 }
 

@@ -24,8 +24,8 @@ use pve_client::Upid;
 
 use super::providers::ConfigKey;
 use crate::api::provider_config::Limits;
+use crate::api::vm::VmRef;
 use crate::reconcile::common::grants::{Heavy, Placement, PlacementRequest, SlotGrant};
-use crate::reconcile::runtime::wake::VmRef;
 
 /// The per-node limit of `kind`.
 fn limit_of(limits: &Limits, kind: Heavy) -> u32 {

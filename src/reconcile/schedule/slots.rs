@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use pve_client::Upid;
 
+use crate::api::vm::VmRef;
 use crate::reconcile::common::grants::{Heavy, SlotGrant};
-use crate::reconcile::runtime::wake::VmRef;
 
 /// A dispatched task the active list has not shown for this long is taken
 /// as ended (a new task is listed within a second or two; the grace covers

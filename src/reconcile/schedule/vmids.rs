@@ -15,8 +15,52 @@
 //! VMID, and the plan forgets a VMID that turned out taken.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt::Debug;
 use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
+
+use kube::Resource;
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::Store;
+use serde::de::DeserializeOwned;
+
+use crate::api::meta::ConfigUser;
+use crate::reconcile::providers::ConfigKey;
+
+/// The resources of a kind that takes VMIDs (VMs and containers share one
+/// VMID space per config): the VMIDs their external-name annotations
+/// record. Registered in the `Context` by `controllers.rs`, so the
+/// allocation names no kind.
+pub trait Holders: Send + Sync {
+    /// The VMIDs recorded by resources of config `key`.
+    fn recorded(&self, key: &ConfigKey) -> Vec<u32>;
+}
+
+/// A kind's controller cache holds its resources' VMIDs.
+impl<K> Holders for Store<DeserializeGuard<K>>
+where
+    K: ConfigUser
+        + Resource<DynamicType = ()>
+        + DeserializeOwned
+        + Clone
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    fn recorded(&self, key: &ConfigKey) -> Vec<u32> {
+        self.state()
+            .iter()
+            .filter_map(|obj| {
+                let user = obj.0.as_ref().ok()?;
+                if ConfigKey::of(user) != *key {
+                    return None;
+                }
+                user.external_name()?.parse().ok()
+            })
+            .collect()
+    }
+}
 
 /// How long a reservation waits for its annotation to show in the cache.
 const RESERVED_FOR: Duration = Duration::from_secs(300);

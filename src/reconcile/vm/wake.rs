@@ -20,8 +20,9 @@ use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 
 use crate::api::condition::{ConditionType, find};
+use crate::api::vm::{VmRef, vm_ref};
 use crate::api::{ConditionStatus, ProxmoxVM};
-use crate::reconcile::runtime::wake::{VmRef, Waker, vm_ref};
+use crate::reconcile::runtime::wake::Waker;
 use crate::reconcile::vm::pass::observe::clones;
 
 /// Wakes the clones waiting for a template's ProxmoxVM when it changes in
@@ -30,12 +31,15 @@ use crate::reconcile::vm::pass::observe::clones;
 /// previous version to compare with.
 pub struct Templates {
     store: Store<DeserializeGuard<ProxmoxVM>>,
-    waker: Waker,
+    waker: Waker<DeserializeGuard<ProxmoxVM>>,
 }
 
 impl Templates {
     /// Compares with (and finds the clones in) `store`; wakes through `waker`.
-    pub fn new(store: Store<DeserializeGuard<ProxmoxVM>>, waker: Waker) -> Self {
+    pub fn new(
+        store: Store<DeserializeGuard<ProxmoxVM>>,
+        waker: Waker<DeserializeGuard<ProxmoxVM>>,
+    ) -> Self {
         Self { store, waker }
     }
 

@@ -12,13 +12,13 @@ use pve_client::TaskListEntry;
 
 use super::observe::Sources;
 use super::observe::known::Known;
+use crate::api::vm::VmRef;
 use crate::api::{ProxmoxVM, vm::TaskAction};
 use crate::reconcile::context::Context;
 use crate::reconcile::identity::Identity;
 use crate::reconcile::managed::reserve::allocate_vmid;
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::memory::Kept;
-use crate::reconcile::runtime::wake::VmRef;
 use crate::reconcile::schedule::{Candidates, LabelCounts, RunningTask, placement};
 use crate::reconcile::vm::plan::{
     ActFailure, Done, Heavy, HostView, KubeWrite, Needs, Observation, Placement, Plan, PveCall,
