@@ -35,6 +35,9 @@
 //!   of) when the VM changes or goes.
 //! * The ProxmoxPool controller ([`pool`]), sharing the context; the VM
 //!   watch wakes the pools a VM names when it is created or goes.
+//! * The ProxmoxBackupJob controller ([`backup_job`]); the VM watch wakes
+//!   the jobs whose selector picks a VM that comes, goes, gets its VMID
+//!   or changes labels.
 //!
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
@@ -72,7 +75,7 @@ use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::pool;
 use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::vm::pass::{error_policy, reconcile};
-use crate::reconcile::{ip_set, security_group};
+use crate::reconcile::{backup_job, ip_set, security_group};
 
 /// Runs the controllers until `stop` resolves (then lets running passes
 /// finish). With leader election, the Lease loop beside them decides which
@@ -102,13 +105,19 @@ pub async fn run(
         (reflector::store(), reflector::store());
     let ((wake_set, set_wakeups), (wake_group, group_wakeups)) =
         (mpsc::unbounded(), mpsc::unbounded());
+    // Backup jobs: a VM their selector picks that comes, goes or gets its
+    // VMID wakes them (seen on the VM watch, before the cache takes it in).
+    let ((job_store, job_writer), (wake_job, job_wakeups)) =
+        (reflector::store(), mpsc::unbounded());
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
         .with_images(images.clone(), image_waker.sender())
         .with_kind(pools.clone(), pool_wake.clone())
         .with_kind(set_store.clone(), wake_set.clone())
-        .with_kind(group_store.clone(), wake_group);
-    let set_waker = ip_set::wake::SelectorWaker::new(wake_set, set_store.clone(), reader.clone());
+        .with_kind(group_store.clone(), wake_group)
+        .with_kind(job_store.clone(), wake_job.clone());
+    let job_waker = backup_job::wake::waker(wake_job, job_store, reader.clone());
+    let set_waker = ip_set::wake::waker(wake_set, set_store.clone(), reader.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
@@ -123,6 +132,7 @@ pub async fn run(
         .inspect(move |event| fleet_images.see(event))
         .inspect(move |event| pool_members.see(event))
         .inspect(move |event| set_waker.see(event))
+        .inspect(move |event| job_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
@@ -203,6 +213,8 @@ pub async fn run(
             }
         }
     };
+    let jobs = (job_writer, job_wakeups);
+    let jobs = backup_job::run(Arc::clone(&ctx), jobs, pools.clone(), stop.clone());
     let pools = pool::run(
         Arc::clone(&ctx),
         (pools, pool_writer, pool_wakeups),
@@ -227,7 +239,7 @@ pub async fn run(
         stop,
     );
     futures::join!(
-        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets
+        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets, jobs
     );
     readiness.set_synced(false);
     tracing::info!("controller stopped");

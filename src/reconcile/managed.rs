@@ -8,11 +8,13 @@
 //! | [`tasks`], [`task_watch`] | a Proxmox task observed, and the resource woken when it ended |
 //! | [`reserve`] | a VMID, for the kinds that take one |
 //! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
+//! | [`selector`] | kinds choosing other kinds' objects by label: those of a namespace, and the wake-up when one changes |
 
 pub mod crud;
 pub mod envelope;
 pub mod names;
 pub mod reserve;
+pub mod selector;
 pub mod status;
 pub mod task_watch;
 pub mod tasks;

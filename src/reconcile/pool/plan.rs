@@ -458,6 +458,12 @@ fn outcome(
                 Again::Never,
             )
         }
+        // A pool's want is never absent.
+        Decision::Empty(why) => (
+            unavailable(why.clone()),
+            success(String::new()),
+            Again::Resync,
+        ),
         Decision::Wait(why) => (
             unavailable(format!("pool {poolid} could not be read")),
             (

@@ -349,7 +349,8 @@ fn again<T: Diff>(sent: &Sent, uid: &str, decision: &Decision<T>) -> Option<Stri
         | Decision::NotOwned
         | Decision::InUse(_)
         | Decision::Released { .. }
-        | Decision::Wait(_) => {
+        | Decision::Wait(_)
+        | Decision::Empty(_) => {
             sent.remove(uid);
             None
         }
@@ -482,6 +483,14 @@ fn outcome<T: Diff>(
             action: Action::await_change(),
             release: true,
         },
+        // Nothing to have on Proxmox yet (a job selecting no guest): not a
+        // failure; a wake-up or the resync looks again.
+        Decision::Empty(why) => done(
+            Condition::unavailable(why.clone(), now.clone()),
+            ok("nothing to create on Proxmox"),
+            None,
+            Action::requeue(resync),
+        ),
         Decision::Wait(why) => done(
             Condition::unavailable("cannot be read", now.clone()),
             Condition::reconcile_error(format!("cannot read it on Proxmox: {why}"), now),

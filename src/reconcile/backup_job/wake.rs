@@ -1,0 +1,32 @@
+//! Wakes the selector backup jobs a ProxmoxVM watch event concerns: a VM
+//! that appears, goes, is being deleted, gets or loses its VMID or changes
+//! labels (see [`crate::reconcile::managed::selector`]).
+
+use futures::channel::mpsc::UnboundedSender;
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use super::guests::Guest;
+use crate::api::{ProxmoxBackupJob, ProxmoxVM};
+use crate::reconcile::managed::selector::Waker;
+
+/// The waker on the VM watch.
+pub type SelectorWaker = Waker<ProxmoxBackupJob, ProxmoxVM, Guest>;
+
+/// Wakes through `sender` the jobs of `jobs` whose selector picks VMs of
+/// `vms`.
+pub fn waker(
+    sender: UnboundedSender<ObjectRef<ProxmoxBackupJob>>,
+    jobs: Store<ProxmoxBackupJob>,
+    vms: Store<DeserializeGuard<ProxmoxVM>>,
+) -> SelectorWaker {
+    Waker::new(sender, (jobs, vms), Guest::vm, selects)
+}
+
+fn selects(job: &ProxmoxBackupJob, guest: &Guest) -> bool {
+    job.spec
+        .for_provider
+        .guest_selector
+        .as_ref()
+        .is_some_and(|s| guest.matches(&s.match_labels))
+}
