@@ -1,4 +1,5 @@
-//! GitOps health of ProxmoxVMs, ProxmoxImages, ProxmoxContainers and ProxmoxPools.
+//! GitOps health of ProxmoxVMs, ProxmoxImages, ProxmoxContainers, ProxmoxPools and
+//! ProxmoxBackupJobs.
 //!
 //! Argo CD (`deploy/argocd/`): for each kind, every case of its check's
 //! `health_test.yaml` (Argo CD's own test format) gives the expected status
@@ -20,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use provider_proxmox::api::{ProxmoxContainer, ProxmoxImage, ProxmoxPool, ProxmoxVM};
+use provider_proxmox::api::{
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxImage, ProxmoxPool, ProxmoxVM,
+};
 use serde_json::{Value, json};
 
 use crate::support::{self, KubectlOutput};
@@ -37,7 +40,7 @@ struct Kind {
     in_flight: &'static str,
 }
 
-const KINDS: [Kind; 4] = [
+const KINDS: [Kind; 5] = [
     Kind {
         name: "ProxmoxVM",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
@@ -57,6 +60,11 @@ const KINDS: [Kind; 4] = [
         name: "ProxmoxPool",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
         in_flight: "still holds",
+    },
+    Kind {
+        name: "ProxmoxBackupJob",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "matches no",
     },
 ];
 
@@ -80,6 +88,7 @@ impl Kind {
             "ProxmoxImage" => ApiResource::erase::<ProxmoxImage>(&()),
             "ProxmoxContainer" => ApiResource::erase::<ProxmoxContainer>(&()),
             "ProxmoxPool" => ApiResource::erase::<ProxmoxPool>(&()),
+            "ProxmoxBackupJob" => ApiResource::erase::<ProxmoxBackupJob>(&()),
             other => panic!("no API for {other}"),
         };
         kube::Api::namespaced_with(support::client(), namespace, &resource)
