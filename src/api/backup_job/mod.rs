@@ -244,16 +244,22 @@ pub struct Retention {
     /// Keep every archive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_all: Option<bool>,
+    /// Keep the last N archives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_last: Option<u32>,
+    /// Keep the last archive of each of the last N hours.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_hourly: Option<u32>,
+    /// Keep the last archive of each of the last N days.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_daily: Option<u32>,
+    /// Keep the last archive of each of the last N weeks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_weekly: Option<u32>,
+    /// Keep the last archive of each of the last N months.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_monthly: Option<u32>,
+    /// Keep the last archive of each of the last N years.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_yearly: Option<u32>,
 }
@@ -305,6 +311,7 @@ pub struct BackupGuest {
     pub name: String,
     /// `ProxmoxVM` or `ProxmoxContainer` (`qemu`/`lxc` for a pool member).
     pub kind: String,
+    /// Its VMID.
     pub vmid: u32,
 }
 
