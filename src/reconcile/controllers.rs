@@ -35,9 +35,9 @@
 //!   of) when the VM changes or goes.
 //! * The ProxmoxPool controller ([`pool`]), sharing the context; the VM
 //!   watch wakes the pools a VM names when it is created or goes.
-//! * The ProxmoxBackupJob controller ([`backup_job`]); the VM watch wakes
-//!   the jobs whose selector picks a VM that comes, goes, gets its VMID
-//!   or changes labels.
+//! * The ProxmoxBackupJob controller ([`backup_job`]); the VM and container
+//!   watches wake the jobs whose selector picks a guest that comes, goes,
+//!   gets its VMID or changes labels.
 //!
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
@@ -105,8 +105,9 @@ pub async fn run(
         (reflector::store(), reflector::store());
     let ((wake_set, set_wakeups), (wake_group, group_wakeups)) =
         (mpsc::unbounded(), mpsc::unbounded());
-    // Backup jobs: a VM their selector picks that comes, goes or gets its
-    // VMID wakes them (seen on the VM watch, before the cache takes it in).
+    // Backup jobs: a guest their selector picks that comes, goes or gets
+    // its VMID wakes them (seen on the VM and container watches, before the
+    // caches take it in).
     let ((job_store, job_writer), (wake_job, job_wakeups)) =
         (reflector::store(), mpsc::unbounded());
     let users = Users::new(reader.clone(), wake.clone())
@@ -116,7 +117,8 @@ pub async fn run(
         .with_kind(set_store.clone(), wake_set.clone())
         .with_kind(group_store.clone(), wake_group)
         .with_kind(job_store.clone(), wake_job.clone());
-    let job_waker = backup_job::wake::waker(wake_job, job_store, reader.clone());
+    let job_waker = backup_job::wake::waker(wake_job.clone(), job_store.clone(), reader.clone());
+    let job_containers = backup_job::wake::container_waker(wake_job, job_store, containers.clone());
     let set_waker = ip_set::wake::waker(wake_set, set_store.clone(), reader.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
@@ -195,7 +197,10 @@ pub async fn run(
     let containers = container::controller::run(
         Arc::clone(&ctx),
         (container_writer, container_wakeups),
-        container_images,
+        move |event| {
+            container_images.see(event);
+            job_containers.see(event);
+        },
         stop.clone(),
     );
     let leases = {

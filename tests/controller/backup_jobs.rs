@@ -1,6 +1,6 @@
 //! ProxmoxBackupJobs on the real control plane and pve-sim: the job's
-//! VMID list follows its selector as VMs come and go (woken by the VM
-//! watch, not by a resync), a VM of another namespace with the same
+//! VMID list follows its selector as VMs and containers come and go (woken
+//! by their watches, not by a resync), a VM of another namespace with the same
 //! labels is never in it, a schedule Proxmox refuses is a condition
 //! naming the field with nothing created, and deleting the job removes it.
 
@@ -10,7 +10,7 @@ use provider_proxmox::reconcile::managed::names::derived;
 use serde_json::{Value, json};
 
 use crate::firewall::{delete, wait, wait_gone, wait_ready, wait_synced};
-use crate::reconcile::{Controller, DEADLINE, Env, Options, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, containers, manifests};
 use crate::support;
 
 fn backup_job(name: &str, schedule: &str) -> Value {
@@ -139,6 +139,15 @@ async fn a_job_follows_its_selector_in_its_namespace_only_and_goes_with_its_reso
         (Some("mon..fri 02:00"), Some("zstd"), Some(&3))
     );
 
+    // A container joins too (woken by the container watch).
+    let mut ct = containers::container("web-ct", containers::debian(json!({})));
+    ct["metadata"]["labels"] = json!({"tier": "web"});
+    env.apply(&ct).await;
+    let ct_vmid = env.wait_container_ready("web-ct").await;
+    let mut three = vec![web1, web2, ct_vmid];
+    three.sort_unstable();
+    wait_vmids(&env, &id, &three, "the web container joined").await;
+
     // Namespace B: its own ProviderConfig and controller, the same
     // Proxmox, and a VM with the same labels.
     let b = support::namespace("backup-b").await;
@@ -173,8 +182,15 @@ async fn a_job_follows_its_selector_in_its_namespace_only_and_goes_with_its_reso
         .delete("web-2", &DeleteParams::default())
         .await
         .unwrap();
-    wait_vmids(&env, &id, &[web1], "web-2 left").await;
+    let mut two = vec![web1, ct_vmid];
+    two.sort_unstable();
+    wait_vmids(&env, &id, &two, "web-2 left").await;
     assert!(!vmids_on_sim(&env, &id).await.unwrap().contains(&vmid_b));
+    env.containers()
+        .delete("web-ct", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_vmids(&env, &id, &[web1], "the container left").await;
     // And by its label.
     env.patch_vm("web-1", json!({"metadata": {"labels": {"tier": "db"}}}))
         .await;
@@ -232,6 +248,7 @@ async fn a_job_follows_its_selector_in_its_namespace_only_and_goes_with_its_reso
     for vm in ["web-1", "web-2", "db-1"] {
         env.wait_gone(vm).await;
     }
+    env.wait_container_gone("web-ct").await;
     wait_gone::<provider_proxmox::api::ProxmoxVM>(&ns_b, "web-b").await;
     controller_b.stop().await;
 }

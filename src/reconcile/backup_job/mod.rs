@@ -5,12 +5,11 @@
 //! |---|---|
 //! | [`plan`] | the managed fields, one correction per pass, a job without guests never created, pure |
 //! | [`guests`] | a selector's guests: the namespace's VMs and containers it matches that have a VMID, pure |
-//! | [`wake`] | a VM that comes, goes, gets its VMID or changes labels wakes the jobs selecting it |
+//! | [`wake`] | a VM or container that comes, goes, gets its VMID or changes labels wakes the jobs selecting it |
 //! | [`pass`] | the kind for [`crate::reconcile::managed::crud::pass`]: what it wants, its calls, its status |
 //!
-//! A container's change is seen at the provider config's resync (the
-//! container watch has no waker for other kinds), as for IP sets; a
-//! pool's members are read from its status at each pass.
+//! A pool's members are read from its status at each pass (a pool's
+//! change wakes no job: seen at the resync).
 
 pub mod guests;
 pub mod pass;

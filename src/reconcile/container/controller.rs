@@ -34,14 +34,17 @@ pub fn store() -> (
     kube::runtime::reflector::store()
 }
 
-/// Runs the container controller until `stop` resolves.
+/// Runs the container controller until `stop` resolves; `see` sees each
+/// event of its watch before the cache takes it in.
 pub async fn run(
     ctx: Arc<Context>,
     (writer, wakeups): (
         Writer<DeserializeGuard<ProxmoxContainer>>,
         UnboundedReceiver<ObjectRef<DeserializeGuard<ProxmoxContainer>>>,
     ),
-    images: crate::reconcile::image::ContainerImages,
+    see: impl Fn(&Result<watcher::Event<DeserializeGuard<ProxmoxContainer>>, watcher::Error>)
+    + Send
+    + 'static,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     let api =
@@ -49,8 +52,10 @@ pub async fn run(
     let reader = ctx.containers.clone();
     let stream = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
-        // Before the cache takes the event in: it holds the old object.
-        .inspect(move |event| images.see(event))
+        // Before the cache takes the event in: it holds the old object
+        // (what other kinds wake on: the images a container names, the
+        // backup jobs selecting it).
+        .inspect(see)
         .reflect(writer)
         .applied_objects()
         .predicate_filter(
