@@ -38,10 +38,15 @@ fn tiered_vm(name: &str, tier: &str) -> Value {
     vm
 }
 
+/// Job `id` on pve-sim.
+async fn job_on_sim(env: &Env, id: &str) -> Option<pve_client::BackupJob> {
+    let jobs = env.sim.client().backup_jobs().await.unwrap();
+    jobs.into_iter().find(|j| j.id == id)
+}
+
 /// The VMIDs of job `id` on pve-sim, `None` when there is no such job.
 async fn vmids_on_sim(env: &Env, id: &str) -> Option<Vec<u32>> {
-    let jobs = env.sim.client().backup_jobs().await.unwrap();
-    let job = jobs.into_iter().find(|j| j.id == id)?;
+    let job = job_on_sim(env, id).await?;
     let mut ids: Vec<u32> = job
         .vmid
         .unwrap_or_default()
@@ -121,15 +126,7 @@ async fn a_job_follows_its_selector_in_its_namespace_only_and_goes_with_its_reso
     assert_eq!(names, ["web-1", "web-2"]);
     let next = at.next_run.expect("nextRun from the job listing");
     assert!(next.ends_with("T02:00:00Z"), "{next}");
-    let job = env
-        .sim
-        .client()
-        .backup_jobs()
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|j| j.id == id)
-        .unwrap();
+    let job = job_on_sim(&env, &id).await.expect("the job on pve-sim");
     assert_eq!(
         (
             job.schedule.as_deref(),
@@ -198,9 +195,7 @@ async fn a_job_follows_its_selector_in_its_namespace_only_and_goes_with_its_reso
         "the job disabled, never run without guests",
         DEADLINE,
         || async {
-            let jobs = env.sim.client().backup_jobs().await.unwrap();
-            let job = jobs.into_iter().find(|j| j.id == id);
-            match job {
+            match job_on_sim(&env, &id).await {
                 Some(j) if j.enabled == Some(false) => Ok(()),
                 other => Err(format!("{other:?}")),
             }
@@ -266,4 +261,56 @@ pub async fn workload(env: &Env) {
 pub async fn remove(env: &Env) {
     delete::<ProxmoxBackupJob>(env.ns.name(), "all").await;
     wait_gone::<ProxmoxBackupJob>(env.ns.name(), "all").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_by_pool_names_the_pool_of_its_namespace_on_proxmox() {
+    let env = Env::start("backup-pool").await;
+    let ns = env.ns.name().to_owned();
+    let by_pool = |name: &str, pool: &str| {
+        let mut job = backup_job(name, "sat");
+        let fp = &mut job["spec"]["forProvider"];
+        fp.as_object_mut().unwrap().remove("guestSelector");
+        fp["pool"] = json!(pool);
+        job
+    };
+    env.apply(&crate::pools::pool("team", json!({"poolId": "team-pve"})))
+        .await;
+    crate::pools::wait_ready(&ns, "team").await;
+    env.apply(&by_pool("weekly", "team")).await;
+    let ready: ProxmoxBackupJob = wait_ready(&ns, "weekly").await;
+    let id = ready.status.unwrap().at_provider.id.unwrap();
+    let job = job_on_sim(&env, &id).await.expect("the job on pve-sim");
+    assert_eq!(
+        (job.pool.as_deref(), job.vmid.as_deref()),
+        (Some("team-pve"), None),
+        "the pool's Proxmox ID, no VMID list"
+    );
+
+    // A ProxmoxPool the namespace does not have: said, nothing created.
+    env.apply(&by_pool("lost", "nope")).await;
+    let _: ProxmoxBackupJob = wait(
+        &ns,
+        "lost",
+        "says the pool is missing",
+        |j: &ProxmoxBackupJob| {
+            j.status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+                .and_then(|c| c.message.clone())
+                .filter(|m| m.contains("no ProxmoxPool named nope"))
+                .map(|_| j.clone())
+                .ok_or_else(|| "not yet".into())
+        },
+    )
+    .await;
+    assert_eq!(vmids_on_sim(&env, &derived(&ns, "lost", 50)).await, None);
+
+    for job in ["weekly", "lost"] {
+        delete::<ProxmoxBackupJob>(&ns, job).await;
+        wait_gone::<ProxmoxBackupJob>(&ns, job).await;
+    }
+    assert!(env.sim.client().backup_jobs().await.unwrap().is_empty());
+    delete::<provider_proxmox::api::ProxmoxPool>(&ns, "team").await;
+    wait_gone::<provider_proxmox::api::ProxmoxPool>(&ns, "team").await;
 }
