@@ -7,6 +7,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResourceExt, Resource};
 
+use super::backup_job::ProxmoxBackupJob;
 use super::ip_set::ProxmoxIPSet;
 use super::pool::ProxmoxPool;
 use super::security_group::ProxmoxSecurityGroup;
@@ -72,6 +73,7 @@ pub fn all() -> Vec<Kind> {
         Kind::of::<ProxmoxPool>(true),
         Kind::of::<ProxmoxSecurityGroup>(true),
         Kind::of::<ProxmoxIPSet>(true),
+        Kind::of::<ProxmoxBackupJob>(true),
     ]
 }
 

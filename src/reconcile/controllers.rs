@@ -35,6 +35,9 @@
 //!   of) when the VM changes or goes.
 //! * The ProxmoxPool controller ([`pool`]), sharing the context; the VM
 //!   watch wakes the pools a VM names when it is created or goes.
+//! * The ProxmoxBackupJob controller ([`backup_job`]); the VM and container
+//!   watches wake the jobs whose selector picks a guest that comes, goes,
+//!   gets its VMID or changes labels.
 //!
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
@@ -66,13 +69,15 @@ use super::runtime::shards::leases;
 use super::runtime::wake::Waker;
 use super::vm::wake::{Referenced, Templates, readers};
 use crate::api::{
-    ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSecurityGroup, ProxmoxVM,
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
+    ProxmoxSecurityGroup, ProxmoxVM,
 };
+use crate::reconcile::backup_job;
 use crate::reconcile::configs::{self, Tap, Users};
 use crate::reconcile::container;
 use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
-use crate::reconcile::ip_set::{self, members::Guest, wake::SelectorWaker};
+use crate::reconcile::ip_set;
 use crate::reconcile::pool;
 use crate::reconcile::security_group;
 use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
@@ -106,24 +111,24 @@ pub async fn run(
         (reflector::store(), reflector::store());
     let ((wake_set, set_wakeups), (wake_group, group_wakeups)) =
         (mpsc::unbounded(), mpsc::unbounded());
+    // Backup jobs: a guest their selector picks that comes, goes or gets
+    // its VMID wakes them (seen on the VM and container watches, before the
+    // caches take it in).
+    let ((job_store, job_writer), (wake_job, job_wakeups)) =
+        (reflector::store(), mpsc::unbounded());
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
         .with_images(images.clone(), image_waker.sender())
         .with_kind(pools.clone(), pool_wake.clone())
         .with_kind(set_store.clone(), wake_set.clone())
-        .with_kind(group_store.clone(), wake_group);
-    let set_waker = SelectorWaker::new(
-        wake_set.clone(),
-        set_store.clone(),
-        reader.clone(),
-        Guest::vm,
-    );
-    let container_sets = SelectorWaker::new(
-        wake_set,
-        set_store.clone(),
-        containers.clone(),
-        Guest::container,
-    );
+        .with_kind(group_store.clone(), wake_group)
+        .with_kind(job_store.clone(), wake_job.clone());
+    let job_waker = backup_job::wake::waker(wake_job.clone(), job_store.clone(), reader.clone());
+    let job_containers =
+        backup_job::wake::container_waker(wake_job, job_store.clone(), containers.clone());
+    let set_waker = ip_set::wake::waker(wake_set.clone(), set_store.clone(), reader.clone());
+    let container_sets =
+        ip_set::wake::container_waker(wake_set, set_store.clone(), containers.clone());
     let (triggers, receivers) = configs::triggers();
     let mut tap = Tap::new(&users, triggers.clone(), Arc::clone(&readiness));
     let templates = Templates::new(reader.clone(), Waker::new(wake.clone()));
@@ -133,6 +138,7 @@ pub async fn run(
     let see_containers = move |event: &_| {
         container_images.see(event);
         container_sets.see(event);
+        job_containers.see(event);
         container_lifecycle.see(event);
     };
     let vm_lifecycle = Lifecycle::new::<ProxmoxVM>(Arc::clone(&metrics), states::guarded);
@@ -147,6 +153,7 @@ pub async fn run(
         .inspect(move |event| fleet_images.see(event))
         .inspect(move |event| pool_members.see(event))
         .inspect(move |event| set_waker.see(event))
+        .inspect(move |event| job_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
@@ -177,7 +184,12 @@ pub async fn run(
     count_states(
         metrics.states(),
         (reader.clone(), containers.clone(), images.clone()),
-        (pools.clone(), set_store.clone(), group_store.clone()),
+        (
+            pools.clone(),
+            set_store.clone(),
+            group_store.clone(),
+            job_store.clone(),
+        ),
     );
     let ctx = Arc::new(Context::new(
         kube.clone(),
@@ -245,6 +257,8 @@ pub async fn run(
             }
         }
     };
+    let jobs = (job_writer, job_wakeups);
+    let jobs = backup_job::run(Arc::clone(&ctx), jobs, pools.clone(), stop.clone());
     let pools = pool::run(Arc::clone(&ctx), (pool_writer, pool_wakeups), stop.clone());
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
     let groups = (group_writer, group_wakeups);
@@ -265,7 +279,7 @@ pub async fn run(
         stop,
     );
     futures::join!(
-        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets
+        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets, jobs
     );
     readiness.set_synced(false);
     tracing::info!("controller stopped");
@@ -279,10 +293,11 @@ fn count_states(
         Store<DeserializeGuard<ProxmoxContainer>>,
         Store<ProxmoxImage>,
     ),
-    (pools, sets, groups): (
+    (pools, sets, groups, jobs): (
         Store<ProxmoxPool>,
         Store<ProxmoxIPSet>,
         Store<ProxmoxSecurityGroup>,
+        Store<ProxmoxBackupJob>,
     ),
 ) {
     states::count::<ProxmoxVM, _>(metrics, vms, states::guarded);
@@ -291,6 +306,7 @@ fn count_states(
     states::count::<ProxmoxPool, _>(metrics, pools, states::plain);
     states::count::<ProxmoxIPSet, _>(metrics, sets, states::plain);
     states::count::<ProxmoxSecurityGroup, _>(metrics, groups, states::plain);
+    states::count::<ProxmoxBackupJob, _>(metrics, jobs, states::plain);
 }
 
 /// What the cache need not hold of a ProxmoxVM: its managed fields (the

@@ -15,6 +15,7 @@
 //! | [`image`] | the ProxmoxImage controller: files downloaded once per storage, deleted when nothing uses them |
 //! | [`container`] | the ProxmoxContainer controller (LXC), beside the VMs' and sharing their context |
 //! | [`pool`] | the ProxmoxPool controller: a resource pool and its access, through the shared CRUD path |
+//! | [`backup_job`] | the ProxmoxBackupJob controller: a scheduled backup of the guests a selector or pool chooses, through the shared CRUD pass |
 //! | [`configs`] | provider config status: Ready, Proxmox version, users |
 //! | [`providers`] | provider configs → one shared Proxmox client each |
 //! | [`inventory`] | each provider config's cluster view, one read per poll interval |
@@ -22,6 +23,7 @@
 //! | [`identity`] | who a resource is, resolved once per pass |
 //! | [`invalid`] | objects that do not match the schema |
 
+pub mod backup_job;
 pub mod common;
 pub mod configs;
 pub mod container;

@@ -14,7 +14,8 @@ use kube::Api;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use provider_proxmox::api::{ConditionStatus, kinds};
 use provider_proxmox::api::{
-    ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSecurityGroup, ProxmoxVM,
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
+    ProxmoxSecurityGroup, ProxmoxVM,
 };
 use serde_json::{Value, json};
 
@@ -50,7 +51,22 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
             "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
         },
     });
-    let vm = manifests::vm("c-vm", manifests::imported(json!({})));
+    let mut vm = manifests::vm("c-vm", manifests::imported(json!({})));
+    vm["metadata"]["labels"] = json!({"tier": "contract"});
+    // Ready once the VM it selects has its VMID.
+    let job = json!({
+        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "kind": "ProxmoxBackupJob",
+        "metadata": {"name": "c-job"},
+        "spec": {
+            "forProvider": {
+                "schedule": "daily",
+                "storage": "local",
+                "guestSelector": {"matchLabels": {"tier": "contract"}},
+            },
+            "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+        },
+    });
     let ct = containers::container("c-ct", containers::debian(json!({})));
     let set = ip_set("c-set", json!([{"cidr": "10.1.0.0/24"}]));
     let group = group("c-group", json!([{"type": "in", "action": "ACCEPT"}]));
@@ -61,6 +77,7 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
         (pool, ApiResource::erase::<ProxmoxPool>(&())),
         (set, ApiResource::erase::<ProxmoxIPSet>(&())),
         (group, ApiResource::erase::<ProxmoxSecurityGroup>(&())),
+        (job, ApiResource::erase::<ProxmoxBackupJob>(&())),
     ]
 }
 

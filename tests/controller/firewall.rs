@@ -92,7 +92,12 @@ impl<K> Obj for K where
 }
 
 /// Polls the object until `check` accepts it.
-async fn wait<K, T>(ns: &str, name: &str, what: &str, check: impl Fn(&K) -> Result<T, String>) -> T
+pub async fn wait<K, T>(
+    ns: &str,
+    name: &str,
+    what: &str,
+    check: impl Fn(&K) -> Result<T, String>,
+) -> T
 where
     K: Obj,
 {
@@ -126,7 +131,7 @@ where
 }
 
 /// Waits until the Synced condition has `reason`.
-async fn wait_synced<K>(ns: &str, name: &str, reason: &str) -> Condition
+pub async fn wait_synced<K>(ns: &str, name: &str, reason: &str) -> Condition
 where
     K: Obj,
 {
@@ -140,7 +145,7 @@ where
     .await
 }
 
-async fn wait_gone<K>(ns: &str, name: &str)
+pub async fn wait_gone<K>(ns: &str, name: &str)
 where
     K: Obj,
 {
@@ -158,7 +163,7 @@ where
     .await
 }
 
-async fn delete<K>(ns: &str, name: &str)
+pub async fn delete<K>(ns: &str, name: &str)
 where
     K: Obj,
 {

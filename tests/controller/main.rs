@@ -21,6 +21,7 @@ pub mod support;
 pub mod reconcile;
 
 mod architecture;
+pub mod backup_jobs;
 mod bad_input;
 mod concurrency;
 mod configs;

@@ -56,6 +56,7 @@ async fn every_example_is_accepted() {
         "examples/ct-oci.yaml",
         "examples/pool.yaml",
         "examples/firewall-web.yaml",
+        "examples/backup-job.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
     ] {
@@ -167,6 +168,12 @@ fn examples_show_what_their_names_promise() {
         kind("ProxmoxSecurityGroup")["spec"]["forProvider"]["rules"][0]["source"]["ipSet"],
         kind("ProxmoxIPSet")["metadata"]["name"],
         "the group names the IP set of its namespace by its Kubernetes name"
+    );
+
+    let backup = example("backup-job.yaml");
+    assert_eq!(
+        backup[0]["spec"]["forProvider"]["guestSelector"]["matchLabels"]["tier"], "web",
+        "guests chosen by label"
     );
 
     let config = example("providerconfig/cluster-default.yaml");

@@ -1,5 +1,5 @@
 //! GitOps health of every managed kind (ProxmoxVM, ProxmoxImage, ProxmoxContainer,
-//! ProxmoxPool, ProxmoxSecurityGroup, ProxmoxIPSet).
+//! ProxmoxPool, ProxmoxSecurityGroup, ProxmoxIPSet, ProxmoxBackupJob).
 //!
 //! Argo CD (`deploy/argocd/`): for each kind, every case of its check's
 //! `health_test.yaml` (Argo CD's own test format) gives the expected status
@@ -22,7 +22,8 @@ use std::process::Command;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use provider_proxmox::api::{
-    ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSecurityGroup, ProxmoxVM,
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
+    ProxmoxSecurityGroup, ProxmoxVM,
 };
 use serde_json::{Value, json};
 
@@ -40,7 +41,7 @@ struct Kind {
     in_flight: &'static str,
 }
 
-const KINDS: [Kind; 6] = [
+const KINDS: [Kind; 7] = [
     Kind {
         name: "ProxmoxVM",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
@@ -71,6 +72,11 @@ const KINDS: [Kind; 6] = [
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
         in_flight: "still used by",
     },
+    Kind {
+        name: "ProxmoxBackupJob",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "matches no",
+    },
 ];
 
 impl Kind {
@@ -95,6 +101,7 @@ impl Kind {
             "ProxmoxPool" => ApiResource::erase::<ProxmoxPool>(&()),
             "ProxmoxSecurityGroup" => ApiResource::erase::<ProxmoxSecurityGroup>(&()),
             "ProxmoxIPSet" => ApiResource::erase::<ProxmoxIPSet>(&()),
+            "ProxmoxBackupJob" => ApiResource::erase::<ProxmoxBackupJob>(&()),
             other => panic!("no API for {other}"),
         };
         kube::Api::namespaced_with(support::client(), namespace, &resource)

@@ -16,6 +16,7 @@
 
 pub mod agent;
 mod auth;
+pub mod backup;
 mod classify;
 mod client;
 pub mod cluster;
@@ -43,6 +44,7 @@ pub mod vm;
 mod wait;
 
 pub use agent::{AgentInterface, AgentIpAddress, AgentNetwork, AgentNotReady};
+pub use backup::{BackupJob, BackupJobOptions};
 pub use client::Client;
 pub use cluster::{ClusterOptions, NextIdRange, Resource, ResourceType, Version};
 pub use config::{

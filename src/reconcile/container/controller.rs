@@ -34,7 +34,8 @@ pub fn store() -> (
     kube::runtime::reflector::store()
 }
 
-/// Runs the container controller until `stop` resolves.
+/// Runs the container controller until `stop` resolves; `see` sees each
+/// event of its watch before the cache takes it in.
 pub async fn run(
     ctx: Arc<Context>,
     (writer, wakeups): (
@@ -52,7 +53,8 @@ pub async fn run(
     let stream = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         // Before the cache takes the event in: it holds the old object
-        // (the wake-ups of the images and IP sets it concerns).
+        // (what other kinds wake on: the images a container names, the
+        // IP sets and backup jobs selecting it).
         .inspect(see)
         .reflect(writer)
         .applied_objects()

@@ -29,6 +29,7 @@ use kube::core::DeserializeGuard;
 use crate::api::{ProxmoxContainer, ProxmoxIPSet, ProxmoxSecurityGroup, ProxmoxVM};
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::crud::{controller, pass::Ctx};
+use crate::reconcile::managed::selector::of_namespace;
 
 /// The caches an IP set's pass reads.
 pub struct Caches {
@@ -43,19 +44,13 @@ impl Caches {
     /// The guests of `set`'s namespace (those that match the schema).
     pub fn guests(&self, set: &ProxmoxIPSet) -> Vec<members::Guest> {
         let namespace = set.namespace();
-        let vms = self.vms.state().into_iter().filter_map(|g| match &g.0 {
-            Ok(vm) if vm.namespace() == namespace => members::Guest::vm(vm),
-            Ok(_) | Err(_) => None,
-        });
-        let cts = self
-            .containers
-            .state()
-            .into_iter()
-            .filter_map(|g| match &g.0 {
-                Ok(ct) if ct.namespace() == namespace => members::Guest::container(ct),
-                Ok(_) | Err(_) => None,
-            });
-        vms.chain(cts).collect()
+        let mut all = of_namespace(&self.vms, namespace.as_deref(), members::Guest::vm);
+        all.extend(of_namespace(
+            &self.containers,
+            namespace.as_deref(),
+            members::Guest::container,
+        ));
+        all
     }
 }
 

@@ -46,6 +46,14 @@ pub trait Diff: Clone + Debug + PartialEq + Send + Sync {
     fn in_use(&self) -> Option<String> {
         None
     }
+
+    /// Why the wanted object cannot exist on Proxmox now (a backup job
+    /// that selects no guest: Proxmox needs one), said to people; `None`:
+    /// it can. Such a want is never created; one that exists is only
+    /// corrected by [`Diff::diff`] (the kind decides what it keeps).
+    fn absent(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What Proxmox showed of the object.
@@ -107,6 +115,10 @@ pub enum Decision<T: Diff> {
     },
     /// Nothing can be decided this pass (why).
     Wait(String),
+    /// What the spec wants cannot exist on Proxmox now (why, from
+    /// [`Diff::absent`]): nothing is created, and what exists is as
+    /// corrected as it can be. Looked at again when woken or at resync.
+    Empty(String),
 }
 
 /// Decides the next call: `want` is the object the spec asks for,
@@ -126,11 +138,14 @@ pub fn plan<T: Diff>(
             None => Decision::Call(Call::Delete),
         },
         (Observed::Found { ours: true, .. }, true) => Decision::Released { orphaned: true },
-        (Observed::NotFound, false) if caps.create => Decision::Call(Call::Create(want.clone())),
-        (Observed::NotFound, false) => Decision::Missing,
+        (Observed::NotFound, false) => match want.absent() {
+            Some(why) => Decision::Empty(why),
+            None if caps.create => Decision::Call(Call::Create(want.clone())),
+            None => Decision::Missing,
+        },
         (Observed::Found { ours: false, .. }, false) => Decision::NotOwned,
         (Observed::Found { object, ours: true }, false) => match want.diff(object) {
-            None => Decision::UpToDate,
+            None => want.absent().map_or(Decision::UpToDate, Decision::Empty),
             Some(patch) if caps.update => Decision::Call(Call::Update(patch)),
             Some(patch) => Decision::Drifted(patch),
         },
@@ -190,7 +205,8 @@ pub async fn run<E: External>(
         | Decision::NotOwned
         | Decision::InUse(_)
         | Decision::Released { .. }
-        | Decision::Wait(_) => None,
+        | Decision::Wait(_)
+        | Decision::Empty(_) => None,
     };
     Ok(Done {
         observed,

@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod acl;
+pub mod backup;
 pub mod cluster;
 pub mod download;
 pub mod firewall;
@@ -330,6 +331,7 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
     }
     routes.extend(mapping::routes());
     routes.extend(firewall::routes());
+    routes.extend(backup::routes());
     routes.extend(migrate_routes());
     routes.extend(snapshot_routes());
     routes

@@ -44,6 +44,8 @@ pub struct Cluster {
     pub mappings: mapping::Mappings,
     /// cluster.fw: security groups and IP sets.
     pub firewall: firewall::Firewall,
+    /// jobs.cfg's vzdump jobs: ID → options as written.
+    pub backup_jobs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// A resource pool of user.cfg.

@@ -101,6 +101,7 @@ pub fn cluster(config: &SimConfig) -> Cluster {
         ha: Default::default(),
         mappings: Default::default(),
         firewall: Default::default(),
+        backup_jobs: BTreeMap::new(),
     };
     if let Some(first) = nodes.first() {
         add_template(&mut cluster, first, now);

@@ -34,7 +34,9 @@ async fn unconfigured_features_answer_like_pve() {
     );
     let rules = sim.get("/nodes/pve/qemu/9000/firewall/rules").await.data();
     assert_eq!(rules, serde_json::json!([]));
-    let write = sim.post("/cluster/backup", &[("storage", "local")]).await;
+    let write = sim
+        .post("/cluster/jobs/realm-sync/sync1", &[("schedule", "daily")])
+        .await;
     assert_eq!(write.status, 501);
     assert!(
         write.reason.starts_with("pve-sim: not simulated"),

@@ -13,6 +13,7 @@ pub mod common;
 pub mod schema_source;
 
 mod agent;
+mod backup;
 mod clients;
 mod cluster;
 mod conformance;

@@ -389,7 +389,8 @@ fn again<T: Diff>(sent: &Sent, uid: &str, decision: &Decision<T>) -> Option<Stri
         | Decision::NotOwned
         | Decision::InUse(_)
         | Decision::Released { .. }
-        | Decision::Wait(_) => {
+        | Decision::Wait(_)
+        | Decision::Empty(_) => {
             sent.remove(uid);
             None
         }
@@ -582,6 +583,14 @@ pub fn outcome<T: Diff>(
             action: Action::await_change(),
             release: true,
         },
+        // Nothing to have on Proxmox yet (a job selecting no guest): not a
+        // failure; a wake-up or the resync looks again.
+        Decision::Empty(why) => done(
+            Condition::unavailable(why.clone(), now.clone()),
+            ok("nothing to create on Proxmox"),
+            None,
+            Action::requeue(resync),
+        ),
         Decision::Wait(why) => done(
             Condition::unavailable("cannot be read", now.clone()),
             Condition::reconcile_error(format!("cannot read it on Proxmox: {why}"), now),

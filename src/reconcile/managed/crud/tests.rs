@@ -30,6 +30,10 @@ impl Diff for Pool {
     fn in_use(&self) -> Option<String> {
         (self.comment.as_deref() == Some("busy")).then(|| "it holds VM 100".to_owned())
     }
+
+    fn absent(&self) -> Option<String> {
+        (self.members.as_deref() == Some(&[])).then(|| "no member".to_owned())
+    }
 }
 
 const ALL: Capabilities = Capabilities {
@@ -182,6 +186,39 @@ fn a_field_the_spec_leaves_out_is_not_managed() {
     assert_eq!(
         plan(&want, &found("anything", true), ALL, false),
         Decision::UpToDate
+    );
+}
+
+#[test]
+fn an_absent_want_is_never_created_and_what_exists_is_only_corrected() {
+    let empty = Pool {
+        comment: Some("team a".into()),
+        members: Some(vec![]),
+    };
+    let why = Decision::Empty("no member".into());
+    assert_eq!(plan(&empty, &Observed::NotFound, ALL, false), why);
+    assert_eq!(
+        plan(&empty, &found("team a", true), ALL, false),
+        Decision::Call(Call::Update(Pool {
+            comment: None,
+            members: Some(vec![])
+        })),
+        "what exists is still corrected by the kind's diff"
+    );
+    let corrected = Observed::Found {
+        object: empty.clone(),
+        ours: true,
+    };
+    assert_eq!(plan(&empty, &corrected, ALL, false), why);
+    assert_eq!(
+        plan(&empty, &found("team a", false), ALL, false),
+        Decision::NotOwned,
+        "never another's"
+    );
+    assert_eq!(
+        plan(&empty, &corrected, ALL, true),
+        Decision::Call(Call::Delete),
+        "a deletion deletes as ever"
     );
 }
 

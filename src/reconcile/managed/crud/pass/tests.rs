@@ -68,6 +68,22 @@ fn a_refusal_backs_off_and_a_call_looks_again_at_once() {
 }
 
 #[test]
+fn nothing_to_create_is_said_on_ready_and_looked_at_again_at_the_resync() {
+    let resync = Duration::from_secs(60);
+    let empty = Decision::<Note>::Empty("selects no guest".into());
+    let said = outcome(&empty, None, "it", now(), resync, || Duration::from_secs(7));
+    assert_eq!(
+        said.action,
+        Action::requeue(resync),
+        "not a failure: no backoff"
+    );
+    assert_eq!(said.ready.status, ConditionStatus::False);
+    assert_eq!(said.ready.message.as_deref(), Some("selects no guest"));
+    assert_eq!(said.synced.status, ConditionStatus::True);
+    assert!(said.event.is_none() && !said.release);
+}
+
+#[test]
 fn a_correction_proxmox_accepted_is_not_sent_a_third_time_in_a_row() {
     let sent = Sent::default();
     let update = Decision::<Note>::Call(Call::Update("x".into()));

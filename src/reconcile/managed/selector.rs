@@ -1,0 +1,126 @@
+//! Kinds that choose other kinds' objects by label (an IP set's members,
+//! a backup job's guests), whatever the kinds: the chosen objects of one
+//! namespace, and the wake-up of the choosers an event of the chosen
+//! kind's watch concerns.
+//!
+//! A chooser is woken when an object it selects (before or after the
+//! event) appears, goes or changes what the chooser reads of it (`seen`);
+//! the object's other changes (status writes every few seconds while a
+//! task runs) wake none: a chooser's pass reads Proxmox, and those
+//! requests count.
+
+use futures::channel::mpsc::UnboundedSender;
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+
+/// The objects of `store` in `namespace` (those that match the schema),
+/// as `seen` reads them (`None`: left out).
+pub fn of_namespace<W, G>(
+    store: &Store<DeserializeGuard<W>>,
+    namespace: Option<&str>,
+    seen: fn(&W) -> Option<G>,
+) -> Vec<G>
+where
+    W: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store
+        .state()
+        .into_iter()
+        .filter_map(|g| match &g.0 {
+            Ok(obj) if obj.namespace().as_deref() == namespace => seen(obj),
+            Ok(_) | Err(_) => None,
+        })
+        .collect()
+}
+
+/// See the module documentation: `K` chooses objects of kind `W`, read
+/// as `G`.
+pub struct Waker<K, W, G>
+where
+    K: Resource<DynamicType = ()> + 'static,
+    W: Resource<DynamicType = ()> + 'static,
+{
+    sender: UnboundedSender<ObjectRef<K>>,
+    choosers: Store<K>,
+    /// The chosen kind's cache, still holding the version before the
+    /// event (the waker sees events before the cache takes them in).
+    chosen: Store<DeserializeGuard<W>>,
+    seen: fn(&W) -> Option<G>,
+    selects: fn(&K, &G) -> bool,
+}
+
+impl<K, W, G> Clone for Waker<K, W, G>
+where
+    K: Resource<DynamicType = ()> + 'static,
+    W: Resource<DynamicType = ()> + 'static,
+{
+    fn clone(&self) -> Self {
+        Self {
+            sender: self.sender.clone(),
+            choosers: self.choosers.clone(),
+            chosen: self.chosen.clone(),
+            seen: self.seen,
+            selects: self.selects,
+        }
+    }
+}
+
+impl<K, W, G> Waker<K, W, G>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+    W: Resource<DynamicType = ()> + Clone + 'static,
+    G: PartialEq,
+{
+    /// Wakes through `sender` the choosers of `choosers` that select
+    /// (`selects`) objects of `chosen`, read as `seen`.
+    pub fn new(
+        sender: UnboundedSender<ObjectRef<K>>,
+        (choosers, chosen): (Store<K>, Store<DeserializeGuard<W>>),
+        seen: fn(&W) -> Option<G>,
+        selects: fn(&K, &G) -> bool,
+    ) -> Self {
+        Self {
+            sender,
+            choosers,
+            chosen,
+            seen,
+            selects,
+        }
+    }
+
+    /// Sees one event of the chosen kind's watch.
+    pub fn see(&self, event: &Result<watcher::Event<DeserializeGuard<W>>, watcher::Error>) {
+        let (obj, gone) = match event {
+            Ok(watcher::Event::Apply(obj)) => (obj, false),
+            Ok(watcher::Event::Delete(obj)) => (obj, true),
+            // Every chooser is looked at when its controller starts.
+            Ok(watcher::Event::InitApply(_) | watcher::Event::Init | watcher::Event::InitDone)
+            | Err(_) => return,
+        };
+        let Ok(now) = &obj.0 else { return };
+        let cached = self.chosen.get(&ObjectRef::from_obj(obj));
+        let before = cached
+            .as_ref()
+            .and_then(|old| old.0.as_ref().ok())
+            .and_then(self.seen);
+        let after = if gone { None } else { (self.seen)(now) };
+        if before == after {
+            return;
+        }
+        let namespace = now.namespace();
+        for chooser in self.choosers.state() {
+            if chooser.namespace() != namespace {
+                continue;
+            }
+            let selects = |g: &Option<G>| g.as_ref().is_some_and(|g| (self.selects)(&chooser, g));
+            if selects(&before) || selects(&after) {
+                // Closed only when the controller stopped.
+                let _ = self
+                    .sender
+                    .unbounded_send(ObjectRef::from_obj(chooser.as_ref()));
+            }
+        }
+    }
+}
