@@ -253,3 +253,55 @@ async fn a_download_larger_than_the_free_space_is_not_sent() {
         "{queries:?}"
     );
 }
+
+/// The same check for a VM's own `disks[].image` download (issue 31: only
+/// a ProxmoxImage had it): a file Proxmox reports larger than the storage's
+/// free space is `InsufficientStorage` naming the disk's field and both
+/// sizes, and neither the download nor the VM is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vms_disk_image_larger_than_the_free_space_is_not_downloaded() {
+    let env = Env::start("vmroom").await;
+    let huge_url = "https://images.example/vm-huge.qcow2";
+    let huge = 1u64 << 50;
+    env.sim.handle.register_url(pve_sim::UrlEntry {
+        url: huge_url.to_owned(),
+        size: Some(huge),
+        virtual_size: None,
+        checksums: Default::default(),
+        error: None,
+        corrupt: false,
+        no_length: false,
+    });
+    let disk = json!([{"slot": "scsi0", "storage": "local-lvm", "size": "8Gi",
+        "image": {"url": huge_url, "checksum": sim_sha256(huge_url), "checksumAlgorithm": "sha256"}}]);
+    env.apply(&manifests::vm(
+        "vm-huge",
+        json!({"node": "pve", "memory": "512Mi", "disks": disk}),
+    ))
+    .await;
+    let synced = env
+        .wait_synced_reason("vm-huge", "InsufficientStorage")
+        .await;
+    let message = synced.message.unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "spec.forProvider.disks[0].image.url: Proxmox reports {huge} bytes for the file and storage local on node pve has"
+        )),
+        "{message}"
+    );
+    assert_eq!(
+        env.sim.count("POST", DOWNLOAD).await,
+        0,
+        "nothing downloaded"
+    );
+    assert_eq!(
+        env.sim.count("POST", "/nodes/{node}/qemu").await,
+        0,
+        "no VM created"
+    );
+    let queries = env.sim.requests_to("GET", METADATA).await;
+    assert!(
+        queries.iter().any(|q| q["params"]["url"] == huge_url),
+        "the size asked: {queries:?}"
+    );
+}

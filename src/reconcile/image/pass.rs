@@ -375,7 +375,9 @@ async fn observe(
             && here.is_none_or(|l| plan::backoff_left(l, Timestamp::now()).is_none())
             && creates;
         let room = match &spec.source.url {
-            Some(url) if sendable => room(client, &view, &target.node, &spec.storage, url).await,
+            Some(url) if sendable => {
+                downloads::room(client, &view, &target.node, &spec.storage, url).await
+            }
             _ => None,
         };
         sites.push((
@@ -391,30 +393,6 @@ async fn observe(
         ));
     }
     World::Seen(sites)
-}
-
-/// The size Proxmox reports for `url` (one `GET
-/// /nodes/{node}/query-url-metadata`, a `HEAD` from the node) and the
-/// storage's free space as the cluster view shows it (no request), or
-/// `None` when either is unknown: no `Content-Length`, a server that
-/// refuses `HEAD`, or the query failing go on as before, to the download.
-async fn room(
-    client: &Client,
-    view: &crate::reconcile::inventory::ClusterView,
-    node: &str,
-    storage: &str,
-    url: &str,
-) -> Option<plan::Room> {
-    let seen = view.storages.get(node)?.get(storage)?;
-    // A storage whose size the view does not tell (inactive) is not judged.
-    let avail = (seen.total > 0).then(|| seen.total.saturating_sub(seen.used))?;
-    match client.query_url_metadata(node, url, None).await {
-        Ok(meta) => meta.size.map(|size| plan::Room { size, avail }),
-        Err(e) => {
-            tracing::debug!(node, error = %e, "query-url-metadata failed; the download goes on");
-            None
-        }
-    }
 }
 
 /// The `downloading <url> to <dest>` line of the log of each task that may

@@ -102,14 +102,7 @@ pub enum Site {
     Unreadable(String),
 }
 
-/// What a download needs and what the storage has, in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Room {
-    /// The size Proxmox reports for the URL (`query-url-metadata`).
-    pub size: u64,
-    /// The storage's free space on the node.
-    pub avail: u64,
-}
+pub use crate::reconcile::downloads::Room;
 
 /// What the provider config and Proxmox allowed the pass to see.
 #[derive(Clone, Debug, PartialEq)]
@@ -499,19 +492,18 @@ pub fn plan(input: &Input<'_>) -> Plan {
                     loc.message = Some(why.clone());
                     problems.push((Reason::ReconcileError, why));
                     soonest(&mut wait, input.timing.resync);
-                } else if let Some(room) = room.filter(|r| r.size > r.avail) {
+                } else if let Some(why) = room.and_then(|r| {
+                    r.shortfall(
+                        file_field(input.image),
+                        storage,
+                        &target.node,
+                        input.timing.resync,
+                    )
+                }) {
                     // Proxmox would fill the storage (often the node's
                     // root file system) and fail: nothing is sent, and
                     // the space is looked at again after a resync.
                     loc.phase = LocationPhase::Pending;
-                    let why = format!(
-                        "{}: Proxmox reports {} bytes for the file and storage {storage} on node {} has {} bytes free; nothing is downloaded (free space there or choose another storage); checking again in {}s",
-                        file_field(input.image),
-                        room.size,
-                        target.node,
-                        room.avail,
-                        input.timing.resync.as_secs()
-                    );
                     loc.message = Some(why.clone());
                     problems.push((Reason::InsufficientStorage, why));
                     soonest(&mut wait, input.timing.resync);
