@@ -305,3 +305,40 @@ async fn a_vms_disk_image_larger_than_the_free_space_is_not_downloaded() {
         "the size asked: {queries:?}"
     );
 }
+
+/// The DNS lookups of download hosts this controller made so far.
+fn lookups(env: &Env) -> u64 {
+    let text = env.controller.as_ref().unwrap().metrics.encode();
+    text.lines()
+        .find_map(|l| l.strip_prefix("proxmox_provider_download_host_lookups_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no lookup counter in {text}"))
+}
+
+/// Issue 31: every pass of an image looked its download host up in DNS.
+/// Now only a pass that would send the download does: the one that sent
+/// it did, the passes of the Ready image after it (one per resync, each
+/// listing the storage) do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ready_image_at_rest_does_no_dns_lookup() {
+    let env = Env::start("restdns").await;
+    let u = "https://images.example/rest.qcow2";
+    let source = json!({"url": u, "checksum": sim_sha256(u), "checksumAlgorithm": "sha256"});
+    env.apply(&image("rest", source, "import")).await;
+    wait_image_ready(&env, "rest").await;
+    let sent = lookups(&env);
+    assert!(
+        sent >= 1,
+        "the pass that sent the download looked its host up"
+    );
+    let content = "/nodes/{node}/storage/{storage}/content";
+    let listed = env.sim.count("GET", content).await;
+    support::poll("two more passes of the Ready image", DEADLINE, || async {
+        let now = env.sim.count("GET", content).await;
+        (now >= listed + 2)
+            .then_some(())
+            .ok_or_else(|| format!("{} listings since", now - listed))
+    })
+    .await;
+    assert_eq!(lookups(&env), sent, "no lookup while at rest");
+}

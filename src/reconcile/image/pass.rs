@@ -23,7 +23,9 @@
 //! For `source.url`, where a download would be dispatched (and only
 //! there), one `GET /nodes/{node}/query-url-metadata`: a file larger than
 //! the storage's free space (from the cluster view, no request) is
-//! `InsufficientStorage` and not sent.
+//! `InsufficientStorage` and not sent. The source's host as written is
+//! judged on every pass (no I/O); its DNS lookup (no Proxmox request) is
+//! made only in a pass that would send (so an image at rest makes none).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -208,37 +210,19 @@ async fn observe(
         Err(e) => return World::Unreadable(e.to_string()),
     };
     // A source the config's downloadPolicy refuses is never fetched (a
-    // deleted image still deletes what it made).
-    if image.metadata.deletion_timestamp.is_none() {
-        let internal = connection.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
-        let policy = connection.downloads.as_ref();
-        let refused = match (&spec.source.url, &spec.source.oci) {
-            (Some(url), _) => {
-                downloads::checked(
-                    policy,
-                    "spec.forProvider.source.url",
-                    downloads::Source::Url(url),
-                    &internal,
-                    &connection.endpoint_host,
-                )
-                .await
-            }
-            (None, Some(oci)) => {
-                downloads::checked(
-                    policy,
-                    "spec.forProvider.source.oci",
-                    downloads::Source::Oci(oci),
-                    &internal,
-                    &connection.endpoint_host,
-                )
-                .await
-            }
-            (None, None) => None,
-        };
-        if let Some(why) = refused {
-            return World::NotAllowed(why);
-        }
+    // deleted image still deletes what it made): the host as written on
+    // every pass (no I/O), what it resolves to only in a pass that would
+    // send it (below), so an image at rest does no DNS lookup.
+    let internal = connection.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
+    let source = fetched_source(spec);
+    if image.metadata.deletion_timestamp.is_none()
+        && let Some((field, source)) = source
+        && let Some(why) =
+            downloads::refusal(connection.downloads.as_ref(), field, source, &internal)
+    {
+        return World::NotAllowed(why);
     }
+    let mut resolved = false;
     let online: Vec<String> = view
         .nodes
         .iter()
@@ -374,6 +358,24 @@ async fn observe(
             && active.is_empty()
             && here.is_none_or(|l| plan::backoff_left(l, Timestamp::now()).is_none())
             && creates;
+        if sendable
+            && !resolved
+            && let Some((field, source)) = source
+        {
+            resolved = true;
+            if let Some(why) = downloads::checked(
+                connection.downloads.as_ref(),
+                field,
+                source,
+                &internal,
+                &connection.endpoint_host,
+                &ctx.metrics,
+            )
+            .await
+            {
+                return World::NotAllowed(why);
+            }
+        }
         let room = match &spec.source.url {
             Some(url) if sendable => {
                 downloads::room(client, &view, &target.node, &spec.storage, url).await
@@ -422,6 +424,18 @@ async fn download_lines(
 
 /// The first lines of a download's log, where PVE says what it fetches.
 const LOG_HEAD: u32 = 5;
+
+/// What the image fetches and the field naming it, or `None` for
+/// `importFrom`.
+fn fetched_source(
+    spec: &crate::api::image::ImageParameters,
+) -> Option<(&'static str, downloads::Source<'_>)> {
+    match (&spec.source.url, &spec.source.oci) {
+        (Some(url), _) => Some(("spec.forProvider.source.url", downloads::Source::Url(url))),
+        (None, Some(oci)) => Some(("spec.forProvider.source.oci", downloads::Source::Oci(oci))),
+        (None, None) => None,
+    }
+}
 
 /// The version of a Proxmox VE without oci-registry-pull (before 9.1), or
 /// `None`: one `GET /version`, only in a pass that may pull (a file missing,

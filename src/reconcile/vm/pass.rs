@@ -315,7 +315,8 @@ async fn observe_and_reserve<'a>(
             }
             input.observed = observed;
             let downloading = input.observed.images.values().any(|present| !present);
-            input.observed.resolved_refusals = resolved_refusals(vm, connection, downloading).await;
+            input.observed.resolved_refusals =
+                resolved_refusals(vm, connection, downloading, &ctx.metrics).await;
             input.observed.rooms = rooms(vm, &from, needs, &input.observed, now).await;
             reserved
         }

@@ -13,6 +13,7 @@ use crate::api::vm::TaskAction;
 use crate::reconcile::common::tasks::backoff;
 use crate::reconcile::downloads::{self, Room, Source};
 use crate::reconcile::providers::Connection;
+use crate::reconcile::runtime::metrics::Metrics;
 use crate::reconcile::vm::plan::{Needs, Observation};
 
 /// URL → why it is refused, for each disk image URL whose host name
@@ -23,6 +24,7 @@ pub async fn resolved_refusals(
     vm: &ProxmoxVM,
     connection: &Connection,
     downloading: bool,
+    metrics: &Metrics,
 ) -> BTreeMap<String, String> {
     let mut refused = BTreeMap::new();
     if !downloading {
@@ -40,6 +42,7 @@ pub async fn resolved_refusals(
             Source::Url(download.url),
             &[],
             &connection.endpoint_host,
+            metrics,
         )
         .await
         {
