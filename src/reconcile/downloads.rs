@@ -16,7 +16,9 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 mod resolve;
+mod room;
 pub use resolve::checked;
+pub use room::{Room, room};
 
 use crate::api::provider_config::DownloadPolicy;
 

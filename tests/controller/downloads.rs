@@ -253,3 +253,92 @@ async fn a_download_larger_than_the_free_space_is_not_sent() {
         "{queries:?}"
     );
 }
+
+/// The same check for a VM's own `disks[].image` download (issue 31: only
+/// a ProxmoxImage had it): a file Proxmox reports larger than the storage's
+/// free space is `InsufficientStorage` naming the disk's field and both
+/// sizes, and neither the download nor the VM is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vms_disk_image_larger_than_the_free_space_is_not_downloaded() {
+    let env = Env::start("vmroom").await;
+    let huge_url = "https://images.example/vm-huge.qcow2";
+    let huge = 1u64 << 50;
+    env.sim.handle.register_url(pve_sim::UrlEntry {
+        url: huge_url.to_owned(),
+        size: Some(huge),
+        virtual_size: None,
+        checksums: Default::default(),
+        error: None,
+        corrupt: false,
+        no_length: false,
+    });
+    let disk = json!([{"slot": "scsi0", "storage": "local-lvm", "size": "8Gi",
+        "image": {"url": huge_url, "checksum": sim_sha256(huge_url), "checksumAlgorithm": "sha256"}}]);
+    env.apply(&manifests::vm(
+        "vm-huge",
+        json!({"node": "pve", "memory": "512Mi", "disks": disk}),
+    ))
+    .await;
+    let synced = env
+        .wait_synced_reason("vm-huge", "InsufficientStorage")
+        .await;
+    let message = synced.message.unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "spec.forProvider.disks[0].image.url: Proxmox reports {huge} bytes for the file and storage local on node pve has"
+        )),
+        "{message}"
+    );
+    assert_eq!(
+        env.sim.count("POST", DOWNLOAD).await,
+        0,
+        "nothing downloaded"
+    );
+    assert_eq!(
+        env.sim.count("POST", "/nodes/{node}/qemu").await,
+        0,
+        "no VM created"
+    );
+    let queries = env.sim.requests_to("GET", METADATA).await;
+    assert!(
+        queries.iter().any(|q| q["params"]["url"] == huge_url),
+        "the size asked: {queries:?}"
+    );
+}
+
+/// The DNS lookups of download hosts this controller made so far.
+fn lookups(env: &Env) -> u64 {
+    let text = env.controller.as_ref().unwrap().metrics.encode();
+    text.lines()
+        .find_map(|l| l.strip_prefix("proxmox_provider_download_host_lookups_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no lookup counter in {text}"))
+}
+
+/// Issue 31: every pass of an image looked its download host up in DNS.
+/// Now only a pass that would send the download does: the one that sent
+/// it did, the passes of the Ready image after it (one per resync, each
+/// listing the storage) do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ready_image_at_rest_does_no_dns_lookup() {
+    let env = Env::start("restdns").await;
+    let u = "https://images.example/rest.qcow2";
+    let source = json!({"url": u, "checksum": sim_sha256(u), "checksumAlgorithm": "sha256"});
+    env.apply(&image("rest", source, "import")).await;
+    wait_image_ready(&env, "rest").await;
+    let sent = lookups(&env);
+    assert!(
+        sent >= 1,
+        "the pass that sent the download looked its host up"
+    );
+    let content = "/nodes/{node}/storage/{storage}/content";
+    let listed = env.sim.count("GET", content).await;
+    support::poll("two more passes of the Ready image", DEADLINE, || async {
+        let now = env.sim.count("GET", content).await;
+        (now >= listed + 2)
+            .then_some(())
+            .ok_or_else(|| format!("{} listings since", now - listed))
+    })
+    .await;
+    assert_eq!(lookups(&env), sent, "no lookup while at rest");
+}

@@ -3,14 +3,14 @@
 //! write.
 
 use kube::Api;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use provider_proxmox::api::ProxmoxImage;
 use provider_proxmox::api::image::LocationPhase;
 use serde_json::{Value, json};
 
 use pve_sim::SimConfig;
 
-use crate::reconcile::{self, DEADLINE, Env, Options, Sim, events_in, manifests};
+use crate::reconcile::{DEADLINE, Env, Options, Sim, events_in, manifests};
 use crate::support;
 
 const DOWNLOAD: &str = "/nodes/{node}/storage/{storage}/download-url";
@@ -236,44 +236,50 @@ async fn an_image_is_downloaded_once_per_node_named_by_a_vm_and_deleted_after_it
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_status_write_after_a_download_does_not_download_again() {
-    let mut env = Env::without_controller("imglost", Options::default()).await;
+    let mut env = Env::start("imglost").await;
     // The download runs until the test lets it end: the restarted
-    // controller finds it running, whatever the machine's load.
+    // controller finds it running (or ended), whatever the machine's load.
     env.sim
         .fault(json!({"fault": "task-held", "hold": "download", "task_type": "download"}))
         .await;
-    let restricted = reconcile::without_status_writes(&env, &["proxmoxvms", "proxmoximages"]).await;
     env.apply(&image("noble", "https://images.example/noble.qcow2"))
         .await;
-    support::poll("the download to be sent", DEADLINE, || async {
-        match env.sim.count("POST", DOWNLOAD).await {
-            0 => Err("no download yet".to_owned()),
-            _ => Ok(()),
-        }
+    let task = wait_image(&env, "noble", "its download recorded", |i| {
+        i.and_then(|i| {
+            i.status
+                .as_ref()?
+                .at_provider
+                .locations
+                .first()?
+                .task
+                .clone()
+        })
+        .ok_or_else(|| "no task recorded".to_owned())
     })
     .await;
-    let image = images(&env).get("noble").await.unwrap();
-    assert!(
-        image.status.is_none(),
-        "no status was written: {:?}",
-        image.status
-    );
-    restricted.kill().await;
+    env.kill_controller().await;
+    // The status as a write lost after the dispatch leaves it: the intent
+    // written down before sending (`sending`, the pass's time, which the
+    // task's startedAt is), the UPID not.
+    let lost = json!({"status": {"atProvider": {"locations": [{
+        "node": "pve", "storage": "local", "phase": "Downloading",
+        "sending": task.started_at,
+    }]}}});
+    images(&env)
+        .patch_status("noble", &PatchParams::default(), &Patch::Merge(&lost))
+        .await
+        .unwrap();
 
     let before = env.sim.requests().await.len();
     env.start_controller().await;
     support::poll(
-        "the new controller to look at the node",
+        "the new controller to read the download's log",
         DEADLINE,
         || async {
             let requests = env.sim.requests().await;
             requests[before..]
                 .iter()
-                .any(|r| {
-                    r["path"]
-                        .as_str()
-                        .is_some_and(|p| p.starts_with("/nodes/pve/"))
-                })
+                .any(|r| r["method"] == "GET" && r["route"] == "/nodes/{node}/tasks/{upid}/log")
                 .then_some(())
                 .ok_or_else(|| format!("{} requests since", requests.len() - before))
         },
@@ -285,6 +291,11 @@ async fn a_lost_status_write_after_a_download_does_not_download_again() {
     assert_eq!(downloads.len(), 1, "exactly one download: {downloads:?}");
     let at = ready.status.unwrap().at_provider;
     assert_eq!(at.summary.as_deref(), Some("1/1 ready"), "{at:?}");
+    assert_eq!(
+        at.locations[0].made,
+        [at.volume.clone().unwrap()],
+        "its own: {at:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -563,24 +574,8 @@ async fn another_images_file_of_the_same_name_is_not_taken_over_or_deleted() {
     let volume = ready.status.unwrap().at_provider.volume.unwrap();
     assert_eq!(volume, "local:import/noble.qcow2");
     let downloads = env.sim.count("POST", DOWNLOAD).await;
-    // team-b is created in a later second than team-a's download started:
-    // the provider tells its own lost download by the task's start second
-    // against the image's creation second, so within one second the two
-    // cannot be told apart (a limit docs/api.md states), and this test is
-    // about a file made before the image existed.
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    while std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        <= started
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-
+    // Applied at once, most often in the very second team-a's download
+    // started: team-b never sent anything, so no task is its own.
     let mut b = image("team-b", "https://images.example/team-b/evil.qcow2");
     b["spec"]["forProvider"]["filename"] = json!("noble.qcow2");
     env.apply(&b).await;
@@ -589,7 +584,21 @@ async fn another_images_file_of_the_same_name_is_not_taken_over_or_deleted() {
         message.contains(&volume) && message.contains("spec.forProvider.filename"),
         "names the file and the field: {message}"
     );
-    let b_now = images(&env).get("team-b").await.unwrap();
+    team_b_leaves_team_as_file(&env, &volume, downloads).await;
+}
+
+/// team-b (naming team-a's file) is not Ready, has downloaded nothing over
+/// it (`downloads` in all), and its deletion deletes nothing: the file is
+/// there and team-a Ready on it.
+async fn team_b_leaves_team_as_file(env: &Env, volume: &str, downloads: usize) {
+    let b_now = images(env).get("team-b").await.unwrap();
+    let at = b_now.status.clone().unwrap().at_provider;
+    assert!(
+        at.locations
+            .iter()
+            .all(|l| l.made.is_empty() && l.task.is_none()),
+        "nothing of team-a's taken: {at:?}"
+    );
     assert_eq!(
         condition(&b_now, "Ready").map(|c| c.0),
         Some("False".into()),
@@ -601,16 +610,75 @@ async fn another_images_file_of_the_same_name_is_not_taken_over_or_deleted() {
         downloads,
         "nothing downloaded over team-a's file"
     );
-
-    images(&env)
+    images(env)
         .delete("team-b", &DeleteParams::default())
         .await
         .unwrap();
-    wait_image_gone(&env, "team-b").await;
+    wait_image_gone(env, "team-b").await;
     assert_eq!(env.sim.count("DELETE", DELETE).await, 0, "nothing deleted");
-    assert_there(&env, &volume).await;
-    let a_now = images(&env).get("team-a").await.unwrap();
+    assert_there(env, volume).await;
+    let a_now = images(env).get("team-a").await.unwrap();
     assert_eq!(condition(&a_now, "Ready").map(|c| c.0), Some("True".into()));
+}
+
+/// Issue 31's same-second case: team-b's image of team-a's file name,
+/// applied right after team-a's download was sent (while it runs), does not
+/// take that download as its own (before, any download of the file by the
+/// provider's user started since a little before the image existed was),
+/// nor sends a second one racing it to the file; once team-a's is done it
+/// is `NotOwned` on the file, and its deletion deletes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_applied_right_after_anothers_download_of_its_file_does_not_take_it() {
+    let env = Env::start("imgsamesec").await;
+    env.sim
+        .fault(json!({"fault": "task-held", "hold": "download", "task_type": "download"}))
+        .await;
+    let mut a = image("team-a", "https://images.example/team-a/noble.qcow2");
+    a["spec"]["forProvider"]["filename"] = json!("noble.qcow2");
+    env.apply(&a).await;
+    support::poll("team-a's download to be sent", DEADLINE, || async {
+        match env.sim.count("POST", DOWNLOAD).await {
+            0 => Err("no download yet".to_owned()),
+            _ => Ok(()),
+        }
+    })
+    .await;
+    let mut b = image("team-b", "https://images.example/team-b/evil.qcow2");
+    b["spec"]["forProvider"]["filename"] = json!("noble.qcow2");
+    env.apply(&b).await;
+    let volume = "local:import/noble.qcow2";
+    let (_, message) = wait_image_synced(&env, "team-b", "NotOwned").await;
+    assert!(
+        message.contains(volume) && message.contains("spec.forProvider.filename"),
+        "names the file and the field: {message}"
+    );
+    assert_eq!(
+        env.sim.count("POST", DOWNLOAD).await,
+        1,
+        "no second download racing team-a's"
+    );
+
+    env.sim.release("download").await;
+    wait_image_ready(&env, "team-a").await;
+    let (_, message) = wait_image(&env, "team-b", "NotOwned on the file", |i| {
+        let c = i
+            .and_then(|i| i.status.as_ref())
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Synced"));
+        match c {
+            Some(c)
+                if c.reason == "NotOwned"
+                    && c.message
+                        .as_deref()
+                        .is_some_and(|m| m.contains("already exists")) =>
+            {
+                Ok((c.reason.clone(), c.message.clone().unwrap_or_default()))
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert!(message.contains(volume), "{message}");
+    team_b_leaves_team_as_file(&env, volume, 1).await;
 }
 
 /// An image whose file name is a seeded import volume other VMs use: a

@@ -82,9 +82,17 @@ pub struct ImageLocation {
     /// When the last download here failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_at: Option<Time>,
+    /// When this image wrote down, before sending it, that it was about to
+    /// send its download or pull here; cleared once its task is recorded.
+    /// Only a location with this set may take a task of its file found in
+    /// the node's list as its own (a status write lost after the dispatch):
+    /// an image that never sent anything owns nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sending: Option<Time>,
     /// Volumes this image's own download or pull wrote here (its task
-    /// recorded and seen to succeed, or found in the node's task list as
-    /// this provider's, for exactly that volume, since the image exists):
+    /// recorded and seen to succeed, or, after a lost status write, the one
+    /// task of this provider for exactly that volume started since it wrote
+    /// `sending`, whose log names its URL):
     /// the only files it is Ready on and deletes. A file of the same name
     /// it did not make is another's, reported `NotOwned` and left alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

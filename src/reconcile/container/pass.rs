@@ -332,6 +332,7 @@ async fn observe(
                 downloads::Source::Oci(&oci.reference),
                 &internal,
                 &conn.endpoint_host,
+                &ctx.metrics,
             )
             .await;
         }

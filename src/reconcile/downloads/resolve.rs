@@ -10,6 +10,8 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use crate::reconcile::runtime::metrics::Metrics;
+
 use super::{DownloadPolicy, Source, allowed, internal_range, oci_host, refusal, url_host};
 
 /// How long a lookup may take: a resolver that does not answer leaves the
@@ -27,6 +29,7 @@ pub async fn checked(
     source: Source<'_>,
     internal: &[String],
     endpoint: &str,
+    metrics: &Metrics,
 ) -> Option<String> {
     if let Some(why) = refusal(policy, field, source, internal) {
         return Some(why);
@@ -40,10 +43,12 @@ pub async fn checked(
     if host.parse::<IpAddr>().is_ok() || allowed(policy, &host) {
         return None;
     }
+    metrics.download_host_looked_up();
     let addresses = lookup(&host).await;
     let own = if addresses.is_empty() {
         vec![]
     } else {
+        metrics.download_host_looked_up();
         lookup(endpoint).await
     };
     resolved_refusal(policy, field, &host, &addresses, &own)
@@ -167,21 +172,43 @@ mod tests {
             allow_http: false,
             allowed_hosts: vec!["localhost".to_owned()],
         };
-        assert_eq!(
-            checked(
-                Some(&p),
-                "f",
-                Source::Url("https://localhost/a.img"),
-                &[],
-                ""
-            )
-            .await,
-            None
+        let metrics = Metrics::default();
+        let url = |u| Source::Url(u);
+        let allowed = checked(
+            Some(&p),
+            "f",
+            url("https://localhost/a.img"),
+            &[],
+            "",
+            &metrics,
         );
+        assert_eq!(allowed.await, None);
+        let literal = checked(None, "f", url("https://127.0.0.1/a.img"), &[], "", &metrics);
+        assert!(literal.await.is_some_and(|w| w.contains("loopback")));
         assert!(
-            checked(None, "f", Source::Url("https://127.0.0.1/a.img"), &[], "")
-                .await
-                .is_some_and(|w| w.contains("loopback"))
+            metrics
+                .encode()
+                .contains("proxmox_provider_download_host_lookups_total 0"),
+            "neither was looked up"
+        );
+        // A name the policy does not list is, and counted.
+        let named = checked(None, "f", url("https://localhost/a.img"), &[], "", &metrics);
+        assert!(named.await.is_some(), "localhost is refused as written");
+        let other = checked(
+            None,
+            "f",
+            url("https://mirror.invalid/a.img"),
+            &[],
+            "",
+            &metrics,
+        );
+        let _ = other.await;
+        assert!(
+            metrics
+                .encode()
+                .contains("proxmox_provider_download_host_lookups_total 1"),
+            "{}",
+            metrics.encode()
         );
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! | module | concept |
 //! |---|---|
+//! | [`claim`] | which task of its file found in a node's list is an image's own (after a lost status write) |
 //! | [`names`] | the file an image downloads and the volume it becomes |
 //! | [`plan`] | the decisions, pure: per location, the task, the file, the next call; the deletion |
 //! | [`pass`] | one pass: connect, observe, plan, act, settle, write the status (its own fields only) |
@@ -13,6 +14,7 @@
 //! configs and their clients, the shards (a pass only for a config this
 //! replica holds), the admission queue, the cluster views, the events.
 
+pub mod claim;
 pub mod names;
 pub mod pass;
 pub mod plan;

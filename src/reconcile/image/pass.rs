@@ -7,19 +7,25 @@
 //! recorded task of a location through the client's batched task observer
 //! (one task list per node per second for all tasks in flight), and the
 //! node's running tasks (the same shared list) only where a file is
-//! missing and no task is recorded: a download dispatched just before a
-//! lost status write is found there and adopted, never sent twice (only
-//! this provider's user's, started since the image exists). Where the file
-//! is there but not recorded as made by this image, one `GET
-//! /nodes/{node}/tasks` of its task type since the image was created: its
-//! own download, running or ended OK, makes it its own; else it is another's
-//! (`NotOwned`), never Ready on, downloaded over or deleted. For
+//! missing and no task is recorded: a task of that file running is adopted
+//! if it is the image's own (see [`super::claim`]), else waited for, never
+//! raced by a second one. Where the file is there but not recorded as made
+//! by this image, and only if the image wrote down it was sending there
+//! (`sending`), one `GET /nodes/{node}/tasks` of its task type since then:
+//! its own download, running or ended OK, makes it its own; else (and
+//! without `sending`, with no request) it is another's (`NotOwned`), never
+//! Ready on, downloaded over or deleted. Recovering from a lost status
+//! write, one `GET /nodes/{node}/tasks/{upid}/log` per task of the file
+//! that may be its own download (only the log names the URL). Before a
+//! download or pull is sent, one status patch writing `sending` down. For
 //! `source.oci`, in such a pass only, one `GET /version` (oci-registry-pull
 //! needs PVE 9.1; an older one is said, `OciNeedsPve91`, and nothing sent).
 //! For `source.url`, where a download would be dispatched (and only
 //! there), one `GET /nodes/{node}/query-url-metadata`: a file larger than
 //! the storage's free space (from the cluster view, no request) is
-//! `InsufficientStorage` and not sent.
+//! `InsufficientStorage` and not sent. The source's host as written is
+//! judged on every pass (no I/O); its DNS lookup (no Proxmox request) is
+//! made only in a pass that would send (so an image at rest makes none).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,6 +37,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use super::claim::{self, Claim};
 use super::plan::{self, Call, CallKind, Input, Site, Step, Target, Timing, World};
 use super::refs;
 use crate::api::ProxmoxImage;
@@ -108,11 +115,16 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
             (timing, World::NoConfig(state), None)
         }
     };
+    let user = client
+        .as_ref()
+        .map(|c| c.user().to_owned())
+        .unwrap_or_default();
     let input = Input {
         image,
         namespace: &namespace,
         name: &name,
         now,
+        user: &user,
         timing,
         world,
         users,
@@ -133,6 +145,17 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
             }
         }
         Step::Calls(calls) if !calls.is_empty() => {
+            // A download or pull is written down (`sending`) before it is
+            // sent: after a status write lost behind it, only that tells
+            // its task from another image's of the same file. Not written,
+            // not sent.
+            if calls
+                .iter()
+                .any(|c| !matches!(c.what, CallKind::Delete { .. }))
+            {
+                ctx.shards.fence(hold)?;
+                write_status(&api, image, &planned.status).await?;
+            }
             let mut done = vec![];
             if let Some(client) = &client {
                 for call in calls {
@@ -187,37 +210,19 @@ async fn observe(
         Err(e) => return World::Unreadable(e.to_string()),
     };
     // A source the config's downloadPolicy refuses is never fetched (a
-    // deleted image still deletes what it made).
-    if image.metadata.deletion_timestamp.is_none() {
-        let internal = connection.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
-        let policy = connection.downloads.as_ref();
-        let refused = match (&spec.source.url, &spec.source.oci) {
-            (Some(url), _) => {
-                downloads::checked(
-                    policy,
-                    "spec.forProvider.source.url",
-                    downloads::Source::Url(url),
-                    &internal,
-                    &connection.endpoint_host,
-                )
-                .await
-            }
-            (None, Some(oci)) => {
-                downloads::checked(
-                    policy,
-                    "spec.forProvider.source.oci",
-                    downloads::Source::Oci(oci),
-                    &internal,
-                    &connection.endpoint_host,
-                )
-                .await
-            }
-            (None, None) => None,
-        };
-        if let Some(why) = refused {
-            return World::NotAllowed(why);
-        }
+    // deleted image still deletes what it made): the host as written on
+    // every pass (no I/O), what it resolves to only in a pass that would
+    // send it (below), so an image at rest does no DNS lookup.
+    let internal = connection.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
+    let source = fetched_source(spec);
+    if image.metadata.deletion_timestamp.is_none()
+        && let Some((field, source)) = source
+        && let Some(why) =
+            downloads::refusal(connection.downloads.as_ref(), field, source, &internal)
+    {
+        return World::NotAllowed(why);
     }
+    let mut resolved = false;
     let online: Vec<String> = view
         .nodes
         .iter()
@@ -247,26 +252,9 @@ async fn observe(
     let deleting = image.metadata.deletion_timestamp.is_some();
     let downloads = spec.source.url.is_some() || spec.source.oci.is_some();
     let status = image.status.clone().unwrap_or_default();
-    let task_type = if spec.source.oci.is_some() {
-        "ociregistrypull"
-    } else {
-        "download"
-    };
-    // No task from before the image existed is its own.
-    let since = image
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .and_then(|t| u32::try_from(t.0.as_second()).ok())
-        .unwrap_or(u32::MAX);
     let creates = matches!(
         image.spec.managed.mode(&image.metadata),
         crate::api::meta::PolicyMode::Active(caps) if caps.create
-    );
-    let own = super::plan::fetching_task(
-        image,
-        &image.namespace().unwrap_or_default(),
-        &image.name_any(),
     );
     let mut sites = vec![];
     // Whether this Proxmox has oci-registry-pull, read once per pass.
@@ -307,47 +295,91 @@ async fn observe(
                 }
             }
         }
+        // What tells this image's own task of the file from another's, as
+        // the plan judges it (see super::claim).
+        let claim = plan::fetching_task(
+            image,
+            &image.namespace().unwrap_or_default(),
+            &image.name_any(),
+            client.user(),
+            here,
+        );
         // A file there that this image is not recorded to have made: its
-        // own only if this provider's download of it since the image was
-        // created is listed (a lost status write); else another's.
+        // own only if it wrote down it was sending here and that download
+        // is listed (a lost status write); else another's, and nothing is
+        // asked.
         let unclaimed = !missing && downloads && !deleting && recorded.is_none() && !made;
-        let listed = if dispatching {
-            // A running download is adopted even if the node's clock puts
-            // its start a little before the image's creation: dispatching
-            // it again would be worse than the window this leaves.
-            tasks::active_tasks(client, &target.node)
-                .await
-                .map(|active| {
-                    (
-                        mine(client, active, since.saturating_sub(CLOCK_SKEW)),
-                        vec![],
-                    )
-                })
-        } else if unclaimed {
-            tasks::own_tasks(client, &target.node, task_type, since).await
-        } else {
-            Ok((vec![], vec![]))
-        };
-        let (active, finished) = match listed {
+        let listed =
+            match (&claim, claim.as_ref().and_then(Claim::since)) {
+                // The node's running tasks (the shared list, no extra request):
+                // one of the file, anyone's, is adopted or waited for.
+                (Some(claim), _) if dispatching => tasks::active_tasks(client, &target.node)
+                    .await
+                    .map(|active| {
+                        let active = active.into_iter().filter(|t| claim.same_file(t));
+                        (active.collect(), vec![])
+                    }),
+                (Some(claim), Some(since)) if unclaimed => {
+                    tasks::own_tasks(client, &target.node, claim.task_type, since)
+                        .await
+                        .map(|(running, finished)| {
+                            let of_file = |t: &Upid| claim.same_file(t);
+                            (
+                                running.into_iter().filter(of_file).collect(),
+                                finished.into_iter().filter(of_file).collect(),
+                            )
+                        })
+                }
+                _ => Ok((vec![], vec![])),
+            };
+        let (active, finished): (Vec<Upid>, Vec<Upid>) = match listed {
             Ok(listed) => listed,
             Err(e) => {
                 sites.push((target, Site::Unreadable(e.to_string())));
                 continue;
             }
         };
-        // Only where a download would be sent: none of ours running (the
-        // plan adopts exactly this task: another image's download running
-        // on the node is no reason to skip the check, since the plan then
-        // dispatches), no backoff to wait out, Create allowed.
+        let logs = match &claim {
+            Some(claim) => {
+                match download_lines(client, claim, active.iter().chain(&finished)).await {
+                    Ok(logs) => logs,
+                    Err(e) => {
+                        sites.push((target, Site::Unreadable(e.to_string())));
+                        continue;
+                    }
+                }
+            }
+            None => BTreeMap::new(),
+        };
+        // Only where a download would be sent: no task of the file
+        // running (the plan adopts or waits for it), no backoff to wait
+        // out, Create allowed.
         let sendable = dispatching
-            && !active.iter().any(|t| {
-                own.as_ref()
-                    .is_some_and(|(ty, id)| t.task_type() == *ty && t.id() == id)
-            })
+            && active.is_empty()
             && here.is_none_or(|l| plan::backoff_left(l, Timestamp::now()).is_none())
             && creates;
+        if sendable
+            && !resolved
+            && let Some((field, source)) = source
+        {
+            resolved = true;
+            if let Some(why) = downloads::checked(
+                connection.downloads.as_ref(),
+                field,
+                source,
+                &internal,
+                &connection.endpoint_host,
+                &ctx.metrics,
+            )
+            .await
+            {
+                return World::NotAllowed(why);
+            }
+        }
         let room = match &spec.source.url {
-            Some(url) if sendable => room(client, &view, &target.node, &spec.storage, url).await,
+            Some(url) if sendable => {
+                downloads::room(client, &view, &target.node, &spec.storage, url).await
+            }
             _ => None,
         };
         sites.push((
@@ -357,6 +389,7 @@ async fn observe(
                 task,
                 active,
                 finished,
+                logs,
                 room,
             },
         ));
@@ -364,41 +397,44 @@ async fn observe(
     World::Seen(sites)
 }
 
-/// The size Proxmox reports for `url` (one `GET
-/// /nodes/{node}/query-url-metadata`, a `HEAD` from the node) and the
-/// storage's free space as the cluster view shows it (no request), or
-/// `None` when either is unknown: no `Content-Length`, a server that
-/// refuses `HEAD`, or the query failing go on as before, to the download.
-async fn room(
+/// The `downloading <url> to <dest>` line of the log of each task that may
+/// be the image's own download (see [`Claim::candidate`]): one `GET
+/// /nodes/{node}/tasks/{upid}/log` per such task, asked only in a pass
+/// that recovers from a lost status write (the image wrote `sending` and
+/// recorded no task), since only the log tells its download from another
+/// image's of the same file and user. A pull's log names no reference and
+/// is not read.
+async fn download_lines(
     client: &Client,
-    view: &crate::reconcile::inventory::ClusterView,
-    node: &str,
-    storage: &str,
-    url: &str,
-) -> Option<plan::Room> {
-    let seen = view.storages.get(node)?.get(storage)?;
-    // A storage whose size the view does not tell (inactive) is not judged.
-    let avail = (seen.total > 0).then(|| seen.total.saturating_sub(seen.used))?;
-    match client.query_url_metadata(node, url, None).await {
-        Ok(meta) => meta.size.map(|size| plan::Room { size, avail }),
-        Err(e) => {
-            tracing::debug!(node, error = %e, "query-url-metadata failed; the download goes on");
-            None
+    claim: &Claim,
+    tasks: impl Iterator<Item = &Upid>,
+) -> Result<BTreeMap<String, String>, pve_client::Error> {
+    let mut lines = BTreeMap::new();
+    if claim.url.is_none() {
+        return Ok(lines);
+    }
+    for t in tasks.filter(|t| claim.candidate(t)) {
+        let log = client.task_log(t, 0, LOG_HEAD).await?;
+        if let Some(line) = claim::download_line(log.lines.iter().map(|l| l.t.as_str())) {
+            lines.insert(t.to_string(), line.to_owned());
         }
     }
+    Ok(lines)
 }
 
-/// The tasks this provider's user started at `since` or later: another
-/// user's download of the same file is not this image's to adopt.
-/// How far behind the API server's clock a node's may be (seconds) for a
-/// running download of this image still to count as its own.
-const CLOCK_SKEW: u32 = 120;
+/// The first lines of a download's log, where PVE says what it fetches.
+const LOG_HEAD: u32 = 5;
 
-fn mine(client: &Client, tasks: Vec<Upid>, since: u32) -> Vec<Upid> {
-    tasks
-        .into_iter()
-        .filter(|t| t.user() == client.user() && t.starttime() >= since)
-        .collect()
+/// What the image fetches and the field naming it, or `None` for
+/// `importFrom`.
+fn fetched_source(
+    spec: &crate::api::image::ImageParameters,
+) -> Option<(&'static str, downloads::Source<'_>)> {
+    match (&spec.source.url, &spec.source.oci) {
+        (Some(url), _) => Some(("spec.forProvider.source.url", downloads::Source::Url(url))),
+        (None, Some(oci)) => Some(("spec.forProvider.source.oci", downloads::Source::Oci(oci))),
+        (None, None) => None,
+    }
 }
 
 /// The version of a Proxmox VE without oci-registry-pull (before 9.1), or

@@ -15,6 +15,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
+use super::claim::Claim;
 use super::names::{self, Source};
 use crate::api::condition::{ConditionType, find};
 use crate::api::image::{ImageLocation, LocationPhase, ProxmoxImage, ProxmoxImageStatus};
@@ -79,15 +80,20 @@ pub enum Site {
         files: BTreeMap<String, u64>,
         /// The recorded task's state.
         task: Option<TaskState>,
-        /// This provider's running tasks on the node (listed only when
-        /// no task is recorded and the file is missing, or there without
-        /// being recorded as this image's).
+        /// The running tasks on the node that write the image's file
+        /// (listed only when no task is recorded and the file is missing,
+        /// or there without being recorded as this image's while its
+        /// `sending` is set).
         active: Vec<ActiveTask>,
-        /// This provider's tasks on the node that finished OK since the
-        /// image was created (listed only when the file is there without
-        /// being recorded as this image's): a download whose recording
-        /// was lost.
+        /// This provider's tasks of the file on the node that finished OK
+        /// since the image wrote `sending` (listed only when the file is
+        /// there without being recorded as this image's): a download
+        /// whose recording was lost.
         finished: Vec<ActiveTask>,
+        /// By UPID, the `downloading <url> to <dest>` line of the log of
+        /// each task above that may be the image's own (read only for
+        /// those, see [`super::claim`]).
+        logs: BTreeMap<String, String>,
         /// The size Proxmox reports for the URL and the storage's free
         /// space, read only when a download may be dispatched there and
         /// both are known.
@@ -97,14 +103,7 @@ pub enum Site {
     Unreadable(String),
 }
 
-/// What a download needs and what the storage has, in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Room {
-    /// The size Proxmox reports for the URL (`query-url-metadata`).
-    pub size: u64,
-    /// The storage's free space on the node.
-    pub avail: u64,
-}
+pub use crate::reconcile::downloads::Room;
 
 /// What the provider config and Proxmox allowed the pass to see.
 #[derive(Clone, Debug, PartialEq)]
@@ -134,6 +133,9 @@ pub struct Input<'a> {
     pub name: &'a str,
     /// Now.
     pub now: Timestamp,
+    /// The Proxmox user the provider dispatches as (whose tasks may be
+    /// the image's own).
+    pub user: &'a str,
     /// The provider config's durations.
     pub timing: Timing,
     /// What Proxmox showed.
@@ -364,7 +366,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let mut wait: Option<Duration> = None;
     for (target, site) in sites {
         let mut loc = location(&before, target, storage);
-        let (files, active, finished, room) = match site {
+        let (files, active, finished, logs, room) = match site {
             Site::Unreadable(why) => {
                 problems.push((
                     Reason::ReconcileError,
@@ -379,6 +381,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 task,
                 active,
                 finished,
+                logs,
                 room,
             } => {
                 if let Some(d) = observe_task(input, &mut out.events, &mut loc, task.as_ref()) {
@@ -388,19 +391,26 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 }
                 // A file of ours that is gone is ours no more.
                 loc.made.retain(|v| files.contains_key(v));
-                (files, active, finished, room)
+                (files, active, finished, logs, room)
             }
         };
         let fetched = fetch(&source, input.image, &volume);
-        if let (Some(_), Some((task_type, task_id, _))) = (files.get(&volume), &fetched)
+        let claim = fetching_task(
+            input.image,
+            input.namespace,
+            input.name,
+            input.user,
+            Some(&loc),
+        );
+        if let (Some(_), Some(claim)) = (files.get(&volume), &claim)
             && !loc.made.contains(&volume)
         {
-            let ours = |t: &&ActiveTask| t.task_type() == *task_type && t.id() == task_id;
-            if let Some(t) = active.iter().find(ours) {
+            if let Some(t) = claim.own(active, logs) {
                 adopt(input, &mut out.events, &mut loc, t, &volume);
                 soonest(&mut wait, input.timing.poll);
-            } else if let Some(t) = finished.iter().find(ours) {
+            } else if let Some(t) = claim.own(finished, logs) {
                 loc.made.push(volume.clone());
+                loc.sending = None;
                 out.events.push(event(
                     false,
                     "TaskAdopted",
@@ -412,15 +422,12 @@ pub fn plan(input: &Input<'_>) -> Plan {
             } else {
                 // Another's file (an image's, a seeded volume): never
                 // Ready on it, never deleted, never downloaded over.
-                loc.phase = LocationPhase::Pending;
                 loc.size = None;
                 let why = format!(
-                    "{volume} already exists on node {} and this image did not make it; {} names a file that is not its own (nothing is downloaded or deleted: choose another name)",
-                    target.node,
-                    file_field(input.image)
+                    "{volume} already exists on node {} and this image did not make it",
+                    target.node
                 );
-                loc.message = Some(why.clone());
-                problems.push((Reason::NotOwned, why));
+                not_owned(input, &mut loc, &mut problems, why, "downloaded or deleted");
                 soonest(&mut wait, input.timing.resync);
             }
             if !loc.made.contains(&volume) {
@@ -446,12 +453,23 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 problems.push((Reason::VolumeNotFound, why));
                 soonest(&mut wait, input.timing.resync);
             }
-            Some((task_type, task_id, what)) => {
-                if let Some(t) = active
-                    .iter()
-                    .find(|t| t.task_type() == task_type && t.id() == task_id)
-                {
+            Some((_, _, what)) => {
+                let claim = claim.as_ref();
+                if let Some(t) = claim.and_then(|c| c.own(active, logs)) {
                     adopt(input, &mut out.events, &mut loc, t, &volume);
+                    soonest(&mut wait, input.timing.poll);
+                } else if let Some(t) = active
+                    .iter()
+                    .find(|t| claim.is_some_and(|c| c.same_file(t)))
+                {
+                    // Another's download of this file (or one this image
+                    // cannot tell as its own): a second one would race it
+                    // to the same file, so nothing is sent while it runs.
+                    let why = format!(
+                        "{t} is writing {volume} on node {} and is not this image's",
+                        target.node
+                    );
+                    not_owned(input, &mut loc, &mut problems, why, "downloaded over it");
                     soonest(&mut wait, input.timing.poll);
                 } else if let Some(left) = backing_off(input, &loc) {
                     loc.phase = LocationPhase::Failed;
@@ -475,24 +493,25 @@ pub fn plan(input: &Input<'_>) -> Plan {
                     loc.message = Some(why.clone());
                     problems.push((Reason::ReconcileError, why));
                     soonest(&mut wait, input.timing.resync);
-                } else if let Some(room) = room.filter(|r| r.size > r.avail) {
+                } else if let Some(why) = room.and_then(|r| {
+                    r.shortfall(
+                        file_field(input.image),
+                        storage,
+                        &target.node,
+                        input.timing.resync,
+                    )
+                }) {
                     // Proxmox would fill the storage (often the node's
                     // root file system) and fail: nothing is sent, and
                     // the space is looked at again after a resync.
                     loc.phase = LocationPhase::Pending;
-                    let why = format!(
-                        "{}: Proxmox reports {} bytes for the file and storage {storage} on node {} has {} bytes free; nothing is downloaded (free space there or choose another storage); checking again in {}s",
-                        file_field(input.image),
-                        room.size,
-                        target.node,
-                        room.avail,
-                        input.timing.resync.as_secs()
-                    );
                     loc.message = Some(why.clone());
                     problems.push((Reason::InsufficientStorage, why));
                     soonest(&mut wait, input.timing.resync);
                 } else {
                     loc.phase = LocationPhase::Downloading;
+                    // Written down before it is sent (see [`super::claim`]).
+                    loc.sending = Some(Time(input.now));
                     calls.push(Call {
                         node: target.node.clone(),
                         storage: storage.clone(),
@@ -610,17 +629,24 @@ fn fetch(
     }
 }
 
-/// The type and ID of the task that fetches the image's file (what a
-/// running one shows in the node's task list, and what the plan adopts
-/// instead of dispatching again); `None` for a source nothing fetches.
+/// What tells the image's own task of its file at a location (as the
+/// status has it) from another's, as the plan will judge it: the pass
+/// lists and reads logs only for what this can take. `None` for a source
+/// nothing fetches.
 pub fn fetching_task(
     image: &ProxmoxImage,
     namespace: &str,
     name: &str,
-) -> Option<(&'static str, String)> {
+    user: &str,
+    loc: Option<&ImageLocation>,
+) -> Option<Claim> {
     let (source, volume) = names::source(&image.spec.for_provider, namespace, name).ok()?;
     let (task_type, id, _) = fetch(&source, image, volume.as_deref()?)?;
-    Some((task_type, id))
+    let url = match &source {
+        Source::Download { url, .. } => Some(url.clone()),
+        Source::Existing | Source::Pull { .. } => None,
+    };
+    Some(Claim::new(task_type, id, url, user, loc))
 }
 
 /// Whether the volume the status shows was downloaded by this image.
@@ -650,9 +676,28 @@ fn location(before: &ProxmoxImageStatus, target: &Target, storage: &str) -> Imag
             message: None,
             failures: None,
             failed_at: None,
+            sending: None,
             made: vec![],
         },
     }
+}
+
+/// The location waits on a file (or a task writing it) that is not the
+/// image's: `NotOwned`, naming the field that chose the name.
+fn not_owned(
+    input: &Input<'_>,
+    loc: &mut ImageLocation,
+    problems: &mut Vec<(Reason, String)>,
+    what: String,
+    nothing: &str,
+) {
+    loc.phase = LocationPhase::Pending;
+    let why = format!(
+        "{what}; {} names a file that is not its own (nothing is {nothing}: choose another name)",
+        file_field(input.image)
+    );
+    loc.message = Some(why.clone());
+    problems.push((Reason::NotOwned, why));
 }
 
 /// The field that named the file: `filename` when given, else the source
@@ -795,6 +840,7 @@ fn adopt(
 ) {
     let started = started_at(t);
     loc.phase = LocationPhase::Downloading;
+    loc.sending = None;
     loc.task = Some(in_flight(
         input,
         t,
@@ -1143,6 +1189,8 @@ pub fn settle(
             }
             CallKind::Delete { volume } => (ImageTaskAction::DeleteVolume, volume.as_str()),
         };
+        // Sent and recorded, or refused: nothing left to find again.
+        loc.sending = None;
         match result {
             Ok(upid) => {
                 loc.task = Some(in_flight(input, &upid, action, volume, input.now));

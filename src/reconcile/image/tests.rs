@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -85,6 +86,40 @@ fn upid(node: &str, type_: &str, id: &str) -> Upid {
     .unwrap()
 }
 
+/// A status saying the image wrote down, at NOW, that it was sending its
+/// download at these nodes (and recorded no task: a lost status write).
+fn sending(nodes: &[&str]) -> Value {
+    let locations: Vec<Value> = nodes
+        .iter()
+        .map(|n| {
+            json!({"node": n, "storage": "local", "phase": "Downloading",
+                        "sending": "2027-01-15T08:00:00Z"})
+        })
+        .collect();
+    json!({"atProvider": {"locations": locations}})
+}
+
+/// A site whose tasks' logs say they download `url` into the image's file.
+fn with_logs(mut site: Site, img: &ProxmoxImage, url: &str) -> Site {
+    if let Site::Seen {
+        active,
+        finished,
+        logs,
+        ..
+    } = &mut site
+    {
+        for t in active.iter().chain(finished.iter()) {
+            logs.insert(
+                t.to_string(),
+                format!("downloading {url} to /var/lib/vz/import/{}", file(img)),
+            );
+        }
+    }
+    site
+}
+
+const URL: &str = "https://images.example/noble.img";
+
 fn seen(files: &[(&str, u64)], task: Option<TaskState>, active: Vec<Upid>) -> Site {
     Site::Seen {
         files: files
@@ -94,6 +129,7 @@ fn seen(files: &[(&str, u64)], task: Option<TaskState>, active: Vec<Upid>) -> Si
         task,
         active,
         finished: vec![],
+        logs: BTreeMap::new(),
         room: None,
     }
 }
@@ -114,6 +150,7 @@ fn run(img: &ProxmoxImage, world: World, users: Users) -> Plan {
         namespace: "ns",
         name: "noble",
         now: now(),
+        user: "root@pam",
         timing: timing(),
         world,
         users,
@@ -253,17 +290,61 @@ fn with_a_template_ready_waits_for_the_templates_too() {
 
 #[test]
 fn a_download_found_running_after_a_lost_status_write_is_adopted_not_sent_again() {
-    let img = image(url_spec(), json!({}));
+    let img = image(url_spec(), sending(&["pve1"]));
     let running = upid("pve1", "download", &file(&img));
-    let world = World::Seen(vec![at("pve1", seen(&[], None, vec![running.clone()]))]);
-    let p = run(&img, world, Users::default());
+    let site = with_logs(seen(&[], None, vec![running.clone()]), &img, URL);
+    let p = run(&img, World::Seen(vec![at("pve1", site)]), Users::default());
     assert!(calls(&p).is_empty(), "{:?}", calls(&p));
     let loc = &p.status.at_provider.locations[0];
     assert_eq!(
         loc.task.as_ref().map(|t| t.upid.clone()),
         Some(running.to_string())
     );
+    assert_eq!(loc.sending, None, "recorded: nothing left to find again");
     assert!(p.events.iter().any(|e| e.reason == "TaskAdopted"));
+}
+
+/// Issue 31's same-second case: team-b's image, applied right after
+/// team-a's download of the same file name started, never sent anything,
+/// so that download is not its own however close in time; nor is it raced
+/// by a second download of the file. A dispatch writes `sending` down.
+#[test]
+fn another_images_download_of_the_file_is_waited_for_not_adopted_or_raced() {
+    let mut spec = url_spec();
+    spec["filename"] = json!("noble.qcow2");
+    let img = image(spec, json!({}));
+    // Started in the very second the image exists, the URL its own.
+    let theirs = upid("pve1", "download", "noble.qcow2");
+    let site = with_logs(seen(&[], None, vec![theirs.clone()]), &img, URL);
+    let p = run(&img, World::Seen(vec![at("pve1", site)]), Users::default());
+    assert!(
+        calls(&p).is_empty(),
+        "nothing sent over it: {:?}",
+        calls(&p)
+    );
+    let loc = &p.status.at_provider.locations[0];
+    assert_eq!(loc.task, None, "not adopted");
+    assert_eq!(loc.phase, LocationPhase::Pending);
+    let (_, message) = find(&p.status.conditions, ConditionType::Synced)
+        .map(|c| (c.reason.clone(), c.message.clone().unwrap_or_default()))
+        .unwrap();
+    assert_eq!(reason(&p, ConditionType::Synced).1, "NotOwned");
+    assert!(
+        message.contains(&theirs.to_string()) && message.contains("spec.forProvider.filename"),
+        "{message}"
+    );
+    // With nothing running, the download is sent, written down first.
+    let p = run(
+        &img,
+        World::Seen(vec![at("pve1", seen(&[], None, vec![]))]),
+        Users::default(),
+    );
+    assert_eq!(calls(&p).len(), 1);
+    assert_eq!(
+        p.status.at_provider.locations[0].sending,
+        Some(Time(now())),
+        "written down before it is sent"
+    );
 }
 
 fn with_task(img_status: Value) -> ProxmoxImage {
@@ -358,6 +439,7 @@ fn a_failed_download_backs_off_then_is_retried() {
         namespace: "ns",
         name: "noble",
         now: now() + Duration::from_secs(11),
+        user: "root@pam",
         timing: timing(),
         world: World::Seen(vec![at("pve1", seen(&[], None, vec![]))]),
         users: Users::default(),
@@ -406,7 +488,14 @@ fn oci_is_pulled_once_per_node_and_a_running_pull_is_adopted() {
         "{name}"
     );
     let running = upid("pve3", "ociregistrypull", &name);
-    let img = with_status(&img, made(&["pve1"], &v));
+    let mut status = made(&["pve1"], &v);
+    // pve3's pull was written down as being sent, its UPID's write lost.
+    let lost = sending(&["pve3"])["atProvider"]["locations"][0].clone();
+    status["atProvider"]["locations"]
+        .as_array_mut()
+        .unwrap()
+        .push(lost);
+    let img = with_status(&img, status);
     let world = World::Seen(vec![
         at("pve1", seen(&[(v.as_str(), 42)], None, vec![])),
         at("pve2", seen(&[], None, vec![])),
@@ -462,6 +551,7 @@ fn oci_is_pulled_once_per_node_and_a_running_pull_is_adopted() {
             namespace: "ns",
             name: "noble",
             now: now(),
+            user: "root@pam",
             timing: timing(),
             world: World::Seen(vec![]),
             users: Users::default(),
@@ -787,6 +877,7 @@ fn a_refused_dispatch_is_recorded_as_a_failure_and_a_started_one_as_the_task() {
         namespace: "ns",
         name: "noble",
         now: now(),
+        user: "root@pam",
         timing: timing(),
         world: World::Seen(vec![
             at("pve1", seen(&[], None, vec![])),
@@ -888,12 +979,18 @@ fn a_file_is_the_images_only_if_its_own_task_made_it() {
     named["filename"] = json!("noble.qcow2");
     let named = image(named, json!({}));
     let nv = volume(&named);
-    let found = |running: Vec<Upid>, finished: Vec<Upid>, v: &str| Site::Seen {
-        files: BTreeMap::from([(v.to_owned(), 5)]),
-        task: None,
-        active: running,
-        finished,
-        room: None,
+    // The same image, having written down that it sent its download.
+    let sent = with_status(&img, sending(&["pve1"]));
+    let found = |running: Vec<Upid>, finished: Vec<Upid>, v: &str| {
+        let site = Site::Seen {
+            files: BTreeMap::from([(v.to_owned(), 5)]),
+            task: None,
+            active: running,
+            finished,
+            logs: BTreeMap::new(),
+            room: None,
+        };
+        with_logs(site, &img, URL)
     };
     // (row, image, site, phase, Synced reason, made recorded)
     let rows: Vec<(&str, &ProxmoxImage, Site, LocationPhase, &str, bool)> = vec![
@@ -915,15 +1012,35 @@ fn a_file_is_the_images_only_if_its_own_task_made_it() {
         ),
         (
             "a task of ours for another file does not make this one ours",
-            &img,
+            &sent,
             found(vec![], vec![upid("pve1", "download", "other.qcow2")], &v),
             LocationPhase::Pending,
             "NotOwned",
             false,
         ),
         (
-            "our download of it finished after a lost status write",
+            "never sent: a download of it in the very second it was created is another's",
             &img,
+            found(vec![], vec![upid("pve1", "download", &name)], &v),
+            LocationPhase::Pending,
+            "NotOwned",
+            false,
+        ),
+        (
+            "sent: a download of it whose log names another URL is another's",
+            &sent,
+            with_logs(
+                found(vec![], vec![upid("pve1", "download", &name)], &v),
+                &img,
+                "https://evil.example/noble.img",
+            ),
+            LocationPhase::Pending,
+            "NotOwned",
+            false,
+        ),
+        (
+            "our download of it finished after a lost status write",
+            &sent,
             found(vec![], vec![upid("pve1", "download", &name)], &v),
             LocationPhase::Ready,
             "ReconcileSuccess",
@@ -931,7 +1048,7 @@ fn a_file_is_the_images_only_if_its_own_task_made_it() {
         ),
         (
             "our download of it still running after a lost status write",
-            &img,
+            &sent,
             found(vec![upid("pve1", "download", &name)], vec![], &v),
             LocationPhase::Downloading,
             "DownloadingImage",

@@ -245,6 +245,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     event_failures: Counter,
     vmid_allocations: Counter,
+    download_lookups: Counter,
     queue_wait: Histogram,
     queue_waiting: Gauge,
     slot_wait: Family<NodeLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
@@ -303,6 +304,12 @@ impl Default for Metrics {
             "VMIDs the provider allocated for ProxmoxVMs without vmid",
             vmid_allocations.clone(),
         );
+        let download_lookups = Counter::default();
+        registry.register(
+            "download_host_lookups",
+            "Host names of download URLs and OCI registries resolved (DNS, on the provider's side) before a download or pull may be sent",
+            download_lookups.clone(),
+        );
         let queue_wait = Histogram::new(exponential_buckets(0.001, 4.0, 10));
         registry.register(
             "reconcile_queue_wait_seconds",
@@ -349,6 +356,7 @@ impl Default for Metrics {
             requests,
             event_failures,
             vmid_allocations,
+            download_lookups,
             queue_wait,
             queue_waiting,
             slot_wait,
@@ -409,6 +417,11 @@ impl Metrics {
     /// Counts a VMID allocation.
     pub fn vmid_allocated(&self) {
         self.vmid_allocations.inc();
+    }
+
+    /// Counts a DNS lookup of a download's host name.
+    pub fn download_host_looked_up(&self) {
+        self.download_lookups.inc();
     }
 
     /// A pass starts waiting for a reconcile slot.

@@ -37,7 +37,7 @@ use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;
 use act::{act, act_local};
-use observe::{Failure, Sources, observe, resolved_refusals};
+use observe::{Failure, Sources, observe, resolved_refusals, rooms};
 use read::current;
 use reserve::{Reserved, reserve};
 
@@ -315,7 +315,9 @@ async fn observe_and_reserve<'a>(
             }
             input.observed = observed;
             let downloading = input.observed.images.values().any(|present| !present);
-            input.observed.resolved_refusals = resolved_refusals(vm, connection, downloading).await;
+            input.observed.resolved_refusals =
+                resolved_refusals(vm, connection, downloading, &ctx.metrics).await;
+            input.observed.rooms = rooms(vm, &from, needs, &input.observed, now).await;
             reserved
         }
         Err(Failure::Proxmox(e)) => {

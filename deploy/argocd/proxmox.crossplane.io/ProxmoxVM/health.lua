@@ -23,6 +23,7 @@ local failure_reasons = {
   TemplateNotFound = true,
   InvalidSpec = true,
   NotAllowed = true,
+  InsufficientStorage = true,
   Forbidden = true,
 }
 

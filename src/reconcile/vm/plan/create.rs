@@ -398,19 +398,32 @@ fn download_refused(ctx: &Ctx, node: &str, url: &str) -> Option<String> {
     else {
         return None;
     };
+    crate::reconcile::downloads::refusal(
+        downloads.as_ref(),
+        &url_field(ctx, url)?,
+        crate::reconcile::downloads::Source::Url(url),
+        &[node.to_owned(), endpoint_host.clone()],
+    )
+    .or_else(|| ctx.obs.resolved_refusals.get(url).cloned())
+}
+
+/// The field of the disk whose image downloads `url`.
+fn url_field(ctx: &Ctx, url: &str) -> Option<String> {
     let i = ctx.spec.disks.iter().position(|d| {
         d.image
             .as_ref()
             .and_then(|i| i.download())
             .is_some_and(|d| d.url == url)
     })?;
-    crate::reconcile::downloads::refusal(
-        downloads.as_ref(),
-        &format!("spec.forProvider.disks[{i}].image.url"),
-        crate::reconcile::downloads::Source::Url(url),
-        &[node.to_owned(), endpoint_host.clone()],
-    )
-    .or_else(|| ctx.obs.resolved_refusals.get(url).cloned())
+    Some(format!("spec.forProvider.disks[{i}].image.url"))
+}
+
+/// Why the download of `url` into `storage` is not sent: Proxmox reports
+/// a file larger than the storage's free space (it would fill the storage,
+/// often the node's root file system, and fail).
+fn no_room(ctx: &Ctx, node: &str, storage: &str, url: &str) -> Option<String> {
+    let room = ctx.obs.rooms.get(url)?;
+    room.shortfall(&url_field(ctx, url)?, storage, node, ctx.resync_interval())
 }
 
 fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
@@ -446,6 +459,10 @@ fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
         }
         if let Some(d) = task::gate(ctx, out, TaskAction::DownloadImage) {
             return Some(d);
+        }
+        if let Some(why) = no_room(ctx, node, &image.storage, download.url) {
+            let say = Say::no(Reason::InsufficientStorage, why);
+            return Some(Decision::new(Idle::Wait, Some(ctx.resync_interval()), say));
         }
         let say = Say::yes(
             Reason::DownloadingImage,

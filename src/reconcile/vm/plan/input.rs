@@ -216,6 +216,10 @@ pub struct Observation {
     /// to an address the config's `downloadPolicy` refuses: URL → why,
     /// naming the field. Looked up only while an image volume is missing.
     pub resolved_refusals: BTreeMap<String, String>,
+    /// Disk image URL → the size Proxmox reports for it and its storage's
+    /// free space: for the image the plan would download next, read only
+    /// in a pass that may send it (and when both are known).
+    pub rooms: BTreeMap<String, crate::reconcile::downloads::Room>,
 }
 
 /// The `customCloudInit` seed, when [`Needs::seed`] asked.

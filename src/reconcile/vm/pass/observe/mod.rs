@@ -21,7 +21,7 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
 use kube::{Api, ResourceExt};
 
-pub use downloads::resolved_refusals;
+pub use downloads::{resolved_refusals, rooms};
 
 use crate::api::ProxmoxVM;
 use crate::reconcile::common::image_cache::{self as cache, Images};

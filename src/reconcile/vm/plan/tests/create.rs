@@ -397,16 +397,18 @@ fn a_missing_password_secret_waits_for_its_creation_to_wake_it() {
     );
 }
 
+/// A VM to be created on pve1 whose disk image is missing there: its
+/// download is next.
+fn image_missing() -> World {
+    World::new().pending().absent().node("pve1").image(false)
+}
+
 /// A disk image URL whose host name resolved (on the provider's side) to
 /// a refused address: `NotAllowed` as the address would be, no download.
 #[test]
 fn a_download_whose_name_resolves_to_a_refused_address_is_not_sent() {
     let why = "spec.forProvider.disks[0].image.url names host images.example, which resolves (on the provider's side) to 127.0.0.1";
-    let plan = World::new()
-        .pending()
-        .absent()
-        .node("pve1")
-        .image(false)
+    let plan = image_missing()
         .observe(|o| {
             o.resolved_refusals
                 .insert("https://images.example/jammy.img".into(), why.into());
@@ -420,4 +422,70 @@ fn a_download_whose_name_resolves_to_a_refused_address_is_not_sent() {
     let synced = find(&plan.status.conditions, ConditionType::Synced).unwrap();
     assert_eq!(synced.reason, "NotAllowed");
     assert_eq!(synced.message.as_deref(), Some(why));
+}
+
+/// Issue 31 for a VM's own `disks[].image` download, as for a
+/// ProxmoxImage: a file Proxmox reports larger than the storage's free
+/// space is `InsufficientStorage` naming the field and both sizes, with
+/// nothing sent and a look again after the resync; one that fits, or whose
+/// size is unknown, is downloaded.
+#[test]
+fn a_disk_image_larger_than_the_free_space_is_not_downloaded() {
+    use crate::reconcile::downloads::Room;
+    let gib = 1u64 << 30;
+    let url = "https://images.example/jammy.img";
+    // (row, room, downloaded)
+    let rows: Vec<(&str, Option<Room>, bool)> = vec![
+        (
+            "200 GiB into 100 GiB free",
+            Some(Room {
+                size: 200 * gib,
+                avail: 100 * gib,
+            }),
+            false,
+        ),
+        (
+            "exactly the free space",
+            Some(Room {
+                size: gib,
+                avail: gib,
+            }),
+            true,
+        ),
+        ("a size Proxmox cannot tell", None, true),
+    ];
+    for (row, room, downloaded) in rows {
+        let plan = image_missing()
+            .observe(|o| {
+                if let Some(room) = room {
+                    o.rooms.insert(url.into(), room);
+                }
+            })
+            .run();
+        assert_eq!(
+            matches!(plan.step, Step::Pve(PveCall::DownloadImage { .. })),
+            downloaded,
+            "{row}: {:?}",
+            plan.step
+        );
+        if downloaded {
+            continue;
+        }
+        let synced = find(&plan.status.conditions, ConditionType::Synced).unwrap();
+        assert_eq!(synced.reason, "InsufficientStorage", "{row}");
+        let message = synced.message.clone().unwrap_or_default();
+        let room = room.unwrap();
+        for part in [
+            "spec.forProvider.disks[0].image.url".to_owned(),
+            room.size.to_string(),
+            room.avail.to_string(),
+        ] {
+            assert!(message.contains(&part), "{row}: {message}");
+        }
+        assert_eq!(
+            plan.requeue_after,
+            Some(std::time::Duration::from_secs(60)),
+            "{row}: looked at again after the resync"
+        );
+    }
 }
