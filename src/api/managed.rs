@@ -106,7 +106,7 @@ fn paused_by_annotation(meta: &ObjectMeta) -> bool {
 /// conditions that sum it up.
 // `JsonSchema`, not `KubeSchema`: kube's derive takes no type parameter, so
 // the list-map markers of `conditions` are written out.
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ManagedStatus<A: Default> {
     // No doc comment: the description is the kind's `atProvider` type's.
@@ -122,7 +122,29 @@ pub struct ManagedStatus<A: Default> {
     /// The `metadata.generation` the provider last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+
+    /// The last `crossplane.io/reconcile-requested-at` annotation value a
+    /// pass handled: setting the annotation to a new value (a timestamp,
+    /// say) asks for a pass, and its value appears here once one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
 }
+
+/// Two statuses say the same about the resource whatever request of a
+/// pass they echo: `lastHandledReconcileAt` is written on its own (by its
+/// own field manager, see `managed::status::echo_request`), so a kind that
+/// builds its status afresh compares what it observed, and writes nothing
+/// at rest.
+impl<A: Default + PartialEq> PartialEq for ManagedStatus<A> {
+    fn eq(&self, other: &Self) -> bool {
+        self.at_provider == other.at_provider
+            && self.conditions == other.conditions
+            && self.observed_generation == other.observed_generation
+    }
+}
+
+/// The annotation that asks for a pass (crossplane-runtime v2.3+).
+pub const RECONCILE_REQUESTED_AT: &str = "crossplane.io/reconcile-requested-at";
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,9 @@
 //! to Proxmox (Synced=False `ReconcilePaused`), and taking it away resumes
 //! it at once: the watch reacts to the annotation, not a resync (the
 //! provider config's resync here is 10 minutes, beyond the test).
+//!
+//! `crossplane.io/reconcile-requested-at` set to a new value asks for a
+//! pass, answered in `status.lastHandledReconcileAt`.
 
 use std::collections::BTreeSet;
 
@@ -24,6 +27,7 @@ use crate::reconcile::{DEADLINE, Env, Options, containers, manifests};
 use crate::support;
 
 const PAUSED: &str = "crossplane.io/paused";
+const REQUESTED: &str = "crossplane.io/reconcile-requested-at";
 
 /// One resource of each managed kind that becomes Ready on pve-sim, and
 /// its API.
@@ -111,7 +115,7 @@ async fn wait(api: &Api<DynamicObject>, name: &str, what: &str, check: fn(&Dynam
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_managed_kind_pauses_before_proxmox_and_resumes_on_the_annotation() {
+async fn every_managed_kind_pauses_resumes_and_answers_a_reconcile_request() {
     let options = Options {
         provider: json!({"resyncInterval": "10m"}),
         ..Options::default()
@@ -168,6 +172,21 @@ async fn every_managed_kind_pauses_before_proxmox_and_resumes_on_the_annotation(
     join_all(apis.iter().map(|(name, api)| {
         wait(api, name, "Ready after the pause was lifted", |o| {
             reason(o, "Ready", "True").is_some()
+        })
+    }))
+    .await;
+
+    // `crossplane.io/reconcile-requested-at` asks for a pass (the resync
+    // is 10 minutes away), answered in status.lastHandledReconcileAt.
+    let request = json!({"metadata": {"annotations": {REQUESTED: "2026-12-04T21:00:00Z"}}});
+    for (name, api) in &apis {
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&request))
+            .await
+            .unwrap_or_else(|e| panic!("requesting a pass of {name}: {e}"));
+    }
+    join_all(apis.iter().map(|(name, api)| {
+        wait(api, name, "the request answered", |o| {
+            o.data["status"]["lastHandledReconcileAt"] == "2026-12-04T21:00:00Z"
         })
     }))
     .await;

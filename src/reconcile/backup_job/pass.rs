@@ -152,6 +152,7 @@ impl Kind for ProxmoxBackupJob {
             },
             conditions,
             observed_generation: self.metadata.generation,
+            ..Default::default()
         }
     }
 }

@@ -84,6 +84,11 @@ pub async fn reconcile(
         tracing::Instrument::instrument(pass(ct, &id, &ctx, &hold), span),
     )
     .await;
+    // A pass ran: a reconcile request is answered.
+    let result = match result {
+        Ok(requeue) => answer(ct, &id, &ctx, &hold).await.map(|()| requeue),
+        failed => failed,
+    };
     match result {
         Ok(requeue) => {
             ctx.memory.succeeded(&id.uid);
@@ -97,6 +102,18 @@ pub async fn reconcile(
             Ok(Action::requeue(ctx.memory.failed(&id.uid)))
         }
     }
+}
+
+/// Echoes a `crossplane.io/reconcile-requested-at` request once a pass ran.
+async fn answer(
+    ct: &ProxmoxContainer,
+    id: &Identity,
+    ctx: &Context,
+    hold: &Hold,
+) -> Result<(), Error> {
+    ctx.shards.fence(hold)?;
+    let api = Api::<ProxmoxContainer>::namespaced(ctx.kube.clone(), &id.namespace);
+    crate::reconcile::managed::status::echo_request(&api, ct).await
 }
 
 /// Failed passes are requeued by [`reconcile`] itself.

@@ -65,7 +65,13 @@ pub async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Ac
     let _admitted = ctx.queue.admit(&ctx.metrics).await;
     let span = tracing::info_span!("image", image = %format!("{}/{}", image.namespace().unwrap_or_default(), image.name_any()));
     let pass = tracing::Instrument::instrument(pass(&image, &ctx, &hold), span);
-    run_held(&hold, pass).await
+    let action = run_held(&hold, pass).await?;
+    // A pass ran: a reconcile request is answered.
+    ctx.shards.fence(&hold)?;
+    let api =
+        Api::<ProxmoxImage>::namespaced(ctx.kube.clone(), &image.namespace().unwrap_or_default());
+    crate::reconcile::managed::status::echo_request(&api, image.as_ref()).await?;
+    Ok(action)
 }
 
 /// After a failed pass: retried with the resource's backoff.

@@ -259,6 +259,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
             at_provider: before.at_provider.clone(),
             conditions: before.conditions.clone(),
             observed_generation: image.metadata.generation,
+            ..Default::default()
         },
         step: Step::Calls(vec![]),
         events: vec![],

@@ -112,6 +112,7 @@ impl Kind for ProxmoxIPSet {
             },
             conditions,
             observed_generation: self.metadata.generation,
+            ..Default::default()
         }
     }
 }

@@ -13,11 +13,13 @@
 //! on the current version.
 
 use kube::api::{Patch, PatchParams};
+use kube::core::object::HasStatus;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::api::managed::{ManagedStatus, RECONCILE_REQUESTED_AT};
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::runtime::settings::FIELD_MANAGER;
 
@@ -64,5 +66,113 @@ where
         Ok(written) => Ok(Some(written.resource_version().unwrap_or_default())),
         Err(e) if is_not_found(&e) => Ok(None),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The field manager of `status.lastHandledReconcileAt` alone: the kinds'
+/// own status writes (server-side apply with [`FIELD_MANAGER`], owning
+/// every field they hold) build their status afresh and leave it out, and
+/// a field another manager owns is not removed by leaving it out.
+const REQUESTS_MANAGER: &str = "crossplane-provider-proxmox-requests";
+
+/// Answers a `crossplane.io/reconcile-requested-at` request after a pass
+/// of `obj` that ran (crossplane-runtime's contract): the annotation's
+/// value is echoed in `status.lastHandledReconcileAt`. One write per new
+/// value; nothing when there is no request or it was answered already.
+pub async fn echo_request<K, A>(api: &Api<K>, obj: &K) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()>
+        + HasStatus<Status = ManagedStatus<A>>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+    A: Default,
+{
+    let Some(token) = unanswered(obj) else {
+        return Ok(());
+    };
+    let body = json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": {"lastHandledReconcileAt": token},
+    });
+    let params = PatchParams::apply(REQUESTS_MANAGER).force();
+    match api
+        .patch_status(&obj.name_any(), &params, &Patch::Apply(&body))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if is_not_found(&e) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The request of `obj` not answered yet, if any.
+fn unanswered<K, A>(obj: &K) -> Option<&str>
+where
+    K: Resource + HasStatus<Status = ManagedStatus<A>>,
+    A: Default,
+{
+    let token = obj
+        .meta()
+        .annotations
+        .as_ref()?
+        .get(RECONCILE_REQUESTED_AT)?;
+    let handled = obj
+        .status()
+        .and_then(|s| s.last_handled_reconcile_at.as_deref());
+    (handled != Some(token.as_str())).then_some(token.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::api::ProxmoxPool;
+
+    fn pool(request: Option<&str>, handled: Option<&str>) -> ProxmoxPool {
+        let mut pool: ProxmoxPool = serde_json::from_value(json!({
+            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "kind": "ProxmoxPool",
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {
+                "forProvider": {"poolId": "p"},
+                "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+            },
+        }))
+        .unwrap();
+        pool.metadata.annotations =
+            request.map(|r| BTreeMap::from([(RECONCILE_REQUESTED_AT.to_owned(), r.to_owned())]));
+        pool.status = handled.map(|h| ManagedStatus {
+            last_handled_reconcile_at: Some(h.to_owned()),
+            ..ManagedStatus::default()
+        });
+        pool
+    }
+
+    #[test]
+    fn a_request_is_answered_once_per_value() {
+        // (annotation, status.lastHandledReconcileAt) -> echoed
+        let rows = [
+            (None, None, None),
+            (None, Some("t1"), None),
+            (Some("t1"), None, Some("t1")),
+            (Some("t2"), Some("t1"), Some("t2")),
+            (Some("t2"), Some("t2"), None),
+        ];
+        for (request, handled, want) in rows {
+            let pool = pool(request, handled);
+            assert_eq!(unanswered(&pool), want, "{request:?} {handled:?}");
+        }
+    }
+
+    #[test]
+    fn the_echo_is_not_part_of_what_a_pass_compares() {
+        let mut echoed = pool(Some("t1"), Some("t1")).status.unwrap();
+        let fresh = ManagedStatus::default();
+        assert_eq!(echoed, fresh, "a status built afresh is not a change");
+        echoed.observed_generation = Some(2);
+        assert_ne!(echoed, fresh);
     }
 }

@@ -102,6 +102,7 @@ impl Kind for ProxmoxPool {
             at_provider,
             conditions,
             observed_generation: self.metadata.generation,
+            ..Default::default()
         }
     }
 

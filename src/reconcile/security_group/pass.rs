@@ -103,6 +103,7 @@ impl Kind for ProxmoxSecurityGroup {
             },
             conditions,
             observed_generation: self.metadata.generation,
+            ..Default::default()
         }
     }
 }

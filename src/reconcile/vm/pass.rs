@@ -81,9 +81,17 @@ async fn admitted(
     let started = Instant::now();
     let id = identify(&obj)?;
     let span = tracing::info_span!("reconcile", vm = %id);
-    let result = match &hold {
-        Some(hold) => run_held(hold, pass(&obj, &id, &ctx, hold).instrument(span)).await,
-        None => current(&obj, &id, &ctx).await.map(|_| Outcome {
+    let result = match (&hold, &obj.0) {
+        (Some(hold), Ok(vm)) => {
+            let ran = run_held(hold, pass(&obj, &id, &ctx, hold).instrument(span)).await;
+            // A pass ran: a reconcile request is answered.
+            match ran {
+                Ok(outcome) => answer(vm, &id, &ctx, hold).await.map(|()| outcome),
+                failed => failed,
+            }
+        }
+        (Some(hold), Err(_)) => run_held(hold, pass(&obj, &id, &ctx, hold).instrument(span)).await,
+        (None, _) => current(&obj, &id, &ctx).await.map(|_| Outcome {
             action: Action::await_change(),
             failed: None,
             transient: false,
@@ -104,6 +112,13 @@ async fn admitted(
         ctx.memory.succeeded(&id.uid);
     }
     result.map(|outcome| outcome.action)
+}
+
+/// Echoes a `crossplane.io/reconcile-requested-at` request once a pass ran.
+async fn answer(vm: &ProxmoxVM, id: &Identity, ctx: &Context, hold: &Hold) -> Result<(), Error> {
+    ctx.shards.fence(hold)?;
+    let api = kube::Api::<ProxmoxVM>::namespaced(ctx.kube.clone(), &id.namespace);
+    crate::reconcile::managed::status::echo_request(&api, vm).await
 }
 
 /// After a failed pass: retry with per-resource exponential backoff (1 s

@@ -53,7 +53,7 @@ pub async fn run<K, A>(
         .graceful_shutdown_on(stop);
     tracing::info!(kind, "controller started");
     let passes = controller
-        .run(pass::reconcile::<K>, pass::error_policy::<K>, shared)
+        .run(pass::reconcile::<K, A>, pass::error_policy::<K>, shared)
         .for_each(|result| async move {
             match result {
                 Ok((obj, action)) => tracing::trace!(object = %obj, ?action, "reconciled"),

@@ -21,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::core::NamespaceResourceScope;
+use kube::core::object::HasStatus;
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
@@ -28,7 +29,7 @@ use serde::de::DeserializeOwned;
 
 use super::{Call, Decision, Diff, External, Observed};
 use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason};
-use crate::api::managed::ManagedSpec;
+use crate::api::managed::{ManagedSpec, ManagedStatus};
 use crate::api::meta::ConfigUser;
 use crate::api::set_condition;
 use crate::reconcile::common::event::Event;
@@ -152,14 +153,23 @@ pub fn repeated(last: Option<&String>, call: &str) -> bool {
 }
 
 /// The reconcile function of a CRUD kind's controller.
-pub async fn reconcile<K: Kind>(obj: Arc<K>, shared: Arc<Ctx<K::Extra>>) -> Result<Action, Error> {
+pub async fn reconcile<K, A>(obj: Arc<K>, shared: Arc<Ctx<K::Extra>>) -> Result<Action, Error>
+where
+    K: Kind + HasStatus<Status = ManagedStatus<A>>,
+    A: Default,
+{
     let ctx = &shared.ctx;
     let hold = match envelope::hold(ctx, &ConfigKey::of(obj.as_ref())) {
         Ok(hold) => hold,
         Err(action) => return Ok(action),
     };
     let _admitted = ctx.queue.admit(&ctx.metrics).await;
-    run_held(&hold, pass(obj.as_ref(), &shared, &hold)).await
+    let action = run_held(&hold, pass(obj.as_ref(), &shared, &hold)).await?;
+    // A pass ran: a reconcile request is answered.
+    ctx.shards.fence(&hold)?;
+    let api = Api::<K>::namespaced(ctx.kube.clone(), &obj.namespace().unwrap_or_default());
+    status::echo_request(&api, obj.as_ref()).await?;
+    Ok(action)
 }
 
 /// After a failed pass: retried with the resource's backoff.
