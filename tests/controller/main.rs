@@ -46,5 +46,6 @@ mod races;
 mod rbac;
 mod requests;
 mod runtime;
+mod safe_start;
 mod safety;
 mod seed;
