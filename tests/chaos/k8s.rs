@@ -56,6 +56,15 @@ pub fn containers(ns: &str) -> Api<DynamicObject> {
     )
 }
 
+/// ProxmoxImages of `ns`.
+pub fn images(ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        support::client(),
+        ns,
+        &resource("ProxmoxImage", "proxmoximages"),
+    )
+}
+
 /// ProviderConfigs of `ns`.
 pub fn configs(ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(

@@ -16,10 +16,11 @@
 //! * every request names a replica;
 //! * exactly one VM per resource, all Ready; nothing left after the delete.
 //!
-//! Each config also has a ProxmoxContainer, created and deleted through the
-//! same freezes and kill: its writes are judged with the VMs' (a paused
-//! replica writes nothing for any kind after losing its Lease), and it is
-//! Ready, then gone with its container.
+//! Each config also has a ProxmoxContainer and a ProxmoxImage (a download),
+//! created and deleted through the same freezes and kill: their writes are
+//! judged with the VMs' (a paused replica writes nothing for any kind after
+//! losing its Lease), and each is Ready, then gone with what it made on
+//! Proxmox (the container, the image's file).
 //!
 //! Size: `CHAOS_SHARD_VMS` VMs per config (2 in `make test`, 6 in `make
 //! chaos`).
@@ -36,7 +37,7 @@ use kube::api::ListParams;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::fleet::SEEDED_IMAGE;
+use super::fleet::{NODES, SEEDED_IMAGE};
 use super::replicas::Replicas;
 use super::secrets::{Credentials, TOKEN_ID};
 use super::sim::Sim;
@@ -166,6 +167,51 @@ fn container_manifest(config: &str) -> Value {
     })
 }
 
+/// An image of `config`: one download per simulator (pve-sim's content is
+/// the URL's bytes, so their SHA-256 is the checksum).
+fn image_manifest(config: &str) -> Value {
+    use sha2::Digest;
+    let url = format!("https://images.example/{config}.qcow2");
+    let checksum: String = sha2::Sha256::digest(url.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    json!({
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
+        "kind": "ProxmoxImage",
+        "metadata": {"name": format!("{config}-img")},
+        "spec": {
+            "providerConfigRef": {"kind": "ProviderConfig", "name": config},
+            "forProvider": {
+                "source": {"url": url, "checksum": checksum, "checksumAlgorithm": "sha256"},
+                "content": "import",
+                "storage": "local",
+            },
+        },
+    })
+}
+
+/// The volumes of every node's `import` content.
+async fn import_files(sim: &Sim) -> Vec<String> {
+    let mut files = Vec::new();
+    for node in NODES {
+        let content = sim
+            .api_get_retrying(&format!(
+                "/nodes/{node}/storage/local/content?content=import"
+            ))
+            .await;
+        files.extend(
+            content
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["volid"].as_str().map(|v| format!("{node}:{v}"))),
+        );
+    }
+    files.sort();
+    files
+}
+
 /// The replica identity in a request's `User-Agent`.
 fn agent(entry: &Value) -> Option<String> {
     let ua = entry["agent"].as_str()?;
@@ -247,11 +293,17 @@ pub async fn run() {
     }
     let vms = k8s::vms(&ns);
     let containers = k8s::containers(&ns);
+    let images = k8s::images(&ns);
+    let mut seeded = BTreeMap::new();
+    for (config, sim) in CONFIGS.iter().zip(&sims) {
+        seeded.insert(*config, import_files(sim).await);
+    }
     for config in CONFIGS {
         for i in 0..per_config {
             k8s::apply(&vms, &vm_manifest(config, i)).await;
         }
         k8s::apply(&containers, &container_manifest(config)).await;
+        k8s::apply(&images, &image_manifest(config)).await;
     }
     let mut log = Vec::new();
     // While creates are in flight: freeze one holder past its Lease, then
@@ -281,19 +333,21 @@ pub async fn run() {
         }
     })
     .await;
-    support::poll("every ProxmoxContainer Ready", TIMEOUT, || async {
-        let all = k8s::list(&containers).await;
-        let ready = all
-            .iter()
-            .filter(|ct| k8s::condition(ct, "Ready").is_some_and(|c| c["status"] == "True"))
-            .count();
-        if ready == all.len() && ready == CONFIGS.len() {
-            Ok(())
-        } else {
-            Err(format!("{ready} of {} Ready", all.len()))
-        }
-    })
-    .await;
+    for (kinds, api) in [("ProxmoxContainer", &containers), ("ProxmoxImage", &images)] {
+        support::poll(&format!("every {kinds} Ready"), TIMEOUT, || async {
+            let all = k8s::list(api).await;
+            let ready = all
+                .iter()
+                .filter(|o| k8s::condition(o, "Ready").is_some_and(|c| c["status"] == "True"))
+                .count();
+            if ready == all.len() && ready == CONFIGS.len() {
+                Ok(())
+            } else {
+                Err(format!("{ready} of {} Ready", all.len()))
+            }
+        })
+        .await;
+    }
     let mut failures = Vec::new();
     for (config, sim) in CONFIGS.iter().zip(&sims) {
         let mut owners: BTreeMap<String, usize> = BTreeMap::new();
@@ -316,6 +370,7 @@ pub async fn run() {
     // The delete, with a holder frozen past its Lease meanwhile.
     k8s::delete_all(&vms).await;
     k8s::delete_all(&containers).await;
+    k8s::delete_all(&images).await;
     let (slot, who) = holder_slot(&replicas, &ns, CONFIGS[2]).await;
     replicas.freeze(slot);
     log.push(format!(
@@ -325,15 +380,18 @@ pub async fn run() {
     tokio::time::sleep(FROZEN).await;
     replicas.thaw(slot);
     support::poll(
-        "every ProxmoxVM and ProxmoxContainer gone",
+        "every ProxmoxVM, ProxmoxContainer and ProxmoxImage gone",
         TIMEOUT,
         || async {
             match (
                 k8s::list(&vms).await.len(),
                 k8s::list(&containers).await.len(),
+                k8s::list(&images).await.len(),
             ) {
-                (0, 0) => Ok(()),
-                (vms, cts) => Err(format!("{vms} VMs and {cts} containers left")),
+                (0, 0, 0) => Ok(()),
+                (vms, cts, imgs) => Err(format!(
+                    "{vms} VMs, {cts} containers and {imgs} images left"
+                )),
             }
         },
     )
@@ -359,6 +417,15 @@ pub async fn run() {
         if !cts.is_empty() {
             failures.push(format!(
                 "{config}: containers left after the delete: {cts:?}"
+            ));
+        }
+        // The image's downloads were made, then deleted: each node's
+        // `import` content is what the simulator seeded.
+        let left = import_files(sim).await;
+        if left != seeded[*config] {
+            failures.push(format!(
+                "{config}: import content after the delete {left:?}, seeded {:?}",
+                seeded[*config]
             ));
         }
     }
@@ -409,8 +476,9 @@ pub async fn run() {
         })
         .collect::<std::collections::BTreeSet<_>>();
     eprintln!(
-        "shards: {} VMs and {} containers on {} configs; {}; {writes} Proxmox writes judged; requests by replica {by_replica:?}; {} Lease terms seen",
+        "shards: {} VMs, {} containers and {} images on {} configs; {}; {writes} Proxmox writes judged; requests by replica {by_replica:?}; {} Lease terms seen",
         per_config * CONFIGS.len(),
+        CONFIGS.len(),
         CONFIGS.len(),
         CONFIGS.len(),
         log.join("; "),
