@@ -212,6 +212,13 @@ async fn import_files(sim: &Sim) -> Vec<String> {
     files
 }
 
+/// Now, in seconds since the epoch.
+fn now_epoch() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// The replica identity in a request's `User-Agent`.
 fn agent(entry: &Value) -> Option<String> {
     let ua = entry["agent"].as_str()?;
@@ -319,6 +326,7 @@ pub async fn run() {
     replicas.thaw(slot);
     let (slot, who) = holder_slot(&replicas, &ns, CONFIGS[1]).await;
     replicas.kill(slot);
+    let killed_at = now_epoch();
     log.push(format!("killed {who} (holder of {})", CONFIGS[1]));
     support::poll("every ProxmoxVM Ready", TIMEOUT, || async {
         let all = k8s::list(&vms).await;
@@ -434,6 +442,23 @@ pub async fn run() {
     let _ = stop_watch.send(true);
     replicas.stop().await;
     let seen = seen.lock().unwrap().clone();
+    // Failover, as an operator sees it: from the SIGKILL to another term of
+    // the killed holder's config (the Lease's acquireTime, written by the
+    // replica that took it; one machine, one clock).
+    let lease = lease_of(&ns, CONFIGS[1]);
+    let failover = seen
+        .iter()
+        .filter(|s| s.lease == lease)
+        .filter_map(|s| s.acquired)
+        .find(|acquired| *acquired >= killed_at)
+        .map(|acquired| acquired - killed_at);
+    match failover {
+        Some(secs) => log.push(format!(
+            "{} held again {secs:.1} s after the kill",
+            CONFIGS[1]
+        )),
+        None => failures.push(format!("{}: no term acquired after the kill", CONFIGS[1])),
+    }
     let mut writes = 0;
     let mut by_replica: BTreeMap<String, usize> = BTreeMap::new();
     for ((config, sim), requests) in CONFIGS.iter().zip(&sims).zip(&logs) {
