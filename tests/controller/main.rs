@@ -48,4 +48,4 @@ mod requests;
 mod runtime;
 mod safety;
 mod seed;
-mod snapshots;
+pub mod snapshots;

@@ -96,7 +96,7 @@ async fn a_snapshot_is_taken_rolled_back_and_deleted_as_tracked_tasks() {
     // Taken, held at its first step: recorded in the status, never waited
     // for, and the VM's own pass waits on its lock.
     env.sim
-        .fault(json!({"fault": "task-held", "hold": "snap", "task_type": "qmsnapshot"}))
+        .fault(json!({"fault": "task-held", "hold": "snap", "at": "sleep", "task_type": "qmsnapshot", "count": 1}))
         .await;
     env.apply(&snapshot(
         "before",
@@ -152,7 +152,7 @@ async fn a_snapshot_is_taken_rolled_back_and_deleted_as_tracked_tasks() {
     // A rollback on request: one tracked task; the VM, stopped by it (no
     // RAM in the snapshot), is started again as its spec declares.
     env.sim
-        .fault(json!({"fault": "task-held", "hold": "rollback", "task_type": "qmrollback"}))
+        .fault(json!({"fault": "task-held", "hold": "rollback", "at": "sleep", "task_type": "qmrollback", "count": 1}))
         .await;
     let mut asked = snapshot(
         "before",
@@ -216,4 +216,17 @@ async fn a_snapshot_is_taken_rolled_back_and_deleted_as_tracked_tasks() {
         .collect();
     assert!(!names.contains(&"before".to_owned()), "{names:?}");
     assert!(names.contains(&"by-hand".to_owned()), "{names:?}");
+}
+
+/// For the RBAC tests: a snapshot of their container `box`, Ready.
+pub async fn workload(env: &Env) {
+    env.apply(&snapshot("rbac", ("ProxmoxContainer", "box"), json!({})))
+        .await;
+    let _: ProxmoxSnapshot = wait_ready(env.ns.name(), "rbac").await;
+}
+
+/// Deletes [`workload`]'s snapshot and waits until it is gone.
+pub async fn remove(env: &Env) {
+    delete::<ProxmoxSnapshot>(env.ns.name(), "rbac").await;
+    wait_gone::<ProxmoxSnapshot>(env.ns.name(), "rbac").await;
 }
