@@ -305,6 +305,15 @@ pub async fn run(
     tracing::info!("controller stopped");
 }
 
+/// The caches of the CRUD kinds.
+type CrudStores = (
+    Store<ProxmoxPool>,
+    Store<ProxmoxIPSet>,
+    Store<ProxmoxSecurityGroup>,
+    Store<ProxmoxBackupJob>,
+    Store<ProxmoxSnapshot>,
+);
+
 /// Crossplane's state metrics of every managed kind, counted from its cache.
 fn count_states(
     metrics: &States,
@@ -313,13 +322,7 @@ fn count_states(
         Store<DeserializeGuard<ProxmoxContainer>>,
         Store<ProxmoxImage>,
     ),
-    (pools, sets, groups, jobs, snapshots): (
-        Store<ProxmoxPool>,
-        Store<ProxmoxIPSet>,
-        Store<ProxmoxSecurityGroup>,
-        Store<ProxmoxBackupJob>,
-        Store<ProxmoxSnapshot>,
-    ),
+    (pools, sets, groups, jobs, snapshots): CrudStores,
 ) {
     states::count::<ProxmoxVM, _>(metrics, vms, states::guarded);
     states::count::<ProxmoxContainer, _>(metrics, containers, states::guarded);

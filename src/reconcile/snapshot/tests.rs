@@ -120,13 +120,14 @@ fn one_call_per_pass_rollback_first() {
         None,
         Some("ProxmoxVM web has no VMID and node yet".into()),
     );
-    let rows: Vec<(
-        &str,
-        &SnapshotObject,
+    type Row<'a> = (
+        &'static str,
+        &'a SnapshotObject,
         Observed<SnapshotObject>,
         bool,
         Decision<SnapshotObject>,
-    )> = vec![
+    );
+    let rows: Vec<Row<'_>> = vec![
         (
             "absent: taken",
             &plain,
@@ -221,12 +222,9 @@ fn one_call_per_pass_rollback_first() {
 
 #[test]
 fn a_reference_resolves_to_the_guest_its_status_shows() {
-    let cases: Vec<(
-        &str,
-        GuestKind,
-        Option<(Option<String>, Option<u32>, bool)>,
-        Result<(GuestType, u32), &str>,
-    )> = vec![
+    type Seen = Option<(Option<String>, Option<u32>, bool)>;
+    type Want = Result<(GuestType, u32), &'static str>;
+    let cases: Vec<(&str, GuestKind, Seen, Want)> = vec![
         (
             "a VM",
             GuestKind::ProxmoxVM,

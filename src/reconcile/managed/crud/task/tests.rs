@@ -173,7 +173,14 @@ fn the_recorded_task_decides_the_pass() {
     assert_eq!(task.deadline, at(T0 + 600));
     assert_eq!(task.target.as_deref(), Some("r1"));
 
-    let cases: Vec<(&str, TaskState, i64, (&str, &str), Option<Duration>)> = vec![
+    type Case = (
+        &'static str,
+        TaskState,
+        i64,
+        (&'static str, &'static str),
+        Option<Duration>,
+    );
+    let cases: Vec<Case> = vec![
         (
             "running: a wait until the watcher wakes it, or the resync",
             TaskState::Running { progress: Some(40) },
