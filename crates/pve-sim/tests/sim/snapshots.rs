@@ -187,3 +187,43 @@ async fn container_snapshots_have_no_vmstate_and_vz_tasks() {
     let as_vm = sim.get("/nodes/pve/qemu/200/snapshot").await;
     assert_eq!(as_vm.status, 500, "{}", as_vm.reason);
 }
+
+/// A rollback stops a running VM; from a snapshot with RAM (`vmstate`) it
+/// resumes running, without RAM it is left stopped (no `start`), as
+/// qemu-server does.
+#[tokio::test]
+async fn a_vm_rollback_resumes_only_from_a_snapshot_with_ram() {
+    let sim = start_with(|c| c.durations.config = Duration::from_millis(50)).await;
+    sim.post_ok(
+        "/nodes/pve/qemu",
+        &[
+            ("vmid", "100"),
+            ("memory", "1024"),
+            ("scsi0", "local-lvm:4"),
+        ],
+    )
+    .await;
+    sim.post_ok("/nodes/pve/qemu/100/status/start", &[]).await;
+    let base = "/nodes/pve/qemu/100/snapshot";
+    sim.post_ok(base, &[("snapname", "ram"), ("vmstate", "1")])
+        .await;
+    sim.post_ok(base, &[("snapname", "disk")]).await;
+    let status = || async {
+        sim.get("/nodes/pve/qemu/100/status/current").await.data()["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    sim.post_ok(&format!("{base}/disk/rollback"), &[]).await;
+    assert_eq!(status().await, "stopped");
+    sim.post_ok(&format!("{base}/ram/rollback"), &[]).await;
+    assert_eq!(status().await, "running");
+    let list = sim.get(base).await.data();
+    let ram = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "ram")
+        .unwrap();
+    assert_eq!(ram["vmstate"], 1);
+}
