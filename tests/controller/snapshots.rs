@@ -24,7 +24,7 @@ fn snapshot(name: &str, guest: (&str, &str), extra: Value) -> Value {
         for_provider[k] = v.clone();
     }
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxSnapshot",
         "metadata": {"name": name},
         "spec": {

@@ -218,7 +218,7 @@ async fn mistakes_are_refused_with_a_message_that_says_what_is_wrong() {
         (
             // A clone with an image import: the template provides the disks.
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProxmoxVM
 metadata: {name: bad-clone}
 spec:
@@ -232,7 +232,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProxmoxVM
 metadata: {name: tiny}
 spec:
@@ -242,7 +242,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProxmoxVM
 metadata: {name: no-observe}
 spec:
@@ -253,7 +253,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProviderConfig
 metadata: {name: cross-namespace}
 spec:
@@ -265,7 +265,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ClusterProviderConfig
 metadata: {name: short-pin}
 spec:

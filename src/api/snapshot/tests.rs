@@ -9,7 +9,7 @@ use crate::api::validation_tests::{assert_verdict, refusals, schema_of};
 
 fn snapshot(for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxSnapshot",
         "metadata": {"name": "before-upgrade", "namespace": "default"},
         "spec": {"forProvider": for_provider},
