@@ -11,6 +11,7 @@ use super::backup_job::ProxmoxBackupJob;
 use super::ip_set::ProxmoxIPSet;
 use super::pool::ProxmoxPool;
 use super::security_group::ProxmoxSecurityGroup;
+use super::snapshot::ProxmoxSnapshot;
 use super::{
     ClusterProviderConfig, GROUP, ProviderConfig, ProxmoxContainer, ProxmoxImage, ProxmoxVM,
 };
@@ -74,6 +75,7 @@ pub fn all() -> Vec<Kind> {
         Kind::of::<ProxmoxSecurityGroup>(true),
         Kind::of::<ProxmoxIPSet>(true),
         Kind::of::<ProxmoxBackupJob>(true),
+        Kind::of::<ProxmoxSnapshot>(true),
     ]
 }
 

@@ -1,5 +1,5 @@
 //! Kubernetes API types: `ProxmoxVM`, `ProxmoxImage`, `ProxmoxContainer`,
-//! `ProxmoxPool`, `ClusterProviderConfig`.
+//! `ProxmoxPool`, `ProxmoxSnapshot`, `ClusterProviderConfig`.
 //!
 //! The types follow Crossplane v2 managed-resource conventions (`spec.forProvider`,
 //! `spec.providerConfigRef`, `spec.managementPolicies`, `status.atProvider`,
@@ -21,6 +21,7 @@ pub mod provider_config;
 pub mod quantity;
 pub mod rules;
 pub mod security_group;
+pub mod snapshot;
 pub mod task;
 pub mod vm;
 
@@ -39,6 +40,7 @@ pub use quantity::Quantity;
 pub use security_group::{
     ProxmoxSecurityGroup, ProxmoxSecurityGroupSpec, ProxmoxSecurityGroupStatus,
 };
+pub use snapshot::{ProxmoxSnapshot, ProxmoxSnapshotSpec, ProxmoxSnapshotStatus};
 pub use vm::{ProxmoxVM, ProxmoxVMSpec, ProxmoxVMStatus};
 
 /// API group of every kind this provider serves.

@@ -78,3 +78,56 @@ impl<A> InFlightTask<A> {
         (&self.upid, &self.started_at)
     }
 }
+
+/// What a task started by a CRUD kind's call does (the call of
+/// `managed::crud`): every kind whose calls may start a Proxmox task
+/// records it with these actions.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum CallAction {
+    /// Creating the object.
+    Create,
+    /// Correcting it as the spec asks (e.g. a requested rollback).
+    Update,
+    /// Deleting it.
+    Delete,
+}
+
+/// A task that ended, as a CRUD kind's status remembers it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EndedTask {
+    /// Proxmox task ID.
+    #[schemars(length(max = 512))]
+    pub upid: String,
+    /// Why it was started.
+    pub action: CallAction,
+    /// Proxmox task type (`qmsnapshot`, `qmrollback`, ...).
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// What it worked on, as the kind recorded it when it started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Whether it ended OK.
+    pub succeeded: bool,
+    /// Proxmox's exit status when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When its end was seen.
+    pub at: Time,
+}
+
+/// The tasks of a kind whose calls may start one (`managed::crud`'s task
+/// path): the one in flight, the last that ended, the last failure.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    /// The Proxmox task in flight: while it runs nothing else is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<InFlightTask<CallAction>>,
+    /// The last task that ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_task: Option<EndedTask>,
+    /// The last failure (its count sets the backoff); cleared by a success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<TaskFailure<CallAction>>,
+}

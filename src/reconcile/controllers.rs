@@ -38,6 +38,8 @@
 //! * The ProxmoxBackupJob controller ([`backup_job`]); the VM and container
 //!   watches wake the jobs whose selector picks a guest that comes, goes,
 //!   gets its VMID or changes labels.
+//! * The ProxmoxSnapshot controller ([`snapshot`]); the task watcher wakes
+//!   a snapshot whose task ended.
 //!
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
@@ -70,7 +72,7 @@ use super::runtime::wake::Waker;
 use super::vm::wake::{Referenced, Templates, readers};
 use crate::api::{
     ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSecurityGroup, ProxmoxVM,
+    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM,
 };
 use crate::reconcile::backup_job;
 use crate::reconcile::configs::{self, Tap, Users};
@@ -80,6 +82,7 @@ use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::ip_set;
 use crate::reconcile::pool;
 use crate::reconcile::security_group;
+use crate::reconcile::snapshot;
 use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::vm::pass::{error_policy, reconcile};
 
@@ -116,16 +119,24 @@ pub async fn run(
     // caches take it in).
     let ((job_store, job_writer), (wake_job, job_wakeups)) =
         (reflector::store(), mpsc::unbounded());
+    // Snapshots: the task watcher wakes one whose task ended.
+    let ((snap_store, snap_writer), (wake_snap, snap_wakeups)) =
+        (reflector::store::<ProxmoxSnapshot>(), mpsc::unbounded());
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
         .with_images(images.clone(), image_waker.sender())
         .with_kind(pools.clone(), pool_wake.clone())
         .with_kind(set_store.clone(), wake_set.clone())
         .with_kind(group_store.clone(), wake_group)
-        .with_kind(job_store.clone(), wake_job.clone());
+        .with_kind(job_store.clone(), wake_job.clone())
+        .with_kind(snap_store.clone(), wake_snap.clone());
     let job_waker = backup_job::wake::waker(wake_job.clone(), job_store.clone(), reader.clone());
     let job_containers =
         backup_job::wake::container_waker(wake_job, job_store.clone(), containers.clone());
+    let snap_waker =
+        snapshot::wake::vm_waker(wake_snap.clone(), snap_store.clone(), reader.clone());
+    let snap_containers =
+        snapshot::wake::container_waker(wake_snap.clone(), snap_store.clone(), containers.clone());
     let set_waker = ip_set::wake::waker(wake_set.clone(), set_store.clone(), reader.clone());
     let container_sets =
         ip_set::wake::container_waker(wake_set, set_store.clone(), containers.clone());
@@ -139,6 +150,7 @@ pub async fn run(
         container_images.see(event);
         container_sets.see(event);
         job_containers.see(event);
+        snap_containers.see(event);
         container_lifecycle.see(event);
     };
     let vm_lifecycle = Lifecycle::new::<ProxmoxVM>(Arc::clone(&metrics), states::guarded);
@@ -154,6 +166,7 @@ pub async fn run(
         .inspect(move |event| pool_members.see(event))
         .inspect(move |event| set_waker.see(event))
         .inspect(move |event| job_waker.see(event))
+        .inspect(move |event| snap_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
@@ -189,6 +202,7 @@ pub async fn run(
             set_store.clone(),
             group_store.clone(),
             job_store.clone(),
+            snap_store.clone(),
         ),
     );
     let ctx = Arc::new(Context::new(
@@ -233,6 +247,10 @@ pub async fn run(
             store: ctx.containers.clone(),
             waker: ctx.container_waker.clone(),
         }),
+        Box::new(task_watch::Plain {
+            store: snap_store,
+            wake: wake_snap,
+        }),
     ];
     let tasks = watch_tasks(Arc::clone(&ctx), followed, stop.clone());
     let images = image::run(Arc::clone(&ctx), image_wakeups, stop.clone());
@@ -260,6 +278,7 @@ pub async fn run(
     let jobs = (job_writer, job_wakeups);
     let jobs = backup_job::run(Arc::clone(&ctx), jobs, pools.clone(), stop.clone());
     let pools = pool::run(Arc::clone(&ctx), (pool_writer, pool_wakeups), stop.clone());
+    let snapshots = snapshot::run(Arc::clone(&ctx), (snap_writer, snap_wakeups), stop.clone());
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
     let groups = (group_writer, group_wakeups);
     let groups = security_group::run(Arc::clone(&ctx), groups, set_store, stop.clone());
@@ -279,11 +298,21 @@ pub async fn run(
         stop,
     );
     futures::join!(
-        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets, jobs
+        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets, jobs,
+        snapshots
     );
     readiness.set_synced(false);
     tracing::info!("controller stopped");
 }
+
+/// The caches of the CRUD kinds.
+type CrudStores = (
+    Store<ProxmoxPool>,
+    Store<ProxmoxIPSet>,
+    Store<ProxmoxSecurityGroup>,
+    Store<ProxmoxBackupJob>,
+    Store<ProxmoxSnapshot>,
+);
 
 /// Crossplane's state metrics of every managed kind, counted from its cache.
 fn count_states(
@@ -293,12 +322,7 @@ fn count_states(
         Store<DeserializeGuard<ProxmoxContainer>>,
         Store<ProxmoxImage>,
     ),
-    (pools, sets, groups, jobs): (
-        Store<ProxmoxPool>,
-        Store<ProxmoxIPSet>,
-        Store<ProxmoxSecurityGroup>,
-        Store<ProxmoxBackupJob>,
-    ),
+    (pools, sets, groups, jobs, snapshots): CrudStores,
 ) {
     states::count::<ProxmoxVM, _>(metrics, vms, states::guarded);
     states::count::<ProxmoxContainer, _>(metrics, containers, states::guarded);
@@ -307,6 +331,7 @@ fn count_states(
     states::count::<ProxmoxIPSet, _>(metrics, sets, states::plain);
     states::count::<ProxmoxSecurityGroup, _>(metrics, groups, states::plain);
     states::count::<ProxmoxBackupJob, _>(metrics, jobs, states::plain);
+    states::count::<ProxmoxSnapshot, _>(metrics, snapshots, states::plain);
 }
 
 /// What the cache need not hold of a ProxmoxVM: its managed fields (the

@@ -45,6 +45,7 @@ pub mod providers;
 pub mod runtime;
 pub mod schedule;
 pub mod security_group;
+pub mod snapshot;
 pub mod vm;
 
 pub use error::Error;

@@ -18,7 +18,7 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use provider_proxmox::api::{ConditionStatus, kinds};
 use provider_proxmox::api::{
     ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSecurityGroup, ProxmoxVM,
+    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM,
 };
 use serde_json::{Value, json};
 
@@ -71,6 +71,16 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
             "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
         },
     });
+    // Ready once the VM it names has its VMID and the snapshot is taken.
+    let snapshot = json!({
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
+        "kind": "ProxmoxSnapshot",
+        "metadata": {"name": "c-snap"},
+        "spec": {
+            "forProvider": {"guestRef": {"kind": "ProxmoxVM", "name": "c-vm"}, "name": "contract"},
+            "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+        },
+    });
     let ct = containers::container("c-ct", containers::debian(json!({})));
     let set = ip_set("c-set", json!([{"cidr": "10.1.0.0/24"}]));
     let group = group("c-group", json!([{"type": "in", "action": "ACCEPT"}]));
@@ -82,6 +92,7 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
         (set, ApiResource::erase::<ProxmoxIPSet>(&())),
         (group, ApiResource::erase::<ProxmoxSecurityGroup>(&())),
         (job, ApiResource::erase::<ProxmoxBackupJob>(&())),
+        (snapshot, ApiResource::erase::<ProxmoxSnapshot>(&())),
     ]
 }
 

@@ -49,3 +49,4 @@ mod runtime;
 mod safe_start;
 mod safety;
 mod seed;
+pub mod snapshots;

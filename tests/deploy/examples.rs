@@ -57,6 +57,7 @@ async fn every_example_is_accepted() {
         "examples/pool.yaml",
         "examples/firewall-web.yaml",
         "examples/backup-job.yaml",
+        "examples/snapshot.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
     ] {
@@ -174,6 +175,12 @@ fn examples_show_what_their_names_promise() {
     assert_eq!(
         backup[0]["spec"]["forProvider"]["guestSelector"]["matchLabels"]["tier"], "web",
         "guests chosen by label"
+    );
+
+    let snapshot = example("snapshot.yaml");
+    assert_eq!(
+        snapshot[0]["spec"]["forProvider"]["guestRef"]["kind"], "ProxmoxVM",
+        "the guest named by reference, not by VMID"
     );
 
     let config = example("providerconfig/cluster-default.yaml");

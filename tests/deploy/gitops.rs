@@ -1,5 +1,6 @@
 //! GitOps health of every managed kind (ProxmoxVM, ProxmoxImage, ProxmoxContainer,
-//! ProxmoxPool, ProxmoxSecurityGroup, ProxmoxIPSet, ProxmoxBackupJob).
+//! ProxmoxPool, ProxmoxSecurityGroup, ProxmoxIPSet, ProxmoxBackupJob,
+//! ProxmoxSnapshot).
 //!
 //! Argo CD (`deploy/argocd/`): for each kind, every case of its check's
 //! `health_test.yaml` (Argo CD's own test format) gives the expected status
@@ -23,7 +24,7 @@ use std::process::Command;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use provider_proxmox::api::{
     ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSecurityGroup, ProxmoxVM,
+    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM,
 };
 use serde_json::{Value, json};
 
@@ -41,7 +42,7 @@ struct Kind {
     in_flight: &'static str,
 }
 
-const KINDS: [Kind; 7] = [
+const KINDS: [Kind; 8] = [
     Kind {
         name: "ProxmoxVM",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
@@ -77,6 +78,11 @@ const KINDS: [Kind; 7] = [
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
         in_flight: "matches no",
     },
+    Kind {
+        name: "ProxmoxSnapshot",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "qmrollback 42%",
+    },
 ];
 
 impl Kind {
@@ -102,6 +108,7 @@ impl Kind {
             "ProxmoxSecurityGroup" => ApiResource::erase::<ProxmoxSecurityGroup>(&()),
             "ProxmoxIPSet" => ApiResource::erase::<ProxmoxIPSet>(&()),
             "ProxmoxBackupJob" => ApiResource::erase::<ProxmoxBackupJob>(&()),
+            "ProxmoxSnapshot" => ApiResource::erase::<ProxmoxSnapshot>(&()),
             other => panic!("no API for {other}"),
         };
         kube::Api::namespaced_with(support::client(), namespace, &resource)

@@ -35,6 +35,7 @@ pub mod pool;
 mod request;
 pub mod retry;
 pub mod secret;
+pub mod snapshot;
 pub mod storage;
 pub mod task;
 pub mod tls;
@@ -58,6 +59,7 @@ pub use observer::{ListedTask, ObserveOptions};
 pub use pool::{AclEntry, AclSubject, Pool, PoolMember};
 pub use retry::CallKind;
 pub use secret::Secret;
+pub use snapshot::{Guest, GuestType, SnapshotEntry, SnapshotTask, TakeSnapshot};
 pub use storage::{Checksum, DownloadContent, DownloadUrl, StorageContent, UrlMetadata};
 pub use task::{
     ExitStatus, Progress, TaskListEntry, TaskListFilter, TaskLog, TaskLogLine, TaskObservation,

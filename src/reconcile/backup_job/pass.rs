@@ -113,7 +113,7 @@ impl Kind for ProxmoxBackupJob {
         })
     }
 
-    fn external(&self, client: pve_client::Client) -> JobCalls {
+    fn external(&self, client: pve_client::Client, _: &Self::Extra) -> JobCalls {
         JobCalls {
             client,
             id: job_id(&self.metadata),

@@ -629,6 +629,25 @@ fn a_started_task_is_recorded_and_its_end_observed() {
     assert_eq!(kind(&later.step), "create", "after the backoff");
 }
 
+/// A ProxmoxSnapshot's task (`vzsnapshot`, `vzrollback`, `vzdelsnapshot`)
+/// locks the container: its own pass waits (Synced True, `VmLocked`),
+/// sends nothing, and looks again shortly.
+#[test]
+fn a_snapshot_lock_is_waited_for_not_failed() {
+    for lock in ["snapshot", "rollback", "snapshot-delete"] {
+        let c = ct(json!({"cpu": {"cores": 2}}), recorded(), json!({}));
+        let p = plan(&c, &id(), &obs(ours(true, &[("lock", lock)])), now());
+        assert_eq!(kind(&p.step), "idle", "{lock}: nothing sent");
+        let synced = find(&p.status.conditions, ConditionType::Synced).unwrap();
+        assert_eq!(
+            (synced.status, synced.reason.as_str()),
+            (ConditionStatus::True, "VmLocked"),
+            "{lock}"
+        );
+        assert!(synced.message.as_deref().unwrap_or_default().contains(lock));
+    }
+}
+
 #[test]
 fn ready_follows_the_container_and_carries_the_generation() {
     let c = ct(json!({}), recorded(), json!({}));

@@ -58,7 +58,7 @@ impl Kind for ProxmoxIPSet {
         }
     }
 
-    fn external(&self, client: pve_client::Client) -> SetCalls {
+    fn external(&self, client: pve_client::Client, _: &Self::Extra) -> SetCalls {
         SetCalls {
             client,
             name: set_name(&self.metadata),

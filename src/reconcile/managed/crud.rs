@@ -20,14 +20,28 @@
 //! [`External`] client for its calls. The task-based kinds (VMs,
 //! containers, images) do not go through here: they share the envelope,
 //! not the decision.
+//!
+//! A call may also start a Proxmox task (a snapshot taken, rolled back or
+//! deleted): the kind's [`External::start`] answers [`Sent::Task`], the
+//! pass records the task in the status ([`task`]) and observes it on
+//! later passes, never waiting for it, and sends nothing else while it
+//! runs. Before such a call the kind says whether Proxmox holds the object
+//! under a lock ([`External::busy`]: a wait, not a failure) and whether a
+//! task of its own already does what the call would
+//! ([`External::adopt`]: a lost status write), so a task is never
+//! dispatched twice.
 
 pub mod controller;
 pub mod pass;
+pub mod task;
 
 use std::fmt::Debug;
 use std::future::Future;
 
+use pve_client::Upid;
+
 use crate::api::meta::Capabilities;
+use crate::api::task::CallAction;
 use crate::reconcile::error::Error;
 
 /// The managed fields of a kind's Proxmox object.
@@ -119,6 +133,9 @@ pub enum Decision<T: Diff> {
     /// [`Diff::absent`]): nothing is created, and what exists is as
     /// corrected as it can be. Looked at again when woken or at resync.
     Empty(String),
+    /// A call is due, but Proxmox holds the object under a lock (why,
+    /// from [`External::busy`]): a wait, not a failure; looked at again.
+    Busy(String),
 }
 
 /// Decides the next call: `want` is the object the spec asks for,
@@ -163,6 +180,52 @@ pub trait External: Send + Sync {
 
     /// Sends one call; `Err`: Proxmox refused it (the message).
     fn call(&self, call: &Call<Self::Object>) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// Sends one call that may start a Proxmox task; `Err`: Proxmox
+    /// refused it. A kind whose calls answer at once need not say it.
+    fn start(
+        &self,
+        call: &Call<Self::Object>,
+    ) -> impl Future<Output = Result<Sent, String>> + Send {
+        async move { self.call(call).await.map(|()| Sent::Done) }
+    }
+
+    /// Why the call cannot be sent now (Proxmox holds the object, or the
+    /// guest it lives in, under a lock: `lock: snapshot`); asked only when
+    /// a call is due. `None`: it can.
+    fn busy(&self, call: &Call<Self::Object>) -> impl Future<Output = Option<String>> + Send {
+        let _ = call;
+        async { None }
+    }
+
+    /// This kind's own task that already does what `call` would, running
+    /// or ended OK since the status last recorded one (a status write lost
+    /// after the dispatch): adopted instead of dispatching it again.
+    /// `Err`: it could not be told (nothing is sent).
+    fn adopt(
+        &self,
+        call: &Call<Self::Object>,
+    ) -> impl Future<Output = Result<Option<Started>, String>> + Send {
+        let _ = call;
+        async { Ok(None) }
+    }
+}
+
+/// What a call did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sent {
+    /// Answered at once: the next pass observes it.
+    Done,
+    /// Started a Proxmox task, recorded and observed on later passes.
+    Task(Started),
+}
+
+/// A task a call started (or adopted).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Started {
+    pub upid: Upid,
+    /// What it works on, kept with it in the status (a rollback's request).
+    pub target: Option<String>,
 }
 
 /// What one CRUD pass did, for the kind's status.
@@ -174,6 +237,18 @@ pub struct Done<T: Diff> {
     pub decision: Decision<T>,
     /// The call's refusal, when one was sent and refused.
     pub refused: Option<String>,
+    /// The task the call started, or the own task adopted instead.
+    pub started: Option<Dispatched>,
+}
+
+/// A task a pass's call started, or adopted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dispatched {
+    pub task: Started,
+    /// What the call was.
+    pub action: CallAction,
+    /// Found running or ended (a lost status write), not sent now.
+    pub adopted: bool,
 }
 
 impl<T: Diff> Done<T> {
@@ -193,11 +268,32 @@ pub async fn run<E: External>(
     fence: impl Fn() -> Result<(), Error>,
 ) -> Result<Done<E::Object>, Error> {
     let observed = external.observe().await;
-    let decision = plan(want, &observed, caps, deleting);
-    let refused = match &decision {
+    let decision = match plan(want, &observed, caps, deleting) {
+        Decision::Call(call) => match external.busy(&call).await {
+            Some(why) => Decision::Busy(why),
+            None => Decision::Call(call),
+        },
+        decision => decision,
+    };
+    let (refused, started) = match &decision {
         Decision::Call(call) => {
-            fence()?;
-            external.call(call).await.err()
+            let dispatched = |task, adopted| Dispatched {
+                task,
+                action: task::action(call),
+                adopted,
+            };
+            match external.adopt(call).await {
+                Ok(Some(own)) => (None, Some(dispatched(own, true))),
+                Err(why) => (Some(why), None),
+                Ok(None) => {
+                    fence()?;
+                    match external.start(call).await {
+                        Ok(Sent::Done) => (None, None),
+                        Ok(Sent::Task(started)) => (None, Some(dispatched(started, false))),
+                        Err(why) => (Some(why), None),
+                    }
+                }
+            }
         }
         Decision::UpToDate
         | Decision::Drifted(_)
@@ -206,12 +302,14 @@ pub async fn run<E: External>(
         | Decision::InUse(_)
         | Decision::Released { .. }
         | Decision::Wait(_)
-        | Decision::Empty(_) => None,
+        | Decision::Empty(_)
+        | Decision::Busy(_) => (None, None),
     };
     Ok(Done {
         observed,
         decision,
         refused,
+        started,
     })
 }
 

@@ -2,8 +2,8 @@
 //! task ended.
 //!
 //! It looks at every node with tasks in flight of the kinds registered
-//! with it ([`Followed`]: ProxmoxVMs and ProxmoxContainers, by
-//! `controllers.rs`), through the node's task list that the config's
+//! with it ([`Followed`]: ProxmoxVMs and ProxmoxContainers as [`Of`], the
+//! CRUD kinds whose calls start tasks as [`Plain`], by `controllers.rs`), through the node's task list that the config's
 //! client already fetches for task observation (one request per node per
 //! list interval, a second by default, shared, with the exit statuses of
 //! the tasks that ended), and wakes each resource whose task the list
@@ -18,6 +18,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::channel::mpsc::UnboundedSender;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
@@ -76,6 +77,44 @@ where
 
     fn wake(&self, namespace: &str, name: &str) {
         self.waker.wake(ObjectRef::new(name).within(namespace));
+    }
+}
+
+/// The resources of a CRUD kind `K` whose calls start tasks
+/// (`managed::crud::task`): its controller's cache (plain, not guarded)
+/// and the channel of its wake-ups.
+pub struct Plain<K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static> {
+    pub store: Store<K>,
+    pub wake: UnboundedSender<ObjectRef<K>>,
+}
+
+impl<K> Followed for Plain<K>
+where
+    K: RecordsTask
+        + ConfigUser
+        + Resource<DynamicType = ()>
+        + DeserializeOwned
+        + Clone
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    fn each(&self, see: &mut See<'_>) {
+        for k in self.store.state() {
+            see(
+                ConfigUser::meta(k.as_ref()),
+                ConfigKey::of(k.as_ref()),
+                k.recorded_task(),
+            );
+        }
+    }
+
+    fn wake(&self, namespace: &str, name: &str) {
+        // Closed only when the controller stopped.
+        let _ = self
+            .wake
+            .unbounded_send(ObjectRef::new(name).within(namespace));
     }
 }
 

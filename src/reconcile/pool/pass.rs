@@ -60,7 +60,7 @@ impl Kind for ProxmoxPool {
         ))
     }
 
-    fn external(&self, client: Client) -> Proxmox {
+    fn external(&self, client: Client, (): &()) -> Proxmox {
         Proxmox {
             client,
             poolid: self.spec.for_provider.pool_id.clone(),

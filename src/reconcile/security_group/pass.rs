@@ -68,7 +68,7 @@ impl Kind for ProxmoxSecurityGroup {
         Ok(want)
     }
 
-    fn external(&self, client: pve_client::Client) -> GroupCalls {
+    fn external(&self, client: pve_client::Client, _: &Self::Extra) -> GroupCalls {
         GroupCalls {
             client,
             name: group_name(&self.metadata),

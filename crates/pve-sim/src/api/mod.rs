@@ -337,45 +337,94 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
     routes
 }
 
+/// The snapshot endpoints of VMs and containers (one module serves both,
+/// as pve-guest-common's `AbstractConfig` does in PVE).
 fn snapshot_routes() -> Vec<Route> {
-    const BASE: &str = "/nodes/{node}/qemu/{vmid}/snapshot";
+    use snapshot::{lxc as ct, qemu as vm};
     vec![
-        route("GET", BASE, &[NODE_VMID], sim_handler!(snapshot::list)),
+        route(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/snapshot",
+            &[NODE_VMID],
+            sim_handler!(vm::list),
+        ),
         route(
             "POST",
-            BASE,
+            "/nodes/{node}/qemu/{vmid}/snapshot",
             snapshot::CREATE,
-            sim_handler!(snapshot::create),
+            sim_handler!(vm::create),
         ),
         route(
             "GET",
             "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
             snapshot::ONE,
-            sim_handler!(snapshot::index),
+            sim_handler!(vm::index),
         ),
         route(
             "DELETE",
             "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
             snapshot::DELETE,
-            sim_handler!(snapshot::delete),
+            sim_handler!(vm::delete),
         ),
         route(
             "POST",
             "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback",
             snapshot::ROLLBACK,
-            sim_handler!(snapshot::rollback),
+            sim_handler!(vm::rollback),
         ),
         route(
             "GET",
             "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
             snapshot::ONE,
-            sim_handler!(snapshot::config_get),
+            sim_handler!(vm::config_get),
         ),
         route(
             "PUT",
             "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
             snapshot::UPDATE,
-            sim_handler!(snapshot::config_put),
+            sim_handler!(vm::config_put),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/lxc/{vmid}/snapshot",
+            &[NODE_VMID],
+            sim_handler!(ct::list),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/lxc/{vmid}/snapshot",
+            snapshot::CREATE_CT,
+            sim_handler!(ct::create),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}",
+            snapshot::ONE,
+            sim_handler!(ct::index),
+        ),
+        route(
+            "DELETE",
+            "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}",
+            snapshot::DELETE,
+            sim_handler!(ct::delete),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback",
+            snapshot::ROLLBACK,
+            sim_handler!(ct::rollback),
+        ),
+        route(
+            "GET",
+            "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config",
+            snapshot::ONE,
+            sim_handler!(ct::config_get),
+        ),
+        route(
+            "PUT",
+            "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config",
+            snapshot::UPDATE,
+            sim_handler!(ct::config_put),
         ),
     ]
 }

@@ -27,11 +27,13 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::task;
 use super::{Call, Decision, Diff, External, Observed};
 use crate::api::condition::{Condition, ConditionStatus, ConditionType, Reason};
 use crate::api::managed::{ManagedSpec, ManagedStatus};
 use crate::api::meta::ConfigUser;
 use crate::api::set_condition;
+use crate::api::task::{EndedTask, TaskRecord};
 use crate::reconcile::common::event::Event;
 use crate::reconcile::common::finalizer;
 use crate::reconcile::context::Context;
@@ -77,8 +79,9 @@ pub trait Kind:
     /// (naming the field), with what to want anyway for a deletion.
     fn want(&self, extra: &Self::Extra) -> Wanted<Self>;
 
-    /// Its calls, through `client`.
-    fn external(&self, client: pve_client::Client) -> Self::External;
+    /// Its calls, through `client` (`extra`: what it reads of the kinds it
+    /// refers to, a snapshot's guest).
+    fn external(&self, client: pve_client::Client, extra: &Self::Extra) -> Self::External;
 
     /// What still uses it in Kubernetes (its deletion waits for them).
     fn users(&self, extra: &Self::Extra) -> Vec<String>;
@@ -109,6 +112,26 @@ pub trait Kind:
     /// name it.
     fn object_name(&self) -> String {
         "an object of this name".to_owned()
+    }
+
+    /// The tasks its status records, for a kind whose calls may start one
+    /// ([`super::Sent::Task`]); `None`: its calls answer at once.
+    fn tracking(&self) -> Option<&TaskRecord> {
+        None
+    }
+
+    /// What else a task of its ending concerns (a rollback's guest, whose
+    /// own pass should look at it now): told once, when the pass sees it
+    /// end, however it ended.
+    fn task_ended(&self, extra: &Self::Extra, ended: &EndedTask) {
+        let _ = (extra, ended);
+    }
+
+    /// `status` with the task `record` in it (a kind whose calls start
+    /// tasks keeps it in its `atProvider`, see [`super::task`]).
+    fn track(&self, status: Self::Status, record: TaskRecord) -> Self::Status {
+        let _ = record;
+        status
     }
 }
 
@@ -221,11 +244,10 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
             return report(
                 obj,
                 (ctx, extra),
-                hold,
-                &api,
+                (hold, &api),
                 None,
                 synced,
-                None,
+                (None, None),
                 Action::await_change(),
             )
             .await;
@@ -256,11 +278,10 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
         return report(
             obj,
             (ctx, extra),
-            hold,
-            &api,
+            (hold, &api),
             None,
             synced,
-            None,
+            (None, None),
             Action::await_change(),
         )
         .await;
@@ -272,11 +293,10 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
         return report(
             obj,
             (ctx, extra),
-            hold,
-            &api,
+            (hold, &api),
             Some(ready),
             synced,
-            None,
+            (None, None),
             Action::requeue(IN_USE_RECHECK),
         )
         .await;
@@ -298,11 +318,10 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
             return report(
                 obj,
                 (ctx, extra),
-                hold,
-                &api,
+                (hold, &api),
                 None,
                 synced,
-                None,
+                (None, None),
                 Action::await_change(),
             )
             .await;
@@ -311,12 +330,60 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
     if hold.report_only() {
         return Ok(Action::await_change());
     }
-    let external = obj.external(connection.client.clone());
+    let timing = &connection.timing;
+    let record = obj.tracking().cloned();
+    // A task in flight: observed, never waited for; nothing else is sent
+    // while it runs, nor before a failure's backoff has passed.
+    if let Some(record) = &record
+        && let Some((outcome, next)) = task::watch(
+            &connection.client,
+            record,
+            now.clone(),
+            timing.resync_interval,
+        )
+        .await
+    {
+        if let (None, Some(ended)) = (&next.task, &next.last_task) {
+            obj.task_ended(extra, ended);
+        }
+        return finish(obj, (shared, hold, &api), outcome, None, Some(next)).await;
+    }
+    // A failed task holds the next call back for its backoff.
+    if let Some((left, synced)) = record.as_ref().and_then(|r| task::gate(r, &now)) {
+        let outcome = Outcome {
+            ready: Condition::unavailable("the last task failed", now.clone()),
+            synced,
+            event: None,
+            standing: false,
+            action: Action::requeue(left),
+            release: false,
+        };
+        return finish(obj, (shared, hold, &api), outcome, None, None).await;
+    }
+    let external = obj.external(connection.client.clone(), extra);
     let done = super::run(&external, &want, caps, deleting, || ctx.shards.fence(hold)).await?;
+    if let Some(d) = &done.started {
+        let record = task::started(
+            &record.unwrap_or_default(),
+            (&d.task, d.action),
+            &now,
+            timing.task_timeout,
+        );
+        let outcome = task::dispatched(&record, d.adopted, now.clone(), timing.resync_interval);
+        return finish(
+            obj,
+            (shared, hold, &api),
+            outcome,
+            Some(&done.observed),
+            Some(record),
+        )
+        .await;
+    }
     let super::Done {
         decision,
         refused,
         observed,
+        started: _,
     } = done;
     let uid = obj.uid().unwrap_or_default();
     let refused = refused
@@ -333,6 +400,21 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
         connection.timing.resync_interval,
         || ctx.memory.failed(&uid),
     );
+    finish(obj, (shared, hold, &api), outcome, Some(&observed), None).await
+}
+
+/// Ends a pass as `outcome` says: the finalizer removed when released,
+/// else the status written (with what was `observed`, and the task
+/// `record` when it changed) and the event published.
+async fn finish<K: Kind>(
+    obj: &K,
+    (shared, hold, api): (&Ctx<K::Extra>, &Hold, &Api<K>),
+    outcome: Outcome,
+    observed: Option<&Observed<Object<K>>>,
+    record: Option<TaskRecord>,
+) -> Result<Action, Error> {
+    let (ctx, extra) = (shared.ctx.as_ref(), &shared.extra);
+    let uid = obj.uid().unwrap_or_default();
     if outcome.release {
         ctx.shards.fence(hold)?;
         let patch = finalizer::patch(Resource::meta(obj), false);
@@ -357,11 +439,10 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
     let after = report(
         obj,
         (ctx, extra),
-        hold,
-        &api,
+        (hold, api),
         Some(outcome.ready),
         outcome.synced,
-        Some(&observed),
+        (observed, record),
         outcome.action,
     )
     .await?;
@@ -400,7 +481,8 @@ fn again<T: Diff>(sent: &Sent, uid: &str, decision: &Decision<T>) -> Option<Stri
         | Decision::InUse(_)
         | Decision::Released { .. }
         | Decision::Wait(_)
-        | Decision::Empty(_) => {
+        | Decision::Empty(_)
+        | Decision::Busy(_) => {
             sent.remove(uid);
             None
         }
@@ -601,6 +683,21 @@ pub fn outcome<T: Diff>(
             None,
             Action::requeue(resync),
         ),
+        // A lock Proxmox holds (a guest being snapshotted or backed up):
+        // it comes off by itself, so a wait (Synced True), looked at again
+        // shortly; a call is sent only once it is gone.
+        Decision::Busy(why) => done(
+            Condition::unavailable(format!("waiting: {why}"), now.clone()),
+            Condition::new(
+                ConditionType::Synced,
+                ConditionStatus::True,
+                Reason::VmLocked,
+                format!("waiting for the lock to go: {why}"),
+                now,
+            ),
+            None,
+            Action::requeue(IN_USE_RECHECK),
+        ),
         Decision::Wait(why) => done(
             Condition::unavailable("cannot be read", now.clone()),
             Condition::reconcile_error(format!("cannot read it on Proxmox: {why}"), now),
@@ -624,16 +721,15 @@ fn standing(outcome: Outcome, reason: Reason, note: &str) -> Outcome {
     }
 }
 
-/// Writes the conditions (and what was observed) when they changed.
-#[allow(clippy::too_many_arguments)]
+/// Writes the conditions (and what was observed, and the task record when
+/// one is given) when they changed.
 async fn report<K: Kind>(
     obj: &K,
     (ctx, extra): (&Context, &K::Extra),
-    hold: &Hold,
-    api: &Api<K>,
+    (hold, api): (&Hold, &Api<K>),
     ready: Option<Condition>,
     synced: Condition,
-    seen: Option<&Observed<Object<K>>>,
+    (seen, record): (Option<&Observed<Object<K>>>, Option<TaskRecord>),
     action: Action,
 ) -> Result<Action, Error> {
     let mut conditions = obj.conditions();
@@ -647,6 +743,10 @@ async fn report<K: Kind>(
     synced.observed_generation = generation;
     set_condition(&mut conditions, synced);
     let status = obj.status(extra, conditions, seen);
+    let status = match record.or_else(|| obj.tracking().cloned()) {
+        Some(record) => obj.track(status, record),
+        None => status,
+    };
     ctx.shards.fence(hold)?;
     status::apply(api, &obj.name_any(), &status).await?;
     if !failed {

@@ -7,6 +7,8 @@
 mod create;
 mod power;
 
+pub use power::start_unlocked;
+
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};

@@ -51,6 +51,12 @@ pub fn start_task(inst: &Arc<Instance>, call: &Call, node: &str, vmid: u32) -> S
     )
 }
 
+/// Starts the container inside a task that already holds its lock (a
+/// rollback with `start`).
+pub async fn start_unlocked(ctx: &TaskCtx, vmid: u32) -> Result<(), String> {
+    start_locked(ctx, vmid).await
+}
+
 async fn start_locked(ctx: &TaskCtx, vmid: u32) -> Result<(), String> {
     {
         let cluster = ctx.inst.cluster();

@@ -1,7 +1,12 @@
-//! `.../qemu/{vmid}/snapshot`: list, create (`qmsnapshot`, `lock:
-//! snapshot`), rollback (`qmrollback`, `lock: rollback`), delete
-//! (`qmdelsnapshot`, `lock: snapshot-delete`) and the snapshot's config,
-//! after pve-guest-common's `AbstractConfig` snapshot functions.
+//! `.../{qemu,lxc}/{vmid}/snapshot`: list, create (`qmsnapshot`/
+//! `vzsnapshot`, `lock: snapshot`), rollback (`qmrollback`/`vzrollback`,
+//! `lock: rollback`), delete (`qmdelsnapshot`/`vzdelsnapshot`, `lock:
+//! snapshot-delete`) and the snapshot's config, after pve-guest-common's
+//! `AbstractConfig` snapshot functions, which qemu-server and pve-container
+//! share. A container has no `vmstate` (pve-container's create takes no
+//! such parameter, so the schema refuses it); a rollback stops a running
+//! guest and starts it again only with `start` or, for a VM, from a
+//! snapshot with RAM.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,6 +19,7 @@ use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
 use crate::schema::{Named, Param};
 use crate::state::StorageKind;
+use crate::state::vm::GuestKind;
 use crate::state::vm::Snapshot;
 use crate::tasks::TaskCtx;
 
@@ -28,6 +34,8 @@ pub const CREATE: &[&[Param]] = &[
         Param::boolean("vmstate").opt(),
     ],
 ];
+/// A container's create: no `vmstate`.
+pub const CREATE_CT: &[&[Param]] = &[NODE_VMID, &[SNAPNAME, Param::string("description").opt()]];
 pub const ONE: &[&[Param]] = &[NODE_VMID, &[SNAPNAME]];
 pub const ROLLBACK: &[&[Param]] = &[NODE_VMID, &[SNAPNAME, Param::boolean("start").opt()]];
 pub const DELETE: &[&[Param]] = &[NODE_VMID, &[SNAPNAME, Param::boolean("force").opt()]];
@@ -37,11 +45,56 @@ fn vm_path(call: &Call) -> String {
     format!("/vms/{}", call.params.vmid("vmid"))
 }
 
-pub async fn list(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+/// The task type of `what` (`snapshot`, `rollback`, `delsnapshot`) on a
+/// guest of `kind`: `qm...` or `vz...`.
+fn task_type(kind: GuestKind, what: &str) -> String {
+    match kind {
+        GuestKind::Qemu => format!("qm{what}"),
+        GuestKind::Lxc => format!("vz{what}"),
+    }
+}
+
+/// The handlers of one guest kind (`QEMU` and `LXC` below).
+macro_rules! handlers {
+    ($module:ident, $kind:expr) => {
+        pub mod $module {
+            use std::sync::Arc;
+
+            use crate::http::{ApiError, Call, Reply};
+            use crate::instance::Instance;
+
+            pub async fn list(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+                super::list(inst, call, $kind).await
+            }
+            pub async fn index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+                super::index(inst, call, $kind).await
+            }
+            pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+                super::create(inst, call, $kind).await
+            }
+            pub async fn rollback(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+                super::rollback(inst, call, $kind).await
+            }
+            pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+                super::delete(inst, call, $kind).await
+            }
+            pub async fn config_get(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+                super::config_get(inst, call, $kind).await
+            }
+            pub async fn config_put(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+                super::config_put(inst, call, $kind).await
+            }
+        }
+    };
+}
+handlers!(qemu, super::GuestKind::Qemu);
+handlers!(lxc, super::GuestKind::Lxc);
+
+pub async fn list(inst: Arc<Instance>, call: Call, kind: GuestKind) -> Result<Reply, ApiError> {
     inst.auth
         .check(&call.identity, &vm_path(&call), &["VM.Audit"])?;
     let cluster = inst.cluster();
-    let vm = cluster.vm(call.params.node(), call.params.vmid("vmid"))?;
+    let vm = cluster.guest(call.params.node(), call.params.vmid("vmid"), kind)?;
     let mut out: Vec<Value> = vm
         .snapshots
         .iter()
@@ -71,9 +124,9 @@ pub async fn list(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     Ok(Reply::data(out))
 }
 
-pub async fn index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+pub async fn index(inst: Arc<Instance>, call: Call, kind: GuestKind) -> Result<Reply, ApiError> {
     let cluster = inst.cluster();
-    cluster.vm(call.params.node(), call.params.vmid("vmid"))?;
+    cluster.guest(call.params.node(), call.params.vmid("vmid"), kind)?;
     Ok(Reply::data(json!([{"cmd": "rollback"}, {"cmd": "config"}])))
 }
 
@@ -81,7 +134,7 @@ fn snapname(call: &Call) -> String {
     call.params.get("snapname").unwrap_or_default().to_owned()
 }
 
-pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+pub async fn create(inst: Arc<Instance>, call: Call, kind: GuestKind) -> Result<Reply, ApiError> {
     inst.auth
         .check(&call.identity, &vm_path(&call), &["VM.Snapshot"])?;
     let name = snapname(&call);
@@ -96,7 +149,7 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         ));
     }
     let vmid = call.params.vmid("vmid");
-    inst.cluster().vm(call.params.node(), vmid)?;
+    inst.cluster().guest(call.params.node(), vmid, kind)?;
     let description = call
         .params
         .get("description")
@@ -106,12 +159,12 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     Ok(spawn_locked(
         &inst,
         &call,
-        "qmsnapshot",
+        &task_type(kind, "snapshot"),
         vmid,
         move |ctx| async move {
             let config = {
                 let mut cluster = ctx.inst.cluster();
-                let vm = cluster.vm_mut(&ctx.node, vmid)?;
+                let vm = cluster.guest_mut(&ctx.node, vmid, kind)?;
                 vm.check_lock()?;
                 if vm.snapshots.contains_key(&name) {
                     return Err(format!("snapshot name '{name}' already used"));
@@ -121,9 +174,9 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
                 config.remove("lock");
                 config
             };
-            let result = take_disk_snapshots(&ctx, vmid, &name, &config, vmstate).await;
+            let result = take_disk_snapshots(&ctx, (vmid, kind), &name, &config, vmstate).await;
             let mut cluster = ctx.inst.cluster();
-            let vm = cluster.vm_mut(&ctx.node, vmid)?;
+            let vm = cluster.guest_mut(&ctx.node, vmid, kind)?;
             vm.config.remove("lock");
             result?;
             let parent = config.get("parent").cloned();
@@ -146,7 +199,7 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
 /// Logs the disk snapshots as `qemu-img`/LVM would; `vmstate` saves RAM first.
 async fn take_disk_snapshots(
     ctx: &TaskCtx,
-    vmid: u32,
+    (vmid, kind): (u32, GuestKind),
     name: &str,
     config: &BTreeMap<String, String>,
     vmstate: bool,
@@ -158,7 +211,7 @@ async fn take_disk_snapshots(
     }
     let disks = {
         let cluster = ctx.inst.cluster();
-        let vm = cluster.vm(&ctx.node, vmid)?;
+        let vm = cluster.guest(&ctx.node, vmid, kind)?;
         vm.drives()
             .into_iter()
             .filter(|(k, d)| {
@@ -192,7 +245,7 @@ async fn take_disk_snapshots(
     ctx.checkpoint()
 }
 
-pub async fn rollback(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+pub async fn rollback(inst: Arc<Instance>, call: Call, kind: GuestKind) -> Result<Reply, ApiError> {
     let path = vm_path(&call);
     inst.auth.check(
         &call.identity,
@@ -208,12 +261,12 @@ pub async fn rollback(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
     Ok(spawn_locked(
         &inst,
         &call,
-        "qmrollback",
+        &task_type(kind, "rollback"),
         vmid,
         move |ctx| async move {
             {
                 let mut cluster = ctx.inst.cluster();
-                let vm = cluster.vm_mut(&ctx.node, vmid)?;
+                let vm = cluster.guest_mut(&ctx.node, vmid, kind)?;
                 if !vm.snapshots.contains_key(&name) {
                     return Err(format!("can't rollback, snapshot '{name}' does not exist"));
                 }
@@ -226,7 +279,7 @@ pub async fn rollback(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
             ctx.sleep(ctx.inst.durations.config).await;
             let restart = {
                 let mut cluster = ctx.inst.cluster();
-                let vm = cluster.vm_mut(&ctx.node, vmid)?;
+                let vm = cluster.guest_mut(&ctx.node, vmid, kind)?;
                 let snap = vm.snapshots.get(&name).cloned().unwrap_or_default();
                 vm.config = snap.config;
                 vm.pending.clear();
@@ -234,16 +287,25 @@ pub async fn rollback(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError
                 vm.config.insert("parent".into(), name.clone());
                 start || snap.vmstate
             };
+            {
+                let mut cluster = ctx.inst.cluster();
+                cluster
+                    .guest_mut(&ctx.node, vmid, kind)?
+                    .config
+                    .remove("lock");
+            }
             ctx.checkpoint()?;
-            if restart {
-                super::power::start_unlocked(&ctx, vmid).await?;
+            match (restart, kind) {
+                (false, _) => {}
+                (true, GuestKind::Qemu) => super::power::start_unlocked(&ctx, vmid).await?,
+                (true, GuestKind::Lxc) => crate::api::lxc::start_unlocked(&ctx, vmid).await?,
             }
             Ok(())
         },
     ))
 }
 
-pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+pub async fn delete(inst: Arc<Instance>, call: Call, kind: GuestKind) -> Result<Reply, ApiError> {
     inst.auth
         .check(&call.identity, &vm_path(&call), &["VM.Snapshot"])?;
     let vmid = call.params.vmid("vmid");
@@ -252,12 +314,12 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     Ok(spawn_locked(
         &inst,
         &call,
-        "qmdelsnapshot",
+        &task_type(kind, "delsnapshot"),
         vmid,
         move |ctx| async move {
             {
                 let mut cluster = ctx.inst.cluster();
-                let vm = cluster.vm_mut(&ctx.node, vmid)?;
+                let vm = cluster.guest_mut(&ctx.node, vmid, kind)?;
                 if !vm.snapshots.contains_key(&name) {
                     return Err(format!("snapshot '{name}' does not exist"));
                 }
@@ -268,7 +330,7 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
             }
             ctx.sleep(ctx.inst.durations.config).await;
             let mut cluster = ctx.inst.cluster();
-            let vm = cluster.vm_mut(&ctx.node, vmid)?;
+            let vm = cluster.guest_mut(&ctx.node, vmid, kind)?;
             vm.config.remove("lock");
             ctx.checkpoint()?;
             let removed = vm.snapshots.remove(&name).unwrap_or_default();
@@ -288,12 +350,16 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     ))
 }
 
-pub async fn config_get(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+pub async fn config_get(
+    inst: Arc<Instance>,
+    call: Call,
+    kind: GuestKind,
+) -> Result<Reply, ApiError> {
     inst.auth
         .check(&call.identity, &vm_path(&call), &["VM.Audit"])?;
     let name = snapname(&call);
     let cluster = inst.cluster();
-    let vm = cluster.vm(call.params.node(), call.params.vmid("vmid"))?;
+    let vm = cluster.guest(call.params.node(), call.params.vmid("vmid"), kind)?;
     let snap = vm
         .snapshots
         .get(&name)
@@ -307,12 +373,16 @@ pub async fn config_get(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiErr
     Ok(Reply::data(v))
 }
 
-pub async fn config_put(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+pub async fn config_put(
+    inst: Arc<Instance>,
+    call: Call,
+    kind: GuestKind,
+) -> Result<Reply, ApiError> {
     inst.auth
         .check(&call.identity, &vm_path(&call), &["VM.Snapshot"])?;
     let name = snapname(&call);
     let mut cluster = inst.cluster();
-    let vm = cluster.vm_mut(call.params.node(), call.params.vmid("vmid"))?;
+    let vm = cluster.guest_mut(call.params.node(), call.params.vmid("vmid"), kind)?;
     let snap = vm
         .snapshots
         .get_mut(&name)

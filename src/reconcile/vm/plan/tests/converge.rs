@@ -146,6 +146,24 @@ fn converge_table() {
             expect("Wait", (T, Reason::VmLocked), available),
         ),
         (
+            // A ProxmoxSnapshot's task (issue 33): taking, rolling back or
+            // deleting a snapshot locks the VM; its own pass waits.
+            "locked by a snapshot task: wait to correct drift",
+            World::new().created().present(ObservedVm {
+                lock: Some("snapshot".into()),
+                ..with_config(Power::Running, set("cores", "4"))
+            }),
+            expect("Wait", (T, Reason::VmLocked), available),
+        ),
+        (
+            "locked by a rollback that stopped it: wait to start it",
+            World::new().created().present(ObservedVm {
+                lock: Some("rollback".into()),
+                ..our_vm(Power::Stopped)
+            }),
+            expect("Wait", (T, Reason::VmLocked), unavailable),
+        ),
+        (
             "locked but nothing to do is fine",
             World::new().created().present(ObservedVm {
                 lock: Some("backup".into()),

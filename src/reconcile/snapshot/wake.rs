@@ -1,0 +1,66 @@
+//! Wakes the snapshots a ProxmoxVM or ProxmoxContainer watch event
+//! concerns: their guest appears, goes, is being deleted, or gets its
+//! VMID and node (a snapshot waiting for its guest is taken then, not at
+//! the resync). See [`crate::reconcile::managed::selector`].
+
+use futures::channel::mpsc::UnboundedSender;
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use crate::api::snapshot::GuestKind;
+use crate::api::{ProxmoxContainer, ProxmoxSnapshot, ProxmoxVM};
+use crate::reconcile::managed::selector::Waker;
+
+/// What a snapshot reads of its guest: kind, name, node, VMID, going.
+pub type Seen = (GuestKind, String, Option<String>, Option<u32>, bool);
+
+/// The waker on the VM watch.
+pub type VmWaker = Waker<ProxmoxSnapshot, ProxmoxVM, Seen>;
+/// The waker on the container watch.
+pub type ContainerWaker = Waker<ProxmoxSnapshot, ProxmoxContainer, Seen>;
+
+/// Wakes through `sender` the snapshots of `snapshots` of VMs of `vms`.
+pub fn vm_waker(
+    sender: UnboundedSender<ObjectRef<ProxmoxSnapshot>>,
+    snapshots: Store<ProxmoxSnapshot>,
+    vms: Store<DeserializeGuard<ProxmoxVM>>,
+) -> VmWaker {
+    Waker::new(sender, (snapshots, vms), vm, of)
+}
+
+/// Wakes through `sender` the snapshots of `snapshots` of containers of
+/// `containers`.
+pub fn container_waker(
+    sender: UnboundedSender<ObjectRef<ProxmoxSnapshot>>,
+    snapshots: Store<ProxmoxSnapshot>,
+    containers: Store<DeserializeGuard<ProxmoxContainer>>,
+) -> ContainerWaker {
+    Waker::new(sender, (snapshots, containers), container, of)
+}
+
+fn vm(vm: &ProxmoxVM) -> Option<Seen> {
+    let at = vm.status.as_ref().map(|s| &s.at_provider);
+    Some((
+        GuestKind::ProxmoxVM,
+        vm.metadata.name.clone()?,
+        at.and_then(|a| a.node.clone()),
+        at.and_then(|a| a.vmid),
+        vm.metadata.deletion_timestamp.is_some(),
+    ))
+}
+
+fn container(ct: &ProxmoxContainer) -> Option<Seen> {
+    let at = ct.status.as_ref().map(|s| &s.at_provider);
+    Some((
+        GuestKind::ProxmoxContainer,
+        ct.metadata.name.clone()?,
+        at.and_then(|a| a.node.clone()),
+        at.and_then(|a| a.vmid),
+        ct.metadata.deletion_timestamp.is_some(),
+    ))
+}
+
+fn of(snapshot: &ProxmoxSnapshot, (kind, name, ..): &Seen) -> bool {
+    let r = &snapshot.spec.for_provider.guest_ref;
+    r.kind == *kind && r.name == *name
+}
