@@ -38,13 +38,13 @@ COPY Cargo.toml Cargo.lock ./
 COPY src/ src/
 COPY crates/ crates/
 COPY hack/testenv/ hack/testenv/
-# The target directory below is a cache shared by every build of this
-# machine, and COPY keeps the files' modification times: sources older than
-# the cache's last build (another checkout's, built later) would look up to
-# date to cargo, and the image would carry that other checkout's binaries.
-# This layer is rebuilt only when the files above changed; it gives them
-# the time of this build.
-RUN find src crates hack/testenv -type f -exec touch {} +
+# The target directory of the builds below is a cache shared by every build
+# of this machine, and COPY keeps the files' modification times: sources
+# older than the cache's last build (another checkout's, built later) would
+# look up to date to cargo, and the image would carry that other checkout's
+# binaries. So each build gives the sources its own time first:
+# the workspace's crates are compiled again whenever a build runs, which is
+# only when these files changed; the dependencies stay cached.
 
 # The simulator alone, for `--target pve-sim`: it depends on neither the
 # provider nor Kubernetes crates, so this builds a fraction of the workspace.
@@ -53,7 +53,8 @@ ARG CARGO_PROFILE
 RUN --mount=type=cache,id=cargo-registry,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,id=cargo-git,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,id=provider-target,target=/src/target,sharing=locked \
-    target="$(uname -m)-unknown-linux-musl" \
+    find src crates hack/testenv -type f -exec touch {} + \
+    && target="$(uname -m)-unknown-linux-musl" \
     && dir="$(if [ "$CARGO_PROFILE" = dev ]; then echo debug; else echo "$CARGO_PROFILE"; fi)" \
     && cargo build --profile "$CARGO_PROFILE" --locked --target "$target" --package pve-sim --bin pve-sim \
     && install -D -m 0755 "target/$target/$dir/pve-sim" /out/pve-sim
@@ -66,7 +67,8 @@ ARG CARGO_PROFILE
 RUN --mount=type=cache,id=cargo-registry,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,id=cargo-git,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,id=provider-target,target=/src/target,sharing=locked \
-    target="$(uname -m)-unknown-linux-musl" \
+    find src crates hack/testenv -type f -exec touch {} + \
+    && target="$(uname -m)-unknown-linux-musl" \
     && dir="$(if [ "$CARGO_PROFILE" = dev ]; then echo debug; else echo "$CARGO_PROFILE"; fi)" \
     && cargo build --profile "$CARGO_PROFILE" --locked --target "$target" --workspace --bin proxmox-provider --bin pve-sim \
     && install -D -m 0755 "target/$target/$dir/proxmox-provider" /out/proxmox-provider \
