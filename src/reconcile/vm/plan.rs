@@ -30,8 +30,10 @@ mod ha;
 mod hardware;
 mod images;
 mod input;
+mod late_init;
 mod limits;
 mod motion;
+mod observed;
 mod output;
 mod owner;
 mod protection;
@@ -60,6 +62,7 @@ pub use input::{
     VmConfig, VmState, VmidGrant, started_at,
 };
 pub use input::{ImageLookup, ImageTemplate};
+pub use late_init::FIELD_MANAGER as LATE_INIT_MANAGER;
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
     Sensitive, Step,
