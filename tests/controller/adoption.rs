@@ -354,44 +354,54 @@ fn taken_over(ct: &provider_proxmox::api::ProxmoxContainer) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_import_manifests_apply_and_only_observe() {
-    use provider_proxmox::api::ProviderConfigKind;
-    use provider_proxmox::import;
-
+async fn the_import_subcommands_manifests_apply_and_only_observe() {
     let env = Env::start("bulkimport").await;
     legacy_vm(&env, 192, "one").await;
     legacy_vm(&env, 193, "two").await;
-    let filter = import::Filter {
-        node: Some("pve".into()),
-        pool: None,
-        tags: vec![],
-        name: Some("legacy-*".into()),
-        kinds: import::Kinds::Vms,
-        templates: false,
-    };
-    // Through the provider config and its Secret, as the subcommand reads
-    // them.
-    let key = provider_proxmox::reconcile::providers::ConfigKey {
-        kind: ProviderConfigKind::ProviderConfig,
-        namespace: env.ns.name().to_owned(),
-        name: "pve".into(),
-    };
-    let client = import::client(support::client(), &key).await.unwrap();
-    let guests = import::list(&client, &filter).await.unwrap();
-    let vmids: Vec<u32> = guests.iter().map(|g| g.vmid).collect();
-    assert_eq!(vmids, [192, 193], "the seeded template is left out");
-    let target = import::Target {
-        namespace: env.ns.name().to_owned(),
-        config_kind: ProviderConfigKind::ProviderConfig,
-        config_name: "pve".into(),
-    };
+    let dir = support::cluster()
+        .scratch
+        .join(format!("import-{}", env.ns.name()));
+    // The subcommand as a user runs it: the provider config and its
+    // Secret read with the kubeconfig, the manifests written as files.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_proxmox-provider"))
+        .args(["import", "--provider-config", "pve"])
+        .args(["--provider-config-kind", "provider-config"])
+        .args(["--namespace", env.ns.name()])
+        .args(["--node", "pve", "--kinds", "vms", "--name", "legacy-*"])
+        .arg("--kubeconfig")
+        .arg(&support::cluster().kubeconfig)
+        .arg("--output-dir")
+        .arg(&dir)
+        .output()
+        .await
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("pve-sim-secret"), "never a secret: {said}");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        ["proxmoxvm-legacy-192.yaml", "proxmoxvm-legacy-193.yaml"],
+        "the seeded template is left out"
+    );
     let start = env.sim.requests().await.len();
-    let docs = import::manifests(&guests, &target);
-    for (_, object) in &docs {
-        // Through YAML, as `kubectl apply -f` would read the output.
-        let yaml = import::to_yaml(object).unwrap();
-        let back: Value = serde_saphyr::from_str(&yaml).unwrap();
-        env.apply(&back).await;
+    for file in &files {
+        let yaml = std::fs::read_to_string(dir.join(file)).unwrap();
+        let object: Value = serde_saphyr::from_str(&yaml).unwrap();
+        assert_eq!(
+            object["spec"]["managementPolicies"],
+            json!(["Observe"]),
+            "{yaml}"
+        );
+        env.apply(&object).await;
     }
     for name in ["legacy-192", "legacy-193"] {
         let vm = env.wait_ready(name).await;
