@@ -415,3 +415,60 @@ async fn the_import_subcommands_manifests_apply_and_only_observe() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_initialize_fills_the_spec_and_the_takeover_changes_nothing_else() {
+    let env = Env::start("lateinit").await;
+    legacy_vm(&env, 194, "filled in for me").await;
+    let mut vm = manifests::vm("filled", json!({"cpu": {"cores": 2}, "memory": "1Gi"}));
+    vm["metadata"]["annotations"] = json!({"crossplane.io/external-name": "194"});
+    vm["spec"]["managementPolicies"] = json!(["Observe", "LateInitialize"]);
+    env.apply(&vm).await;
+
+    let filled = env
+        .wait_vm("filled", "unset fields filled", |vm| {
+            let fp = &vm.spec.for_provider;
+            (fp.description.is_some() && !fp.disks.is_empty() && !fp.networks.is_empty())
+                .then(|| vm.clone())
+                .ok_or_else(|| brief(vm))
+        })
+        .await;
+    let fp = &filled.spec.for_provider;
+    assert_eq!(fp.name.as_deref(), Some("legacy-194"));
+    assert_eq!(fp.description.as_deref(), Some("filled in for me"));
+    assert_eq!(fp.disks[0].size.as_ref().map(|q| q.0.as_str()), Some("2Gi"));
+    assert_eq!(fp.networks[0].bridge, "vmbr0");
+    let managers: Vec<String> = filled
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(
+        managers.iter().any(|m| m == "proxmox-provider-late-init"),
+        "written by its own field manager: {managers:?}"
+    );
+    env.wait_ready("filled").await;
+
+    let start = env.sim.requests().await.len();
+    env.patch_vm(
+        "filled",
+        json!({
+            "metadata": {"annotations": {ADOPT: "true"}},
+            "spec": {"managementPolicies": ["*"]},
+        }),
+    )
+    .await;
+    env.wait_vm("filled", "taken over and Ready", |vm| {
+        let ready = condition(vm, "Ready").is_some_and(|c| c.status == ConditionStatus::True);
+        let recorded = vm
+            .annotation(provider_proxmox::api::meta::EXTERNAL_CREATE_SUCCEEDED)
+            .is_some();
+        (ready && recorded).then_some(()).ok_or_else(|| brief(vm))
+    })
+    .await;
+    let writes = writes_since(&env, 194, start).await;
+    let keys: Vec<Vec<&String>> = writes.iter().map(written_keys).collect();
+    assert_eq!(keys, [vec!["description"]], "only the marker: {writes:?}");
+}
