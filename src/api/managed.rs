@@ -153,6 +153,10 @@ impl<A: Default + PartialEq> PartialEq for ManagedStatus<A> {
     }
 }
 
+/// The field manager `LateInitialize` writes `spec.forProvider` with: a
+/// GitOps tool's apply neither owns nor removes what it filled in.
+pub const LATE_INIT_MANAGER: &str = "proxmox-provider-late-init";
+
 /// The annotation that asks for a pass (crossplane-runtime v2.3+).
 pub const RECONCILE_REQUESTED_AT: &str = "crossplane.io/reconcile-requested-at";
 

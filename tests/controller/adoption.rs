@@ -236,12 +236,12 @@ async fn a_vm_carrying_another_resources_marker_is_never_taken_over() {
     assert!(description.ends_with(marker), "{description:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_observed_container_is_taken_over_with_the_opt_in_and_left_as_it_was() {
-    let env = Env::start("adoptct").await;
+/// A container made by hand: Debian, 2 cores, 1 GiB, eth0 by DHCP, notes,
+/// running.
+async fn legacy_container(env: &Env, vmid: u32) {
     let client = env.sim.client();
     let create = CreateContainer {
-        vmid: 290,
+        vmid,
         ostemplate: DEBIAN.into(),
         rootfs: Some(ContainerVolume {
             storage: "local-lvm".into(),
@@ -267,9 +267,15 @@ async fn an_observed_container_is_taken_over_with_the_opt_in_and_left_as_it_was(
     };
     let upid = client.create_container("pve", &create).await.unwrap();
     client.wait_task(&upid).await.unwrap();
-    let upid = client.start_container("pve", 290).await.unwrap();
+    let upid = client.start_container("pve", vmid).await.unwrap();
     client.wait_task(&upid).await.unwrap();
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observed_container_is_taken_over_with_the_opt_in_and_left_as_it_was() {
+    let env = Env::start("adoptct").await;
+    legacy_container(&env, 290).await;
+    let client = env.sim.client();
     let mut ct = container(
         "cache",
         json!({"template": {"volume": DEBIAN}, "rootfs": {"storage": "local-lvm", "size": "4Gi"}}),
@@ -471,4 +477,41 @@ async fn late_initialize_fills_the_spec_and_the_takeover_changes_nothing_else() 
     let writes = writes_since(&env, 194, start).await;
     let keys: Vec<Vec<&String>> = writes.iter().map(written_keys).collect();
     assert_eq!(keys, [vec!["description"]], "only the marker: {writes:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_initialize_fills_a_containers_spec() {
+    let env = Env::start("lateinitct").await;
+    legacy_container(&env, 291).await;
+    let mut ct = container(
+        "filled",
+        json!({"template": {"volume": DEBIAN}, "rootfs": {"storage": "local-lvm", "size": "4Gi"}}),
+    );
+    ct["metadata"]["annotations"] = json!({"crossplane.io/external-name": "291"});
+    ct["spec"]["managementPolicies"] = json!(["Observe", "LateInitialize"]);
+    env.apply(&ct).await;
+    let filled = env
+        .wait_container("filled", "unset fields filled", |ct| {
+            let fp = &ct.spec.for_provider;
+            (fp.hostname.is_some() && fp.description.is_some() && !fp.networks.is_empty())
+                .then(|| ct.clone())
+                .ok_or_else(|| ct_brief(ct))
+        })
+        .await;
+    let fp = &filled.spec.for_provider;
+    assert_eq!(fp.hostname.as_deref(), Some("cache"));
+    assert_eq!(fp.description.as_deref(), Some("hand made cache"));
+    assert_eq!(fp.networks[0].bridge, "vmbr0");
+    let managers: Vec<String> = filled
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(
+        managers.iter().any(|m| m == "proxmox-provider-late-init"),
+        "{managers:?}"
+    );
+    env.wait_container_ready("filled").await;
 }

@@ -134,6 +134,7 @@ fn kind(step: &Step) -> &'static str {
         Step::Idle => "idle",
         Step::AddFinalizer => "add-finalizer",
         Step::RemoveFinalizer => "remove-finalizer",
+        Step::LateInitialize(_) => "late-initialize",
         Step::RecordVmid(_) => "record-vmid",
         Step::ForgetVmid(_) => "forget-vmid",
         Step::Pull { .. } => "pull",
@@ -803,6 +804,14 @@ fn a_container_not_made_here_is_observed_and_taken_over_only_when_asked() {
             "ReconcileSuccess",
         ),
         (
+            "observed with LateInitialize: unset fields filled first",
+            json!({"managementPolicies": ["Observe", "LateInitialize"]}),
+            recorded(),
+            unmarked(),
+            "late-initialize",
+            "ReconcileSuccess",
+        ),
+        (
             "another's, observed",
             json!({"managementPolicies": ["Observe"]}),
             recorded(),
@@ -844,6 +853,13 @@ fn a_container_not_made_here_is_observed_and_taken_over_only_when_asked() {
         assert_eq!(kind(&p.step), step, "{name}: {:?}", p.step);
         let synced = find(&p.status.conditions, ConditionType::Synced).unwrap();
         assert_eq!(synced.reason, reason, "{name}: {:?}", synced.message);
+        if let Step::LateInitialize(fields) = &p.step {
+            assert_eq!(
+                **fields,
+                json!({"hostname": "app", "description": "made by hand"}),
+                "{name}"
+            );
+        }
         if let Step::Configure { update, .. } = &p.step {
             assert_eq!(
                 update.set.keys().collect::<Vec<_>>(),

@@ -62,7 +62,6 @@ pub use input::{
     VmConfig, VmState, VmidGrant, started_at,
 };
 pub use input::{ImageLookup, ImageTemplate};
-pub use late_init::FIELD_MANAGER as LATE_INIT_MANAGER;
 pub use output::{
     ConfigChanges, Event, FinishedTask, Idle, KubeWrite, LocalStep, Params, Plan, PveCall,
     Sensitive, Step,

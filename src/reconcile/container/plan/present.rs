@@ -11,7 +11,7 @@ use crate::api::condition::Reason;
 use crate::api::meta::{self, ConfigUser};
 use crate::api::vm::{ObservedState, PowerState};
 use crate::reconcile::common::owner::{Ownership, Takeover, owner_of, takeover};
-use crate::reconcile::container::render;
+use crate::reconcile::container::{late_init, render};
 
 pub(super) fn plan(
     mut cx: Ctx<'_>,
@@ -71,6 +71,18 @@ pub(super) fn plan(
             };
             return not_ours(cx, &why, deleting, obs.poll);
         }
+    }
+    if !deleting
+        && cx.ct.spec.managed.late_initializes()
+        && let Some(fields) =
+            late_init::fields(&cx.ct.spec.for_provider, &cx.status.at_provider.config)
+    {
+        cx.synced(
+            true,
+            Reason::ReconcileSuccess,
+            "filling unset spec.forProvider fields from the container (LateInitialize)",
+        );
+        return cx.done(Step::LateInitialize(Box::new(fields)), Duration::ZERO);
     }
     if let Some(lock) = lock {
         cx.synced(

@@ -6,16 +6,14 @@
 //! (`cpu.cores`, `memory`, `powerState`) counts as set.
 //!
 //! The result is a JSON merge patch of `spec.forProvider`, which the pass
-//! sends with a field manager of its own, so a GitOps tool's apply neither
-//! owns nor removes what was filled in.
+//! sends with a field manager of its own
+//! ([`crate::api::managed::LATE_INIT_MANAGER`]), so a GitOps tool's apply
+//! neither owns nor removes what was filled in.
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::api::vm::{VmObserved, VmParameters};
-
-/// The field manager late initialisation writes with.
-pub const FIELD_MANAGER: &str = "proxmox-provider-late-init";
 
 /// The unset fields of `spec` that `seen` can fill, as a merge patch of
 /// `spec.forProvider`; `None` when there is none.

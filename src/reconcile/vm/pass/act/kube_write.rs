@@ -74,7 +74,7 @@ pub(super) async fn apply(
     // apply by the user's tool neither owns nor removes them.
     let params = match write {
         KubeWrite::LateInitialize(_) => PatchParams {
-            field_manager: Some(crate::reconcile::vm::plan::LATE_INIT_MANAGER.into()),
+            field_manager: Some(crate::api::managed::LATE_INIT_MANAGER.into()),
             ..PatchParams::default()
         },
         KubeWrite::RecordExternalName { .. }
