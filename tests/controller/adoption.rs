@@ -444,17 +444,7 @@ async fn late_initialize_fills_the_spec_and_the_takeover_changes_nothing_else() 
     assert_eq!(fp.description.as_deref(), Some("filled in for me"));
     assert_eq!(fp.disks[0].size.as_ref().map(|q| q.0.as_str()), Some("2Gi"));
     assert_eq!(fp.networks[0].bridge, "vmbr0");
-    let managers: Vec<String> = filled
-        .metadata
-        .managed_fields
-        .iter()
-        .flatten()
-        .filter_map(|m| m.manager.clone())
-        .collect();
-    assert!(
-        managers.iter().any(|m| m == "proxmox-provider-late-init"),
-        "written by its own field manager: {managers:?}"
-    );
+    filled_by_late_init(&filled.metadata);
     env.wait_ready("filled").await;
 
     let start = env.sim.requests().await.len();
@@ -502,16 +492,20 @@ async fn late_initialize_fills_a_containers_spec() {
     assert_eq!(fp.hostname.as_deref(), Some("cache"));
     assert_eq!(fp.description.as_deref(), Some("hand made cache"));
     assert_eq!(fp.networks[0].bridge, "vmbr0");
-    let managers: Vec<String> = filled
-        .metadata
+    filled_by_late_init(&filled.metadata);
+    env.wait_container_ready("filled").await;
+}
+
+/// The spec fields were written by late initialisation's own field manager.
+fn filled_by_late_init(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) {
+    let managers: Vec<&str> = meta
         .managed_fields
         .iter()
         .flatten()
-        .filter_map(|m| m.manager.clone())
+        .filter_map(|m| m.manager.as_deref())
         .collect();
     assert!(
-        managers.iter().any(|m| m == "proxmox-provider-late-init"),
-        "{managers:?}"
+        managers.contains(&provider_proxmox::api::managed::LATE_INIT_MANAGER),
+        "written by its own field manager: {managers:?}"
     );
-    env.wait_container_ready("filled").await;
 }
