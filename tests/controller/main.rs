@@ -47,5 +47,6 @@ mod races;
 mod rbac;
 mod requests;
 mod runtime;
+mod safe_start;
 mod safety;
 mod seed;

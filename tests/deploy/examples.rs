@@ -211,7 +211,7 @@ async fn mistakes_are_refused_with_a_message_that_says_what_is_wrong() {
         (
             // A clone with an image import: the template provides the disks.
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProxmoxVM
 metadata: {name: bad-clone}
 spec:
@@ -225,7 +225,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProxmoxVM
 metadata: {name: tiny}
 spec:
@@ -235,7 +235,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProxmoxVM
 metadata: {name: no-observe}
 spec:
@@ -246,7 +246,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProviderConfig
 metadata: {name: cross-namespace}
 spec:
@@ -258,7 +258,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ClusterProviderConfig
 metadata: {name: short-pin}
 spec:
