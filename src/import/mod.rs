@@ -285,7 +285,7 @@ pub fn manifests(guests: &[Guest], target: &Target) -> Vec<(String, Value)> {
                 json!({})
             };
             let object = json!({
-                "apiVersion": "proxmox.crossplane.io/v1alpha1",
+                "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
                 "kind": kind,
                 "metadata": {
                     "name": name,
