@@ -5,6 +5,8 @@
 //!   environment variable.
 //! * `crds`: print every CustomResourceDefinition as multi-document YAML, or
 //!   write one file per CRD into a directory (how `crds/` is regenerated).
+//! * `import`: observe-only ProxmoxVM and ProxmoxContainer manifests for
+//!   the guests a Proxmox cluster already runs (see `provider_proxmox::import`).
 
 use std::{
     io::{IsTerminal, Write},
@@ -32,6 +34,65 @@ enum Command {
     /// Print the CustomResourceDefinitions as multi-document YAML
     /// (`proxmox-provider crds | kubectl apply -f -` installs them).
     Crds(CrdsArgs),
+    /// Write observe-only manifests (managementPolicies ["Observe"]) for
+    /// guests a Proxmox cluster already runs: one ProxmoxVM or
+    /// ProxmoxContainer per guest, named by its VMID in
+    /// crossplane.io/external-name. Proxmox is reached through a provider
+    /// config and its credentials Secret, read with your kubeconfig, as the
+    /// provider reads them.
+    Import(ImportArgs),
+}
+
+#[derive(Args, Debug)]
+struct ImportArgs {
+    /// The provider config to reach Proxmox through, which the manifests
+    /// name too.
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    provider_config: String,
+    /// Its kind (a ProviderConfig is looked up in --namespace).
+    #[arg(long, value_enum, default_value = "cluster-provider-config")]
+    provider_config_kind: ConfigKindArg,
+    /// The namespace of the manifests.
+    #[arg(long, value_parser = namespace_name, default_value = "default")]
+    namespace: String,
+    /// Only guests on this node.
+    #[arg(long)]
+    node: Option<String>,
+    /// Only guests in this pool.
+    #[arg(long)]
+    pool: Option<String>,
+    /// Only guests with this tag (repeat: every tag).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Only guests whose name matches this glob (`*`, `?`).
+    #[arg(long, value_name = "GLOB")]
+    name: Option<String>,
+    /// Which guests.
+    #[arg(long, value_enum, default_value = "all")]
+    kinds: KindsArg,
+    /// Templates too (left out by default).
+    #[arg(long)]
+    templates: bool,
+    /// Write one file per guest into this directory instead of printing one
+    /// multi-document stream.
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<PathBuf>,
+    /// Kubeconfig (default: in-cluster config, then ~/.kube/config).
+    #[arg(long, env = "KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ConfigKindArg {
+    ClusterProviderConfig,
+    ProviderConfig,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum KindsArg {
+    All,
+    Vms,
+    Containers,
 }
 
 #[derive(Args, Debug)]
@@ -142,6 +203,75 @@ fn main() -> anyhow::Result<()> {
             Some(dir) => write_crds(&dir),
             None => print_crds(),
         },
+        Command::Import(args) => import(args),
+    }
+}
+
+fn import(args: ImportArgs) -> anyhow::Result<()> {
+    use provider_proxmox::api::ProviderConfigKind;
+    use provider_proxmox::import;
+    use provider_proxmox::reconcile::providers::ConfigKey;
+    let kind = match args.provider_config_kind {
+        ConfigKindArg::ClusterProviderConfig => ProviderConfigKind::ClusterProviderConfig,
+        ConfigKindArg::ProviderConfig => ProviderConfigKind::ProviderConfig,
+    };
+    let key = ConfigKey {
+        kind,
+        namespace: match kind {
+            ProviderConfigKind::ProviderConfig => args.namespace.clone(),
+            ProviderConfigKind::ClusterProviderConfig => String::new(),
+        },
+        name: args.provider_config.clone(),
+    };
+    let filter = import::Filter {
+        node: args.node,
+        pool: args.pool,
+        tags: args.tags,
+        name: args.name,
+        kinds: match args.kinds {
+            KindsArg::All => import::Kinds::All,
+            KindsArg::Vms => import::Kinds::Vms,
+            KindsArg::Containers => import::Kinds::Containers,
+        },
+        templates: args.templates,
+    };
+    let target = import::Target {
+        namespace: args.namespace,
+        config_kind: kind,
+        config_name: args.provider_config,
+    };
+    let guests = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(async {
+            let kube = kube_client(args.kubeconfig.as_deref()).await?;
+            let client = import::client(kube, &key).await?;
+            import::list(&client, &filter)
+                .await
+                .context("listing the guests")
+        })?;
+    let docs = import::manifests(&guests, &target);
+    eprintln!("{} guest(s) chosen", docs.len());
+    match args.output_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            for (file, object) in &docs {
+                let path = dir.join(file);
+                let yaml = import::to_yaml(object).context("rendering a manifest")?;
+                std::fs::write(&path, yaml)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            Ok(())
+        }
+        None => {
+            let mut out = String::new();
+            for (_, object) in &docs {
+                out.push_str("---\n");
+                out.push_str(&import::to_yaml(object).context("rendering a manifest")?);
+            }
+            write_stdout(&out, "the manifests")
+        }
     }
 }
 
@@ -273,15 +403,19 @@ async fn shutdown_signal() {
 
 fn print_crds() -> anyhow::Result<()> {
     let yaml = provider_proxmox::api::crd::all_yaml().context("rendering the CRDs as YAML")?;
+    write_stdout(&yaml, "the CRDs")
+}
+
+fn write_stdout(text: &str, what: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout
-        .write_all(yaml.as_bytes())
+        .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
         // `proxmox-provider crds | head` closes the pipe early: that is the
         // reader's choice, not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        written => written.context("writing the CRDs to stdout"),
+        written => written.with_context(|| format!("writing {what} to stdout")),
     }
 }
 

@@ -64,6 +64,16 @@ impl ManagedSpec {
         policy_mode(&self.management_policies)
     }
 
+    /// Whether the policies name `LateInitialize`: unset `forProvider`
+    /// fields are filled from what the external object shows. `"*"` does
+    /// not: the provider's own choices (the node placement picked, the name
+    /// defaulting to the resource's) would be pinned into every spec it
+    /// creates. Late initialisation is for importing, and asked for by name.
+    pub fn late_initializes(&self) -> bool {
+        self.management_policies
+            .contains(&ManagementPolicy::LateInitialize)
+    }
+
     /// Why the resource is paused, when it is, in words for a condition.
     pub fn paused_by(&self, meta: &ObjectMeta) -> Option<&'static str> {
         if paused_by_annotation(meta) {
@@ -142,6 +152,10 @@ impl<A: Default + PartialEq> PartialEq for ManagedStatus<A> {
             && self.observed_generation == other.observed_generation
     }
 }
+
+/// The field manager `LateInitialize` writes `spec.forProvider` with: a
+/// GitOps tool's apply neither owns nor removes what it filled in.
+pub const LATE_INIT_MANAGER: &str = "proxmox-provider-late-init";
 
 /// The annotation that asks for a pass (crossplane-runtime v2.3+).
 pub const RECONCILE_REQUESTED_AT: &str = "crossplane.io/reconcile-requested-at";

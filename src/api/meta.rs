@@ -22,6 +22,13 @@ pub const EXTERNAL_CREATE_FAILED: &str = "crossplane.io/external-create-failed";
 pub const PAUSED: &str = "crossplane.io/paused";
 /// Per-resource override of the resync interval (Go duration, e.g. `30s`).
 pub const POLL_INTERVAL: &str = "crossplane.io/poll-interval";
+/// `"true"` takes over the guest (VM or container) the external name names
+/// although this resource did not create it: once `managementPolicies`
+/// allow Update, the provider writes its owner marker into the guest's
+/// notes and from then on manages it as one it created. A guest carrying
+/// another resource's marker is never taken over. The provider's own key,
+/// not Crossplane's: Crossplane has no such opt-in.
+pub const ADOPT: &str = "proxmox.crossplane.io/adopt";
 /// Finalizer held while a VM this resource created may exist on Proxmox.
 pub const FINALIZER: &str = "finalizer.managedresource.crossplane.io";
 
@@ -140,6 +147,14 @@ pub trait ConfigUser {
             .as_ref()?
             .get(EXTERNAL_NAME)
             .map(String::as_str)
+    }
+    /// Whether it carries [`ADOPT`] `"true"`.
+    fn adopt_requested(&self) -> bool {
+        self.meta()
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ADOPT))
+            .is_some_and(|v| v == "true")
     }
 }
 

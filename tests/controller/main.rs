@@ -20,6 +20,7 @@ pub mod support;
 
 pub mod reconcile;
 
+mod adoption;
 mod architecture;
 pub mod backup_jobs;
 mod bad_input;

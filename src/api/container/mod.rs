@@ -2,12 +2,17 @@
 //! Crossplane-style like a ProxmoxVM, from a container template volume or
 //! an OCI image (PVE 9.1+).
 
+mod observed;
 mod params;
 mod status;
 
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
+pub use observed::{
+    ContainerObserved, ObservedContainerCpu, ObservedContainerNetwork, ObservedFeatures,
+    ObservedRootFs,
+};
 pub use params::{
     ContainerCpu, ContainerDns, ContainerFeatures, ContainerImage, ContainerNetwork,
     ContainerParameters, ContainerTemplate, MountPoint, OciImage, RootFs,

@@ -43,6 +43,12 @@ pub struct ContainerAtProvider {
     /// (create-only fields, features only root@pam may change).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmanaged_drift: Vec<String>,
+    /// The container's configuration as Proxmox shows it, under the names
+    /// of `spec.forProvider` (`cpu`, `memory`, `swap`, `rootfs`,
+    /// `networks`, `tags`, `description`, ...): what to copy into the spec
+    /// when importing a container.
+    #[serde(flatten)]
+    pub config: super::ContainerObserved,
 }
 
 /// What a container's task was started for (a subset of the VM's actions,

@@ -10,6 +10,7 @@ mod hardware;
 mod lifecycle;
 mod network;
 mod nocloud;
+mod observed;
 mod params;
 mod status;
 
@@ -28,6 +29,10 @@ pub use hardware::{Balloon, Hardware};
 pub use lifecycle::{Lifecycle, Startup};
 pub use network::{NetworkDevice, NetworkModel};
 pub use nocloud::{CloudInitSource, CustomCloudInit, LocalConfigMapKeySelector};
+pub use observed::{
+    ObservedCloudInit, ObservedCpu, ObservedDisk, ObservedIpConfig, ObservedNetwork, VmObserved,
+    quantity_of,
+};
 pub use params::{
     CloneSource, Cpu, GuestAgent, Placement, PlacementPolicy, PowerState, ScsiController,
     VmParameters,

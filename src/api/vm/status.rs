@@ -61,6 +61,13 @@ pub struct VmAtProvider {
     /// `customCloudInit`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_changed_under_pid: Option<u64>,
+    /// The VM's configuration as Proxmox shows it, under the names of
+    /// `spec.forProvider` (`cpu`, `memory`, `disks`, `networks`,
+    /// `cloudInit`, `tags`, `description`, ...): what to copy into the spec
+    /// when importing a VM. Shown for this resource's VM, and for any VM
+    /// while `managementPolicies` only observe.
+    #[serde(flatten)]
+    pub config: super::VmObserved,
 }
 
 /// Power state as Proxmox reports it.

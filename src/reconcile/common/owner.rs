@@ -59,6 +59,68 @@ pub(crate) fn description(user: Option<&str>, marker: &str) -> String {
     }
 }
 
+/// Who the last marker line names, for people (`ProxmoxVM team-b/db
+/// uid=...`): the marker does not say which cluster wrote it, only the UID
+/// (a resource's UID is unique to its cluster).
+pub fn marker_owner(description: Option<&str>) -> Option<String> {
+    description?
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix(PREFIX))
+        .next_back()
+        .map(|rest| rest.trim().to_owned())
+}
+
+/// Whether a guest this resource did not create is taken over, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Takeover {
+    /// Write this description (the notes as they are, and this resource's
+    /// marker): from then on the guest is this resource's.
+    Adopt(String),
+    /// Left untouched: why, for the `NotOwned` condition.
+    Refuse(String),
+}
+
+/// What to do with a guest whose marker is not this resource's, when the
+/// resource may change it. `adopt`: the resource carries
+/// [`crate::api::meta::ADOPT`] `"true"`; `guest`: "VM 100 on node pve1".
+/// Only a guest without any marker is adopted: one carrying another
+/// resource's (of this cluster or another) is never claimed.
+pub fn takeover(
+    guest: &str,
+    ownership: &Ownership,
+    observed: Option<&str>,
+    adopt: bool,
+    marker: &str,
+) -> Takeover {
+    let annotation = crate::api::meta::ADOPT;
+    match ownership {
+        Ownership::Ours => Takeover::Adopt(description(
+            Some(&user_part(observed.unwrap_or_default())),
+            marker,
+        )),
+        Ownership::Unmarked if adopt => Takeover::Adopt(description(
+            Some(&user_part(observed.unwrap_or_default())),
+            marker,
+        )),
+        Ownership::Unmarked => Takeover::Refuse(format!(
+            "{guest} was not created by this resource (its notes carry no owner marker); it is left untouched. To only observe it, set managementPolicies to [\"Observe\"]; to take it over, annotate this resource {annotation}=true"
+        )),
+        Ownership::Foreign(uid) => {
+            let owner = marker_owner(observed).unwrap_or_else(|| format!("uid={uid}"));
+            let hint = if adopt {
+                format!(
+                    "; {annotation} never takes over a guest another resource marked (here or in another cluster): if that resource is gone, delete its marker line from the notes in Proxmox first"
+                )
+            } else {
+                String::new()
+            };
+            Takeover::Refuse(format!(
+                "{guest} belongs to another resource ({owner}); it is left untouched{hint}"
+            ))
+        }
+    }
+}
+
 /// The user's part of an observed description: everything but marker lines,
 /// trimmed.
 pub(crate) fn user_part(description: &str) -> String {
@@ -137,6 +199,64 @@ mod tests {
     fn an_empty_uid_owns_nothing() {
         let marker = marker_line("default", "web", "");
         assert_ne!(owner_of(Some(&marker), ""), Ownership::Ours);
+    }
+
+    #[test]
+    fn only_an_unmarked_guest_is_taken_over_and_only_when_asked() {
+        let ours = marker_line("ns", "web", "u-1");
+        let theirs = marker_line("other", "db", "u-2");
+        let foreign_notes = description(Some("their notes"), &theirs);
+        // Name, the notes seen, the opt-in; the notes kept or words of the refusal.
+        type Case<'a> = (
+            &'a str,
+            Option<&'a str>,
+            bool,
+            Result<&'a str, &'a [&'a str]>,
+        );
+        let cases: [Case; 6] = [
+            ("unmarked, asked", Some("hand made"), true, Ok("hand made")),
+            ("no notes at all, asked", None, true, Ok("")),
+            (
+                "unmarked, not asked",
+                Some("hand made"),
+                false,
+                Err(&["no owner marker", "proxmox.crossplane.io/adopt=true"]),
+            ),
+            (
+                "another's marker, asked",
+                Some(&foreign_notes),
+                true,
+                Err(&["ProxmoxVM other/db uid=u-2", "never takes over"]),
+            ),
+            (
+                "another's marker, not asked",
+                Some(&foreign_notes),
+                false,
+                Err(&["ProxmoxVM other/db uid=u-2"]),
+            ),
+            (
+                "a forged marker of ours above another's",
+                Some(&format!("{ours}\n{theirs}")),
+                true,
+                Err(&["ProxmoxVM other/db uid=u-2"]),
+            ),
+        ];
+        for (name, observed, adopt, want) in cases {
+            let owner = owner_of(observed, "u-1");
+            let got = takeover("VM 100", &owner, observed, adopt, &ours);
+            match (got, want) {
+                (Takeover::Adopt(written), Ok(notes)) => {
+                    assert_eq!(owner_of(Some(&written), "u-1"), Ownership::Ours, "{name}");
+                    assert_eq!(user_part(&written), notes, "{name}");
+                }
+                (Takeover::Refuse(why), Err(words)) => {
+                    for word in words {
+                        assert!(why.contains(word), "{name}: {why}");
+                    }
+                }
+                (got, want) => panic!("{name}: {got:?}, wanted {want:?}"),
+            }
+        }
     }
 
     #[test]

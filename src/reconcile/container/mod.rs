@@ -5,11 +5,15 @@
 //! | module | concept |
 //! |---|---|
 //! | [`plan`] | the decisions: resource + observation → one step, the status (pure) |
+//! | [`late_init`] | `LateInitialize`: unset spec fields filled from the container (pure) |
+//! | [`observed`] | the config as `status.atProvider` shows it, in the spec's shape (pure) |
 //! | [`render`] | the spec as Proxmox values: the create call, the managed keys compared for drift (pure) |
 //! | [`pass`] | one pass: connect, observe, reserve, plan, act, settle, report |
 //! | [`controller`] | the kube-runtime Controller of ProxmoxContainers |
 
 pub mod controller;
+pub mod late_init;
+pub mod observed;
 pub mod pass;
 pub mod plan;
 pub mod render;

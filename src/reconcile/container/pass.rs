@@ -507,6 +507,7 @@ async fn act(
             // it to, the step is not pretended done (a step "done" without
             // being sent was a pass again at once, a hot loop).
             Step::AddFinalizer
+            | Step::LateInitialize(_)
             | Step::RecordVmid(_)
             | Step::ForgetVmid(_)
             | Step::Pull { .. }
@@ -523,6 +524,23 @@ async fn act(
     match step {
         Step::Idle => Outcome::Done,
         Step::AddFinalizer => metadata(finalizer::patch(&ct.metadata, true)).await,
+        Step::LateInitialize(fields) => {
+            // On the version read, under a field manager of its own.
+            let api: Api<ProxmoxContainer> = Api::namespaced(ctx.kube.clone(), &id.namespace);
+            let params = PatchParams {
+                field_manager: Some(crate::api::managed::LATE_INIT_MANAGER.into()),
+                ..PatchParams::default()
+            };
+            let patch = json!({
+                "metadata": {"resourceVersion": version},
+                "spec": {"forProvider": fields},
+            });
+            match api.patch(&id.name, &params, &Patch::Merge(&patch)).await {
+                Ok(_) => Outcome::Done,
+                Err(e) if is_not_found(&e) => Outcome::Done,
+                Err(e) => Outcome::Failed(format!("filling unset spec fields: {e}")),
+            }
+        }
         Step::RemoveFinalizer => metadata(finalizer::patch(&ct.metadata, false)).await,
         // On the version read: two writers can never both record a VMID.
         Step::RecordVmid(vmid) => {

@@ -80,10 +80,14 @@ pub fn template_volume(template: &ContainerTemplate) -> Option<String> {
     }
 }
 
+/// This resource's owner marker line.
+pub fn marker(id: &Identity) -> String {
+    marker_line_of("ProxmoxContainer", &id.namespace, &id.name, &id.uid)
+}
+
 /// The description the container carries: the notes and the owner marker.
 pub fn wanted_description(spec: &ContainerParameters, id: &Identity) -> String {
-    let marker = marker_line_of("ProxmoxContainer", &id.namespace, &id.name, &id.uid);
-    description(spec.description.as_deref(), &marker)
+    description(spec.description.as_deref(), &marker(id))
 }
 
 fn nets(spec: &ContainerParameters) -> BTreeMap<u32, ContainerNet> {

@@ -61,6 +61,11 @@ fn recorded() -> Value {
     json!({"crossplane.io/external-name": "120"})
 }
 
+/// A VMID the provider allocated and recorded, its create not yet seen.
+fn allocated() -> Value {
+    json!({"crossplane.io/external-name": "120", "crossplane.io/external-create-pending": "2027-01-15T08:00:00Z"})
+}
+
 /// A container at the VMID with another description.
 fn described(description: &str) -> Container {
     let Container::Present(mut seen) = ours(false, &[]) else {
@@ -129,6 +134,7 @@ fn kind(step: &Step) -> &'static str {
         Step::Idle => "idle",
         Step::AddFinalizer => "add-finalizer",
         Step::RemoveFinalizer => "remove-finalizer",
+        Step::LateInitialize(_) => "late-initialize",
         Step::RecordVmid(_) => "record-vmid",
         Step::ForgetVmid(_) => "forget-vmid",
         Step::Pull { .. } => "pull",
@@ -307,15 +313,21 @@ fn the_way_to_a_container_step_by_step() {
         ),
         (
             "a VM took the allocated VMID first: forgotten, another allocated",
-            ct(json!({}), recorded(), json!({})),
+            ct(json!({}), allocated(), json!({})),
             obs(Container::Taken("VMID 120 belongs to a VM".into())),
             "forget-vmid",
         ),
         (
             "another resource's container took the allocated VMID: forgotten",
-            ct(json!({}), recorded(), json!({})),
+            ct(json!({}), allocated(), json!({})),
             obs(foreign()),
             "forget-vmid",
+        ),
+        (
+            "another resource's container at a VMID a person named: left, said",
+            ct(json!({}), recorded(), json!({})),
+            obs(foreign()),
+            "idle",
         ),
         (
             "an unmarked container at the allocated VMID: left, said (it may be ours, edited)",
@@ -450,7 +462,7 @@ fn deleting_destroys_only_what_is_ours() {
         let p = plan(&c, &id(), &obs(seen.clone()), now());
         assert_eq!(kind(&p.step), "remove-finalizer", "{description:?}");
         let live = plan(
-            &ct(json!({}), recorded(), json!({})),
+            &ct(json!({}), allocated(), json!({})),
             &id(),
             &obs(seen),
             now(),
@@ -794,5 +806,113 @@ fn a_missing_or_unusable_config_is_reported_before_the_finalizer() {
     assert_eq!(
         plan(&deleting, &id(), &o, now()).step,
         Step::RemoveFinalizer
+    );
+}
+
+#[test]
+fn a_container_not_made_here_is_observed_and_taken_over_only_when_asked() {
+    let adopt =
+        json!({"crossplane.io/external-name": "120", "proxmox.crossplane.io/adopt": "true"});
+    let cases: Vec<(&str, Value, Value, Container, &str, &str)> = vec![
+        (
+            "observed whatever its marker",
+            json!({"managementPolicies": ["Observe"]}),
+            recorded(),
+            unmarked(),
+            "idle",
+            "ReconcileSuccess",
+        ),
+        (
+            "observed with LateInitialize: unset fields filled first",
+            json!({"managementPolicies": ["Observe", "LateInitialize"]}),
+            recorded(),
+            unmarked(),
+            "late-initialize",
+            "ReconcileSuccess",
+        ),
+        (
+            "another's, observed",
+            json!({"managementPolicies": ["Observe"]}),
+            recorded(),
+            foreign(),
+            "idle",
+            "ReconcileSuccess",
+        ),
+        (
+            "managed without the opt-in",
+            json!({}),
+            recorded(),
+            unmarked(),
+            "idle",
+            "NotOwned",
+        ),
+        (
+            "managed with the opt-in: the marker written",
+            json!({}),
+            adopt.clone(),
+            unmarked(),
+            "configure",
+            "ReconcileSuccess",
+        ),
+        (
+            "another's marker: never, whatever the opt-in",
+            json!({}),
+            adopt.clone(),
+            foreign(),
+            "idle",
+            "NotOwned",
+        ),
+    ];
+    for (name, policies, annotations, seen, step, reason) in cases {
+        let mut c = ct(json!({}), annotations, json!({}));
+        if let Some(p) = policies.get("managementPolicies") {
+            c.spec.managed.management_policies = serde_json::from_value(p.clone()).unwrap();
+        }
+        let p = plan(&c, &id(), &obs(seen), now());
+        assert_eq!(kind(&p.step), step, "{name}: {:?}", p.step);
+        let synced = find(&p.status.conditions, ConditionType::Synced).unwrap();
+        assert_eq!(synced.reason, reason, "{name}: {:?}", synced.message);
+        if let Step::LateInitialize(fields) = &p.step {
+            assert_eq!(
+                **fields,
+                json!({"hostname": "app", "description": "made by hand"}),
+                "{name}"
+            );
+        }
+        if let Step::Configure { update, .. } = &p.step {
+            assert_eq!(
+                update.set.keys().collect::<Vec<_>>(),
+                ["description"],
+                "{name}"
+            );
+            assert_eq!(
+                update.set["description"],
+                format!(
+                    "made by hand\n\n{}",
+                    marker_line_of("ProxmoxContainer", "ns", "app", UID)
+                ),
+                "{name}"
+            );
+            assert_eq!(update.digest.as_deref(), Some("d1"), "{name}");
+        }
+        if reason == "NotOwned" {
+            let message = synced.message.clone().unwrap_or_default();
+            assert!(
+                message.contains("proxmox.crossplane.io/adopt"),
+                "{name}: {message}"
+            );
+            assert_eq!(p.status.at_provider.config, Default::default(), "{name}");
+        }
+    }
+    let foreign_message = {
+        let c = ct(json!({}), adopt, json!({}));
+        let p = plan(&c, &id(), &obs(foreign()), now());
+        find(&p.status.conditions, ConditionType::Synced)
+            .and_then(|c| c.message.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        foreign_message.contains("ProxmoxContainer other/app uid=another-uid"),
+        "names the marker's owner: {foreign_message}"
     );
 }

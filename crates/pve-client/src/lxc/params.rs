@@ -46,6 +46,15 @@ impl fmt::Display for ContainerVolume {
 }
 
 impl ContainerVolume {
+    /// The storage of an observed `rootfs`/`mpN` volume
+    /// (`local-lvm:vm-100-disk-0,size=8G` → `local-lvm`); `None` for a
+    /// bind mount (an absolute path).
+    pub fn observed_storage(value: &str) -> Option<String> {
+        let volume = split_props(value, "volume").remove("volume")?;
+        let (storage, _) = volume.split_once(':')?;
+        (!storage.is_empty() && !storage.starts_with('/')).then(|| storage.to_owned())
+    }
+
     /// The size in bytes of an observed `rootfs`/`mpN` (`size=8G`).
     pub fn observed_size(value: &str) -> Option<u64> {
         split_props(value, "volume")
@@ -74,6 +83,21 @@ pub struct ContainerNet {
 }
 
 impl ContainerNet {
+    /// Reads an observed `netN` (the keys this model has; `tag` or
+    /// `firewall` that do not parse are left out).
+    pub fn parse(value: &str) -> Self {
+        let mut keys = split_props(value, "name");
+        Self {
+            name: keys.remove("name").unwrap_or_default(),
+            bridge: keys.remove("bridge"),
+            tag: keys.remove("tag").and_then(|t| t.parse().ok()),
+            ip: keys.remove("ip"),
+            gw: keys.remove("gw"),
+            ip6: keys.remove("ip6"),
+            firewall: keys.remove("firewall").map(|f| f == "1"),
+        }
+    }
+
     fn managed(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();
         m.insert("name".to_owned(), self.name.clone());
@@ -417,6 +441,39 @@ mod tests {
             moved.merged_with(Some(seen)),
             "name=eth0,bridge=vmbr1,gw=10.0.0.1,hwaddr=BC:24:11:00:00:01,ip=10.0.0.5/24,tag=10,type=veth"
         );
+    }
+
+    #[test]
+    fn an_observed_nic_and_volume_read_back() {
+        let nic = ContainerNet::parse(
+            "name=eth0,bridge=vmbr0,firewall=1,gw=10.0.0.1,hwaddr=BC:24:11:00:00:01,ip=10.0.0.5/24,tag=20,type=veth",
+        );
+        assert_eq!(
+            nic,
+            ContainerNet {
+                name: "eth0".into(),
+                bridge: Some("vmbr0".into()),
+                tag: Some(20),
+                ip: Some("10.0.0.5/24".into()),
+                gw: Some("10.0.0.1".into()),
+                ip6: None,
+                firewall: Some(true),
+            }
+        );
+        assert!(nic.matches(&nic.to_string()));
+        let cases = [
+            ("local-lvm:vm-100-disk-0,size=8G", Some("local-lvm")),
+            ("volume=tank:subvol-100-disk-0,size=8G", Some("tank")),
+            ("/mnt/host,mp=/data", None),
+            ("", None),
+        ];
+        for (value, want) in cases {
+            assert_eq!(
+                ContainerVolume::observed_storage(value).as_deref(),
+                want,
+                "{value}"
+            );
+        }
     }
 
     #[test]

@@ -87,6 +87,7 @@ pub(super) fn plan(
 ) -> Plan {
     cx.at().state = Some(ObservedState::Absent);
     cx.at().lock = None;
+    cx.at().config = Default::default();
     if deleting {
         cx.ready(false, Reason::Deleting, "the container is gone");
         return cx.done(Step::RemoveFinalizer, Duration::ZERO);

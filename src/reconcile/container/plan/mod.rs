@@ -307,6 +307,7 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
         }
         Container::Taken(why) => {
             cx.at().state = None;
+            cx.at().config = Default::default();
             if reallocates(&mut cx, vmid, deleting, caps.create) {
                 return cx.done(Step::ForgetVmid(vmid), Duration::ZERO);
             }
@@ -330,7 +331,16 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
 /// a ProxmoxVM does: two provider configs of one cluster, or a guest made
 /// by hand, can take an allocated VMID before the create.
 pub(super) fn reallocates(cx: &mut Ctx<'_>, vmid: u32, deleting: bool, create: bool) -> bool {
-    if deleting || !create || cx.ct.spec.for_provider.vmid.is_some() {
+    // Only a VMID the provider allocated (recorded with
+    // `external-create-pending`) is given up: one a person named in the
+    // external name (an import) is that guest's, reported `NotOwned`.
+    let allocated = cx
+        .ct
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(crate::api::meta::EXTERNAL_CREATE_PENDING));
+    if deleting || !create || !allocated || cx.ct.spec.for_provider.vmid.is_some() {
         return false;
     }
     let why = format!(

@@ -4,12 +4,14 @@
 
 use std::time::Duration;
 
+use pve_client::lxc::ContainerUpdate;
+
 use super::{Ctx, Observation, Plan, Seen, Step, TASK_FALLBACK, WAIT, invalid_spec, reallocates};
 use crate::api::condition::Reason;
-use crate::api::meta;
+use crate::api::meta::{self, ConfigUser};
 use crate::api::vm::{ObservedState, PowerState};
-use crate::reconcile::common::owner::{Ownership, owner_of};
-use crate::reconcile::container::render;
+use crate::reconcile::common::owner::{Ownership, Takeover, owner_of, takeover};
+use crate::reconcile::container::{late_init, render};
 
 pub(super) fn plan(
     mut cx: Ctx<'_>,
@@ -27,6 +29,7 @@ pub(super) fn plan(
     } else {
         ObservedState::Stopped
     });
+    cx.at().config = crate::reconcile::container::observed::config(&seen.config, seen.running);
     // While PVE creates it, the config holds only the lock: the marker
     // comes with the rest at the end of the create.
     if lock.as_deref() == Some("create") {
@@ -38,25 +41,48 @@ pub(super) fn plan(
         cx.ready(false, Reason::Creating, "the container is being created");
         return cx.done(Step::Idle, WAIT);
     }
-    match owner_of(seen.config.get("description"), &cx.id.uid) {
+    let observed = seen.config.get("description");
+    let ownership = owner_of(observed, &cx.id.uid);
+    // Only observing: any container is described, none is changed (the
+    // import flow's first step). Without Delete nothing is destroyed either.
+    let observing = !caps.create && !caps.update && !caps.delete;
+    match ownership {
         Ownership::Ours => {}
         Ownership::Foreign(_) if reallocates(&mut cx, vmid, deleting, caps.create) => {
             // Another resource's container (of another provider config of
             // the same cluster) took the VMID allocated to this one.
             return cx.done(Step::ForgetVmid(vmid), Duration::ZERO);
         }
-        Ownership::Foreign(uid) => {
-            let why = format!(
-                "container {vmid} is owned by another resource (uid {uid}); it is left untouched"
-            );
+        Ownership::Foreign(_) | Ownership::Unmarked if observing => {}
+        other => {
+            // Not described: it is not this resource's.
+            cx.at().config = Default::default();
+            let guest = format!("container {vmid} on node {}", seen.node);
+            let adopt = cx.ct.adopt_requested();
+            let why = match takeover(&guest, &other, observed, adopt, &render::marker(cx.id)) {
+                Takeover::Adopt(description) if caps.update && !deleting => {
+                    return adoption(cx, seen, vmid, description);
+                }
+                Takeover::Adopt(_) => format!(
+                    "{guest} was not created by this resource; taking it over ({}) writes its owner marker, which managementPolicies without Update do not allow",
+                    meta::ADOPT
+                ),
+                Takeover::Refuse(why) => why,
+            };
             return not_ours(cx, &why, deleting, obs.poll);
         }
-        Ownership::Unmarked => {
-            let why = format!(
-                "container {vmid} exists without this resource's owner marker; it is left untouched"
-            );
-            return not_ours(cx, &why, deleting, obs.poll);
-        }
+    }
+    if !deleting
+        && cx.ct.spec.managed.late_initializes()
+        && let Some(fields) =
+            late_init::fields(&cx.ct.spec.for_provider, &cx.status.at_provider.config)
+    {
+        cx.synced(
+            true,
+            Reason::ReconcileSuccess,
+            "filling unset spec.forProvider fields from the container (LateInitialize)",
+        );
+        return cx.done(Step::LateInitialize(Box::new(fields)), Duration::ZERO);
     }
     if let Some(lock) = lock {
         cx.synced(
@@ -149,4 +175,31 @@ fn not_ours(mut cx: Ctx<'_>, why: &str, deleting: bool, poll: Duration) -> Plan 
         return cx.done(Step::RemoveFinalizer, Duration::ZERO);
     }
     cx.done(Step::Idle, poll)
+}
+
+/// Takes over an unmarked container the resource asked for: one config
+/// update writing the owner marker after its notes, based on the digest
+/// read. From the next pass on the container is this resource's, as if it
+/// had created it.
+fn adoption(mut cx: Ctx<'_>, seen: &Seen, vmid: u32, description: String) -> Plan {
+    let note = format!(
+        "taking over container {vmid} on node {} ({}=true): writing this resource's owner marker into its notes",
+        seen.node,
+        meta::ADOPT
+    );
+    cx.event(false, "Adopting", note.clone());
+    cx.synced(true, Reason::ReconcileSuccess, &note);
+    let update = ContainerUpdate {
+        set: [("description".to_owned(), description)].into(),
+        delete: vec![],
+        digest: seen.config.digest.clone(),
+    };
+    cx.done(
+        Step::Configure {
+            node: seen.node.clone(),
+            vmid,
+            update,
+        },
+        Duration::ZERO,
+    )
 }

@@ -116,6 +116,9 @@ pub enum Step {
     Idle,
     AddFinalizer,
     RemoveFinalizer,
+    /// Fills unset `spec.forProvider` fields (`LateInitialize`): a merge
+    /// patch of `forProvider`, written with its own field manager.
+    LateInitialize(Box<serde_json::Value>),
     /// Records the VMID in the external-name annotation (before any create).
     RecordVmid(u32),
     /// Forgets an allocated VMID another guest took before this container
@@ -169,6 +172,7 @@ impl Step {
             Step::Stop { node, .. } => Some((ContainerTaskAction::Stop, node)),
             Step::Destroy { node, .. } => Some((ContainerTaskAction::Destroy, node)),
             Step::Idle
+            | Step::LateInitialize(_)
             | Step::AddFinalizer
             | Step::RemoveFinalizer
             | Step::RecordVmid(_)

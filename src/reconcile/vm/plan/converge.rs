@@ -11,11 +11,15 @@ use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
 use super::ha::HaCall;
 use super::input::{AgentState, ObservedVm, Power};
-use super::output::{Idle, KubeWrite, PveCall};
+use super::late_init;
+use super::observed;
+use super::output::{ConfigChanges, Idle, KubeWrite, PveCall};
 use super::owner::{Ownership, ownership};
 use super::task;
 use super::template;
+use crate::api::meta::{self, ConfigUser};
 use crate::api::{Reason, vm::TaskAction};
+use crate::reconcile::common::owner::{Takeover, takeover};
 
 /// Decides for a VM that exists.
 pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
@@ -31,6 +35,25 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
         return Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say);
     };
     let managing = ctx.caps.update || ctx.caps.create;
+    let owner = ownership(config, ctx.uid());
+    let ours = owner == Ownership::Ours;
+    // The VM the status may describe: ours, or any while only observing.
+    if (ours || !managing)
+        && !ctx.deleting()
+        && ctx.vm.spec.managed.late_initializes()
+        && let Some(fields) = late_init::fields(ctx.spec, &observed::config(config, vm.power))
+    {
+        let say = Say::yes(
+            Reason::ReconcileSuccess,
+            format!("filling unset spec.forProvider fields from VM {vmid} (LateInitialize)"),
+        );
+        return Decision::new(
+            KubeWrite::LateInitialize(Box::new(fields)),
+            Some(Duration::ZERO),
+            say,
+        )
+        .keep_ready();
+    }
     if !managing {
         let say = Say::yes(
             Reason::ReconcileSuccess,
@@ -38,9 +61,8 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
         );
         return Decision::new(Idle::UpToDate, Some(ctx.resync_interval()), say);
     }
-    match ownership(config, ctx.uid()) {
-        Ownership::Ours => {}
-        other => return not_ours(ctx, vm, other),
+    if !ours {
+        return not_ours(ctx, out, vm, owner);
     }
     if !ctx.create_succeeded() {
         // Our VM exists but its creation was never recorded (the write was
@@ -88,7 +110,7 @@ fn being_created(ctx: &Ctx, vm: &ObservedVm) -> Decision {
     ctx.event_on_change(d, Reason::NotOwned, "NotOwned", message)
 }
 
-fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
+fn not_ours(ctx: &Ctx, out: &Out, vm: &ObservedVm, owner: Ownership) -> Decision {
     let vmid = ctx.vmid_text();
     if ctx.create_pending() && ctx.spec.vmid.is_none() && ctx.caps.create {
         // The VMID we allocated was taken by another VM before ours was
@@ -116,17 +138,23 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
                 ),
             );
     }
-    let whose = match owner {
-        Ownership::Foreign(uid) => format!("belongs to another resource (uid {uid})"),
-        Ownership::Ours | Ownership::Unmarked => {
-            "was not created by this resource (its description has no owner marker)".into()
+    let guest = format!("VM {vmid} on node {}", vm.node);
+    let observed = vm
+        .config
+        .as_ref()
+        .and_then(|c| c.current.get("description"))
+        .map(String::as_str);
+    let adopt = ctx.vm.adopt_requested();
+    let why = match takeover(&guest, &owner, observed, adopt, &ctx.marker_line()) {
+        Takeover::Adopt(description) if ctx.caps.update => {
+            return adoption(ctx, out, vm, description);
         }
+        Takeover::Adopt(_) => format!(
+            "{guest} was not created by this resource; taking it over ({}) writes its owner marker, which managementPolicies without Update do not allow",
+            meta::ADOPT
+        ),
+        Takeover::Refuse(why) => why,
     };
-    let hint = ctx.marker_line();
-    let message = format!(
-        "VM {vmid} on node {} {whose}; it is left untouched. To only observe it, set managementPolicies to [\"Observe\"]; to manage it, add the line \"{hint}\" to its notes",
-        vm.node
-    );
     let ready = Say::no(
         Reason::Unavailable,
         format!("VM {vmid} is not managed by this resource"),
@@ -134,12 +162,56 @@ fn not_ours(ctx: &Ctx, vm: &ObservedVm, owner: Ownership) -> Decision {
     let d = Decision::new(
         Idle::Wait,
         Some(ctx.resync_interval()),
-        Say::no(Reason::NotOwned, message.clone()),
+        Say::no(Reason::NotOwned, why.clone()),
     )
     .ready(ready);
     // Once per change, not per pass: `kubectl describe` and alerts on
     // Warning events see it without a new event every resync.
-    ctx.event_on_change(d, Reason::NotOwned, "NotOwned", message)
+    ctx.event_on_change(d, Reason::NotOwned, "NotOwned", why)
+}
+
+/// Takes over an unmarked VM the resource asked for: one config update
+/// writing the owner marker after its notes, based on the digest read (a
+/// VM changed meanwhile refuses it, and the next pass looks again). The
+/// passes after it find the VM ours and go on as after a create: its
+/// creation is recorded, then drift is corrected.
+fn adoption(ctx: &Ctx, out: &Out, vm: &ObservedVm, description: String) -> Decision {
+    let vmid = ctx.vmid().unwrap_or_default();
+    if !ctx.has_finalizer() {
+        // As before a create: a VM this resource will destroy on deletion
+        // is never marked before the finalizer holds the resource.
+        let say = Say::yes(
+            Reason::ReconcileSuccess,
+            format!("adding the finalizer before taking over VM {vmid}"),
+        );
+        return Decision::new(KubeWrite::AddFinalizer, Some(Duration::ZERO), say);
+    }
+    let doing = format!("taking over VM {vmid}: writing its owner marker");
+    if let Some(d) = held(ctx, out, vm, &doing, TaskAction::Configure) {
+        return d;
+    }
+    let config = vm.config.as_ref();
+    let mut changes = ConfigChanges {
+        digest: config.and_then(|c| c.current.get("digest").cloned()),
+        ..ConfigChanges::default()
+    };
+    changes.set.description = Some(description.as_str().into());
+    let call = PveCall::Configure {
+        node: vm.node.clone(),
+        vmid,
+        changes: Box::new(changes),
+    };
+    let note = format!(
+        "taking over VM {vmid} on node {} ({}=true): writing this resource's owner marker into its notes",
+        vm.node,
+        meta::ADOPT
+    );
+    Decision::new(
+        call,
+        Some(ctx.timing.poll_interval),
+        Say::yes(Reason::WaitingForTask, doing),
+    )
+    .event(false, "Adopting", note)
 }
 
 /// One step towards the spec: configure, then grow disks, then power.

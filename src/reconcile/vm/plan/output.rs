@@ -191,6 +191,9 @@ pub enum KubeWrite {
     RecordCreateSucceeded,
     /// Remove the finalizer; the resource may go.
     RemoveFinalizer,
+    /// Fill unset `spec.forProvider` fields (`LateInitialize`): this merge
+    /// patch of `forProvider`, sent with its own field manager.
+    LateInitialize(Box<serde_json::Value>),
 }
 
 impl KubeWrite {
@@ -202,6 +205,7 @@ impl KubeWrite {
             Self::AddFinalizer => "AddFinalizer",
             Self::RecordCreateSucceeded => "RecordCreateSucceeded",
             Self::RemoveFinalizer => "RemoveFinalizer",
+            Self::LateInitialize(_) => "LateInitialize",
         }
     }
 
@@ -213,6 +217,7 @@ impl KubeWrite {
             Self::AddFinalizer => "add the finalizer",
             Self::RecordCreateSucceeded => "record the successful create",
             Self::RemoveFinalizer => "remove the finalizer",
+            Self::LateInitialize(_) => "fill unset spec fields from the VM",
         }
     }
 }

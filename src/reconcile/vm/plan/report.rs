@@ -10,7 +10,10 @@ use super::context::Ctx;
 use super::decision::{Out, Say};
 use super::input::{AgentState, GuestInterface, ObservedVm, Power, VmConfig, VmState};
 use super::owner::{Ownership, ownership};
-use crate::api::{ProxmoxVMStatus, Reason, vm::ObservedState};
+use crate::api::{
+    ProxmoxVMStatus, Reason,
+    vm::{ObservedState, VmObserved},
+};
 
 /// Words for a power state.
 pub(super) fn power_word(power: Power) -> &'static str {
@@ -44,6 +47,7 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             at.ip_addresses.clear();
             at.mac_addresses.clear();
             at.pending_changes.clear();
+            at.config = VmObserved::default();
         }
         // A VM we may not manage (another resource's, a hand-made one, or
         // one still locked by a create whose owner cannot be read yet) is
@@ -56,12 +60,16 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             at.ip_addresses.clear();
             at.mac_addresses.clear();
             at.pending_changes.clear();
+            at.config = VmObserved::default();
         }
         VmState::Present(vm) => {
             at.node = Some(vm.node.clone());
             at.state = Some(observed_state(vm.power));
             at.lock = vm.lock.clone();
             at.mac_addresses = macs(vm);
+            if let Some(config) = &vm.config {
+                at.config = super::observed::config(config, vm.power);
+            }
             let ips = match &vm.agent {
                 AgentState::Interfaces(ifaces) => addresses(ifaces),
                 AgentState::NotAsked | AgentState::NoAnswer(_) => vec![],

@@ -2,6 +2,7 @@
 //! conditions. Fixtures build one "world" (resource + provider + Proxmox
 //! observation) per case.
 
+mod adopt;
 pub(super) mod converge;
 pub(super) mod create;
 mod delete;

@@ -38,7 +38,7 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value 
             meta::EXTERNAL_CREATE_SUCCEEDED: null,
         })),
         KubeWrite::RecordCreateSucceeded => Some(json!({ meta::EXTERNAL_CREATE_SUCCEEDED: now })),
-        KubeWrite::AddFinalizer | KubeWrite::RemoveFinalizer => None,
+        KubeWrite::AddFinalizer | KubeWrite::RemoveFinalizer | KubeWrite::LateInitialize(_) => None,
     };
     if let Some(a) = annotations {
         metadata.insert("annotations".into(), a);
@@ -49,6 +49,9 @@ pub(super) fn patch(vm: &ProxmoxVM, write: &KubeWrite, now: Timestamp) -> Value 
         }
         KubeWrite::RemoveFinalizer => {
             metadata.insert("finalizers".into(), json!(finalizers(&vm.metadata, false)));
+        }
+        KubeWrite::LateInitialize(fields) => {
+            return json!({ "metadata": metadata, "spec": { "forProvider": fields } });
         }
         KubeWrite::RecordExternalName { .. }
         | KubeWrite::ForgetExternalName
@@ -67,7 +70,20 @@ pub(super) async fn apply(
     let api: Api<ProxmoxVM> = Api::namespaced(kube.clone(), &id.namespace);
     let body = patch(vm, write, now);
     tracing::debug!(vm = %id, write = write.name(), "writing metadata");
-    api.patch(&id.name, &PatchParams::default(), &Patch::Merge(&body))
+    // Spec fields filled in are recorded under a manager of their own: an
+    // apply by the user's tool neither owns nor removes them.
+    let params = match write {
+        KubeWrite::LateInitialize(_) => PatchParams {
+            field_manager: Some(crate::api::managed::LATE_INIT_MANAGER.into()),
+            ..PatchParams::default()
+        },
+        KubeWrite::RecordExternalName { .. }
+        | KubeWrite::ForgetExternalName
+        | KubeWrite::AddFinalizer
+        | KubeWrite::RecordCreateSucceeded
+        | KubeWrite::RemoveFinalizer => PatchParams::default(),
+    };
+    api.patch(&id.name, &params, &Patch::Merge(&body))
         .await
         .map(|written| written.resource_version())
 }

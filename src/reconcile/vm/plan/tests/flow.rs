@@ -247,7 +247,25 @@ fn apply_kube(world: &mut World, step: &Step) {
                 annotations.remove(key);
             }
         }
+        Step::Kube(KubeWrite::LateInitialize(fields)) => {
+            // A JSON merge patch of forProvider, as the API server applies it.
+            let mut spec = serde_json::to_value(&world.vm.spec.for_provider).unwrap();
+            merge(&mut spec, fields);
+            world.vm.spec.for_provider = serde_json::from_value(spec).unwrap();
+        }
         Step::Pve(_) | Step::Ha(_) | Step::Idle(_) => {}
+    }
+}
+
+/// RFC 7386: objects merged key by key, anything else replaced.
+fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    match (target, patch) {
+        (serde_json::Value::Object(t), serde_json::Value::Object(p)) => {
+            for (k, v) in p {
+                merge(t.entry(k.clone()).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (t, p) => *t = p.clone(),
     }
 }
 
