@@ -10,6 +10,7 @@ use kube::{CustomResourceExt, Resource};
 use super::backup_job::ProxmoxBackupJob;
 use super::ip_set::ProxmoxIPSet;
 use super::pool::ProxmoxPool;
+use super::sdn::{ProxmoxSDNZone, ProxmoxVNet};
 use super::security_group::ProxmoxSecurityGroup;
 use super::{
     ClusterProviderConfig, GROUP, ProviderConfig, ProxmoxContainer, ProxmoxImage, ProxmoxVM,
@@ -74,6 +75,8 @@ pub fn all() -> Vec<Kind> {
         Kind::of::<ProxmoxSecurityGroup>(true),
         Kind::of::<ProxmoxIPSet>(true),
         Kind::of::<ProxmoxBackupJob>(true),
+        Kind::of::<ProxmoxSDNZone>(true),
+        Kind::of::<ProxmoxVNet>(true),
     ]
 }
 

@@ -70,7 +70,7 @@ use super::runtime::wake::Waker;
 use super::vm::wake::{Referenced, Templates, readers};
 use crate::api::{
     ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSecurityGroup, ProxmoxVM,
+    ProxmoxSDNZone, ProxmoxSecurityGroup, ProxmoxVM, ProxmoxVNet,
 };
 use crate::reconcile::backup_job;
 use crate::reconcile::configs::{self, Tap, Users};
@@ -79,6 +79,7 @@ use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::ip_set;
 use crate::reconcile::pool;
+use crate::reconcile::sdn;
 use crate::reconcile::security_group;
 use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::vm::pass::{error_policy, reconcile};
@@ -116,13 +117,21 @@ pub async fn run(
     // caches take it in).
     let ((job_store, job_writer), (wake_job, job_wakeups)) =
         (reflector::store(), mpsc::unbounded());
+    // SDN zones and VNets: the applier wakes them when their apply state
+    // changes.
+    let ((zone_store, zone_writer), (wake_zone, zone_wakeups)) =
+        (reflector::store(), mpsc::unbounded());
+    let ((vnet_store, vnet_writer), (wake_vnet, vnet_wakeups)) =
+        (reflector::store(), mpsc::unbounded());
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
         .with_images(images.clone(), image_waker.sender())
         .with_kind(pools.clone(), pool_wake.clone())
         .with_kind(set_store.clone(), wake_set.clone())
         .with_kind(group_store.clone(), wake_group)
-        .with_kind(job_store.clone(), wake_job.clone());
+        .with_kind(job_store.clone(), wake_job.clone())
+        .with_kind(zone_store.clone(), wake_zone.clone())
+        .with_kind(vnet_store.clone(), wake_vnet.clone());
     let job_waker = backup_job::wake::waker(wake_job.clone(), job_store.clone(), reader.clone());
     let job_containers =
         backup_job::wake::container_waker(wake_job, job_store.clone(), containers.clone());
@@ -191,6 +200,8 @@ pub async fn run(
             job_store.clone(),
         ),
     );
+    states::count::<ProxmoxSDNZone, _>(metrics.states(), zone_store, states::plain);
+    states::count::<ProxmoxVNet, _>(metrics.states(), vnet_store, states::plain);
     let ctx = Arc::new(Context::new(
         kube.clone(),
         settings,
@@ -269,6 +280,12 @@ pub async fn run(
         group_store,
         stop.clone(),
     );
+    let sdn = sdn::run(
+        Arc::clone(&ctx),
+        ((zone_writer, zone_wakeups), (vnet_writer, vnet_wakeups)),
+        (wake_zone, wake_vnet),
+        stop.clone(),
+    );
     let configs = configs::run(
         kube,
         namespace,
@@ -279,7 +296,7 @@ pub async fn run(
         stop,
     );
     futures::join!(
-        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets, jobs
+        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets, jobs, sdn
     );
     readiness.set_synced(false);
     tracing::info!("controller stopped");

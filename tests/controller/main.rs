@@ -42,6 +42,7 @@ mod images;
 mod lifecycle;
 mod motion;
 mod pools;
+pub mod sdn;
 mod races;
 mod rbac;
 mod requests;

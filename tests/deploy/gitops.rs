@@ -23,7 +23,7 @@ use std::process::Command;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use provider_proxmox::api::{
     ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSecurityGroup, ProxmoxVM,
+    ProxmoxSDNZone, ProxmoxSecurityGroup, ProxmoxVM, ProxmoxVNet,
 };
 use serde_json::{Value, json};
 
@@ -41,7 +41,7 @@ struct Kind {
     in_flight: &'static str,
 }
 
-const KINDS: [Kind; 7] = [
+const KINDS: [Kind; 9] = [
     Kind {
         name: "ProxmoxVM",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
@@ -77,6 +77,16 @@ const KINDS: [Kind; 7] = [
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
         in_flight: "matches no",
     },
+    Kind {
+        name: "ProxmoxSDNZone",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "pending SDN configuration",
+    },
+    Kind {
+        name: "ProxmoxVNet",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "pending SDN configuration",
+    },
 ];
 
 impl Kind {
@@ -102,6 +112,8 @@ impl Kind {
             "ProxmoxSecurityGroup" => ApiResource::erase::<ProxmoxSecurityGroup>(&()),
             "ProxmoxIPSet" => ApiResource::erase::<ProxmoxIPSet>(&()),
             "ProxmoxBackupJob" => ApiResource::erase::<ProxmoxBackupJob>(&()),
+            "ProxmoxSDNZone" => ApiResource::erase::<ProxmoxSDNZone>(&()),
+            "ProxmoxVNet" => ApiResource::erase::<ProxmoxVNet>(&()),
             other => panic!("no API for {other}"),
         };
         kube::Api::namespaced_with(support::client(), namespace, &resource)

@@ -34,6 +34,7 @@ pub mod observer;
 pub mod pool;
 mod request;
 pub mod retry;
+pub mod sdn;
 pub mod secret;
 pub mod storage;
 pub mod task;
@@ -57,6 +58,7 @@ pub use node::{NetworkInterface, NodeInfo};
 pub use observer::{ListedTask, ObserveOptions};
 pub use pool::{AclEntry, AclSubject, Pool, PoolMember};
 pub use retry::CallKind;
+pub use sdn::{SdnObject, SdnOptions, SdnState};
 pub use secret::Secret;
 pub use storage::{Checksum, DownloadContent, DownloadUrl, StorageContent, UrlMetadata};
 pub use task::{

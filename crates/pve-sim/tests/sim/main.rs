@@ -14,6 +14,7 @@ pub mod schema_source;
 
 mod agent;
 mod backup;
+mod sdn;
 mod clients;
 mod cluster;
 mod conformance;
