@@ -69,8 +69,8 @@ use super::runtime::shards::leases;
 use super::runtime::wake::Waker;
 use super::vm::wake::{Referenced, Templates, readers};
 use crate::api::{
-    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSDNZone, ProxmoxSecurityGroup, ProxmoxVM, ProxmoxVNet,
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSDNZone,
+    ProxmoxSecurityGroup, ProxmoxVM, ProxmoxVNet,
 };
 use crate::reconcile::backup_job;
 use crate::reconcile::configs::{self, Tap, Users};

@@ -17,8 +17,8 @@ use kube::Api;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use provider_proxmox::api::{ConditionStatus, kinds};
 use provider_proxmox::api::{
-    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSDNZone, ProxmoxSecurityGroup, ProxmoxVM, ProxmoxVNet,
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSDNZone,
+    ProxmoxSecurityGroup, ProxmoxVM, ProxmoxVNet,
 };
 use serde_json::{Value, json};
 

@@ -82,10 +82,16 @@ async fn three_objects_are_one_apply_a_change_another_and_a_used_vnet_waits() {
     let w: ProxmoxVNet = wait_ready(&ns, "web").await;
     let d: ProxmoxVNet = wait_ready(&ns, "db").await;
     let at = z.status.unwrap().at_provider;
-    assert_eq!((at.id.as_deref(), at.state), (Some(zid.as_str()), Some(ApplyState::Applied)));
+    assert_eq!(
+        (at.id.as_deref(), at.state),
+        (Some(zid.as_str()), Some(ApplyState::Applied))
+    );
     let at = w.status.unwrap().at_provider;
     assert_eq!(at.id.as_deref(), Some(web.as_str()));
-    assert_eq!((at.zone.as_deref(), at.subnets), (Some(zid.as_str()), Some(1)));
+    assert_eq!(
+        (at.zone.as_deref(), at.subnets),
+        (Some(zid.as_str()), Some(1))
+    );
     assert_eq!(at.state, Some(ApplyState::Applied));
     assert_eq!(state_of_vnet(&d), Some(ApplyState::Applied));
     assert_eq!(applies(&env).await, 1, "three objects, one apply");
@@ -95,18 +101,58 @@ async fn three_objects_are_one_apply_a_change_another_and_a_used_vnet_waits() {
     let running = |id: &str| vnets.iter().any(|v| v.id == id && v.state.is_none());
     assert!(running(&web) && running(&db), "{vnets:?}");
 
-    // A change: pending, then applied by one more apply.
+    // A change: written pending, then applied by one more apply (held
+    // in pve-sim until the status said so).
+    let hold = env
+        .sim
+        .fault(json!({"fault": "task-held", "task_type": "reloadnetworkall", "hold": "reload"}))
+        .await;
     env.apply(&vnet("web", 10, web_subnet("10.10.0.254"))).await;
-    let _: ProxmoxVNet = wait(&ns, "web", "pending or applying", |v: &ProxmoxVNet| {
-        let current = v.status.as_ref().and_then(|s| s.observed_generation) == v.metadata.generation;
+    let held: ProxmoxVNet = wait(&ns, "web", "applying", |v: &ProxmoxVNet| {
+        let current =
+            v.status.as_ref().and_then(|s| s.observed_generation) == v.metadata.generation;
         match state_of_vnet(v) {
-            Some(ApplyState::Pending | ApplyState::Applying) if current => Ok(v.clone()),
+            Some(ApplyState::Applying) if current => Ok(v.clone()),
             other => Err(format!("{other:?}")),
         }
     })
     .await;
+    let status = held.status.unwrap();
+    assert!(
+        status
+            .at_provider
+            .apply_task
+            .as_deref()
+            .is_some_and(|t| t.contains(":reloadnetworkall:")),
+        "{:?}",
+        status.at_provider
+    );
+    let ready = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(
+        ready.status,
+        provider_proxmox::api::ConditionStatus::False,
+        "{ready:?}"
+    );
+    let requests = env.sim.requests().await;
+    let at = |method: &str, route: &str| {
+        requests
+            .iter()
+            .rposition(|r| r["method"] == method && r["route"] == route)
+            .unwrap()
+    };
+    assert!(
+        at("PUT", "/cluster/sdn/vnets/{vnet}/subnets/{subnet}") < at(APPLY.0, APPLY.1),
+        "written pending, then applied"
+    );
+    env.sim.remove_fault(hold).await;
+    env.sim.release("reload").await;
     let _: ProxmoxVNet = wait(&ns, "web", "applied", |v: &ProxmoxVNet| {
-        let current = v.status.as_ref().and_then(|s| s.observed_generation) == v.metadata.generation;
+        let current =
+            v.status.as_ref().and_then(|s| s.observed_generation) == v.metadata.generation;
         match state_of_vnet(v) {
             Some(ApplyState::Applied) if current => Ok(v.clone()),
             other => Err(format!("{other:?}")),
@@ -126,7 +172,10 @@ async fn three_objects_are_one_apply_a_change_another_and_a_used_vnet_waits() {
     env.wait_ready("app").await;
     delete::<ProxmoxVNet>(&ns, "db").await;
     let _: ProxmoxVNet = wait(&ns, "db", "held by its VM", |v: &ProxmoxVNet| {
-        let ready = v.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
+        let ready = v
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
         ready
             .and_then(|c| c.message.clone())
             .filter(|m| m.contains("ProxmoxVM app"))
@@ -134,7 +183,14 @@ async fn three_objects_are_one_apply_a_change_another_and_a_used_vnet_waits() {
             .ok_or_else(|| format!("{ready:?}"))
     })
     .await;
-    assert!(client.sdn_vnets().await.unwrap().iter().any(|v| v.id == db && v.state.is_none()));
+    assert!(
+        client
+            .sdn_vnets()
+            .await
+            .unwrap()
+            .iter()
+            .any(|v| v.id == db && v.state.is_none())
+    );
 
     // The VM goes: the VNet goes, its deletion applied.
     delete::<provider_proxmox::api::ProxmoxVM>(&ns, "app").await;

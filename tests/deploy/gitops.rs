@@ -22,8 +22,8 @@ use std::process::Command;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use provider_proxmox::api::{
-    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSDNZone, ProxmoxSecurityGroup, ProxmoxVM, ProxmoxVNet,
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSDNZone,
+    ProxmoxSecurityGroup, ProxmoxVM, ProxmoxVNet,
 };
 use serde_json::{Value, json};
 

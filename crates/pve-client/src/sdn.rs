@@ -137,7 +137,12 @@ impl Client {
     }
 
     /// `POST /cluster/sdn/zones` (pending until applied).
-    pub async fn create_sdn_zone(&self, zone: &str, kind: &str, options: &SdnOptions) -> Result<()> {
+    pub async fn create_sdn_zone(
+        &self,
+        zone: &str,
+        kind: &str,
+        options: &SdnOptions,
+    ) -> Result<()> {
         let params = Params::new().text("zone", zone).text("type", kind);
         let path = ApiPath::new("/cluster/sdn/zones", &[]);
         self.write_null(Method::POST, path, with(params, options, &[]))
@@ -221,14 +226,20 @@ impl Client {
         options: &SdnOptions,
         delete: &[String],
     ) -> Result<()> {
-        let path = ApiPath::new("/cluster/sdn/vnets/{vnet}/subnets/{subnet}", &[vnet, subnet]);
+        let path = ApiPath::new(
+            "/cluster/sdn/vnets/{vnet}/subnets/{subnet}",
+            &[vnet, subnet],
+        );
         self.write_null(Method::PUT, path, with(Params::new(), options, delete))
             .await
     }
 
     /// `DELETE /cluster/sdn/vnets/{vnet}/subnets/{subnet}`.
     pub async fn delete_sdn_subnet(&self, vnet: &str, subnet: &str) -> Result<()> {
-        let path = ApiPath::new("/cluster/sdn/vnets/{vnet}/subnets/{subnet}", &[vnet, subnet]);
+        let path = ApiPath::new(
+            "/cluster/sdn/vnets/{vnet}/subnets/{subnet}",
+            &[vnet, subnet],
+        );
         self.write_null(Method::DELETE, path, Params::new()).await
     }
 

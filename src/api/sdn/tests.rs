@@ -20,14 +20,26 @@ fn proxmox_sdn_zone_rules() {
     let schema = schema_of(ProxmoxSDNZone::crd());
     let zone = |p: Value| object("ProxmoxSDNZone", p);
     let cases: Vec<(&str, Value, Option<&str>)> = vec![
-        ("simple", zone(json!({"type": "simple", "dhcp": "dnsmasq", "ipam": "pve"})), None),
-        ("vlan", zone(json!({"type": "vlan", "bridge": "vmbr0", "mtu": 1500})), None),
+        (
+            "simple",
+            zone(json!({"type": "simple", "dhcp": "dnsmasq", "ipam": "pve"})),
+            None,
+        ),
+        (
+            "vlan",
+            zone(json!({"type": "vlan", "bridge": "vmbr0", "mtu": 1500})),
+            None,
+        ),
         (
             "qinq",
             zone(json!({"type": "qinq", "bridge": "vmbr0", "tag": 100, "vlanProtocol": "802.1ad"})),
             None,
         ),
-        ("vxlan", zone(json!({"type": "vxlan", "peers": ["192.0.2.1", "fd00::2"]})), None),
+        (
+            "vxlan",
+            zone(json!({"type": "vxlan", "peers": ["192.0.2.1", "fd00::2"]})),
+            None,
+        ),
         (
             "vlan without a bridge",
             zone(json!({"type": "vlan"})),
@@ -79,10 +91,12 @@ fn proxmox_vnet_rules() {
     let cases: Vec<(&str, Value, Option<&str>)> = vec![
         (
             "a VNet with a subnet",
-            vnet(json!({"zoneRef": {"name": "z"}, "tag": 100, "alias": "web (prod)",
+            vnet(
+                json!({"zoneRef": {"name": "z"}, "tag": 100, "alias": "web (prod)",
                 "subnets": [{"cidr": "10.0.0.0/24", "gateway": "10.0.0.1", "snat": true,
                     "dhcpRanges": [{"start": "10.0.0.100", "end": "10.0.0.200"}]},
-                    {"cidr": "fd00:1::/64", "gateway": "fd00:1::1"}]})),
+                    {"cidr": "fd00:1::/64", "gateway": "fd00:1::1"}]}),
+            ),
             None,
         ),
         (

@@ -40,7 +40,11 @@ const IP_MESSAGE: &str = "must be an IPv4 or IPv6 address";
     doc = "A Proxmox VE SDN VNet and its subnets managed by crossplane-provider-proxmox.",
     printcolumn(name = "VNET", type_ = "string", json_path = ".status.atProvider.id"),
     printcolumn(name = "ZONE", type_ = "string", json_path = ".status.atProvider.zone"),
-    printcolumn(name = "STATE", type_ = "string", json_path = ".status.atProvider.state"),
+    printcolumn(
+        name = "STATE",
+        type_ = "string",
+        json_path = ".status.atProvider.state"
+    ),
     printcolumn(
         name = "READY",
         type_ = "string",

@@ -31,7 +31,11 @@ use crate::api::rules::{BRIDGE, BRIDGE_MESSAGE, NODE_NAME_MESSAGE, NODE_NAMES};
     doc = "A Proxmox VE SDN zone managed by crossplane-provider-proxmox.",
     printcolumn(name = "ZONE", type_ = "string", json_path = ".status.atProvider.id"),
     printcolumn(name = "TYPE", type_ = "string", json_path = ".spec.forProvider.type"),
-    printcolumn(name = "STATE", type_ = "string", json_path = ".status.atProvider.state"),
+    printcolumn(
+        name = "STATE",
+        type_ = "string",
+        json_path = ".status.atProvider.state"
+    ),
     printcolumn(
         name = "READY",
         type_ = "string",
@@ -109,8 +113,8 @@ pub struct SdnZoneParameters {
 
     /// The VXLAN peers (vxlan only): the nodes' IP addresses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 64))]
-    #[x_kube(validation = Rule::new("self.all(p, p.matches('^[0-9a-fA-F:.]+$') && size(p) <= 45)")
+    #[schemars(length(max = 32), inner(length(max = 45)))]
+    #[x_kube(validation = Rule::new("self.all(p, p.matches('^[0-9a-fA-F:.]+$'))")
         .message("peers must be IP addresses"))]
     pub peers: Option<Vec<String>>,
 
@@ -122,7 +126,7 @@ pub struct SdnZoneParameters {
 
     /// The nodes the zone is on; left out: every node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 64))]
+    #[schemars(length(max = 64), inner(length(max = 63)))]
     #[x_kube(validation = Rule::new(NODE_NAMES).message(NODE_NAME_MESSAGE))]
     pub nodes: Option<Vec<String>>,
 

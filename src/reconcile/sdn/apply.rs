@@ -150,9 +150,17 @@ impl Applier {
 
 /// The SDN resources of `key` in the caches: UID and generation.
 fn resources(extra: &Extra, key: &ConfigKey) -> Vec<(String, Option<i64>)> {
-    let zones = extra.zones.state().into_iter().filter(|z| ConfigKey::of(z.as_ref()) == *key);
+    let zones = extra
+        .zones
+        .state()
+        .into_iter()
+        .filter(|z| ConfigKey::of(z.as_ref()) == *key);
     let zones = zones.map(|z| (z.uid().unwrap_or_default(), z.metadata.generation));
-    let vnets = extra.vnets.state().into_iter().filter(|v| ConfigKey::of(v.as_ref()) == *key);
+    let vnets = extra
+        .vnets
+        .state()
+        .into_iter()
+        .filter(|v| ConfigKey::of(v.as_ref()) == *key);
     let vnets = vnets.map(|v| (v.uid().unwrap_or_default(), v.metadata.generation));
     zones.chain(vnets).collect()
 }
@@ -230,7 +238,10 @@ async fn turn(ctx: &Context, extra: &Extra, wake: &Wake, key: &ConfigKey) {
             .get(key)
             .is_none_or(|(_, at)| Instant::now() >= *at);
         let in_flight = state.in_flight.contains_key(key);
-        (plan::step(in_flight, !pending.is_empty(), settled, due), pending)
+        (
+            plan::step(in_flight, !pending.is_empty(), settled, due),
+            pending,
+        )
     };
     if next == Step::Wait {
         return;
@@ -281,12 +292,20 @@ async fn turn(ctx: &Context, extra: &Extra, wake: &Wake, key: &ConfigKey) {
                 Ok(upid) => {
                     tracing::info!(config = %key, %upid, objects = uids.len(), "SDN apply started");
                     state.retry.remove(key);
-                    state.in_flight.insert(key.clone(), InFlight { upid, uids: uids.clone() });
+                    state.in_flight.insert(
+                        key.clone(),
+                        InFlight {
+                            upid,
+                            uids: uids.clone(),
+                        },
+                    );
                 }
                 Err(e) => {
                     let n = state.retry.get(key).map_or(0, |(n, _)| *n);
                     let wait = RETRY.saturating_mul(1 << n.min(4)).min(RETRY_MAX);
-                    state.retry.insert(key.clone(), (n + 1, Instant::now() + wait));
+                    state
+                        .retry
+                        .insert(key.clone(), (n + 1, Instant::now() + wait));
                     tracing::warn!(config = %key, error = %e, retry_in_s = wait.as_secs(), "SDN apply refused");
                     state.failed.insert(
                         key.clone(),

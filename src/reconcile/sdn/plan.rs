@@ -229,7 +229,10 @@ pub fn vnet_seen(v: &SdnObject, subnets: &[SdnObject]) -> Vnet {
         .collect();
     let mut seen = BTreeMap::new();
     let mut ids = BTreeMap::new();
-    for s in subnets.iter().filter(|s| s.state != Some(SdnState::Deleted)) {
+    for s in subnets
+        .iter()
+        .filter(|s| s.state != Some(SdnState::Deleted))
+    {
         let cidr = s.text("cidr").unwrap_or_else(|| s.id.clone());
         let mut o = Options::new();
         for k in ["gateway", "snat"] {
@@ -311,9 +314,15 @@ impl Diff for Vnet {
 /// pve-network's `vnet_update_hook` would refuse it.
 pub fn tag_refusal(zone_type: &str, tag: Option<u32>) -> Option<String> {
     match (zone_type, tag) {
-        ("simple", Some(_)) => Some("spec.forProvider.tag: a VNet in a simple zone has no tag".into()),
-        ("vlan", None) => Some("spec.forProvider.tag: a VNet in a vlan zone needs its VLAN tag".into()),
-        ("vxlan", None) => Some("spec.forProvider.tag: a VNet in a vxlan zone needs its VNI".into()),
+        ("simple", Some(_)) => {
+            Some("spec.forProvider.tag: a VNet in a simple zone has no tag".into())
+        }
+        ("vlan", None) => {
+            Some("spec.forProvider.tag: a VNet in a vlan zone needs its VLAN tag".into())
+        }
+        ("vxlan", None) => {
+            Some("spec.forProvider.tag: a VNet in a vxlan zone needs its VNI".into())
+        }
         ("vlan" | "qinq", Some(t)) if t > 4094 => {
             Some(format!("spec.forProvider.tag: {t} is no VLAN tag (1-4094)"))
         }

@@ -36,7 +36,10 @@ fn ids_fit_pve_and_never_collide_across_namespaces_or_kinds() {
     ];
     for id in &ids {
         assert_eq!(id.len(), 8, "{id}");
-        assert!(id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        );
     }
     assert_ne!(ids[0], ids[1]);
     assert_ne!(ids[0][1..], ids[2][1..]);
@@ -95,9 +98,17 @@ fn a_pending_deletion_holds_the_resource_until_applied() {
         "zone",
     ));
     assert!(deleted.deleted && deleted.pending);
-    assert!(deleted.in_use().unwrap().contains("waits for the SDN configuration"));
+    assert!(
+        deleted
+            .in_use()
+            .unwrap()
+            .contains("waits for the SDN configuration")
+    );
     let vnet = vnet_seen(
-        &listed(json!({"vnet": "v", "zone": "z", "state": "deleted"}), "vnet"),
+        &listed(
+            json!({"vnet": "v", "zone": "z", "state": "deleted"}),
+            "vnet",
+        ),
         &[],
     );
     assert!(vnet.in_use().is_some());
@@ -125,7 +136,8 @@ fn vnet_params() -> VNetParameters {
 fn a_vnet_and_its_subnets_are_corrected_deletions_first() {
     let want = vnet_want(&vnet_params(), "zabc1234");
     let vnet = |extra: serde_json::Value| {
-        let mut v = json!({"vnet": "v", "type": "vnet", "zone": "zabc1234", "tag": 100, "alias": "web"});
+        let mut v =
+            json!({"vnet": "v", "type": "vnet", "zone": "zabc1234", "tag": 100, "alias": "web"});
         v.as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
@@ -191,7 +203,10 @@ fn a_vnet_and_its_subnets_are_corrected_deletions_first() {
     no_alias.tag = None;
     let seen = vnet_seen(&vnet(json!({})), &[listed(good, "subnet")]);
     let patch = vnet_want(&no_alias, "zabc1234").diff(&seen).unwrap();
-    assert_eq!(patch.options.delete, vec!["tag".to_owned(), "alias".to_owned()]);
+    assert_eq!(
+        patch.options.delete,
+        vec!["tag".to_owned(), "alias".to_owned()]
+    );
 }
 
 #[test]
@@ -210,7 +225,10 @@ fn a_pending_subnet_makes_the_vnet_pending() {
     assert_eq!(gone.state, Some(SdnState::Deleted));
     let seen = vnet_seen(&v, &[gone]);
     assert!(seen.pending, "its deletion is pending");
-    assert!(seen.subnets.is_empty(), "a subnet deleted is not one to correct");
+    assert!(
+        seen.subnets.is_empty(),
+        "a subnet deleted is not one to correct"
+    );
 }
 
 #[test]
@@ -229,7 +247,8 @@ fn a_tag_that_does_not_fit_the_zone_is_named() {
         let got = tag_refusal(zone, tag);
         match want {
             Some(w) => assert!(
-                got.as_deref().is_some_and(|g| g.contains(w) && g.starts_with("spec.forProvider.tag")),
+                got.as_deref()
+                    .is_some_and(|g| g.contains(w) && g.starts_with("spec.forProvider.tag")),
                 "{zone} {tag:?}: {got:?}"
             ),
             None => assert_eq!(got, None, "{zone} {tag:?}"),
@@ -249,7 +268,11 @@ fn one_apply_when_all_settled_and_none_in_flight() {
         ((false, true, true, false), Step::Wait),
     ];
     for ((flight, pending, settled, due), want) in cases {
-        assert_eq!(step(flight, pending, settled, due), want, "{flight} {pending} {settled} {due}");
+        assert_eq!(
+            step(flight, pending, settled, due),
+            want,
+            "{flight} {pending} {settled} {due}"
+        );
     }
 }
 

@@ -89,17 +89,25 @@ impl Kind for ProxmoxVNet {
         let namespace = self.namespace();
         let vms = of_namespace(&extra.vms, namespace.as_deref(), |vm| {
             let bridges = vm.spec.for_provider.networks.iter();
-            Some((vm.name_any(), bridges.map(|n| n.bridge.clone()).collect::<Vec<String>>()))
+            Some((
+                vm.name_any(),
+                bridges.map(|n| n.bridge.clone()).collect::<Vec<String>>(),
+            ))
         });
         let containers = of_namespace(&extra.containers, namespace.as_deref(), |ct| {
             let bridges = ct.spec.for_provider.networks.iter();
-            Some((ct.name_any(), bridges.map(|n| n.bridge.clone()).collect::<Vec<String>>()))
+            Some((
+                ct.name_any(),
+                bridges.map(|n| n.bridge.clone()).collect::<Vec<String>>(),
+            ))
         });
         let on = |(name, bridges): (String, Vec<String>), kind: &str| {
             bridges.contains(&id).then(|| format!("{kind} {name}"))
         };
         let vms = vms.into_iter().filter_map(|g| on(g, "ProxmoxVM"));
-        let containers = containers.into_iter().filter_map(|g| on(g, "ProxmoxContainer"));
+        let containers = containers
+            .into_iter()
+            .filter_map(|g| on(g, "ProxmoxContainer"));
         vms.chain(containers).collect()
     }
 
@@ -123,7 +131,14 @@ impl Kind for ProxmoxVNet {
             (Ok(want), Some(v)) => v.deleted || want.diff(v).is_none(),
             (Err(_), _) | (_, None) => false,
         };
-        let mut shown = record(extra, self, observed, seen.map(|v| v.pending), written, &conditions);
+        let mut shown = record(
+            extra,
+            self,
+            observed,
+            seen.map(|v| v.pending),
+            written,
+            &conditions,
+        );
         // Waiting for its zone (its create refused or not sent yet): not
         // settled, whatever its pass said; it is looked at again with the
         // backoff.

@@ -80,7 +80,9 @@ impl Kind for ProxmoxSDNZone {
             self,
             observed,
             seen.map(|z| z.pending),
-            seen.is_some_and(|z| z.deleted || crate::reconcile::managed::crud::Diff::diff(&want, z).is_none()),
+            seen.is_some_and(|z| {
+                z.deleted || crate::reconcile::managed::crud::Diff::diff(&want, z).is_none()
+            }),
             &conditions,
         );
         // Not asked this pass: what was shown before.
@@ -166,7 +168,10 @@ impl External for ZoneCalls {
     async fn call(&self, call: &Call<Zone>) -> Result<(), String> {
         let c = &self.client;
         let result = match call {
-            Call::Create(z) => c.create_sdn_zone(&self.id, &z.kind, &plan::pairs(&z.options)).await,
+            Call::Create(z) => {
+                c.create_sdn_zone(&self.id, &z.kind, &plan::pairs(&z.options))
+                    .await
+            }
             Call::Update(OptionsPatch { set, delete }) => {
                 c.update_sdn_zone(&self.id, &plan::pairs(set), delete).await
             }

@@ -96,7 +96,12 @@ pub async fn index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
 
 /// `PVE::Network::SDN::get_local_vnets`: the running VNets whose zone is
 /// on `node`, those the caller may audit or use.
-fn local_vnets(inst: &Instance, call: &Call, cluster: &crate::state::Cluster, node: &str) -> Vec<Value> {
+fn local_vnets(
+    inst: &Instance,
+    call: &Call,
+    cluster: &crate::state::Cluster,
+    node: &str,
+) -> Vec<Value> {
     let running = &cluster.sdn.running;
     running
         .vnets

@@ -128,7 +128,10 @@ mod tests {
     use super::*;
 
     fn props(pairs: &[(&str, Value)]) -> Props {
-        pairs.iter().map(|(k, v)| ((*k).into(), v.clone())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), v.clone()))
+            .collect()
     }
 
     #[test]

@@ -14,7 +14,6 @@ pub mod schema_source;
 
 mod agent;
 mod backup;
-mod sdn;
 mod clients;
 mod cluster;
 mod conformance;
@@ -29,6 +28,7 @@ mod migrate;
 mod node_faults;
 mod schema;
 mod schema_walk;
+mod sdn;
 mod snapshots;
 mod state;
 mod thin;

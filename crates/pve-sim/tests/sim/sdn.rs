@@ -23,10 +23,21 @@ async fn writes_are_pending_until_the_apply_task() {
     let sim = start().await;
     let ok = |r: crate::common::Resp| assert_eq!(r.status, 200, "{}", r.body);
     ok(sim
-        .post(ZONES, &[("zone", "lan"), ("type", "vlan"), ("bridge", "vmbr0")])
+        .post(
+            ZONES,
+            &[("zone", "lan"), ("type", "vlan"), ("bridge", "vmbr0")],
+        )
         .await);
     ok(sim
-        .post(VNETS, &[("vnet", "web"), ("zone", "lan"), ("tag", "10"), ("alias", "web net")])
+        .post(
+            VNETS,
+            &[
+                ("vnet", "web"),
+                ("zone", "lan"),
+                ("tag", "10"),
+                ("alias", "web net"),
+            ],
+        )
         .await);
     ok(sim
         .post(
@@ -35,7 +46,10 @@ async fn writes_are_pending_until_the_apply_task() {
                 ("subnet", "10.0.0.0/24"),
                 ("type", "subnet"),
                 ("gateway", "10.0.0.1"),
-                ("dhcp-range", "start-address=10.0.0.10,end-address=10.0.0.20"),
+                (
+                    "dhcp-range",
+                    "start-address=10.0.0.10,end-address=10.0.0.20",
+                ),
             ],
         )
         .await);
@@ -51,7 +65,10 @@ async fn writes_are_pending_until_the_apply_task() {
         .await
         .data();
     let s = find(&subnets, "subnet", "lan-10.0.0.0-24");
-    assert_eq!((s["cidr"].clone(), s["state"].clone()), ("10.0.0.0/24".into(), "new".into()));
+    assert_eq!(
+        (s["cidr"].clone(), s["state"].clone()),
+        ("10.0.0.0/24".into(), "new".into())
+    );
 
     let upid = sim.put("/cluster/sdn", &[]).await.data();
     let upid = upid.as_str().unwrap().to_owned();
@@ -64,17 +81,29 @@ async fn writes_are_pending_until_the_apply_task() {
     sim.task_ok(&upid).await;
 
     // A change, then a deletion: pending until applied again.
-    ok(sim.put("/cluster/sdn/vnets/web", &[("alias", "renamed")]).await);
+    ok(sim
+        .put("/cluster/sdn/vnets/web", &[("alias", "renamed")])
+        .await);
     let pending = sim.get_q(VNETS, &[("pending", "1")]).await.data();
     let web = find(&pending, "vnet", "web");
-    assert_eq!((web["state"].clone(), web["alias"].clone()), ("changed".into(), "web net".into()));
+    assert_eq!(
+        (web["state"].clone(), web["alias"].clone()),
+        ("changed".into(), "web net".into())
+    );
     assert_eq!(web["pending"]["alias"], "renamed");
-    ok(sim.put("/cluster/sdn/vnets/web", &[("delete", "alias")]).await);
+    ok(sim
+        .put("/cluster/sdn/vnets/web", &[("delete", "alias")])
+        .await);
     let pending = sim.get_q(VNETS, &[("pending", "1")]).await.data();
     assert_eq!(find(&pending, "vnet", "web")["pending"]["alias"], "deleted");
     let refused = sim.delete("/cluster/sdn/vnets/web", &[]).await;
-    assert_eq!(refused.errors()["vnet"], "Can't delete vnet if subnets exists");
-    ok(sim.delete("/cluster/sdn/vnets/web/subnets/lan-10.0.0.0-24", &[]).await);
+    assert_eq!(
+        refused.errors()["vnet"],
+        "Can't delete vnet if subnets exists"
+    );
+    ok(sim
+        .delete("/cluster/sdn/vnets/web/subnets/lan-10.0.0.0-24", &[])
+        .await);
     ok(sim.delete("/cluster/sdn/vnets/web", &[]).await);
     let pending = sim.get_q(VNETS, &[("pending", "1")]).await.data();
     assert_eq!(find(&pending, "vnet", "web")["state"], "deleted");
@@ -92,60 +121,98 @@ async fn pve_networks_checks() {
         async move { sim.post(path, &params).await }
     };
     assert_eq!(
-        post(ZONES, vec![("zone", "v1"), ("type", "vlan")]).await.errors()["bridge"],
+        post(ZONES, vec![("zone", "v1"), ("type", "vlan")])
+            .await
+            .errors()["bridge"],
         "property is missing"
     );
-    assert!(post(ZONES, vec![("zone", "e1"), ("type", "evpn")]).await.errors()["type"]
-        .as_str()
-        .unwrap()
-        .contains("does not model EVPN"));
+    assert!(
+        post(ZONES, vec![("zone", "e1"), ("type", "evpn")])
+            .await
+            .errors()["type"]
+            .as_str()
+            .unwrap()
+            .contains("does not model EVPN")
+    );
     assert_eq!(
-        post(ZONES, vec![("zone", "x1"), ("type", "vxlan")]).await.errors()["peers"],
+        post(ZONES, vec![("zone", "x1"), ("type", "vxlan")])
+            .await
+            .errors()["peers"],
         "must have exactly one of peers / fabric defined"
     );
     let long = post(ZONES, vec![("zone", "toolongid"), ("type", "simple")]).await;
     assert_eq!(long.status, 400, "{}", long.body);
-    assert_eq!(post(ZONES, vec![("zone", "s1"), ("type", "simple")]).await.status, 200);
     assert_eq!(
-        post(ZONES, vec![("zone", "l1"), ("type", "vlan"), ("bridge", "vmbr0")]).await.status,
+        post(ZONES, vec![("zone", "s1"), ("type", "simple")])
+            .await
+            .status,
         200
     );
     assert_eq!(
-        post(VNETS, vec![("vnet", "a"), ("zone", "s1")]).await.status,
+        post(
+            ZONES,
+            vec![("zone", "l1"), ("type", "vlan"), ("bridge", "vmbr0")]
+        )
+        .await
+        .status,
+        200
+    );
+    assert_eq!(
+        post(VNETS, vec![("vnet", "a"), ("zone", "s1")])
+            .await
+            .status,
         400,
         "an ID of one character"
     );
     assert_eq!(
-        post(VNETS, vec![("vnet", "a1"), ("zone", "s1"), ("tag", "5")]).await.errors()["tag"],
+        post(VNETS, vec![("vnet", "a1"), ("zone", "s1"), ("tag", "5")])
+            .await
+            .errors()["tag"],
         "vlan tag is not allowed on simple zone"
     );
     assert_eq!(
-        post(VNETS, vec![("vnet", "a1"), ("zone", "l1")]).await.errors()["tag"],
+        post(VNETS, vec![("vnet", "a1"), ("zone", "l1")])
+            .await
+            .errors()["tag"],
         "missing vlan tag"
     );
     assert_eq!(
-        post(VNETS, vec![("vnet", "a1"), ("zone", "nozone")]).await.errors()["zone"],
+        post(VNETS, vec![("vnet", "a1"), ("zone", "nozone")])
+            .await
+            .errors()["zone"],
         "zone 'nozone' doesn't exist"
     );
     assert_eq!(
-        post(VNETS, vec![("vnet", "a1"), ("zone", "l1"), ("tag", "7")]).await.status,
+        post(VNETS, vec![("vnet", "a1"), ("zone", "l1"), ("tag", "7")])
+            .await
+            .status,
         200
     );
     assert_eq!(
-        post(VNETS, vec![("vnet", "a2"), ("zone", "l1"), ("tag", "7")]).await.errors()["tag"],
+        post(VNETS, vec![("vnet", "a2"), ("zone", "l1"), ("tag", "7")])
+            .await
+            .errors()["tag"],
         "tag 7 already exist in vnet a1"
     );
-    let subnet = |params: Vec<(&'static str, &'static str)>| post("/cluster/sdn/vnets/a1/subnets", params);
+    let subnet =
+        |params: Vec<(&'static str, &'static str)>| post("/cluster/sdn/vnets/a1/subnets", params);
     assert_eq!(
-        subnet(vec![("subnet", "10.1.0.0/24"), ("type", "subnet"), ("gateway", "10.2.0.1")])
-            .await
-            .errors()["gateway"],
+        subnet(vec![
+            ("subnet", "10.1.0.0/24"),
+            ("type", "subnet"),
+            ("gateway", "10.2.0.1")
+        ])
+        .await
+        .errors()["gateway"],
         "10.2.0.1 is not in subnet 10.1.0.0/24"
     );
     let backwards = subnet(vec![
         ("subnet", "10.1.0.0/24"),
         ("type", "subnet"),
-        ("dhcp-range", "start-address=10.1.0.50,end-address=10.1.0.20"),
+        (
+            "dhcp-range",
+            "start-address=10.1.0.50,end-address=10.1.0.20",
+        ),
     ])
     .await;
     assert!(
@@ -156,12 +223,18 @@ async fn pve_networks_checks() {
         backwards.body
     );
     assert_eq!(
-        subnet(vec![("subnet", "10.1.0.0/24"), ("type", "subnet")]).await.status,
+        subnet(vec![("subnet", "10.1.0.0/24"), ("type", "subnet")])
+            .await
+            .status,
         200
     );
     let zone_in_use = sim.delete("/cluster/sdn/zones/l1", &[]).await;
     assert_eq!(zone_in_use.status, 500);
-    assert!(zone_in_use.body.contains("zone l1 is used by vnet a1"), "{}", zone_in_use.body);
+    assert!(
+        zone_in_use.body.contains("zone l1 is used by vnet a1"),
+        "{}",
+        zone_in_use.body
+    );
 }
 
 #[tokio::test]
@@ -183,6 +256,8 @@ async fn sdn_needs_sdn_allocate() {
         .send(as_auditor(reqwest::Method::POST, ZONES).form(&[("zone", "z1"), ("type", "simple")]))
         .await;
     assert_eq!(write.status, 403, "{}", write.body);
-    let apply = sim.send(as_auditor(reqwest::Method::PUT, "/cluster/sdn")).await;
+    let apply = sim
+        .send(as_auditor(reqwest::Method::PUT, "/cluster/sdn"))
+        .await;
     assert_eq!(apply.status, 403, "{}", apply.body);
 }

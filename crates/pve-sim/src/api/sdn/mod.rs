@@ -107,11 +107,12 @@ pub(crate) fn view(
     running: &std::collections::BTreeMap<String, Props>,
     config: &std::collections::BTreeMap<String, Props>,
 ) -> Vec<(String, Map<String, Value>)> {
-    let plain = |m: &std::collections::BTreeMap<String, Props>| -> Vec<(String, Map<String, Value>)> {
-        m.iter()
-            .map(|(id, p)| (id.clone(), p.clone().into_iter().collect()))
-            .collect()
-    };
+    let plain =
+        |m: &std::collections::BTreeMap<String, Props>| -> Vec<(String, Map<String, Value>)> {
+            m.iter()
+                .map(|(id, p)| (id.clone(), p.clone().into_iter().collect()))
+                .collect()
+        };
     if call.params.flag("pending") == Some(true) {
         pending_view(running, config).into_iter().collect()
     } else if call.params.flag("running") == Some(true) {

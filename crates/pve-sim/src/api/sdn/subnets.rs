@@ -101,7 +101,10 @@ fn check(cfg: &SdnConfig, vnet: &str, net: (IpAddr, u8), s: &Props) -> Result<()
         let inside = gw.parse().is_ok_and(|ip| contains(net, ip));
         let point = net.0.is_ipv4() && net.1 == 32;
         if !inside && !point {
-            return Err(ApiError::param("gateway", format!("{gw} is not in subnet {cidr}")));
+            return Err(ApiError::param(
+                "gateway",
+                format!("{gw} is not in subnet {cidr}"),
+            ));
         }
     }
     let ranges = s
@@ -153,7 +156,10 @@ fn listed(id: &str, mut s: serde_json::Map<String, Value>) -> Value {
     Value::Object(s)
 }
 
-fn of_vnet(subnets: &std::collections::BTreeMap<String, Props>, vnet: &str) -> std::collections::BTreeMap<String, Props> {
+fn of_vnet(
+    subnets: &std::collections::BTreeMap<String, Props>,
+    vnet: &str,
+) -> std::collections::BTreeMap<String, Props> {
     subnets
         .iter()
         .filter(|(_, s)| s.get("vnet").and_then(Value::as_str) == Some(vnet))
@@ -184,7 +190,10 @@ pub async fn index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     if !may_see(&inst, &call, &path(&sdn.pending, &vnet)) {
         return Ok(Reply::data(json!([])));
     }
-    let (running, pending) = (of_vnet(&sdn.running.subnets, &vnet), of_vnet(&sdn.pending.subnets, &vnet));
+    let (running, pending) = (
+        of_vnet(&sdn.running.subnets, &vnet),
+        of_vnet(&sdn.pending.subnets, &vnet),
+    );
     let list: Vec<Value> = view(&call, &running, &pending)
         .into_iter()
         .map(|(id, s)| listed(&id, s))
@@ -198,8 +207,15 @@ pub async fn get(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let cluster = inst.cluster();
     let sdn = &cluster.sdn;
     allocate(&inst, &call, &path(&sdn.pending, &vnet))?;
-    let id = subnet_id(&sdn.pending, &vnet, call.params.get("subnet").unwrap_or_default());
-    let (running, pending) = (of_vnet(&sdn.running.subnets, &vnet), of_vnet(&sdn.pending.subnets, &vnet));
+    let id = subnet_id(
+        &sdn.pending,
+        &vnet,
+        call.params.get("subnet").unwrap_or_default(),
+    );
+    let (running, pending) = (
+        of_vnet(&sdn.running.subnets, &vnet),
+        of_vnet(&sdn.pending.subnets, &vnet),
+    );
     view(&call, &running, &pending)
         .into_iter()
         .find(|(i, _)| *i == id)
@@ -242,7 +258,9 @@ pub async fn update(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     allocate(&inst, &call, &path(cfg, &vnet))?;
     let id = subnet_id(cfg, &vnet, call.params.get("subnet").unwrap_or_default());
     let Some(old) = cfg.subnets.get(&id) else {
-        return Err(ApiError::internal(format!("sdn subnet '{id}' does not exist")));
+        return Err(ApiError::internal(format!(
+            "sdn subnet '{id}' does not exist"
+        )));
     };
     let mut props = old.clone();
     update_props(&mut props, &call, OPTIONS)?;
@@ -264,7 +282,9 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     allocate(&inst, &call, &path(cfg, &vnet))?;
     let id = subnet_id(cfg, &vnet, call.params.get("subnet").unwrap_or_default());
     if cfg.subnets.remove(&id).is_none() {
-        return Err(ApiError::internal(format!("sdn subnet '{id}' does not exist")));
+        return Err(ApiError::internal(format!(
+            "sdn subnet '{id}' does not exist"
+        )));
     }
     Ok(Reply::null())
 }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{ID, Kind, LOCK, PENDING, Props, RUNNING, allocate, may_see, props_of, update_props, view};
+use super::{
+    ID, Kind, LOCK, PENDING, Props, RUNNING, allocate, may_see, props_of, update_props, view,
+};
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
 use crate::schema::Param;
@@ -75,7 +77,10 @@ fn tag(v: &Props) -> Option<i64> {
 fn check(cfg: &SdnConfig, id: &str, vnet: &Props) -> Result<(), ApiError> {
     let zone_id = vnet.get("zone").and_then(Value::as_str).unwrap_or_default();
     let Some(zone) = cfg.zones.get(zone_id) else {
-        return Err(ApiError::param("zone", format!("zone '{zone_id}' doesn't exist")));
+        return Err(ApiError::param(
+            "zone",
+            format!("zone '{zone_id}' doesn't exist"),
+        ));
     };
     let kind = zone.get("type").and_then(Value::as_str).unwrap_or_default();
     let has_subnets = cfg
@@ -91,14 +96,23 @@ fn check(cfg: &SdnConfig, id: &str, vnet: &Props) -> Result<(), ApiError> {
     let others = cfg.vnets.iter().filter(|(o, _)| *o != id);
     let same_zone = |o: &Props| o.get("zone").and_then(Value::as_str) == Some(zone_id);
     match (kind, tag(vnet)) {
-        ("simple", Some(_)) => Err(ApiError::param("tag", "vlan tag is not allowed on simple zone")),
+        ("simple", Some(_)) => Err(ApiError::param(
+            "tag",
+            "vlan tag is not allowed on simple zone",
+        )),
         ("vlan", None) => Err(ApiError::param("tag", "missing vlan tag")),
         ("vxlan", None) => Err(ApiError::param("tag", "missing vxlan tag")),
         ("vlan" | "qinq", Some(t)) if t > 4096 => {
             Err(ApiError::param("tag", "vlan tag max value is 4096"))
         }
-        ("vlan" | "qinq", Some(t)) => match others.clone().find(|(_, o)| same_zone(o) && tag(o) == Some(t)) {
-            Some((o, _)) => Err(ApiError::param("tag", format!("tag {t} already exist in vnet {o}"))),
+        ("vlan" | "qinq", Some(t)) => match others
+            .clone()
+            .find(|(_, o)| same_zone(o) && tag(o) == Some(t))
+        {
+            Some((o, _)) => Err(ApiError::param(
+                "tag",
+                format!("tag {t} already exist in vnet {o}"),
+            )),
             None => Ok(()),
         },
         ("vxlan", Some(t)) => {
@@ -190,7 +204,9 @@ pub async fn update(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     let cfg = &mut cluster.sdn.pending;
     allocate(&inst, &call, &path(cfg, &vnet))?;
     let Some(old) = cfg.vnets.get(&vnet) else {
-        return Err(ApiError::internal(format!("sdn vnet '{vnet}' does not exist")));
+        return Err(ApiError::internal(format!(
+            "sdn vnet '{vnet}' does not exist"
+        )));
     };
     let mut props = old.clone();
     update_props(&mut props, &call, OPTIONS)?;
@@ -200,7 +216,10 @@ pub async fn update(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
             .values()
             .any(|s| s.get("vnet").and_then(Value::as_str) == Some(vnet.as_str()));
         if has_subnets {
-            return Err(ApiError::param("zone", "can't change zone if subnets exist"));
+            return Err(ApiError::param(
+                "zone",
+                "can't change zone if subnets exist",
+            ));
         }
     }
     check(cfg, &vnet, &props)?;
@@ -215,14 +234,19 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     let cfg = &mut cluster.sdn.pending;
     allocate(&inst, &call, &path(cfg, &vnet))?;
     if !cfg.vnets.contains_key(&vnet) {
-        return Err(ApiError::internal(format!("sdn vnet '{vnet}' does not exist")));
+        return Err(ApiError::internal(format!(
+            "sdn vnet '{vnet}' does not exist"
+        )));
     }
     if cfg
         .subnets
         .values()
         .any(|s| s.get("vnet").and_then(Value::as_str) == Some(vnet.as_str()))
     {
-        return Err(ApiError::param("vnet", "Can't delete vnet if subnets exists"));
+        return Err(ApiError::param(
+            "vnet",
+            "Can't delete vnet if subnets exists",
+        ));
     }
     cfg.vnets.remove(&vnet);
     Ok(Reply::null())

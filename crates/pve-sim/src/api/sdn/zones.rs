@@ -47,11 +47,7 @@ const COMMON: &[Param] = &[
     Param::string("fabric").opt(),
 ];
 
-pub const INDEX: &[&[Param]] = &[&[
-    PENDING,
-    RUNNING,
-    Param::string("type").enums(TYPES).opt(),
-]];
+pub const INDEX: &[&[Param]] = &[&[PENDING, RUNNING, Param::string("type").enums(TYPES).opt()]];
 pub const ONE: &[&[Param]] = &[&[ZONE, PENDING, RUNNING]];
 pub const CREATE: &[&[Param]] = &[&[ZONE, Param::string("type").enums(TYPES)], COMMON];
 pub const UPDATE: &[&[Param]] = &[
@@ -164,7 +160,9 @@ pub async fn update(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     allocate(&inst, &call, &path(&zone))?;
     let mut cluster = inst.cluster();
     let Some(props) = cluster.sdn.pending.zones.get(&zone) else {
-        return Err(ApiError::internal(format!("sdn zone '{zone}' does not exist")));
+        return Err(ApiError::internal(format!(
+            "sdn zone '{zone}' does not exist"
+        )));
     };
     let mut props = props.clone();
     update_props(&mut props, &call, OPTIONS)?;
@@ -180,7 +178,9 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     let mut cluster = inst.cluster();
     let sdn = &mut cluster.sdn;
     if !sdn.pending.zones.contains_key(&zone) {
-        return Err(ApiError::internal(format!("sdn zone '{zone}' does not exist")));
+        return Err(ApiError::internal(format!(
+            "sdn zone '{zone}' does not exist"
+        )));
     }
     if let Some((vnet, _)) = sdn
         .pending
@@ -188,7 +188,9 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         .iter()
         .find(|(_, v)| v.get("zone").and_then(Value::as_str) == Some(zone.as_str()))
     {
-        return Err(ApiError::internal(format!("zone {zone} is used by vnet {vnet}")));
+        return Err(ApiError::internal(format!(
+            "zone {zone} is used by vnet {vnet}"
+        )));
     }
     sdn.pending.zones.remove(&zone);
     Ok(Reply::null())
