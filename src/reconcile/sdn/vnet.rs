@@ -10,7 +10,7 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::plan::{self, SubnetChange, Vnet, VnetPatch};
-use super::zone::{record, zone_id};
+use super::zone::{record, shown_state, zone_id};
 use super::{Shared, condition_for};
 use crate::api::condition::Condition;
 use crate::api::sdn::{ProxmoxVNetStatus, VNetAtProvider};
@@ -152,15 +152,14 @@ impl Kind for ProxmoxVNet {
             };
             shown = Some(extra.applier.record(&self.uid().unwrap_or_default(), seen));
         }
-        // Not asked this pass: what was shown before.
-        let (state, task) = match (&shown, observed) {
-            (Some(s), Some(Observed::Found { .. })) => (Some(s.state), s.task.clone()),
-            (_, Some(Observed::NotFound)) => (None, None),
-            _ => (
+        let (state, task) = shown_state(
+            shown.as_ref(),
+            observed,
+            (
                 before.and_then(|b| b.state),
                 before.and_then(|b| b.apply_task.clone()),
             ),
-        };
+        );
         let namespace = self.namespace().unwrap_or_default();
         ProxmoxVNetStatus {
             at_provider: VNetAtProvider {

@@ -10,7 +10,7 @@ use super::plan::{self, OptionsPatch, Zone};
 use super::{Extra, Shared, condition_for};
 use crate::api::ProxmoxSDNZone;
 use crate::api::condition::Condition;
-use crate::api::sdn::{ProxmoxSDNZoneStatus, ZoneAtProvider};
+use crate::api::sdn::{ApplyState, ProxmoxSDNZoneStatus, ZoneAtProvider};
 use crate::reconcile::managed::crud::pass::{Kind, Wanted};
 use crate::reconcile::managed::crud::{Call, External, Observed};
 use crate::reconcile::providers::ConfigKey;
@@ -85,15 +85,14 @@ impl Kind for ProxmoxSDNZone {
             }),
             &conditions,
         );
-        // Not asked this pass: what was shown before.
-        let (state, task) = match (&shown, observed) {
-            (Some(s), Some(Observed::Found { .. })) => (Some(s.state), s.task.clone()),
-            (_, Some(Observed::NotFound)) => (None, None),
-            _ => (
+        let (state, task) = shown_state(
+            shown.as_ref(),
+            observed,
+            (
                 before.and_then(|b| b.state),
                 before.and_then(|b| b.apply_task.clone()),
             ),
-        };
+        );
         ProxmoxSDNZoneStatus {
             at_provider: ZoneAtProvider {
                 id: Some(id_of(self)),
@@ -108,6 +107,21 @@ impl Kind for ProxmoxSDNZone {
 
     fn object_name(&self) -> String {
         format!("SDN zone {}", id_of(self))
+    }
+}
+
+/// The apply state and task a status shows: what the applier says of an
+/// object found, none for one absent, and what was shown `before` when
+/// Proxmox was not asked this pass.
+pub(super) fn shown_state<T>(
+    shown: Option<&super::apply::Shown>,
+    observed: Option<&Observed<T>>,
+    before: (Option<ApplyState>, Option<String>),
+) -> (Option<ApplyState>, Option<String>) {
+    match (shown, observed) {
+        (Some(s), Some(Observed::Found { .. })) => (Some(s.state), s.task.clone()),
+        (_, Some(Observed::NotFound)) => (None, None),
+        _ => before,
     }
 }
 
