@@ -38,6 +38,13 @@ COPY Cargo.toml Cargo.lock ./
 COPY src/ src/
 COPY crates/ crates/
 COPY hack/testenv/ hack/testenv/
+# The target directory below is a cache shared by every build of this
+# machine, and COPY keeps the files' modification times: sources older than
+# the cache's last build (another checkout's, built later) would look up to
+# date to cargo, and the image would carry that other checkout's binaries.
+# This layer is rebuilt only when the files above changed; it gives them
+# the time of this build.
+RUN find src crates hack/testenv -type f -exec touch {} +
 
 # The simulator alone, for `--target pve-sim`: it depends on neither the
 # provider nor Kubernetes crates, so this builds a fraction of the workspace.

@@ -206,7 +206,7 @@ kind: Secret
 metadata: {name: pve-sim-credentials, namespace: crossplane-system}
 stringData: {tokenId: "$token_id", secret: "$token_secret"}
 ---
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ClusterProviderConfig
 metadata: {name: default}
 spec:

@@ -66,8 +66,12 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 assemble "$work/package"
 mkdir -p "$(dirname "$output")"
+# --examples-root explicit: the CLI's default (./examples) depends on the
+# directory it runs from; these are the examples docs/ and the deploy suite
+# use, every one accepted by the API server.
 crossplane xpkg build \
   --package-root="$work/package" \
+  --examples-root="$root/examples" \
   --embed-runtime-image="$image" \
   --package-file="$output"
 echo "$output"

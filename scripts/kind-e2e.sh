@@ -116,9 +116,9 @@ kubectl label --overwrite namespace "$namespace" \
   pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest
 kubectl apply -k "$root/deploy"
 kubectl wait --for=condition=Established --timeout="$timeout" \
-  crd/proxmoxvms.proxmox.crossplane.io \
-  crd/providerconfigs.proxmox.crossplane.io \
-  crd/clusterproviderconfigs.proxmox.crossplane.io
+  crd/proxmoxvms.proxmox.m.crossplane.io \
+  crd/providerconfigs.proxmox.m.crossplane.io \
+  crd/clusterproviderconfigs.proxmox.m.crossplane.io
 
 log "installing the simulator (deploy/pve-sim/)"
 if ! kubectl -n "$namespace" get secret pve-sim-tls >/dev/null 2>&1; then

@@ -77,7 +77,7 @@ pub enum Reason {
     TaskFailed,
     /// Synced=False: a Proxmox task ran past its deadline; still observed.
     TaskTimeout,
-    /// Synced=False: the VM holds a lock we did not take.
+    /// Synced=True (waiting): the VM holds a lock we did not take.
     VmLocked,
     /// Synced=False: the VM with this VMID is not ours; left untouched.
     NotOwned,
@@ -106,12 +106,12 @@ pub enum Reason {
     /// Synced=False: `clone.image` names a ProxmoxImage without
     /// `spec.forProvider.template`.
     ImageHasNoTemplate,
-    /// Synced=False: the image named by `clone.image` or
+    /// Synced=True (waiting): the image named by `clone.image` or
     /// `disks[].image.name` is not on the VM's node (or any allowed node)
     /// yet, or is being deleted.
     ImageNotReady,
-    /// Synced=False: the image's template on the VM's node (or on every
-    /// allowed node) is not a template yet.
+    /// Synced=True (waiting): the image's template on the VM's node (or on
+    /// every allowed node) is not a template yet.
     TemplateNotReady,
     /// Synced=False: waiting for a per-node slot for longer than 10 minutes.
     CapacityStalled,

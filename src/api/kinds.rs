@@ -51,7 +51,7 @@ impl Kind {
         (self.crd)()
     }
 
-    /// `proxmoxvms.proxmox.crossplane.io`: the CRD's name.
+    /// `proxmoxvms.proxmox.m.crossplane.io`: the CRD's name.
     pub fn crd_name(&self) -> String {
         format!("{}.{GROUP}", self.plural)
     }

@@ -44,6 +44,6 @@ pub use security_group::{
 pub use vm::{ProxmoxVM, ProxmoxVMSpec, ProxmoxVMStatus};
 
 /// API group of every kind this provider serves.
-pub const GROUP: &str = "proxmox.crossplane.io";
+pub const GROUP: &str = "proxmox.m.crossplane.io";
 /// The one served and stored version.
 pub const VERSION: &str = "v1alpha1";

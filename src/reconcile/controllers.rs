@@ -61,7 +61,7 @@ use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use super::context::Context;
 use super::managed::states::{self, Lifecycle};
 use super::managed::task_watch::{self, Followed, watch_tasks};
-use super::managed::watch::scoped;
+use super::managed::watch::{scoped, unserved_as_empty};
 use super::runtime::metrics::{Metrics, States};
 use super::runtime::server::Readiness;
 use super::runtime::settings::Settings;
@@ -154,8 +154,8 @@ pub async fn run(
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
     let pool_members = pool::Members::new(pools.clone(), reader.clone(), pool_wake.clone());
-    let vms = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
+    let vms = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let vms = unserved_as_empty("ProxmoxVM", vms)
         .inspect(move |event| vm_lifecycle.see(event))
         .inspect(move |event| templates.see(event))
         .inspect(move |event| image_waker.see(event))
@@ -351,7 +351,7 @@ mod tests {
     #[test]
     fn the_cache_keeps_no_managed_fields_or_last_applied_copy() {
         let mut obj: DeserializeGuard<ProxmoxVM> = serde_json::from_value(serde_json::json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {
                 "name": "a", "namespace": "ns", "uid": "u",

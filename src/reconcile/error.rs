@@ -27,12 +27,6 @@ pub enum Error {
         source: serde_json::Error,
     },
 
-    /// The ProxmoxVM CRD is missing (the controller cannot start).
-    #[error(
-        "cannot list ProxmoxVMs; are the CRDs installed? (proxmox-provider crds | kubectl apply -f -)"
-    )]
-    CrdMissing(#[source] kube::Error),
-
     /// The metrics and health endpoint could not be served.
     #[error("cannot serve metrics on {addr}: {source}")]
     Server {
@@ -60,7 +54,6 @@ impl Error {
             Self::Kube(_) => "kube_transport",
             Self::InvalidObject { .. } => "invalid_object",
             Self::Serialize { .. } => "serialize",
-            Self::CrdMissing(_) => "crd_missing",
             Self::Server { .. } => "server",
             Self::Fenced { .. } => "fenced",
         }
@@ -85,7 +78,6 @@ pub(crate) fn forbidden_message(err: &Error) -> Option<String> {
         Error::Kube(_)
         | Error::InvalidObject { .. }
         | Error::Serialize { .. }
-        | Error::CrdMissing(_)
         | Error::Server { .. }
         | Error::Fenced { .. } => None,
     }

@@ -230,7 +230,7 @@ mod tests {
 
     fn vm(for_provider: Value) -> Value {
         json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {"name": "web", "namespace": "default"},
             "spec": {"forProvider": for_provider},
@@ -265,7 +265,7 @@ mod tests {
             "{message}"
         );
         let config = json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProviderConfig",
             "metadata": {"name": "pve", "namespace": "default"},
             "spec": {"endpoint": 8006, "credentials": {"secretRef": {"name": "pve"}}},

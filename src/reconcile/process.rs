@@ -9,16 +9,13 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
-use kube::api::ListParams;
 use tokio::net::TcpListener;
 
 use super::controllers;
 use super::error::Error;
-use super::managed::watch::scoped;
 use super::runtime::metrics::Metrics;
 use super::runtime::server::{self, Readiness};
 use super::runtime::settings::Settings;
-use crate::api::ProxmoxVM;
 
 /// A shutdown signal that many waiters can share.
 type Stop = Shared<BoxFuture<'static, ()>>;
@@ -60,22 +57,20 @@ impl Runtime {
     }
 
     /// Runs until `shutdown` resolves; running passes are allowed to
-    /// finish. Fails at once if the CRDs are not installed.
+    /// finish. A kind whose CRD is not installed has no objects until it is
+    /// (Crossplane's safe-start): its controller starts when the CRD comes.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
         let stop: Stop = shutdown.boxed().shared();
-        // Metadata only: one ProxmoxVM written around the schema must not
-        // keep the controller from starting (it is reported on itself). An
-        // API server that does not answer yet (starting, restarting) is
-        // waited for: exiting would only make the pod crash-loop.
-        let api = scoped::<ProxmoxVM>(&self.kube, self.settings.namespace.as_deref());
+        // An API server that does not answer yet (starting, restarting) is
+        // waited for: exiting would only make the pod crash-loop. Which
+        // CRDs it serves is each watch's business (`unserved_as_empty`).
         let mut delay = Duration::from_millis(500);
         loop {
-            match api.list_metadata(&ListParams::default().limit(1)).await {
+            match self.kube.apiserver_version().await {
                 Ok(_) => break,
-                Err(e @ kube::Error::Api(_)) => return Err(Error::CrdMissing(e)),
                 Err(e) => {
                     tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "the API server does not answer yet");
                     tokio::select! {

@@ -200,7 +200,7 @@ pub fn manifest(vm: &VmSpec, index: usize) -> Value {
         fp["cloudInit"]["passwordSecretRef"] = json!({"name": PASSWORD_SECRET, "key": "password"});
     }
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxVM",
         "metadata": {"name": vm.name, "labels": {"chaos": "true"}},
         "spec": {

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::support;
 
-const GROUP: &str = "proxmox.crossplane.io";
+const GROUP: &str = "proxmox.m.crossplane.io";
 const VERSION: &str = "v1alpha1";
 /// The Lease of the provider config `name` of namespace `ns` (one per
 /// config: see src/reconcile/runtime/shards.rs).

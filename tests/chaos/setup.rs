@@ -33,7 +33,7 @@ pub fn secret(name: &str, data: Value) -> Value {
 /// A ProviderConfig `name` for `sim`, reading the Secret `<name>-credentials`.
 pub fn provider_config(name: &str, sim: &Sim) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProviderConfig",
         "metadata": {"name": name},
         "spec": {

@@ -130,7 +130,7 @@ async fn holder_slot(replicas: &Replicas, ns: &str, config: &str) -> (usize, Str
 
 fn vm_manifest(config: &str, i: usize) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxVM",
         "metadata": {"name": format!("{config}-{i}")},
         "spec": {
@@ -149,7 +149,7 @@ fn vm_manifest(config: &str, i: usize) -> Value {
 /// seeds.
 fn container_manifest(config: &str) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxContainer",
         "metadata": {"name": format!("{config}-ct")},
         "spec": {

@@ -15,7 +15,7 @@ use crate::support;
 
 fn backup_job(name: &str, schedule: &str) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxBackupJob",
         "metadata": {"name": name},
         "spec": {

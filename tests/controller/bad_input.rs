@@ -85,7 +85,7 @@ fn rule(group: &str, resource: &str, verbs: &[&str]) -> Value {
     json!({"apiGroups": [group], "resources": [resource], "verbs": verbs})
 }
 
-const GROUP: &str = "proxmox.crossplane.io";
+const GROUP: &str = "proxmox.m.crossplane.io";
 
 /// deploy/'s rules for one namespace, without ConfigMaps, with Secrets
 /// read-only, and with `patch` on ProxmoxVMs (their metadata) when

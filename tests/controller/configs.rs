@@ -278,7 +278,7 @@ async fn a_config_used_only_by_an_image_stays_while_the_image_exists() {
     let mut env = Env::without_controller("pcimage", long_resync()).await;
     let ns = env.ns.name().to_owned();
     env.apply(&json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": "alpine"},
         "spec": {

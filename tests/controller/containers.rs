@@ -209,9 +209,9 @@ async fn a_lost_status_write_does_not_create_a_second_container() {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
         "metadata": {"name": "no-status"},
         "rules": [
-            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["proxmoxvms", "proxmoxcontainers"],
+            {"apiGroups": ["proxmox.m.crossplane.io"], "resources": ["proxmoxvms", "proxmoxcontainers"],
              "verbs": ["get", "list", "watch", "patch"]},
-            {"apiGroups": ["proxmox.crossplane.io"], "resources": ["providerconfigs"],
+            {"apiGroups": ["proxmox.m.crossplane.io"], "resources": ["providerconfigs"],
              "verbs": ["get", "list", "watch"]},
             {"apiGroups": [""], "resources": ["secrets", "configmaps"],
              "verbs": ["get", "list", "watch"]},

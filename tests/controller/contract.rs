@@ -34,7 +34,7 @@ const REQUESTED: &str = "crossplane.io/reconcile-requested-at";
 fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
     let url = "https://images.example/contract.qcow2";
     let image = json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": "c-image"},
         "spec": {
@@ -47,7 +47,7 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
         },
     });
     let pool = json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxPool",
         "metadata": {"name": "c-pool"},
         "spec": {
@@ -59,7 +59,7 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
     vm["metadata"]["labels"] = json!({"tier": "contract"});
     // Ready once the VM it selects has its VMID.
     let job = json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxBackupJob",
         "metadata": {"name": "c-job"},
         "spec": {
@@ -76,7 +76,7 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
     let group = group("c-group", json!([{"type": "in", "action": "ACCEPT"}]));
     let managed = |kind: &str, name: &str, for_provider: Value| {
         json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": kind,
             "metadata": {"name": name},
             "spec": {

@@ -50,7 +50,7 @@ fn printed_stream_holds_every_crd() {
         .collect();
     let kinds: Vec<String> = kinds::all().iter().map(|k| k.crd_name()).collect();
     assert_eq!(names, kinds);
-    assert!(names.contains(&"proxmoxvms.proxmox.crossplane.io"));
+    assert!(names.contains(&"proxmoxvms.proxmox.m.crossplane.io"));
 }
 
 /// The API server refuses non-structural schemas: every node names its type,

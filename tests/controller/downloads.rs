@@ -18,7 +18,7 @@ const PULL: &str = "/nodes/{node}/storage/{storage}/oci-registry-pull";
 
 fn image(name: &str, source: Value, content: &str) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": name},
         "spec": {

@@ -31,7 +31,7 @@ const WRITES: &[(&str, &str)] = &[
 
 pub fn ip_set(name: &str, cidrs: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxIPSet",
         "metadata": {"name": name},
         "spec": {
@@ -43,7 +43,7 @@ pub fn ip_set(name: &str, cidrs: Value) -> Value {
 
 pub fn group(name: &str, rules: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxSecurityGroup",
         "metadata": {"name": name},
         "spec": {
@@ -737,7 +737,7 @@ async fn a_selector_set_gains_and_loses_members_as_vms_and_containers_come_go_an
         ];
         for (kind, n) in want {
             let line = format!(
-                "crossplane_managed_resource_deletion_seconds_count{{gvk=\"proxmox.crossplane.io/v1alpha1, Kind={kind}\"}} {n}"
+                "crossplane_managed_resource_deletion_seconds_count{{gvk=\"proxmox.m.crossplane.io/v1alpha1, Kind={kind}\"}} {n}"
             );
             if !text.contains(&line) {
                 return Err(format!("no {line:?} in\n{text}"));

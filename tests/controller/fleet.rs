@@ -33,7 +33,7 @@ fn noble() -> Value {
         .map(|b| format!("{b:02x}"))
         .collect();
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": "noble"},
         "spec": {

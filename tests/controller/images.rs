@@ -27,7 +27,7 @@ fn sha256_hex(text: &str) -> String {
 
 fn image(name: &str, url: &str) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": name},
         "spec": {
@@ -370,7 +370,7 @@ const PULL: &str = "/nodes/{node}/storage/{storage}/oci-registry-pull";
 
 fn oci_image(name: &str, reference: &str) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": name},
         "spec": {

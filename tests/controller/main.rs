@@ -46,6 +46,7 @@ mod races;
 mod rbac;
 mod requests;
 mod runtime;
+mod safe_start;
 mod safety;
 pub mod sdn;
 mod seed;

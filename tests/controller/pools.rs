@@ -19,7 +19,7 @@ use crate::support;
 /// A ProxmoxPool using the namespace's ProviderConfig `pve`.
 pub fn pool(name: &str, for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxPool",
         "metadata": {"name": name},
         "spec": {

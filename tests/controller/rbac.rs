@@ -327,7 +327,7 @@ async fn vms(env: &Env, web_config: Value) {
     env.apply(&lost).await;
     // A ProxmoxImage: watched, finalized, its status patched.
     env.apply(&json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": "noble"},
         "spec": {
@@ -358,7 +358,7 @@ async fn vms(env: &Env, web_config: Value) {
 async fn fleet(env: &Env) {
     let images: Api<ProxmoxImage> = Api::namespaced(support::client(), env.ns.name());
     env.apply(&json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": "golden"},
         "spec": {

@@ -111,14 +111,14 @@ async fn idle_passes_read_nothing_from_the_api_server_and_write_nothing() {
     // caches (the three Ready VMs, kinds with nothing yet at 0), and the
     // lifecycle from the watch.
     for line in [
-        "crossplane_managed_resource_exists{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
-        "crossplane_managed_resource_ready{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
-        "crossplane_managed_resource_synced{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
-        "crossplane_managed_resource_exists{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxContainer\"} 0",
-        "crossplane_managed_resource_exists{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxIPSet\"} 0",
+        "crossplane_managed_resource_exists{gvk=\"proxmox.m.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
+        "crossplane_managed_resource_ready{gvk=\"proxmox.m.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
+        "crossplane_managed_resource_synced{gvk=\"proxmox.m.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
+        "crossplane_managed_resource_exists{gvk=\"proxmox.m.crossplane.io/v1alpha1, Kind=ProxmoxContainer\"} 0",
+        "crossplane_managed_resource_exists{gvk=\"proxmox.m.crossplane.io/v1alpha1, Kind=ProxmoxIPSet\"} 0",
         // Each VM seen new and Ready once, timed from its creation.
-        "crossplane_managed_resource_first_time_to_reconcile_seconds_count{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
-        "crossplane_managed_resource_first_time_to_readiness_seconds_count{gvk=\"proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
+        "crossplane_managed_resource_first_time_to_reconcile_seconds_count{gvk=\"proxmox.m.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
+        "crossplane_managed_resource_first_time_to_readiness_seconds_count{gvk=\"proxmox.m.crossplane.io/v1alpha1, Kind=ProxmoxVM\"} 3",
     ] {
         assert!(metrics.contains(line), "missing {line:?} in\n{metrics}");
     }

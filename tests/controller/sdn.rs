@@ -19,7 +19,7 @@ const APPLY: (&str, &str) = ("PUT", "/cluster/sdn");
 
 fn zone(name: &str) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxSDNZone",
         "metadata": {"name": name},
         "spec": {
@@ -31,7 +31,7 @@ fn zone(name: &str) -> Value {
 
 fn vnet(name: &str, tag: u32, subnets: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxVNet",
         "metadata": {"name": name},
         "spec": {

@@ -220,7 +220,7 @@ async fn mistakes_are_refused_with_a_message_that_says_what_is_wrong() {
         (
             // A clone with an image import: the template provides the disks.
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProxmoxVM
 metadata: {name: bad-clone}
 spec:
@@ -234,7 +234,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProxmoxVM
 metadata: {name: tiny}
 spec:
@@ -244,7 +244,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProxmoxVM
 metadata: {name: no-observe}
 spec:
@@ -255,7 +255,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ProviderConfig
 metadata: {name: cross-namespace}
 spec:
@@ -267,7 +267,7 @@ spec:
         ),
         (
             r#"
-apiVersion: proxmox.crossplane.io/v1alpha1
+apiVersion: proxmox.m.crossplane.io/v1alpha1
 kind: ClusterProviderConfig
 metadata: {name: short-pin}
 spec:

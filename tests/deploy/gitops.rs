@@ -91,12 +91,12 @@ const KINDS: [Kind; 9] = [
 
 impl Kind {
     fn dir(&self) -> String {
-        format!("deploy/argocd/proxmox.crossplane.io/{}", self.name)
+        format!("deploy/argocd/proxmox.m.crossplane.io/{}", self.name)
     }
 
     fn cm_key(&self) -> String {
         format!(
-            "resource.customizations.health.proxmox.crossplane.io_{}",
+            "resource.customizations.health.proxmox.m.crossplane.io_{}",
             self.name
         )
     }
@@ -277,7 +277,7 @@ fn health_check_passes_argo_cases_in_lua_5_4() {
 #[test]
 fn cases_cover_every_sample_and_every_health() {
     let checks: BTreeSet<String> =
-        std::fs::read_dir(repo().join("deploy/argocd/proxmox.crossplane.io"))
+        std::fs::read_dir(repo().join("deploy/argocd/proxmox.m.crossplane.io"))
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
@@ -479,7 +479,7 @@ fn flux_expressions_agree_with_the_argo_check() {
     );
     let mut wrong = vec![];
     for (kind, check) in KINDS.iter().zip(checks) {
-        assert_eq!(check["apiVersion"], "proxmox.crossplane.io/v1alpha1");
+        assert_eq!(check["apiVersion"], "proxmox.m.crossplane.io/v1alpha1");
         flux_agrees(kind, check, &mut wrong);
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

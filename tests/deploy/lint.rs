@@ -347,6 +347,12 @@ fn crossplane_package_root_holds_the_provider_meta_and_the_crds() {
     // v2 and its pre-release builds (`v2.4.0-rc.1`, development builds):
     // without `-0`, Masterminds semver refuses every pre-release.
     assert_eq!(meta[0]["spec"]["crossplane"]["version"], ">=v2.0.0-0");
+    // Every kind's controller starts when its CRD comes (Crossplane then
+    // installs only the activated kinds' CRDs).
+    assert_eq!(
+        meta[0]["spec"]["capabilities"],
+        serde_json::json!(["SafeStart"])
+    );
     let readme = meta[0]["metadata"]["annotations"]["meta.crossplane.io/readme"]
         .as_str()
         .unwrap();
@@ -382,6 +388,47 @@ fn crossplane_package_root_holds_the_provider_meta_and_the_crds() {
         top.len(),
         2,
         "only crossplane.yaml and crds/ in the package root"
+    );
+}
+
+/// package/runtime-config.yaml: the DeploymentRuntimeConfig serves the
+/// metrics where Crossplane's Deployment of the provider declares them
+/// (container `package-runtime`, port 8080), and its NetworkPolicy selects
+/// the Pods Crossplane labels with the package's name.
+#[test]
+fn crossplane_runtime_config_serves_metrics_on_crossplanes_port_to_monitoring_only() {
+    let docs = yaml_docs(&read("package/runtime-config.yaml"), "runtime-config.yaml");
+    let meta = yaml_docs(&read("package/crossplane.yaml"), "crossplane.yaml");
+    let config = tools::find(&docs, "DeploymentRuntimeConfig", "provider-proxmox");
+    assert_eq!(config["apiVersion"], "pkg.crossplane.io/v1beta1");
+    let containers =
+        &config["spec"]["deploymentTemplate"]["spec"]["template"]["spec"]["containers"];
+    assert_eq!(
+        containers[0]["name"], "package-runtime",
+        "Crossplane's container name"
+    );
+    let env = containers[0]["env"].as_array().unwrap();
+    let addr = env.iter().find(|e| e["name"] == "METRICS_ADDR").unwrap();
+    assert_eq!(addr["value"], "0.0.0.0:8080");
+    assert!(
+        read("src/main.rs").contains(r#"env = "METRICS_ADDR""#),
+        "the provider reads METRICS_ADDR"
+    );
+    let policy = tools::find(&docs, "NetworkPolicy", "provider-proxmox-metrics");
+    assert_eq!(
+        policy["spec"]["podSelector"]["matchLabels"]["pkg.crossplane.io/provider"],
+        meta[0]["metadata"]["name"],
+        "Crossplane labels the Pods with the package's name"
+    );
+    assert_eq!(
+        policy["spec"]["policyTypes"],
+        serde_json::json!(["Ingress"])
+    );
+    let ingress = policy["spec"]["ingress"].as_array().unwrap();
+    assert_eq!(ingress.len(), 1, "only the monitoring namespace gets in");
+    assert_eq!(
+        ingress[0]["ports"],
+        serde_json::json!([{"port": 8080, "protocol": "TCP"}])
     );
 }
 

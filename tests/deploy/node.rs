@@ -575,7 +575,7 @@ fn namespaced_helm_works(node: &Node) {
         "jsonpath={.data.ca\\.crt}",
     ]);
     let config = serde_json::json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1", "kind": "ProviderConfig",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProviderConfig",
         "metadata": {"name": "pve-sim", "namespace": SERVED},
         "spec": {
             "endpoint": format!("https://pve-sim.{NAMESPACE}.svc:8006"),
@@ -646,7 +646,7 @@ fn kustomize_and_helm_installs_run_on_a_real_node() {
         node.kubectl_ok(&["apply", "-k", "deploy"]);
         node.wait(&[
             "--for=condition=Established",
-            "crd/proxmoxvms.proxmox.crossplane.io",
+            "crd/proxmoxvms.proxmox.m.crossplane.io",
         ]);
         install_pve_sim(&node);
     });

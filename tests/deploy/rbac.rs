@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::support;
 use crate::tools::{find, kustomize, repo, yaml_docs};
 
-const GROUP: &str = "proxmox.crossplane.io";
+const GROUP: &str = "proxmox.m.crossplane.io";
 
 /// One request: API group, resource (`plural` or `plural/subresource`),
 /// verb, whether it is in the provider's own namespace, and a name.

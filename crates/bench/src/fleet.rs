@@ -62,7 +62,7 @@ impl FleetLimits {
 pub fn image_manifest(namespace: &str, config: &str, nodes: &[String]) -> Value {
     let checksums = url_checksums(IMAGE_URL);
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": IMAGE, "namespace": namespace},
         "spec": {

@@ -180,7 +180,7 @@ pub async fn configure_with(
         .await
         .context("creating the credentials Secret")?;
     let mut config = json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ClusterProviderConfig",
         "metadata": {"name": name},
         "spec": {

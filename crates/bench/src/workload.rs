@@ -32,7 +32,7 @@ pub fn vm_name(i: usize) -> String {
 /// `allowedNodes`.
 pub fn manifest(name: &str, namespace: &str, config: &str, nodes: &[String]) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxVM",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
@@ -313,7 +313,7 @@ mod tests {
 
     fn object(name: &str, ext: Option<&str>, status: Value) -> DynamicObject {
         let mut o: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1", "kind": "ProxmoxVM",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxVM",
             "metadata": {"name": name}, "status": status,
         }))
         .unwrap();

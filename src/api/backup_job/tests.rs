@@ -9,7 +9,7 @@ use crate::api::validation_tests::{assert_verdict, refusals, schema_of};
 
 fn job(for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxBackupJob",
         "metadata": {"name": "nightly", "namespace": "default"},
         "spec": {"forProvider": for_provider},

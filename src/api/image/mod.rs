@@ -38,7 +38,7 @@ use crate::api::vm::ChecksumAlgorithm;
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
-    group = "proxmox.crossplane.io",
+    group = "proxmox.m.crossplane.io",
     version = "v1alpha1",
     kind = "ProxmoxImage",
     plural = "proxmoximages",

@@ -19,7 +19,7 @@ use crate::api::rules::{NO_CONTROL, NO_CONTROL_MESSAGE};
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
-    group = "proxmox.crossplane.io",
+    group = "proxmox.m.crossplane.io",
     version = "v1alpha1",
     kind = "ProxmoxIPSet",
     plural = "proxmoxipsets",

@@ -32,7 +32,7 @@ use crate::api::managed::ManagedSpec;
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
-    group = "proxmox.crossplane.io",
+    group = "proxmox.m.crossplane.io",
     version = "v1alpha1",
     kind = "ProxmoxPool",
     plural = "proxmoxpools",

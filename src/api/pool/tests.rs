@@ -8,7 +8,7 @@ use crate::api::validation_tests::{assert_verdict, refusals, schema_of};
 
 fn pool(for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxPool",
         "metadata": {"name": "team-a", "namespace": "default"},
         "spec": {"forProvider": for_provider},

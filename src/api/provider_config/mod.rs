@@ -49,7 +49,7 @@ macro_rules! provider_config_kind {
         #[allow(clippy::duplicated_attributes)]
         #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
         #[kube(
-            group = "proxmox.crossplane.io",
+            group = "proxmox.m.crossplane.io",
             version = "v1alpha1",
             kind = $kind,
             plural = $plural,

@@ -8,7 +8,7 @@ use crate::api::validation_tests::{assert_verdict, refusals, schema_of};
 
 fn object(kind: &str, for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": kind,
         "metadata": {"name": "net", "namespace": "default"},
         "spec": {"forProvider": for_provider},

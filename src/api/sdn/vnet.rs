@@ -25,7 +25,7 @@ const IP_MESSAGE: &str = "must be an IPv4 or IPv6 address";
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
-    group = "proxmox.crossplane.io",
+    group = "proxmox.m.crossplane.io",
     version = "v1alpha1",
     kind = "ProxmoxVNet",
     plural = "proxmoxvnets",

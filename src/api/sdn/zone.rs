@@ -16,7 +16,7 @@ use crate::api::rules::{BRIDGE, BRIDGE_MESSAGE, NODE_NAME_MESSAGE, NODE_NAMES};
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
-    group = "proxmox.crossplane.io",
+    group = "proxmox.m.crossplane.io",
     version = "v1alpha1",
     kind = "ProxmoxSDNZone",
     plural = "proxmoxsdnzones",

@@ -11,7 +11,7 @@ use kube::CustomResourceExt;
 
 fn container(for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxContainer",
         "metadata": {"name": "ct", "namespace": "default"},
         "spec": {"forProvider": for_provider},

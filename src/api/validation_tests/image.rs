@@ -8,7 +8,7 @@ use kube::CustomResourceExt;
 
 fn image(for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": "noble", "namespace": "default"},
         "spec": {"forProvider": for_provider},

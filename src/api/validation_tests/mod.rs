@@ -46,7 +46,7 @@ pub(super) fn assert_verdict(name: &str, got: &[String], want: Option<&str>) {
 
 pub(super) fn vm(for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxVM",
         "metadata": {"name": "web", "namespace": "default"},
         "spec": {"forProvider": for_provider},

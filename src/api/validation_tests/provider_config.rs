@@ -8,7 +8,7 @@ use kube::CustomResourceExt;
 
 fn provider_config(kind: &str, spec: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": kind,
         "metadata": {"name": "default"},
         "spec": spec,

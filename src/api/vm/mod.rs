@@ -51,7 +51,7 @@ use crate::api::meta::LocalSecretReference;
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
-    group = "proxmox.crossplane.io",
+    group = "proxmox.m.crossplane.io",
     version = "v1alpha1",
     kind = "ProxmoxVM",
     plural = "proxmoxvms",

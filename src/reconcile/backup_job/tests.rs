@@ -142,7 +142,7 @@ fn a_guest_of_another_namespace_is_never_a_candidate() {
     // The caches hand the selector only the job's namespace's guests.
     let vm = |ns: &str, name: &str| -> ProxmoxVM {
         serde_json::from_value(json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1", "kind": "ProxmoxVM",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxVM",
             "metadata": {"name": name, "namespace": ns, "labels": {"tier": "web"},
                 "annotations": {"crossplane.io/external-name": "100"}},
             "spec": {"forProvider": {"node": "pve"}},
@@ -163,7 +163,7 @@ fn a_guest_of_another_namespace_is_never_a_candidate() {
         containers,
     };
     let job: crate::api::ProxmoxBackupJob = serde_json::from_value(json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1", "kind": "ProxmoxBackupJob",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxBackupJob",
         "metadata": {"name": "nightly", "namespace": "team-a"},
         "spec": {"forProvider": {"schedule": "daily", "guestSelector": {"matchLabels": {"tier": "web"}}}},
     }))
@@ -175,7 +175,7 @@ fn a_guest_of_another_namespace_is_never_a_candidate() {
 #[test]
 fn guests_give_their_recorded_vmid_until_deleted() {
     let mut vm: ProxmoxVM = serde_json::from_value(json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1", "kind": "ProxmoxVM",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxVM",
         "metadata": {"name": "web", "namespace": "ns", "labels": {"tier": "web"},
             "annotations": {"crossplane.io/external-name": "120"}},
         "spec": {"forProvider": {"node": "pve"}},
@@ -187,7 +187,7 @@ fn guests_give_their_recorded_vmid_until_deleted() {
     ));
     assert_eq!(Guest::vm(&vm), None, "a guest being deleted is left out");
     let ct: ProxmoxContainer = serde_json::from_value(json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1", "kind": "ProxmoxContainer",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxContainer",
         "metadata": {"name": "c", "namespace": "ns"},
         "spec": {"forProvider": {"node": "pve", "template": {"volume": "local:vztmpl/x.tar.zst"},
             "rootfs": {"storage": "local-lvm", "size": "8Gi"}}},

@@ -106,7 +106,7 @@ mod tests {
 
     fn config(uid: &str, generation: i64, rv: &str) -> ProviderConfig {
         let mut pc: ProviderConfig = serde_json::from_value(serde_json::json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProviderConfig",
             "metadata": {"name": "pve", "namespace": "ns"},
             "spec": {"endpoint": "https://pve:8006", "credentials": {"secretRef": {"name": "s"}}},

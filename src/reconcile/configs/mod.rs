@@ -61,7 +61,7 @@ use self::reconcile::{Ctx, error_policy, reconcile};
 use super::events::Events;
 use super::providers::{ConfigKey, Providers, SecretName};
 use crate::api::{ClusterProviderConfig, ProviderConfig, ProviderConfigKind};
-use crate::reconcile::managed::watch::scoped;
+use crate::reconcile::managed::watch::{scoped, unserved_as_empty};
 use crate::reconcile::runtime::memory::Memory;
 use crate::reconcile::runtime::shards::Shards;
 
@@ -191,6 +191,7 @@ fn controller<K: ConfigObject>(
     let (reader, writer) = reflector::store();
     let users = ctx.users.clone();
     let events = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let events = unserved_as_empty(K::kind(&()), events);
     let changes = spec_changes(unreadable::readable_only(kube.clone(), events).reflect(writer))
         .inspect(move |change| {
             if let Ok(config) = change {

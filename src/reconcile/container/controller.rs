@@ -50,8 +50,8 @@ pub async fn run(
     let api =
         scoped::<DeserializeGuard<ProxmoxContainer>>(&ctx.kube, ctx.settings.namespace.as_deref());
     let reader = ctx.containers.clone();
-    let stream = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
+    let stream = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let stream = crate::reconcile::managed::watch::unserved_as_empty("ProxmoxContainer", stream)
         // Before the cache takes the event in: it holds the old object
         // (what other kinds wake on: the images a container names, the
         // IP sets and backup jobs selecting it).

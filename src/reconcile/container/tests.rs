@@ -36,7 +36,7 @@ fn ct(spec: Value, annotations: Value, status: Value) -> ProxmoxContainer {
         }
     }
     serde_json::from_value(json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxContainer",
         "metadata": {
             "name": "app", "namespace": "ns", "uid": UID, "generation": 1,

@@ -38,7 +38,7 @@ use crate::reconcile::context::Context;
 use crate::reconcile::error::Error;
 use crate::reconcile::inventory::ClusterView;
 use crate::reconcile::managed::envelope::run_held;
-use crate::reconcile::managed::watch::{never_listed, scoped};
+use crate::reconcile::managed::watch::{never_listed, scoped, unserved_as_empty};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::shards::Hold;
 
@@ -58,8 +58,8 @@ pub async fn run(
     let clones = wake::Clones::new(ctx.images.clone(), ctx.store.clone(), ctx.waker.clone());
     // No predicate: the image controller's status writes (a location
     // Ready) are what this controller acts on.
-    let images = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
+    let images = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let images = unserved_as_empty("ProxmoxImage", images)
         .inspect(move |event| clones.see(event))
         .modify(|image| image.metadata.managed_fields = None)
         .reflect(writer)

@@ -228,7 +228,7 @@ mod tests {
             .collect();
         locations.push(json!({"node": "pve3", "storage": "local", "phase": "Downloading"}));
         serde_json::from_value(json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxImage",
             "metadata": {"name": "noble", "namespace": "ns", "uid": "image-uid"},
             "spec": {
@@ -278,7 +278,7 @@ mod tests {
 
     fn clone(name: &str, node: Option<&str>) -> ProxmoxVM {
         let mut vm: ProxmoxVM = serde_json::from_value(json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
             "spec": {

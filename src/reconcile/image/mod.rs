@@ -188,8 +188,8 @@ pub async fn run(
     );
     let (reader, writer) = reflector::store();
     let lifecycle = Lifecycle::new::<ProxmoxImage>(Arc::clone(&ctx.metrics), states::plain);
-    let images = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
+    let images = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let images = crate::reconcile::managed::watch::unserved_as_empty("ProxmoxImage", images)
         .inspect(move |event| lifecycle.see(event))
         .reflect(writer)
         .applied_objects()

@@ -157,7 +157,7 @@ mod tests {
 
     fn vm(disks: serde_json::Value) -> ProxmoxVM {
         serde_json::from_value(serde_json::json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {"name": "web", "namespace": "ns", "uid": "u"},
             "spec": {"forProvider": {"disks": disks}},

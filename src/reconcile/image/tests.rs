@@ -34,7 +34,7 @@ fn timing() -> Timing {
 
 fn image(for_provider: Value, status: Value) -> ProxmoxImage {
     serde_json::from_value(json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": "noble", "namespace": "ns", "uid": "u1", "generation": 2,
                      "finalizers": [FINALIZER]},
@@ -917,7 +917,7 @@ mod waker {
 
     fn vm(node: Option<&str>, task_summary: &str) -> DeserializeGuard<ProxmoxVM> {
         DeserializeGuard(Ok(serde_json::from_value(json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {"name": "web", "namespace": "ns", "uid": "u"},
             "spec": {"forProvider": {"disks": [

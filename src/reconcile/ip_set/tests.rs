@@ -164,7 +164,7 @@ mod members {
     #[test]
     fn guests_give_their_agent_and_static_addresses_until_deleted() {
         let mut vm: ProxmoxVM = serde_json::from_value(json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1", "kind": "ProxmoxVM",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxVM",
             "metadata": {"name": "db", "namespace": "ns", "labels": {"tier": "db"}},
             "spec": {"forProvider": {"node": "pve", "cloudInit": {"ipConfigs": [
                 {"interface": "net0", "ip": "10.0.0.5/24", "ip6": "auto"},
@@ -182,7 +182,7 @@ mod members {
             ));
         assert_eq!(Guest::vm(&vm), None, "a guest being deleted is no member");
         let ct: ProxmoxContainer = serde_json::from_value(json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1", "kind": "ProxmoxContainer",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxContainer",
             "metadata": {"name": "c", "namespace": "ns"},
             "spec": {"forProvider": {"node": "pve", "template": {"volume": "local:vztmpl/x.tar.zst"},
                 "rootfs": {"storage": "local-lvm", "size": "8Gi"},

@@ -89,7 +89,7 @@ fn is_true(conditions: &[Condition], type_: &str) -> bool {
 
 /// The `gvk` label as crossplane-runtime writes it (Go's
 /// `schema.GroupVersionKind.String()`):
-/// `proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM`.
+/// `proxmox.m.crossplane.io/v1alpha1, Kind=ProxmoxVM`.
 fn gvk<K: Resource<DynamicType = ()>>() -> String {
     format!("{}, Kind={}", K::api_version(&()), K::kind(&()))
 }
@@ -239,7 +239,7 @@ mod tests {
     fn the_gvk_label_is_written_as_go_writes_a_group_version_kind() {
         assert_eq!(
             gvk::<ProxmoxVM>(),
-            "proxmox.crossplane.io/v1alpha1, Kind=ProxmoxVM"
+            "proxmox.m.crossplane.io/v1alpha1, Kind=ProxmoxVM"
         );
     }
 

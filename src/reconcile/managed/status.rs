@@ -133,7 +133,7 @@ mod tests {
 
     fn pool(request: Option<&str>, handled: Option<&str>) -> ProxmoxPool {
         let mut pool: ProxmoxPool = serde_json::from_value(json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxPool",
             "metadata": {"name": "p", "namespace": "ns"},
             "spec": {

@@ -414,7 +414,7 @@ fn refusal_reason(why: &str) -> Option<Reason> {
 
 fn pool_object(generation: i64) -> ProxmoxPool {
     serde_json::from_value(serde_json::json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxPool",
         "metadata": {"name": "pool", "namespace": "team-a", "uid": "u-1", "generation": generation},
         "spec": {"forProvider": {

@@ -166,7 +166,7 @@ mod tests {
 
     fn vm(external_name: bool, deleting: bool) -> ProxmoxVM {
         let mut vm: ProxmoxVM = serde_json::from_value(serde_json::json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {"name": "web", "namespace": "ns"},
             "spec": {"forProvider": {}},

@@ -147,7 +147,7 @@ mod tests {
 
     fn vm(name: &str, for_provider: serde_json::Value) -> ProxmoxVM {
         serde_json::from_value(serde_json::json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
             "spec": {

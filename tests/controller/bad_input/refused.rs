@@ -59,7 +59,7 @@ fn vm_cloud_init(cloud_init: Value) -> Value {
 /// A ProxmoxVM with its whole `spec` given.
 fn vm_spec(spec: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxVM",
         "metadata": {"name": "bad"},
         "spec": spec,
@@ -83,7 +83,7 @@ pub fn config_with(kind: &str, change: Value) -> Value {
     }
     merge(&mut spec, &change);
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": kind,
         "metadata": {"name": "bad"},
         "spec": spec,
@@ -571,9 +571,9 @@ pub async fn dry_run(object: &Value, namespace: &str) -> Result<(), String> {
         other => panic!("no rows of kind {other}"),
     };
     let resource = ApiResource {
-        group: "proxmox.crossplane.io".into(),
+        group: "proxmox.m.crossplane.io".into(),
         version: "v1alpha1".into(),
-        api_version: "proxmox.crossplane.io/v1alpha1".into(),
+        api_version: "proxmox.m.crossplane.io/v1alpha1".into(),
         kind: kind.into(),
         plural: plural.into(),
     };

@@ -38,7 +38,7 @@ fn img(change: Value) -> Value {
         fp.extend(change.clone());
     }
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",
         "metadata": {"name": "bad"},
         "spec": {"forProvider": fp, "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"}},

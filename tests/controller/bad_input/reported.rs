@@ -130,9 +130,9 @@ fn resource(kind: &str) -> ApiResource {
         other => panic!("no expectations of kind {other}"),
     };
     ApiResource {
-        group: "proxmox.crossplane.io".into(),
+        group: "proxmox.m.crossplane.io".into(),
         version: "v1alpha1".into(),
-        api_version: "proxmox.crossplane.io/v1alpha1".into(),
+        api_version: "proxmox.m.crossplane.io/v1alpha1".into(),
         kind: kind.into(),
         plural: plural.into(),
     }

@@ -15,7 +15,7 @@ pub const DEBIAN: &str = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst";
 /// A ProxmoxContainer using ProviderConfig `pve`.
 pub fn container(name: &str, for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxContainer",
         "metadata": {"name": name},
         "spec": {

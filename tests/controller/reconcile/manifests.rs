@@ -38,7 +38,7 @@ pub fn provider_config(sim: &Sim, extra: &Value) -> Value {
         }
     }
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProviderConfig",
         "metadata": {"name": "pve"},
         "spec": spec,
@@ -48,7 +48,7 @@ pub fn provider_config(sim: &Sim, extra: &Value) -> Value {
 /// A ProxmoxVM using ProviderConfig `pve`.
 pub fn vm(name: &str, for_provider: Value) -> Value {
     json!({
-        "apiVersion": "proxmox.crossplane.io/v1alpha1",
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxVM",
         "metadata": {"name": name},
         "spec": {

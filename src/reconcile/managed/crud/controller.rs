@@ -34,8 +34,8 @@ pub async fn run<K, A>(
     let api = watch::scoped::<K>(&shared.ctx.kube, shared.ctx.settings.namespace.as_deref());
     let reader = writer.as_reader();
     let lifecycle = Lifecycle::new::<K>(Arc::clone(&shared.ctx.metrics), states::plain::<K, A>);
-    let objects = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
+    let objects = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let objects = watch::unserved_as_empty(kind, objects)
         .inspect(move |event| lifecycle.see(event))
         .reflect(writer)
         .applied_objects()

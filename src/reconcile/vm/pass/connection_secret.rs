@@ -134,7 +134,7 @@ mod tests {
     #[test]
     fn owned_labelled_and_typed() {
         let vm: ProxmoxVM = serde_json::from_value(serde_json::json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {"name": "web", "namespace": "ns", "uid": "u-1"},
             "spec": {"forProvider": {}, "writeConnectionSecretToRef": {"name": "web-conn"}},

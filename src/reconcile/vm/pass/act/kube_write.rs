@@ -78,7 +78,7 @@ mod tests {
 
     fn vm() -> ProxmoxVM {
         let mut vm: ProxmoxVM = serde_json::from_value(json!({
-            "apiVersion": "proxmox.crossplane.io/v1alpha1",
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {"name": "web", "namespace": "ns", "resourceVersion": "42",
                          "finalizers": ["other"]},

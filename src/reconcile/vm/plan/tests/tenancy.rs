@@ -451,7 +451,7 @@ fn a_refused_metadata_write_is_forbidden_and_retried() {
         };
         let refused = Forbidden {
             message: format!(
-                r#"patching ProxmoxVM default/web to {}: proxmoxvms.proxmox.crossplane.io "web" is forbidden: User "x" cannot patch resource "proxmoxvms""#,
+                r#"patching ProxmoxVM default/web to {}: proxmoxvms.proxmox.m.crossplane.io "web" is forbidden: User "x" cannot patch resource "proxmoxvms""#,
                 write.describe()
             ),
             retry_in: std::time::Duration::from_secs(8),
