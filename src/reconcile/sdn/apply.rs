@@ -43,6 +43,10 @@ const TICK: Duration = Duration::from_secs(1);
 /// [`RETRY_MAX`].
 const RETRY: Duration = Duration::from_secs(5);
 const RETRY_MAX: Duration = Duration::from_secs(60);
+/// How long a pending change waits for the config's other SDN resources
+/// to settle before it is applied anyway (one that never settles must not
+/// hold the others' changes).
+const SETTLE_MAX: Duration = Duration::from_secs(10);
 
 /// What a pass saw of one resource.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,6 +84,8 @@ struct State {
     failed: HashMap<ConfigKey, Failed>,
     /// A refused apply: how many in a row, and when to try again.
     retry: HashMap<ConfigKey, (u32, Instant)>,
+    /// Since when a change of the config has been pending.
+    pending_since: HashMap<ConfigKey, Instant>,
 }
 
 /// The applier's memory, shared by the zone and VNet passes and its loop.
@@ -238,6 +244,18 @@ async fn turn(ctx: &Context, extra: &Extra, wake: &Wake, key: &ConfigKey) {
             .get(key)
             .is_none_or(|(_, at)| Instant::now() >= *at);
         let in_flight = state.in_flight.contains_key(key);
+        let since = if pending.is_empty() {
+            state.pending_since.remove(key);
+            None
+        } else {
+            Some(
+                *state
+                    .pending_since
+                    .entry(key.clone())
+                    .or_insert_with(Instant::now),
+            )
+        };
+        let settled = settled || since.is_some_and(|at| at.elapsed() >= SETTLE_MAX);
         (
             plan::step(in_flight, !pending.is_empty(), settled, due),
             pending,
@@ -292,6 +310,7 @@ async fn turn(ctx: &Context, extra: &Extra, wake: &Wake, key: &ConfigKey) {
                 Ok(upid) => {
                     tracing::info!(config = %key, %upid, objects = uids.len(), "SDN apply started");
                     state.retry.remove(key);
+                    state.pending_since.remove(key);
                     state.in_flight.insert(
                         key.clone(),
                         InFlight {
