@@ -10,6 +10,7 @@ use kube::{CustomResourceExt, Resource};
 use super::backup_job::ProxmoxBackupJob;
 use super::ip_set::ProxmoxIPSet;
 use super::pool::ProxmoxPool;
+use super::sdn::{ProxmoxSDNZone, ProxmoxVNet};
 use super::security_group::ProxmoxSecurityGroup;
 use super::snapshot::ProxmoxSnapshot;
 use super::{
@@ -76,6 +77,8 @@ pub fn all() -> Vec<Kind> {
         Kind::of::<ProxmoxIPSet>(true),
         Kind::of::<ProxmoxBackupJob>(true),
         Kind::of::<ProxmoxSnapshot>(true),
+        Kind::of::<ProxmoxSDNZone>(true),
+        Kind::of::<ProxmoxVNet>(true),
     ]
 }
 

@@ -20,6 +20,7 @@ pub mod pool;
 pub mod provider_config;
 pub mod quantity;
 pub mod rules;
+pub mod sdn;
 pub mod security_group;
 pub mod snapshot;
 pub mod task;
@@ -37,6 +38,7 @@ pub use meta::{ManagementPolicy, ProviderConfigKind, ProviderConfigReference};
 pub use pool::{ProxmoxPool, ProxmoxPoolSpec, ProxmoxPoolStatus};
 pub use provider_config::{ClusterProviderConfig, ProviderConfig, ProviderSettings};
 pub use quantity::Quantity;
+pub use sdn::{ProxmoxSDNZone, ProxmoxVNet};
 pub use security_group::{
     ProxmoxSecurityGroup, ProxmoxSecurityGroupSpec, ProxmoxSecurityGroupStatus,
 };

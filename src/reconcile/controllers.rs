@@ -71,8 +71,8 @@ use super::runtime::shards::leases;
 use super::runtime::wake::Waker;
 use super::vm::wake::{Referenced, Templates, readers};
 use crate::api::{
-    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM,
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSDNZone,
+    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM, ProxmoxVNet,
 };
 use crate::reconcile::backup_job;
 use crate::reconcile::configs::{self, Tap, Users};
@@ -81,6 +81,7 @@ use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::ip_set;
 use crate::reconcile::pool;
+use crate::reconcile::sdn;
 use crate::reconcile::security_group;
 use crate::reconcile::snapshot;
 use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
@@ -122,6 +123,12 @@ pub async fn run(
     // Snapshots: the task watcher wakes one whose task ended.
     let ((snap_store, snap_writer), (wake_snap, snap_wakeups)) =
         (reflector::store::<ProxmoxSnapshot>(), mpsc::unbounded());
+    // SDN zones and VNets: the applier wakes them when their apply state
+    // changes.
+    let ((zone_store, zone_writer), (wake_zone, zone_wakeups)) =
+        (reflector::store(), mpsc::unbounded());
+    let ((vnet_store, vnet_writer), (wake_vnet, vnet_wakeups)) =
+        (reflector::store(), mpsc::unbounded());
     let users = Users::new(reader.clone(), wake.clone())
         .with_containers(containers.clone(), wake_container.clone())
         .with_images(images.clone(), image_waker.sender())
@@ -129,7 +136,9 @@ pub async fn run(
         .with_kind(set_store.clone(), wake_set.clone())
         .with_kind(group_store.clone(), wake_group)
         .with_kind(job_store.clone(), wake_job.clone())
-        .with_kind(snap_store.clone(), wake_snap.clone());
+        .with_kind(snap_store.clone(), wake_snap.clone())
+        .with_kind(zone_store.clone(), wake_zone.clone())
+        .with_kind(vnet_store.clone(), wake_vnet.clone());
     let job_waker = backup_job::wake::waker(wake_job.clone(), job_store.clone(), reader.clone());
     let job_containers =
         backup_job::wake::container_waker(wake_job, job_store.clone(), containers.clone());
@@ -205,6 +214,8 @@ pub async fn run(
             snap_store.clone(),
         ),
     );
+    states::count::<ProxmoxSDNZone, _>(metrics.states(), zone_store, states::plain);
+    states::count::<ProxmoxVNet, _>(metrics.states(), vnet_store, states::plain);
     let ctx = Arc::new(Context::new(
         kube.clone(),
         settings,
@@ -288,6 +299,12 @@ pub async fn run(
         group_store,
         stop.clone(),
     );
+    let sdn = sdn::run(
+        Arc::clone(&ctx),
+        ((zone_writer, zone_wakeups), (vnet_writer, vnet_wakeups)),
+        (wake_zone, wake_vnet),
+        stop.clone(),
+    );
     let configs = configs::run(
         kube,
         namespace,
@@ -299,7 +316,7 @@ pub async fn run(
     );
     futures::join!(
         vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets, jobs,
-        snapshots
+        snapshots, sdn
     );
     readiness.set_synced(false);
     tracing::info!("controller stopped");

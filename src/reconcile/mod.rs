@@ -44,6 +44,7 @@ pub mod process;
 pub mod providers;
 pub mod runtime;
 pub mod schedule;
+pub mod sdn;
 pub mod security_group;
 pub mod snapshot;
 pub mod vm;

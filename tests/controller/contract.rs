@@ -17,8 +17,8 @@ use kube::Api;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use provider_proxmox::api::{ConditionStatus, kinds};
 use provider_proxmox::api::{
-    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM,
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSDNZone,
+    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM, ProxmoxVNet,
 };
 use serde_json::{Value, json};
 
@@ -84,7 +84,26 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
     let ct = containers::container("c-ct", containers::debian(json!({})));
     let set = ip_set("c-set", json!([{"cidr": "10.1.0.0/24"}]));
     let group = group("c-group", json!([{"type": "in", "action": "ACCEPT"}]));
+    let managed = |kind: &str, name: &str, for_provider: Value| {
+        json!({
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "spec": {
+                "forProvider": for_provider,
+                "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+            },
+        })
+    };
+    let zone = managed("ProxmoxSDNZone", "c-zone", json!({"type": "simple"}));
+    let vnet = managed(
+        "ProxmoxVNet",
+        "c-vnet",
+        json!({"zoneRef": {"name": "c-zone"}, "subnets": [{"cidr": "10.2.0.0/24"}]}),
+    );
     vec![
+        (zone, ApiResource::erase::<ProxmoxSDNZone>(&())),
+        (vnet, ApiResource::erase::<ProxmoxVNet>(&())),
         (vm, ApiResource::erase::<ProxmoxVM>(&())),
         (ct, ApiResource::erase::<ProxmoxContainer>(&())),
         (image, ApiResource::erase::<ProxmoxImage>(&())),

@@ -49,5 +49,6 @@ mod requests;
 mod runtime;
 mod safe_start;
 mod safety;
+pub mod sdn;
 mod seed;
 pub mod snapshots;

@@ -58,6 +58,7 @@ async fn every_example_is_accepted() {
         "examples/firewall-web.yaml",
         "examples/backup-job.yaml",
         "examples/snapshot.yaml",
+        "examples/sdn-vnet.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
     ] {
@@ -181,6 +182,14 @@ fn examples_show_what_their_names_promise() {
     assert_eq!(
         snapshot[0]["spec"]["forProvider"]["guestRef"]["kind"], "ProxmoxVM",
         "the guest named by reference, not by VMID"
+    );
+
+    let sdn = example("sdn-vnet.yaml");
+    let kind = |k: &str| sdn.iter().find(|d| d["kind"] == k).unwrap();
+    assert_eq!(
+        kind("ProxmoxVNet")["spec"]["forProvider"]["zoneRef"]["name"],
+        kind("ProxmoxSDNZone")["metadata"]["name"],
+        "the VNet names the zone of its namespace by its Kubernetes name"
     );
 
     let config = example("providerconfig/cluster-default.yaml");

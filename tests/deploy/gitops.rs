@@ -23,8 +23,8 @@ use std::process::Command;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use provider_proxmox::api::{
-    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
-    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM,
+    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSDNZone,
+    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM, ProxmoxVNet,
 };
 use serde_json::{Value, json};
 
@@ -42,7 +42,7 @@ struct Kind {
     in_flight: &'static str,
 }
 
-const KINDS: [Kind; 8] = [
+const KINDS: [Kind; 10] = [
     Kind {
         name: "ProxmoxVM",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
@@ -83,6 +83,16 @@ const KINDS: [Kind; 8] = [
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
         in_flight: "qmrollback 42%",
     },
+    Kind {
+        name: "ProxmoxSDNZone",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "pending SDN configuration",
+    },
+    Kind {
+        name: "ProxmoxVNet",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "pending SDN configuration",
+    },
 ];
 
 impl Kind {
@@ -109,6 +119,8 @@ impl Kind {
             "ProxmoxIPSet" => ApiResource::erase::<ProxmoxIPSet>(&()),
             "ProxmoxBackupJob" => ApiResource::erase::<ProxmoxBackupJob>(&()),
             "ProxmoxSnapshot" => ApiResource::erase::<ProxmoxSnapshot>(&()),
+            "ProxmoxSDNZone" => ApiResource::erase::<ProxmoxSDNZone>(&()),
+            "ProxmoxVNet" => ApiResource::erase::<ProxmoxVNet>(&()),
             other => panic!("no API for {other}"),
         };
         kube::Api::namespaced_with(support::client(), namespace, &resource)

@@ -17,6 +17,7 @@ pub mod oci;
 pub mod pools;
 pub mod qemu;
 pub mod resources;
+pub mod sdn;
 pub mod storage;
 pub mod tasks;
 pub mod upload;
@@ -332,6 +333,7 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
     routes.extend(mapping::routes());
     routes.extend(firewall::routes());
     routes.extend(backup::routes());
+    routes.extend(sdn::routes());
     routes.extend(migrate_routes());
     routes.extend(snapshot_routes());
     routes

@@ -1,8 +1,9 @@
 //! `GET /nodes/{node}/network` (pve-manager `PVE::API2::Network::index`):
 //! the node's interfaces from `/etc/network/interfaces`, an uplink `eno1`
 //! and the node's bridges on it, filtered by `type` as PVE filters them
-//! (`any_bridge` and `any_local_bridge`: Linux and OVS bridges; the
-//! simulator has no SDN, so no VNets are added).
+//! (`any_bridge` and `any_local_bridge`: Linux and OVS bridges; with
+//! `any_bridge`, `include_sdn` and `vnet`, the running SDN VNets of the
+//! node's zones too, as `get_local_vnets` adds them).
 
 use std::sync::Arc;
 
@@ -86,5 +87,41 @@ pub async fn index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
                 || (bridge && matches!(filter, "any_bridge" | "any_local_bridge"))
         })
         .collect();
+    let mut kept = kept;
+    if filter.is_some_and(|f| matches!(f, "any_bridge" | "include_sdn" | "vnet")) {
+        kept.extend(local_vnets(&inst, &call, &cluster, node));
+    }
     Ok(Reply::data(kept))
+}
+
+/// `PVE::Network::SDN::get_local_vnets`: the running VNets whose zone is
+/// on `node`, those the caller may audit or use.
+fn local_vnets(
+    inst: &Instance,
+    call: &Call,
+    cluster: &crate::state::Cluster,
+    node: &str,
+) -> Vec<Value> {
+    let running = &cluster.sdn.running;
+    running
+        .vnets
+        .iter()
+        .filter_map(|(id, v)| {
+            let zone = v.get("zone").and_then(Value::as_str)?;
+            let path = format!("/sdn/zones/{zone}/{id}");
+            let allowed = ["SDN.Audit", "SDN.Use"]
+                .iter()
+                .any(|p| inst.auth.has(&call.identity, &path, p));
+            let nodes = running
+                .zones
+                .get(zone)
+                .and_then(|z| z.get("nodes"))
+                .and_then(Value::as_str);
+            let here = nodes.is_none_or(|n| n.split([',', ';', ' ']).any(|n| n == node));
+            (allowed && here).then(|| {
+                json!({"iface": id, "type": "vnet", "active": 1, "zone": zone,
+                    "comments": v.get("alias").cloned().unwrap_or(Value::Null)})
+            })
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@ pub mod guest;
 pub mod ha;
 pub mod mapping;
 pub mod node;
+pub mod sdn;
 pub mod seed;
 pub mod storage;
 pub mod vm;
@@ -46,6 +47,8 @@ pub struct Cluster {
     pub firewall: firewall::Firewall,
     /// jobs.cfg's vzdump jobs: ID → options as written.
     pub backup_jobs: BTreeMap<String, BTreeMap<String, String>>,
+    /// SDN zones, VNets and subnets: pending and running.
+    pub sdn: sdn::Sdn,
 }
 
 /// A resource pool of user.cfg.

@@ -102,6 +102,7 @@ pub fn cluster(config: &SimConfig) -> Cluster {
         mappings: Default::default(),
         firewall: Default::default(),
         backup_jobs: BTreeMap::new(),
+        sdn: Default::default(),
     };
     if let Some(first) = nodes.first() {
         add_template(&mut cluster, first, now);

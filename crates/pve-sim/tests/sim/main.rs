@@ -28,6 +28,7 @@ mod migrate;
 mod node_faults;
 mod schema;
 mod schema_walk;
+mod sdn;
 mod snapshots;
 mod state;
 mod thin;

@@ -90,7 +90,10 @@ pub fn check_option_privileges(
             && let Ok(net) = propstr::NET.parse(key, value)
             && let Some(bridge) = net.get("bridge")
         {
-            let sdn = format!("/sdn/zones/localnetwork/{bridge}");
+            // A VNet's privileges are on its zone (`SDN::check_access`).
+            let zone = inst.cluster().sdn.running_zone_of(bridge);
+            let zone = zone.as_deref().unwrap_or("localnetwork");
+            let sdn = format!("/sdn/zones/{zone}/{bridge}");
             inst.auth.check(&call.identity, &sdn, &["SDN.Use"])?;
         }
     }

@@ -89,7 +89,12 @@ async fn start_locked(ctx: &TaskCtx, vmid: u32, skiplock: bool) -> Result<(), St
         }
         let host = cluster
             .node(&ctx.node)
-            .map(|n| (u64::from(n.cpus), n.memory, n.bridges.clone()))
+            .map(|n| {
+                // A running VNet is a bridge on every node.
+                let mut bridges = n.bridges.clone();
+                bridges.extend(cluster.sdn.running.vnets.keys().cloned());
+                (u64::from(n.cpus), n.memory, bridges)
+            })
             .unwrap_or_default();
         // qemu-server's config_to_command, before QEMU runs.
         let (cpus, memory, bridges) = host;
