@@ -104,6 +104,30 @@ pub struct Shown {
     pub failure: Option<String>,
 }
 
+impl State {
+    /// An apply of `uids`' changes was accepted as task `upid`. PVE
+    /// committed the pending configuration within the request, so what
+    /// their passes last saw pending no longer is: without forgetting it,
+    /// a turn after the task ended and before their next passes would
+    /// send a second apply for the same changes.
+    fn dispatched(&mut self, key: &ConfigKey, upid: pve_client::Upid, uids: &BTreeSet<String>) {
+        self.retry.remove(key);
+        self.pending_since.remove(key);
+        for uid in uids {
+            if let Some(seen) = self.seen.get_mut(uid) {
+                seen.pending = false;
+            }
+        }
+        self.in_flight.insert(
+            key.clone(),
+            InFlight {
+                upid,
+                uids: uids.clone(),
+            },
+        );
+    }
+}
+
 impl Applier {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -309,15 +333,7 @@ async fn turn(ctx: &Context, extra: &Extra, wake: &Wake, key: &ConfigKey) {
             match sent {
                 Ok(upid) => {
                     tracing::info!(config = %key, %upid, objects = uids.len(), "SDN apply started");
-                    state.retry.remove(key);
-                    state.pending_since.remove(key);
-                    state.in_flight.insert(
-                        key.clone(),
-                        InFlight {
-                            upid,
-                            uids: uids.clone(),
-                        },
-                    );
+                    state.dispatched(key, upid, &uids);
                 }
                 Err(e) => {
                     let n = state.retry.get(key).map_or(0, |(n, _)| *n);
@@ -340,5 +356,55 @@ async fn turn(ctx: &Context, extra: &Extra, wake: &Wake, key: &ConfigKey) {
             wake.resources(extra, &uids);
         }
         Step::Wait => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ProviderConfigKind;
+
+    fn key() -> ConfigKey {
+        ConfigKey {
+            kind: ProviderConfigKind::ProviderConfig,
+            namespace: "ns".into(),
+            name: "pve".into(),
+        }
+    }
+
+    #[test]
+    fn a_dispatched_apply_leaves_nothing_pending_to_send_again() {
+        let applier = Applier::default();
+        let seen = Seen {
+            config: key(),
+            generation: Some(1),
+            pending: true,
+            settled: true,
+        };
+        applier.record("zone", seen.clone());
+        applier.record("vnet", seen);
+        assert_eq!(applier.configs(), [key()]);
+        let upid: pve_client::Upid =
+            "UPID:pve:00001234:00005678:65000000:reloadnetworkall::root@pam!ci:"
+                .parse()
+                .unwrap();
+        let uids: BTreeSet<String> = ["zone".to_owned(), "vnet".to_owned()].into();
+        applier.lock().dispatched(&key(), upid, &uids);
+        // The task ends: nothing of these changes is left to apply.
+        applier.lock().in_flight.remove(&key());
+        assert!(applier.configs().is_empty(), "no second apply");
+        assert!(!applier.busy());
+        // A change a later pass sees pending is applied again.
+        let shown = applier.record(
+            "zone",
+            Seen {
+                config: key(),
+                generation: Some(2),
+                pending: true,
+                settled: true,
+            },
+        );
+        assert_eq!(shown.state, ApplyState::Pending);
+        assert_eq!(applier.configs(), [key()]);
     }
 }
