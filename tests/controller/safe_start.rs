@@ -9,12 +9,10 @@
 //! CRDs are installed, and a ProxmoxVM applied afterwards becomes Ready
 //! with no restart.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, PostParams};
 use provider_proxmox::api::kinds::{self, Kind};
 use provider_proxmox::api::{ProviderConfig, ProxmoxPool, ProxmoxVM};
 use provider_proxmox::reconcile::Settings;
@@ -45,8 +43,8 @@ async fn each_kind_starts_when_its_crd_is_served() {
         .await
         .unwrap();
     let sim = Sim::start(0.01).await;
-    apply::<k8s_openapi::api::core::v1::Secret>(&kube, &manifests::credentials()).await;
-    apply::<ProviderConfig>(&kube, &manifests::provider_config(&sim, &json!({}))).await;
+    apply(&kube, &manifests::credentials()).await;
+    apply(&kube, &manifests::provider_config(&sim, &json!({}))).await;
 
     let settings = Settings {
         namespace: Some(NS.to_owned()),
@@ -80,11 +78,11 @@ async fn each_kind_starts_when_its_crd_is_served() {
             "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
         },
     });
-    apply::<ProxmoxPool>(&kube, &pool).await;
+    apply(&kube, &pool).await;
     wait_ready::<ProxmoxPool>(&kube, "first").await;
 
     install(&kube, &later).await;
-    apply::<ProxmoxVM>(
+    apply(
         &kube,
         &manifests::vm("later", manifests::imported(json!({}))),
     )
@@ -100,7 +98,7 @@ async fn each_kind_starts_when_its_crd_is_served() {
     drop(plane);
 }
 
-/// Creates the CRDs of `kinds` and waits until each is established.
+/// Creates the CRDs of `kinds` and waits until each is served.
 async fn install(kube: &kube::Client, kinds: &[Kind]) {
     let crds = Api::<CustomResourceDefinition>::all(kube.clone());
     for kind in kinds {
@@ -109,42 +107,14 @@ async fn install(kube: &kube::Client, kinds: &[Kind]) {
             .unwrap_or_else(|e| panic!("creating the CRD of {}: {e}", kind.kind));
     }
     for kind in kinds {
-        let name = kind.crd_name();
-        support::poll(
-            &format!("CRD {name} established"),
-            Duration::from_secs(60),
-            || async {
-                let crd = crds.get(&name).await.map_err(|e| e.to_string())?;
-                let established = crd
-                    .status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True");
-                established
-                    .then_some(())
-                    .ok_or("not established".to_owned())
-            },
-        )
-        .await;
+        support::wait_until_served_on(kube, &kind.crd_name()).await;
     }
 }
 
-/// Server-side applies `object` (a `K`) into the test's namespace.
-async fn apply<K>(kube: &kube::Client, object: &Value)
-where
-    K: kube::Resource<DynamicType = ()>,
-{
+/// Server-side applies `object` into the test's namespace.
+async fn apply(kube: &kube::Client, object: &Value) {
     let object: DynamicObject = serde_json::from_value(object.clone()).unwrap();
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(kube.clone(), NS, &ApiResource::erase::<K>(&()));
-    api.patch(
-        &object.name_any(),
-        &PatchParams::apply("safe-start-test").force(),
-        &Patch::Apply(&object),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("applying {} {}: {e}", K::kind(&()), object.name_any()));
+    support::apply_objects_on(kube, &[object], Some(NS)).await;
 }
 
 /// Waits until the `K` `name` is Ready=True.

@@ -78,7 +78,16 @@ pub async fn apply_objects(
     objects: &[DynamicObject],
     namespace: Option<&str>,
 ) -> Vec<DynamicObject> {
-    let client = client();
+    apply_objects_on(&client(), objects, namespace).await
+}
+
+/// [`apply_objects`] on the cluster of `client` (a control plane a test
+/// started for itself).
+pub async fn apply_objects_on(
+    client: &kube::Client,
+    objects: &[DynamicObject],
+    namespace: Option<&str>,
+) -> Vec<DynamicObject> {
     let mut applied = Vec::new();
     for object in objects {
         let types = object
@@ -87,7 +96,7 @@ pub async fn apply_objects(
             .unwrap_or_else(|| panic!("object {} has no apiVersion/kind", object.name_any()));
         let gvk = GroupVersionKind::try_from(types)
             .unwrap_or_else(|e| panic!("object {}: {e}", object.name_any()));
-        let (resource, capabilities) = discovery::pinned_kind(&client, &gvk)
+        let (resource, capabilities) = discovery::pinned_kind(client, &gvk)
             .await
             .unwrap_or_else(|e| panic!("the server does not serve {gvk:?}: {e}"));
         let api: Api<DynamicObject> = match capabilities.scope {
@@ -171,7 +180,12 @@ pub async fn install_crds(dir: impl AsRef<Path>) -> Vec<CustomResourceDefinition
 /// Waits until the CRD `name` is established and all its served versions
 /// can be listed (discovery lags behind `Established` a little).
 pub async fn wait_until_served(name: &str) -> CustomResourceDefinition {
-    let crds = Api::<CustomResourceDefinition>::all(client());
+    wait_until_served_on(&client(), name).await
+}
+
+/// [`wait_until_served`] on the cluster of `client`.
+pub async fn wait_until_served_on(client: &kube::Client, name: &str) -> CustomResourceDefinition {
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
     poll(
         &format!("CRD {name} to be established and served"),
         Duration::from_secs(60),
@@ -188,11 +202,10 @@ pub async fn wait_until_served(name: &str) -> CustomResourceDefinition {
             if !established {
                 return Err(format!("conditions: {conditions:?}"));
             }
-            let client = client();
             for version in crd.spec.versions.iter().filter(|v| v.served) {
                 let gvk =
                     GroupVersionKind::gvk(&crd.spec.group, &version.name, &crd.spec.names.kind);
-                let (resource, _) = discovery::pinned_kind(&client, &gvk)
+                let (resource, _) = discovery::pinned_kind(client, &gvk)
                     .await
                     .map_err(|e| format!("discovery of {}: {e}", version.name))?;
                 Api::<DynamicObject>::all_with(client.clone(), &resource)

@@ -57,8 +57,8 @@ pub use kubectl::{
     kubectl_as, kubectl_ok, kubectl_with_stdin,
 };
 pub use manifests::{
-    FIELD_MANAGER, apply_objects, apply_path, install_crds, parse_manifests, read_manifests,
-    wait_until_served,
+    FIELD_MANAGER, apply_objects, apply_objects_on, apply_path, install_crds, parse_manifests,
+    read_manifests, wait_until_served, wait_until_served_on,
 };
 pub use namespace::{LABEL as NAMESPACE_LABEL, TestNamespace, namespace};
 pub use service_account::{Grant, ServiceAccountAccess, bind, granted, service_account_kubeconfig};
