@@ -40,6 +40,9 @@
 //!   gets its VMID or changes labels.
 //! * The ProxmoxSnapshot controller ([`snapshot`]); the task watcher wakes
 //!   a snapshot whose task ended.
+//! * The SDN zone and VNet controllers ([`sdn`]); the applier wakes them
+//!   when their apply state changes, and the VM and container watches wake
+//!   a VNet being deleted when a guest on it leaves it.
 //!
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
@@ -146,6 +149,9 @@ pub async fn run(
         snapshot::wake::vm_waker(wake_snap.clone(), snap_store.clone(), reader.clone());
     let snap_containers =
         snapshot::wake::container_waker(wake_snap.clone(), snap_store.clone(), containers.clone());
+    let vnet_waker = sdn::wake::vm_waker(wake_vnet.clone(), vnet_store.clone(), reader.clone());
+    let container_vnets =
+        sdn::wake::container_waker(wake_vnet.clone(), vnet_store.clone(), containers.clone());
     let set_waker = ip_set::wake::waker(wake_set.clone(), set_store.clone(), reader.clone());
     let container_sets =
         ip_set::wake::container_waker(wake_set, set_store.clone(), containers.clone());
@@ -160,6 +166,7 @@ pub async fn run(
         container_sets.see(event);
         job_containers.see(event);
         snap_containers.see(event);
+        container_vnets.see(event);
         container_lifecycle.see(event);
     };
     let vm_lifecycle = Lifecycle::new::<ProxmoxVM>(Arc::clone(&metrics), states::guarded);
@@ -176,6 +183,7 @@ pub async fn run(
         .inspect(move |event| set_waker.see(event))
         .inspect(move |event| job_waker.see(event))
         .inspect(move |event| snap_waker.see(event))
+        .inspect(move |event| vnet_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
