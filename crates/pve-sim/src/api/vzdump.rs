@@ -79,9 +79,24 @@ fn timestamp(secs: u64) -> String {
     )
 }
 
-/// The notes template with its variables filled in, as
+/// The notes template with its escapes read (`\n` a new line, `\\` a
+/// backslash, any other an error) and its variables filled in, as
 /// `PVE::VZDump::generate_notes` does.
-pub fn notes(template: &str, vm: &Vm, node: &str) -> String {
+pub fn notes(template: &str, vm: &Vm, node: &str) -> Result<String, String> {
+    let mut unescaped = String::with_capacity(template.len());
+    let mut chars = template.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            unescaped.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => unescaped.push('\n'),
+            Some('\\') => unescaped.push('\\'),
+            Some(other) => return Err(format!("unexpected escape character '{other}'")),
+            None => return Err("unexpected escape character ''".into()),
+        }
+    }
     let guestname = match vm.kind {
         GuestKind::Qemu => vm.name(),
         GuestKind::Lxc => vm
@@ -90,11 +105,11 @@ pub fn notes(template: &str, vm: &Vm, node: &str) -> String {
             .cloned()
             .unwrap_or_else(|| format!("CT{}", vm.vmid)),
     };
-    template
+    Ok(unescaped
         .replace("{{cluster}}", crate::state::CLUSTER_NAME)
         .replace("{{guestname}}", &guestname)
         .replace("{{node}}", node)
-        .replace("{{vmid}}", &vm.vmid.to_string())
+        .replace("{{vmid}}", &vm.vmid.to_string()))
 }
 
 /// The disks a backup includes: a VM's drives but CD-ROMs, cloud-init
@@ -249,17 +264,15 @@ async fn backup(ctx: &TaskCtx, job: Job) -> Result<(), String> {
 /// Takes `lock: backup` and records the config and disks.
 fn lock_and_take(ctx: &TaskCtx, job: &Job) -> Result<Taken, String> {
     let mut cluster = ctx.inst.cluster();
-    let vm = cluster.guest_mut(&ctx.node, job.vmid, job.kind)?;
+    let vm = cluster.guest(&ctx.node, job.vmid, job.kind)?.clone();
     vm.check_lock()?;
-    vm.config.insert("lock".into(), "backup".into());
-    let mut config = vm.config.clone();
-    config.remove("lock");
+    let config = vm.config.clone();
     let notes = job
         .notes_template
         .as_deref()
-        .map(|t| notes(t, vm, &ctx.node))
+        .map(|t| notes(t, &vm, &ctx.node))
+        .transpose()?
         .unwrap_or_default();
-    let vm = vm.clone();
     let mut disks = BTreeMap::new();
     for (key, volid) in backed_up_disks(&vm) {
         let (storage, vol) = cluster
@@ -279,6 +292,11 @@ fn lock_and_take(ctx: &TaskCtx, job: &Job) -> Result<Taken, String> {
             },
         );
     }
+    // Taken only once everything was read: a failure above leaves no lock.
+    cluster
+        .guest_mut(&ctx.node, job.vmid, job.kind)?
+        .config
+        .insert("lock".into(), "backup".into());
     Ok(Taken {
         config,
         disks,
@@ -376,12 +394,21 @@ mod tests {
     #[test]
     fn notes_fill_the_template() {
         let mut vm = Vm::new(101, "pve1", BTreeMap::from([("name".into(), "web".into())]));
+        let filled = |t: &str, vm: &Vm| notes(t, vm, "pve1");
         assert_eq!(
-            notes("{{guestname}} ({{vmid}}) on {{node}}", &vm, "pve1"),
-            "web (101) on pve1"
+            filled("{{guestname}} ({{vmid}}) on {{node}}", &vm).as_deref(),
+            Ok("web (101) on pve1")
+        );
+        assert_eq!(
+            filled(r"first\nsecond \\o/", &vm).as_deref(),
+            Ok("first\nsecond \\o/")
+        );
+        assert_eq!(
+            filled(r"C:\temp", &vm),
+            Err("unexpected escape character 't'".to_owned())
         );
         vm.kind = GuestKind::Lxc;
-        assert_eq!(notes("{{guestname}}", &vm, "pve1"), "CT101");
+        assert_eq!(filled("{{guestname}}", &vm).as_deref(), Ok("CT101"));
     }
 
     #[test]
