@@ -42,7 +42,7 @@ struct Kind {
     in_flight: &'static str,
 }
 
-const KINDS: [Kind; 10] = [
+const KINDS: [Kind; 11] = [
     Kind {
         name: "ProxmoxVM",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
