@@ -13,6 +13,7 @@
 //! | [`guests`] | the guest a resource names by reference (a snapshot's, a backup's), and its wake-up |
 //! | [`selector`] | kinds choosing other kinds' objects by label: those of a namespace, and the wake-up when one changes |
 
+pub mod connection_secret;
 pub mod crud;
 pub mod envelope;
 pub mod guests;

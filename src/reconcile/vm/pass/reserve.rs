@@ -60,7 +60,7 @@ pub async fn reserve(
             // create is sent (which Proxmox refuses if the VMID was taken
             // meanwhile).
             ctx.memory
-                .remember(&id.uid, Some(Kept::new(Known::absent(vmid))));
+                .remember(&id.uid, &conn.key, Some(Kept::new(Known::absent(vmid))));
         }
         obs.allocated_vmid = Some(grant);
     }
@@ -280,7 +280,9 @@ impl Reserved {
             let dispatched_heavy = match (&plan.step, slot.kind) {
                 (Step::Pve(PveCall::CreateVm { .. }), Heavy::Import)
                 | (Step::Pve(PveCall::CloneVm { .. }), Heavy::Clone) => started,
-                (Step::Pve(_) | Step::Kube(_) | Step::Ha(_) | Step::Idle(_), _) => None,
+                (Step::Pve(_) | Step::Kube(_) | Step::Ha(_) | Step::Pool(_) | Step::Idle(_), _) => {
+                    None
+                }
             };
             match dispatched_heavy {
                 Some(upid) => ctx.scheduler.dispatched(key, &slot.node, uid, upid),
