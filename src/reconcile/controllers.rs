@@ -153,6 +153,13 @@ pub async fn run(
         snapshot::wake::vm_waker(wake_snap.clone(), snap_store.clone(), reader.clone());
     let snap_containers =
         snapshot::wake::container_waker(wake_snap.clone(), snap_store.clone(), containers.clone());
+    let backup_waker =
+        backup::wake::vm_waker(wake_backup.clone(), backup_store.clone(), reader.clone());
+    let backup_containers = backup::wake::container_waker(
+        wake_backup.clone(),
+        backup_store.clone(),
+        containers.clone(),
+    );
     let set_waker = ip_set::wake::waker(wake_set.clone(), set_store.clone(), reader.clone());
     let container_sets =
         ip_set::wake::container_waker(wake_set, set_store.clone(), containers.clone());
@@ -167,6 +174,7 @@ pub async fn run(
         container_sets.see(event);
         job_containers.see(event);
         snap_containers.see(event);
+        backup_containers.see(event);
         container_lifecycle.see(event);
     };
     let vm_lifecycle = Lifecycle::new::<ProxmoxVM>(Arc::clone(&metrics), states::guarded);
@@ -183,6 +191,7 @@ pub async fn run(
         .inspect(move |event| set_waker.see(event))
         .inspect(move |event| job_waker.see(event))
         .inspect(move |event| snap_waker.see(event))
+        .inspect(move |event| backup_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))

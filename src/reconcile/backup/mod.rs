@@ -6,16 +6,18 @@
 //! | module | concept |
 //! |---|---|
 //! | [`plan`] | pure: the archive wanted (its protection, the guest it can be taken of), whose an archive is (the owner marker in its notes), the one correction, the status |
+//! | [`wake`] | a guest that comes, goes or gets its VMID wakes its backups |
 //! | [`pass`] | the kind for [`crate::reconcile::managed::crud::pass`]: what it wants, its calls (tasks), the guest's lock, its own running vzdump adopted, its status |
 //!
 //! The guest is read from the VM and container caches at each pass
 //! ([`crate::reconcile::managed::guests`]); a backup whose guest has no
-//! VMID yet waits (looked at again when woken or at the resync), and one
+//! VMID yet waits, woken when it gets one ([`wake`]), and one
 //! whose guest is gone keeps its archive, looked for where the status
 //! recorded it.
 
 pub mod pass;
 pub mod plan;
+pub mod wake;
 
 #[cfg(test)]
 mod tests;

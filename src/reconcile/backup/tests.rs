@@ -35,13 +35,32 @@ fn archive(volid: &str, notes: Option<String>, ctime: u64, protected: bool) -> B
     }
 }
 
+/// A case: its name, the archives listed, the volume the status records,
+/// and the archive seen (volume, ours).
+type OwnerCase = (
+    &'static str,
+    Vec<BackupVolume>,
+    Option<&'static str>,
+    Option<(&'static str, bool)>,
+);
+
+/// A case: its name, what is wanted, what was seen, whether the resource
+/// is being deleted, and the decision.
+type PlanCase = (
+    &'static str,
+    BackupObject,
+    Observed<BackupObject>,
+    bool,
+    Decision<BackupObject>,
+);
+
 #[test]
 fn an_archive_is_ours_only_with_our_marker_first_in_its_notes() {
     let by_hand = archive("local:backup/a", Some("nightly".into()), 10, false);
     let ours_old = archive("local:backup/b", Some(marker("u-1")), 20, false);
     let ours_new = archive(VOLID, Some(marker("u-1")), 30, true);
     let other = archive("local:backup/c", Some(marker("u-2")), 40, false);
-    let cases: Vec<(&str, Vec<BackupVolume>, Option<&str>, Option<(&str, bool)>)> = vec![
+    let cases: Vec<OwnerCase> = vec![
         ("none", vec![], None, None),
         ("only by hand", vec![by_hand.clone()], None, None),
         ("another resource's", vec![other.clone()], None, None),
@@ -79,14 +98,9 @@ fn seen(protected: bool) -> Observed<BackupObject> {
 
 #[test]
 fn the_plan_takes_once_corrects_protection_and_deletes_what_is_ours() {
-    let no_guest = Some("ProxmoxVM web has no VMID and node yet".to_owned());
-    let cases: Vec<(
-        &str,
-        BackupObject,
-        Observed<BackupObject>,
-        bool,
-        Decision<BackupObject>,
-    )> = vec![
+    let why = "ProxmoxVM web has no VMID and node yet".to_owned();
+    let no_guest = Some(why.clone());
+    let cases: Vec<PlanCase> = vec![
         (
             "no archive: taken",
             plan::want(None, None),
@@ -99,7 +113,7 @@ fn the_plan_takes_once_corrects_protection_and_deletes_what_is_ours() {
             plan::want(None, no_guest.clone()),
             Observed::NotFound,
             false,
-            Decision::Empty(no_guest.clone().unwrap()),
+            Decision::Empty(why.clone()),
         ),
         (
             "taken, protection not managed: up to date",
@@ -130,7 +144,7 @@ fn the_plan_takes_once_corrects_protection_and_deletes_what_is_ours() {
             plan::want(None, no_guest.clone()),
             seen(false),
             false,
-            Decision::Empty(no_guest.unwrap()),
+            Decision::Empty(why),
         ),
         (
             "deleted: the archive goes",

@@ -103,3 +103,32 @@ pub fn resolve(kind: GuestKind, name: &str, seen: Option<Seen>) -> Result<Guest,
         _ => Err(format!("{kind:?} {name} has no VMID and node yet")),
     }
 }
+
+/// What a kind naming a guest reads of a guest's resource on its watch:
+/// kind, name, node, VMID, going (a change of any wakes the kinds naming
+/// it, through [`crate::reconcile::managed::selector::Waker`]).
+pub type Watched = (GuestKind, String, Option<String>, Option<u32>, bool);
+
+/// [`Watched`] of a ProxmoxVM.
+pub fn watched_vm(vm: &ProxmoxVM) -> Option<Watched> {
+    let at = vm.status.as_ref().map(|s| &s.at_provider);
+    Some((
+        GuestKind::ProxmoxVM,
+        vm.metadata.name.clone()?,
+        at.and_then(|a| a.node.clone()),
+        at.and_then(|a| a.vmid),
+        vm.metadata.deletion_timestamp.is_some(),
+    ))
+}
+
+/// [`Watched`] of a ProxmoxContainer.
+pub fn watched_container(ct: &ProxmoxContainer) -> Option<Watched> {
+    let at = ct.status.as_ref().map(|s| &s.at_provider);
+    Some((
+        GuestKind::ProxmoxContainer,
+        ct.metadata.name.clone()?,
+        at.and_then(|a| a.node.clone()),
+        at.and_then(|a| a.vmid),
+        ct.metadata.deletion_timestamp.is_some(),
+    ))
+}
