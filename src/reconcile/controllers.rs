@@ -41,7 +41,11 @@
 //! * The ProxmoxSnapshot controller ([`snapshot`]); the task watcher wakes
 //!   a snapshot whose task ended.
 //! * The ProxmoxBackup controller ([`backup`]); the task watcher wakes a
-//!   backup whose task ended.
+//!   backup whose task ended, and the VM and container watches one whose
+//!   guest comes, goes or gets its VMID.
+//! * The SDN zone and VNet controllers ([`sdn`]); the applier wakes them
+//!   when their apply state changes, and the VM and container watches wake
+//!   a VNet being deleted when a guest on it leaves it.
 //!
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
@@ -160,6 +164,9 @@ pub async fn run(
         backup_store.clone(),
         containers.clone(),
     );
+    let vnet_waker = sdn::wake::vm_waker(wake_vnet.clone(), vnet_store.clone(), reader.clone());
+    let container_vnets =
+        sdn::wake::container_waker(wake_vnet.clone(), vnet_store.clone(), containers.clone());
     let set_waker = ip_set::wake::waker(wake_set.clone(), set_store.clone(), reader.clone());
     let container_sets =
         ip_set::wake::container_waker(wake_set, set_store.clone(), containers.clone());
@@ -175,6 +182,7 @@ pub async fn run(
         job_containers.see(event);
         snap_containers.see(event);
         backup_containers.see(event);
+        container_vnets.see(event);
         container_lifecycle.see(event);
     };
     let vm_lifecycle = Lifecycle::new::<ProxmoxVM>(Arc::clone(&metrics), states::guarded);
@@ -192,6 +200,7 @@ pub async fn run(
         .inspect(move |event| job_waker.see(event))
         .inspect(move |event| snap_waker.see(event))
         .inspect(move |event| backup_waker.see(event))
+        .inspect(move |event| vnet_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))

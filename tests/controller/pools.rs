@@ -13,7 +13,7 @@ use provider_proxmox::reconcile::Settings;
 use pve_client::{AclEntry, AclSubject};
 use serde_json::{Value, json};
 
-use crate::reconcile::{Controller, DEADLINE, Env, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, containers, manifests};
 use crate::support;
 
 /// A ProxmoxPool using the namespace's ProviderConfig `pve`.
@@ -408,4 +408,29 @@ async fn a_vms_pool_is_changed_in_place_and_kept() {
     })
     .await;
     assert_eq!(env.sim.count("PUT", "/pools/{poolid}").await, sent);
+
+    // A container the same way: created in blue, moved into green.
+    env.apply(&containers::container(
+        "boxed",
+        containers::debian(json!({"pool": "blue"})),
+    ))
+    .await;
+    let ctid = env.wait_container_ready("boxed").await;
+    assert!(holds(&proxmox, "blue", ctid).await);
+    env.patch_container("boxed", json!({"spec": {"forProvider": {"pool": "green"}}}))
+        .await;
+    support::poll("the container moved into green", DEADLINE, || async {
+        match (
+            holds(&proxmox, "green", ctid).await,
+            holds(&proxmox, "blue", ctid).await,
+        ) {
+            (true, false) => Ok(()),
+            other => Err(format!("(green, blue) {other:?}")),
+        }
+    })
+    .await;
+    let moves = env.sim.requests_to("PUT", "/pools/{poolid}").await;
+    assert_eq!(moves.len(), sent + 1, "{moves:?}");
+    assert_eq!(moves[sent]["params"]["vms"], ctid.to_string());
+    assert_eq!(moves[sent]["params"]["allow-move"], "1");
 }
