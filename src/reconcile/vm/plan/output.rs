@@ -274,6 +274,20 @@ pub enum PveCall {
         /// `pool`.
         pool: Option<String>,
     },
+    /// `POST /nodes/{node}/qemu` with `archive` (a `qmrestore` task), never
+    /// `force`: Proxmox refuses it when the VMID exists.
+    RestoreVm {
+        /// Node.
+        node: String,
+        /// VMID.
+        vmid: u32,
+        /// The archive's volume ID.
+        archive: String,
+        /// `storage` for the disks.
+        storage: Option<String>,
+        /// `pool`.
+        pool: Option<String>,
+    },
     /// `POST /nodes/{node}/qemu/{vmid}/config` (async).
     Configure {
         /// Node.
@@ -386,6 +400,7 @@ impl PveCall {
             Self::DownloadImage { .. } => TaskAction::DownloadImage,
             Self::CreateVm { .. } => TaskAction::Create,
             Self::CloneVm { .. } => TaskAction::Clone,
+            Self::RestoreVm { .. } => TaskAction::Restore,
             Self::Configure { .. } => TaskAction::Configure,
             Self::ResizeDisk { .. } => TaskAction::ResizeDisk,
             Self::Start { .. } => TaskAction::Start,
@@ -406,6 +421,7 @@ impl PveCall {
             Self::DownloadImage { .. } => "DownloadImage",
             Self::CreateVm { .. } => "CreateVm",
             Self::CloneVm { .. } => "CloneVm",
+            Self::RestoreVm { .. } => "RestoreVm",
             Self::Configure { .. } => "Configure",
             Self::ResizeDisk { .. } => "ResizeDisk",
             Self::Start { .. } => "Start",
@@ -425,6 +441,7 @@ impl PveCall {
         match self {
             Self::DownloadImage { node, .. }
             | Self::CreateVm { node, .. }
+            | Self::RestoreVm { node, .. }
             | Self::Configure { node, .. }
             | Self::ResizeDisk { node, .. }
             | Self::Start { node, .. }
@@ -455,6 +472,7 @@ impl PveCall {
             Self::DeleteVolume { volume, .. } => Some(volume.clone()),
             Self::CreateVm { .. }
             | Self::CloneVm { .. }
+            | Self::RestoreVm { .. }
             | Self::Configure { .. }
             | Self::Start { .. }
             | Self::Shutdown { .. }

@@ -16,6 +16,7 @@ mod limits;
 mod motion;
 mod pool;
 mod races;
+mod restore;
 mod seed;
 mod status;
 mod tasks;
