@@ -136,9 +136,9 @@ impl Client {
         guest: &Guest,
         pos: usize,
         moveto: usize,
-        digest: &str,
+        digest: Option<&str>,
     ) -> Result<()> {
-        let params = Params::new().text("moveto", moveto).text("digest", digest);
+        let params = Params::new().text("moveto", moveto).opt("digest", digest);
         self.fw_write(Method::PUT, path(guest, "rules", Some(pos)), params)
             .await
     }
@@ -148,9 +148,9 @@ impl Client {
         &self,
         guest: &Guest,
         pos: usize,
-        digest: &str,
+        digest: Option<&str>,
     ) -> Result<()> {
-        let params = Params::new().text("digest", digest);
+        let params = Params::new().opt("digest", digest);
         self.fw_write(Method::DELETE, path(guest, "rules", Some(pos)), params)
             .await
     }

@@ -121,6 +121,10 @@ pub struct Needs {
     pub idle: bool,
     /// Read the VM's HA resource and its node-affinity rule or group.
     pub ha: bool,
+    /// Read the VM's firewall (options and rules) and resolve the
+    /// security groups and IP sets its rules name: only when the spec
+    /// declares a firewall, and only in a pass that reads the VM's config.
+    pub firewall: bool,
     /// Read the `customCloudInit` data and the VM's seed ISOs.
     pub seed: bool,
     /// If the VM is a template, list the linked clones of its base disks
@@ -204,6 +208,9 @@ pub struct Observation {
     pub slot: Option<SlotGrant>,
     /// The VM's HA configuration, when [`Needs::ha`] asked.
     pub ha: Option<HaView>,
+    /// The VM's firewall, when [`Needs::firewall`] asked and the config
+    /// was read in this pass.
+    pub firewall: Option<super::firewall::FirewallView>,
     /// The seed, when [`Needs::seed`] asked.
     pub seed: Option<SeedView>,
     /// VMIDs of the linked clones of the template's base disks, when

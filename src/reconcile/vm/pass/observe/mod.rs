@@ -7,6 +7,7 @@
 
 pub(crate) mod clones;
 mod downloads;
+mod firewall;
 mod ha;
 pub(crate) mod known;
 mod seed;
@@ -122,11 +123,27 @@ pub async fn observe(
     // can be missing from it, and the node's running tasks need not be
     // listed to find one.
     let mut sure = false;
+    let mut config_read = false;
     if let Some(vmid) = needs.vmid {
         let look = look_at_vm(from, (vm, id), vmid, obs.task.as_ref(), node_hint, depth).await?;
         obs.vm = look.state;
         obs.depth = look.depth;
         sure = look.sure;
+        config_read = look.config_read;
+    }
+    // At the pace the config is read (a pass that reuses a recent look
+    // reads neither), and only when the spec declares a firewall.
+    if let (true, true, Some(vmid), Some(spec), VmState::Present(seen)) = (
+        needs.firewall,
+        config_read,
+        needs.vmid,
+        vm.spec.for_provider.firewall.as_ref(),
+        &obs.vm,
+    ) && seen.config.is_some()
+    {
+        let at = (seen.node.as_str(), vmid);
+        obs.firewall =
+            Some(firewall::firewall_view((from.kube, client), at, spec, &id.namespace).await?);
     }
     if needs.linked_clones
         && let (VmState::Present(seen), Some(vmid)) = (&obs.vm, needs.vmid)
@@ -224,6 +241,8 @@ struct Looked {
     depth: Depth,
     /// Nothing this process sent the VM is unaccounted for (see `observe`).
     sure: bool,
+    /// The VM's config was read from Proxmox in this look.
+    config_read: bool,
 }
 
 /// Looks at the VM as what is known of it allows (see [`known`]), and
@@ -257,6 +276,7 @@ async fn look_at_vm(
         .is_some_and(|k| k.vmid == vmid && (!k.touched || recorded.is_some()));
     let mut asked_agent = true;
     let mut uptime = None;
+    let mut config_read = true;
     let mut look = known::look(before.as_ref(), vmid, recorded, depth, now);
     if look == known::Look::Full && recorded.is_none() && vm.metadata.deletion_timestamp.is_some() {
         let view = from.view().await?;
@@ -269,6 +289,7 @@ async fn look_at_vm(
     let (state, depth) = match look {
         known::Look::Known(state) => {
             asked_agent = false;
+            config_read = false;
             (state, Depth::Full)
         }
         known::Look::AfterTask {
@@ -278,7 +299,10 @@ async fn look_at_vm(
         } => {
             asked_agent = ask_agent;
             match vm::carried(from.client, vmid, vm, read_config, ask_agent).await? {
-                Some(state) => (state, Depth::Full),
+                Some(state) => {
+                    config_read = read_config;
+                    (state, Depth::Full)
+                }
                 None => {
                     asked_agent = true;
                     (vm::vm_state(from, vmid, node_hint).await?, Depth::Full)
@@ -307,7 +331,12 @@ async fn look_at_vm(
     };
     let kept = known::remember(before.as_ref(), vmid, &state, asked_agent, uptime, now);
     from.memory.remember(&id.uid, kept.map(Kept::new));
-    Ok(Looked { state, depth, sure })
+    Ok(Looked {
+        state,
+        depth,
+        sure,
+        config_read,
+    })
 }
 
 /// Which of the image volumes exist (one content listing per storage).
