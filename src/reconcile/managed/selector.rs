@@ -124,3 +124,23 @@ where
         }
     }
 }
+
+/// The ProxmoxVMs of `namespace` whose firewall rules name `name` by
+/// `names` (the security groups or the IP sets they name), as `ProxmoxVM
+/// <name>`, sorted: what holds that object's deletion.
+pub fn firewall_users(
+    vms: &Store<DeserializeGuard<crate::api::ProxmoxVM>>,
+    namespace: Option<&str>,
+    name: &str,
+    names: fn(&crate::api::firewall::GuestFirewall) -> Vec<&str>,
+) -> Vec<String> {
+    let mut out: Vec<String> = of_namespace(vms, namespace, |vm: &crate::api::ProxmoxVM| {
+        Some((vm.name_any(), vm.spec.for_provider.firewall.clone()?))
+    })
+    .into_iter()
+    .filter(|(_, fw)| names(fw).contains(&name))
+    .map(|(vm, _)| format!("ProxmoxVM {vm}"))
+    .collect();
+    out.sort();
+    out
+}

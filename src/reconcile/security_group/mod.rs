@@ -16,12 +16,21 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::channel::mpsc::UnboundedReceiver;
+use kube::core::DeserializeGuard;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
+use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup, ProxmoxVM};
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::crud::{controller, pass::Ctx};
+
+/// The caches a security group's pass reads.
+pub struct Caches {
+    /// IP sets: a rule naming a set that does not exist waits for it.
+    pub ip_sets: Store<ProxmoxIPSet>,
+    /// VMs: a group their firewall names is not deleted.
+    pub vms: Store<DeserializeGuard<ProxmoxVM>>,
+}
 
 /// Runs the controller until `stop` resolves, filling the cache and passing the wake-ups asked for;
 /// `ip_sets`: the IP set cache (a rule naming a set that does not exist
@@ -35,6 +44,7 @@ pub async fn run(
     ip_sets: Store<ProxmoxIPSet>,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    let shared = Arc::new(Ctx::new(ctx, ip_sets));
+    let vms = ctx.store.clone();
+    let shared = Arc::new(Ctx::new(ctx, Caches { ip_sets, vms }));
     controller::run(shared, cache, "ProxmoxSecurityGroup", stop).await;
 }

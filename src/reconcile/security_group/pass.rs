@@ -10,17 +10,20 @@ use std::sync::Mutex;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 
+use super::Caches;
 use super::plan::{self, GROUP_NAME_MAX, Group, GroupPatch, IPSET_NAME_MAX};
+use crate::api::ProxmoxSecurityGroup;
 use crate::api::condition::Condition;
+use crate::api::firewall::GuestFirewall;
 use crate::api::security_group::{ProxmoxSecurityGroupStatus, SecurityGroupAtProvider};
-use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
 use crate::reconcile::common::firewall::RulePatch;
 use crate::reconcile::common::owner::{Ownership, owner_of};
 use crate::reconcile::managed::crud::pass::{Kind, Wanted};
 use crate::reconcile::managed::crud::{Call, External, Observed};
 use crate::reconcile::managed::names::{self, derived};
+use crate::reconcile::managed::selector::firewall_users;
 
 /// The kind's name in owner markers and events.
 const KIND: &str = "ProxmoxSecurityGroup";
@@ -33,13 +36,14 @@ pub fn group_name(meta: &ObjectMeta) -> String {
 impl Kind for ProxmoxSecurityGroup {
     type External = GroupCalls;
     type Status = ProxmoxSecurityGroupStatus;
-    type Extra = Store<ProxmoxIPSet>;
+    type Extra = Caches;
 
     fn managed(&self) -> &crate::api::managed::ManagedSpec {
         &self.spec.managed
     }
 
-    fn want(&self, ip_sets: &Store<ProxmoxIPSet>) -> Wanted<Self> {
+    fn want(&self, caches: &Caches) -> Wanted<Self> {
+        let ip_sets = &caches.ip_sets;
         let namespace = self.namespace().unwrap_or_default();
         let spec = &self.spec.for_provider;
         let want = Group {
@@ -78,9 +82,15 @@ impl Kind for ProxmoxSecurityGroup {
         }
     }
 
-    fn users(&self, _: &Store<ProxmoxIPSet>) -> Vec<String> {
-        // Guests naming the group (issue 32, item 1) are not built yet.
-        vec![]
+    fn users(&self, caches: &Caches) -> Vec<String> {
+        // VMs whose firewall names the group: PVE would delete it under
+        // them (their rules then name nothing).
+        firewall_users(
+            &caches.vms,
+            self.namespace().as_deref(),
+            &self.name_any(),
+            GuestFirewall::security_groups,
+        )
     }
 
     fn conditions(&self) -> Vec<Condition> {
@@ -92,7 +102,7 @@ impl Kind for ProxmoxSecurityGroup {
 
     fn status(
         &self,
-        _: &Store<ProxmoxIPSet>,
+        _: &Caches,
         conditions: Vec<Condition>,
         observed: Option<&Observed<Group>>,
     ) -> ProxmoxSecurityGroupStatus {
