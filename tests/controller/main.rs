@@ -36,6 +36,7 @@ mod events;
 mod failures;
 pub mod firewall;
 mod fleet;
+mod guest_firewall;
 mod ha;
 mod hardware;
 mod hostile;

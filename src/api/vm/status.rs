@@ -62,7 +62,7 @@ pub struct VmAtProvider {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_changed_under_pid: Option<u64>,
     /// The VM's firewall as Proxmox shows it, when the spec declares one
-    /// (read at the pace the config is read).
+    /// (read in each pass that looks at the VM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firewall: Option<crate::api::firewall::ObservedFirewall>,
     /// The VM's configuration as Proxmox shows it, under the names of

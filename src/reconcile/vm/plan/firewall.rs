@@ -206,23 +206,26 @@ fn plain_rule(rule: &GuestFirewallRule, source: Option<String>, dest: Option<Str
     }
 }
 
-/// The next write the firewall needs: options first, then the rules.
+/// The next write the firewall needs: options first, then the rules;
+/// nothing while a reference waits.
 pub fn next(
     fw: &GuestFirewall,
     view: &FirewallView,
     namespace: &str,
     vmid: u32,
 ) -> Option<FirewallNext> {
+    // Nothing is written, options included, while a reference waits: the
+    // firewall is turned on only with the rules it asks for.
+    let want = match wanted_rules(fw, view, namespace) {
+        Ok(want) => want,
+        Err(why) => return Some(FirewallNext::Waiting(why)),
+    };
     if let Some(call) = options_call(&wanted_options(fw), &view.options) {
         return Some(FirewallNext::Write(
             format!("setting the firewall options of VM {vmid}"),
             call,
         ));
     }
-    let want = match wanted_rules(fw, view, namespace) {
-        Ok(want) => want,
-        Err(why) => return Some(FirewallNext::Waiting(why)),
-    };
     let have: Vec<RuleSpec> = view.rules.iter().map(observed_rule).collect();
     let digest = view.rules.first().and_then(|r| r.digest.clone());
     let patch = rules_patch(&want, &have, digest)?;

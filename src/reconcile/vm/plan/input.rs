@@ -123,7 +123,7 @@ pub struct Needs {
     pub ha: bool,
     /// Read the VM's firewall (options and rules) and resolve the
     /// security groups and IP sets its rules name: only when the spec
-    /// declares a firewall, and only in a pass that reads the VM's config.
+    /// declares a firewall, in a pass that finds the VM.
     pub firewall: bool,
     /// Read the `customCloudInit` data and the VM's seed ISOs.
     pub seed: bool,
@@ -208,8 +208,8 @@ pub struct Observation {
     pub slot: Option<SlotGrant>,
     /// The VM's HA configuration, when [`Needs::ha`] asked.
     pub ha: Option<HaView>,
-    /// The VM's firewall, when [`Needs::firewall`] asked and the config
-    /// was read in this pass.
+    /// The VM's firewall, when [`Needs::firewall`] asked and the VM is
+    /// there.
     pub firewall: Option<super::firewall::FirewallView>,
     /// The seed, when [`Needs::seed`] asked.
     pub seed: Option<SeedView>,

@@ -72,8 +72,8 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             if let Some(config) = &vm.config {
                 at.config = super::observed::config(config, vm.power);
             }
-            // Read only with the config, and only when the spec declares a
-            // firewall: a pass that did not read it keeps what was shown.
+            // Read only when the spec declares a firewall: a pass that did
+            // not read it keeps what was shown.
             if ctx.spec.firewall.is_none() {
                 at.firewall = None;
             } else if let Some(view) = &ctx.obs.firewall {

@@ -123,19 +123,17 @@ pub async fn observe(
     // can be missing from it, and the node's running tasks need not be
     // listed to find one.
     let mut sure = false;
-    let mut config_read = false;
     if let Some(vmid) = needs.vmid {
         let look = look_at_vm(from, (vm, id), vmid, obs.task.as_ref(), node_hint, depth).await?;
         obs.vm = look.state;
         obs.depth = look.depth;
         sure = look.sure;
-        config_read = look.config_read;
     }
-    // At the pace the config is read (a pass that reuses a recent look
-    // reads neither), and only when the spec declares a firewall.
-    if let (true, true, Some(vmid), Some(spec), VmState::Present(seen)) = (
+    // Only when the spec declares a firewall, in a pass that sees the VM
+    // (at rest: each timed pass, as its config): a pass that did not read
+    // it could not tell whether it is as asked.
+    if let (true, Some(vmid), Some(spec), VmState::Present(seen)) = (
         needs.firewall,
-        config_read,
         needs.vmid,
         vm.spec.for_provider.firewall.as_ref(),
         &obs.vm,
@@ -241,8 +239,6 @@ struct Looked {
     depth: Depth,
     /// Nothing this process sent the VM is unaccounted for (see `observe`).
     sure: bool,
-    /// The VM's config was read from Proxmox in this look.
-    config_read: bool,
 }
 
 /// Looks at the VM as what is known of it allows (see [`known`]), and
@@ -276,7 +272,6 @@ async fn look_at_vm(
         .is_some_and(|k| k.vmid == vmid && (!k.touched || recorded.is_some()));
     let mut asked_agent = true;
     let mut uptime = None;
-    let mut config_read = true;
     let mut look = known::look(before.as_ref(), vmid, recorded, depth, now);
     if look == known::Look::Full && recorded.is_none() && vm.metadata.deletion_timestamp.is_some() {
         let view = from.view().await?;
@@ -289,7 +284,6 @@ async fn look_at_vm(
     let (state, depth) = match look {
         known::Look::Known(state) => {
             asked_agent = false;
-            config_read = false;
             (state, Depth::Full)
         }
         known::Look::AfterTask {
@@ -299,10 +293,7 @@ async fn look_at_vm(
         } => {
             asked_agent = ask_agent;
             match vm::carried(from.client, vmid, vm, read_config, ask_agent).await? {
-                Some(state) => {
-                    config_read = read_config;
-                    (state, Depth::Full)
-                }
+                Some(state) => (state, Depth::Full),
                 None => {
                     asked_agent = true;
                     (vm::vm_state(from, vmid, node_hint).await?, Depth::Full)
@@ -331,12 +322,7 @@ async fn look_at_vm(
     };
     let kept = known::remember(before.as_ref(), vmid, &state, asked_agent, uptime, now);
     from.memory.remember(&id.uid, kept.map(Kept::new));
-    Ok(Looked {
-        state,
-        depth,
-        sure,
-        config_read,
-    })
+    Ok(Looked { state, depth, sure })
 }
 
 /// Which of the image volumes exist (one content listing per storage).

@@ -239,7 +239,7 @@ fn drift_by_hand_is_corrected_one_write_a_pass() {
 
 #[test]
 fn a_missing_or_unready_reference_waits_and_sends_nothing() {
-    let mut seen = view(options_done(), &[]);
+    let mut seen = view(FirewallOptions::default(), &[]);
     seen.groups.insert(
         "web".into(),
         Err("ProxmoxSecurityGroup default/web is not Ready".into()),
