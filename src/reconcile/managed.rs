@@ -14,6 +14,7 @@
 
 pub mod crud;
 pub mod envelope;
+pub mod guest_firewall;
 pub mod images;
 pub mod names;
 pub mod reserve;

@@ -7,7 +7,6 @@
 
 pub(crate) mod clones;
 mod downloads;
-mod firewall;
 mod ha;
 pub(crate) mod known;
 mod seed;
@@ -29,7 +28,7 @@ use crate::reconcile::common::image_cache::{self as cache, Images};
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::{ClusterView, Inventory};
-use crate::reconcile::managed::tasks;
+use crate::reconcile::managed::{guest_firewall, tasks};
 use crate::reconcile::providers::{ConfigKey, secret_value};
 use crate::reconcile::runtime::memory::{Kept, Memory};
 use crate::reconcile::vm::plan::{
@@ -139,9 +138,16 @@ pub async fn observe(
         &obs.vm,
     ) && seen.config.is_some()
     {
-        let at = (seen.node.as_str(), vmid);
-        obs.firewall =
-            Some(firewall::firewall_view((from.kube, client), at, spec, &id.namespace).await?);
+        let guest = pve_client::Guest {
+            kind: pve_client::GuestType::Qemu,
+            node: seen.node.clone(),
+            vmid,
+        };
+        let view = guest_firewall::view((from.kube, client), &guest, spec, &id.namespace).await;
+        obs.firewall = Some(view.map_err(|e| match e {
+            guest_firewall::ReadError::Proxmox(e) => Failure::Proxmox(e),
+            guest_firewall::ReadError::Kube(e) => Failure::Kube(e),
+        })?);
     }
     if needs.linked_clones
         && let (VmState::Present(seen), Some(vmid)) = (&obs.vm, needs.vmid)
