@@ -13,7 +13,7 @@ use pve_client::{Client, Guest, GuestType};
 use serde_json::{Value, json};
 
 use crate::firewall::{delete, group, ip_set, wait, wait_gone, wait_ready};
-use crate::reconcile::{DEADLINE, Env, condition, manifests};
+use crate::reconcile::{DEADLINE, Env, condition, containers, manifests};
 use crate::support;
 
 /// The firewall routes of a VM that write.
@@ -53,8 +53,12 @@ fn guest(vmid: u32) -> Guest {
 }
 
 async fn rules_on_sim(client: &Client, vmid: u32) -> Vec<RuleSpec> {
+    rules_of(client, &guest(vmid)).await
+}
+
+async fn rules_of(client: &Client, guest: &Guest) -> Vec<RuleSpec> {
     client
-        .guest_firewall_rules(&guest(vmid))
+        .guest_firewall_rules(guest)
         .await
         .unwrap()
         .iter()
@@ -229,4 +233,55 @@ async fn a_vms_firewall_holds_its_rules_and_names_only_its_own_namespaces_groups
             .is_some_and(|c| c.status != provider_proxmox::api::ConditionStatus::True),
         "not Ready while it waits"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_containers_firewall_holds_its_rules_and_a_rule_deleted_by_hand_comes_back() {
+    let env = Env::start("fw-ct").await;
+    let ns = env.ns.name().to_owned();
+    env.apply(&ip_set("office", json!([{"cidr": "10.9.0.0/16"}])))
+        .await;
+    let _: ProxmoxIPSet = wait_ready(&ns, "office").await;
+    let ct = containers::container(
+        "app",
+        containers::debian(json!({"firewall": {"policyIn": "REJECT", "rules": [
+            {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "443",
+             "source": {"ipSet": "office"}},
+        ]}})),
+    );
+    env.apply(&ct).await;
+    let vmid = env.wait_container_ready("app").await;
+    let client = env.sim.client();
+    let guest = Guest {
+        kind: GuestType::Lxc,
+        node: "pve".into(),
+        vmid,
+    };
+    let want = vec![RuleSpec {
+        kind: "in".into(),
+        action: "ACCEPT".into(),
+        enable: true,
+        proto: Some("tcp".into()),
+        dport: Some("443".into()),
+        source: Some(format!("+{}", derived(&ns, "office", 64))),
+        ..RuleSpec::default()
+    }];
+    assert_eq!(rules_of(&client, &guest).await, want);
+    let options = client.guest_firewall_options(&guest).await.unwrap();
+    assert_eq!(
+        (options.enable, options.policy_in.as_deref()),
+        (Some(true), Some("REJECT"))
+    );
+    let listed = client.guest_firewall_rules(&guest).await.unwrap();
+    client
+        .delete_guest_firewall_rule(&guest, 0, listed[0].digest.as_deref())
+        .await
+        .unwrap();
+    support::poll("the rule put back", DEADLINE, || async {
+        let have = rules_of(&client, &guest).await;
+        (have == want)
+            .then_some(())
+            .ok_or_else(|| format!("{have:#?}"))
+    })
+    .await;
 }

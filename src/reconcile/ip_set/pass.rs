@@ -83,9 +83,9 @@ impl Kind for ProxmoxIPSet {
             .map(|g| format!("ProxmoxSecurityGroup {}", g.name_any()))
             .collect();
         users.sort();
-        // VMs whose firewall rules name the set.
+        // Guests whose firewall rules name the set.
         users.extend(firewall_users(
-            &caches.vms,
+            (&caches.vms, &caches.containers),
             namespace.as_deref(),
             &name,
             crate::api::firewall::GuestFirewall::ip_sets,

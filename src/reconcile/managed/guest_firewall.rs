@@ -12,7 +12,7 @@ use crate::api::condition::{ConditionStatus, ConditionType, find};
 use crate::api::firewall::GuestFirewall;
 use crate::api::{Condition, ProxmoxIPSet, ProxmoxSecurityGroup};
 use crate::reconcile::common::firewall::{FirewallCall, FirewallView, RulePatch};
-use crate::reconcile::error::{Error, is_not_found};
+use crate::reconcile::error::is_not_found;
 
 /// Why the firewall could not be read.
 #[derive(Debug)]
@@ -20,7 +20,7 @@ pub enum ReadError {
     /// Proxmox did not answer.
     Proxmox(pve_client::Error),
     /// Kubernetes could not be asked.
-    Kube(Error),
+    Kube(kube::Error),
 }
 
 /// Reads the firewall of `guest` (two requests: options and rules) and
@@ -49,7 +49,7 @@ pub async fn view(
                 (status.conditions, status.at_provider.name)
             }),
             Err(e) if is_not_found(&e) => None,
-            Err(e) => return Err(ReadError::Kube(e.into())),
+            Err(e) => return Err(ReadError::Kube(e)),
         };
         groups.insert(
             name.to_owned(),
@@ -65,7 +65,7 @@ pub async fn view(
                 (status.conditions, status.at_provider.name)
             }),
             Err(e) if is_not_found(&e) => None,
-            Err(e) => return Err(ReadError::Kube(e.into())),
+            Err(e) => return Err(ReadError::Kube(e)),
         };
         ip_sets.insert(
             name.to_owned(),

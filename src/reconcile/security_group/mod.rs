@@ -20,7 +20,7 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup, ProxmoxVM};
+use crate::api::{ProxmoxContainer, ProxmoxIPSet, ProxmoxSecurityGroup, ProxmoxVM};
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::crud::{controller, pass::Ctx};
 
@@ -28,8 +28,9 @@ use crate::reconcile::managed::crud::{controller, pass::Ctx};
 pub struct Caches {
     /// IP sets: a rule naming a set that does not exist waits for it.
     pub ip_sets: Store<ProxmoxIPSet>,
-    /// VMs: a group their firewall names is not deleted.
+    /// VMs and containers: a group their firewall names is not deleted.
     pub vms: Store<DeserializeGuard<ProxmoxVM>>,
+    pub containers: Store<DeserializeGuard<ProxmoxContainer>>,
 }
 
 /// Runs the controller until `stop` resolves, filling the cache and passing the wake-ups asked for;
@@ -44,7 +45,12 @@ pub async fn run(
     ip_sets: Store<ProxmoxIPSet>,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    let vms = ctx.store.clone();
-    let shared = Arc::new(Ctx::new(ctx, Caches { ip_sets, vms }));
+    let (vms, containers) = (ctx.store.clone(), ctx.containers.clone());
+    let caches = Caches {
+        ip_sets,
+        vms,
+        containers,
+    };
+    let shared = Arc::new(Ctx::new(ctx, caches));
     controller::run(shared, cache, "ProxmoxSecurityGroup", stop).await;
 }

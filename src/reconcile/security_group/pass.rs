@@ -83,10 +83,10 @@ impl Kind for ProxmoxSecurityGroup {
     }
 
     fn users(&self, caches: &Caches) -> Vec<String> {
-        // VMs whose firewall names the group: PVE would delete it under
+        // Guests whose firewall names the group: PVE would delete it under
         // them (their rules then name nothing).
         firewall_users(
-            &caches.vms,
+            (&caches.vms, &caches.containers),
             self.namespace().as_deref(),
             &self.name_any(),
             GuestFirewall::security_groups,

@@ -146,7 +146,7 @@ pub async fn observe(
         let view = guest_firewall::view((from.kube, client), &guest, spec, &id.namespace).await;
         obs.firewall = Some(view.map_err(|e| match e {
             guest_firewall::ReadError::Proxmox(e) => Failure::Proxmox(e),
-            guest_firewall::ReadError::Kube(e) => Failure::Kube(e),
+            guest_firewall::ReadError::Kube(e) => Failure::Kube(e.into()),
         })?);
     }
     if needs.linked_clones
