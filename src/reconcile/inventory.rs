@@ -76,6 +76,8 @@ pub struct ClusterView {
     pub vmids: BTreeSet<u32>,
     /// LXC containers by VMID: their node.
     pub containers: HashMap<u32, String>,
+    /// The pool of each LXC container in one, by VMID.
+    pub container_pools: HashMap<u32, String>,
     /// The storages shared by the nodes (a volume on one is on every node).
     pub shared_storages: BTreeSet<String>,
     /// Per node, its storages by ID.
@@ -131,6 +133,9 @@ impl ClusterView {
                 ("lxc", Some(vmid)) => {
                     view.vmids.insert(vmid);
                     view.containers.insert(vmid, r.node.unwrap_or_default());
+                    if let Some(pool) = r.pool.filter(|p| !p.is_empty()) {
+                        view.container_pools.insert(vmid, pool);
+                    }
                 }
                 (_, Some(vmid)) => {
                     view.vmids.insert(vmid);

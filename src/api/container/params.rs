@@ -139,6 +139,15 @@ pub struct ContainerParameters {
     #[serde(default)]
     pub power_state: PowerState,
 
+    /// Resource pool the container is in: created in it, and moved back
+    /// into it (`allow-move`) when it is found in another; left out, the
+    /// container's membership is left as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9_-]+$')")
+        .message("pool must be a Proxmox pool ID (letters, digits, _ and -)"))]
+    pub pool: Option<String>,
+
     /// Proxmox tags. Compared without regard to order or case.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32), inner(length(max = 64)))]

@@ -123,6 +123,9 @@ pub enum TaskAction {
     /// The VM's firewall options or one of its rules written (a
     /// synchronous call that starts no task; recorded only as a failure).
     ConfigureFirewall,
+    /// The VM moved into the pool `spec.forProvider.pool` names (a
+    /// synchronous call that starts no task; recorded only as a failure).
+    MovePool,
     /// The `customCloudInit` seed ISO uploaded (the status `target` is its
     /// volume).
     UploadSeed,
@@ -149,6 +152,7 @@ impl TaskAction {
             Self::MoveDisk => "qmmove",
             Self::ConfigureHa => "ha",
             Self::ConfigureFirewall => "firewall",
+            Self::MovePool => "pool",
             Self::UploadSeed => "imgcopy",
             Self::DeleteVolume => "imgdel",
             Self::Template => "qmtemplate",
@@ -171,6 +175,7 @@ impl TaskAction {
             Self::MoveDisk => "disk move",
             Self::ConfigureHa => "HA configuration",
             Self::ConfigureFirewall => "firewall configuration",
+            Self::MovePool => "move into the pool",
             Self::UploadSeed => "upload of the cloud-init seed ISO",
             Self::DeleteVolume => "deletion of an old cloud-init seed ISO",
             Self::Template => "conversion into a template",

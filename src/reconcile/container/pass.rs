@@ -23,7 +23,7 @@ use pve_client::lxc::ContainerConfig;
 use pve_client::{ErrorClass, TaskObservation, TaskOutcome, Upid};
 
 use super::plan::{self, Container, Observation, Outcome, Plan, Seen, Step, TaskSeen};
-use super::render;
+use super::{connection, render};
 use crate::api::condition::Reason;
 use crate::api::meta;
 use crate::api::rules::PASSWORD_MAX_BYTES;
@@ -37,6 +37,7 @@ use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_forbidden, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::ClusterView;
+use crate::reconcile::managed::connection_secret;
 use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::managed::guest_firewall;
 use crate::reconcile::managed::reserve::allocate_vmid;
@@ -207,7 +208,16 @@ async fn pass(
     if let (Some(conn), Step::RemoveFinalizer, Outcome::Done) = (&conn, &plan.step, &outcome) {
         ctx.scheduler.forget(&conn.key, &id.uid);
     }
-    let plan = plan::settle(plan, &outcome, Timestamp::now(), task_timeout);
+    let mut plan = plan::settle(plan, &outcome, Timestamp::now(), task_timeout);
+    // The connection Secret before the status, which says when it is not
+    // this resource's to write.
+    if let Some(data) = connection::data(ct, &plan.status) {
+        ctx.shards.fence(hold)?;
+        if let Some(why) = connection_secret::publish(&ctx.kube, (ct, id), &data).await? {
+            let at = (ct.metadata.generation, Timestamp::now());
+            connection_secret::refused(&mut plan.status.conditions, at, &why);
+        }
+    }
     report(ct, id, ctx, hold, &plan).await?;
     Ok(plan.requeue)
 }
@@ -272,6 +282,21 @@ async fn observe(
         obs.container = Container::Taken(format!(
             "VMID {vmid} belongs to a VM, not a container; it is left untouched"
         ));
+    }
+    // Its pool: from the view (no request), checked against the pool's
+    // members when the view disagrees (it lags a move).
+    if let (Some(wanted), Container::Present(_), Some(_)) = (&spec.pool, &obs.container, &listed) {
+        let seen = view.container_pools.get(&vmid).cloned();
+        obs.pool = Some(if seen.as_ref() == Some(wanted) {
+            seen
+        } else {
+            let member = client.pool(wanted).await?.is_some_and(|pool| {
+                pool.members
+                    .iter()
+                    .any(|m| m.kind == "lxc" && m.vmid == Some(u64::from(vmid)))
+            });
+            if member { Some(wanted.clone()) } else { seen }
+        });
     }
     let node = match &obs.container {
         Container::Present(seen) => Some(seen.node.clone()),
@@ -530,7 +555,8 @@ async fn act(
             | Step::Start { .. }
             | Step::Shutdown { .. }
             | Step::Stop { .. }
-            | Step::Destroy { .. } => {
+            | Step::Destroy { .. }
+            | Step::MovePool { .. } => {
                 Outcome::Failed("the step needs a usable provider config".to_owned())
             }
         };
@@ -606,6 +632,14 @@ async fn act(
                 Err(e) => Outcome::Failed(e.to_string()),
             }
         }
+        Step::MovePool {
+            pool,
+            vmid,
+            allow_move,
+        } => match client.add_to_pool(pool, *vmid, *allow_move).await {
+            Ok(()) => Outcome::Done,
+            Err(e) => Outcome::Failed(format!("moving the container into pool {pool}: {e}")),
+        },
         Step::Start { node, vmid } => started(client.start_container(node, *vmid).await),
         Step::Shutdown { node, vmid } => {
             started(client.shutdown_container(node, *vmid, Some(60), true).await)

@@ -88,6 +88,9 @@ pub struct Observation {
     /// The container's firewall, read when the spec declares one and the
     /// container is there.
     pub firewall: Option<FirewallView>,
+    /// The pool the container is in (`Some(None)`: none), looked at when
+    /// the spec names one and the cluster view lists the container.
+    pub pool: Option<Option<String>>,
 }
 
 impl Observation {
@@ -110,6 +113,7 @@ impl Observation {
             host: None,
             proxmox: None,
             firewall: None,
+            pool: None,
         }
     }
 }
@@ -170,6 +174,13 @@ pub enum Step {
         node: String,
         vmid: u32,
     },
+    /// Into the pool the spec names (synchronous; `allow_move` when it is
+    /// in another one now).
+    MovePool {
+        pool: String,
+        vmid: u32,
+        allow_move: bool,
+    },
 }
 
 impl Step {
@@ -190,7 +201,8 @@ impl Step {
             | Step::RecordVmid(_)
             | Step::ForgetVmid(_)
             | Step::Firewall { .. }
-            | Step::Configure { .. } => None,
+            | Step::Configure { .. }
+            | Step::MovePool { .. } => None,
         }
     }
 }

@@ -60,7 +60,7 @@ pub async fn reserve(
             // create is sent (which Proxmox refuses if the VMID was taken
             // meanwhile).
             ctx.memory
-                .remember(&id.uid, Some(Kept::new(Known::absent(vmid))));
+                .remember(&id.uid, &conn.key, Some(Kept::new(Known::absent(vmid))));
         }
         obs.allocated_vmid = Some(grant);
     }
@@ -281,7 +281,12 @@ impl Reserved {
                 (Step::Pve(PveCall::CreateVm { .. }), Heavy::Import)
                 | (Step::Pve(PveCall::CloneVm { .. }), Heavy::Clone) => started,
                 (
-                    Step::Pve(_) | Step::Kube(_) | Step::Ha(_) | Step::Firewall(_) | Step::Idle(_),
+                    Step::Pve(_)
+                    | Step::Kube(_)
+                    | Step::Ha(_)
+                    | Step::Firewall(_)
+                    | Step::Pool(_)
+                    | Step::Idle(_),
                     _,
                 ) => None,
             };

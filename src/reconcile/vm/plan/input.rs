@@ -125,6 +125,8 @@ pub struct Needs {
     /// security groups and IP sets its rules name: only when the spec
     /// declares a firewall, in a pass that finds the VM.
     pub firewall: bool,
+    /// See which resource pool the VM is in.
+    pub pool: bool,
     /// Read the `customCloudInit` data and the VM's seed ISOs.
     pub seed: bool,
     /// If the VM is a template, list the linked clones of its base disks
@@ -211,6 +213,8 @@ pub struct Observation {
     /// The VM's firewall, when [`Needs::firewall`] asked and the VM is
     /// there.
     pub firewall: Option<super::firewall::FirewallView>,
+    /// The VM's pool membership, when the spec names a pool.
+    pub pool: Option<super::pool::PoolView>,
     /// The seed, when [`Needs::seed`] asked.
     pub seed: Option<SeedView>,
     /// VMIDs of the linked clones of the template's base disks, when

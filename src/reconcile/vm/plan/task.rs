@@ -105,6 +105,7 @@ fn activity(ctx: &Ctx, action: TaskAction) -> Reason {
         | TaskAction::MoveDisk
         | TaskAction::ConfigureHa
         | TaskAction::ConfigureFirewall
+        | TaskAction::MovePool
         | TaskAction::UploadSeed
         | TaskAction::DeleteVolume
         | TaskAction::Template => Reason::WaitingForTask,
@@ -278,6 +279,7 @@ fn deletes(action: TaskAction) -> bool {
         | TaskAction::DeleteVolume => true,
         TaskAction::DownloadImage
         | TaskAction::ConfigureFirewall
+        | TaskAction::MovePool
         | TaskAction::Create
         | TaskAction::Clone
         | TaskAction::Configure

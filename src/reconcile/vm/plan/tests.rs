@@ -15,6 +15,7 @@ mod images;
 mod lifecycle;
 mod limits;
 mod motion;
+mod pool;
 mod races;
 mod seed;
 mod status;
