@@ -31,11 +31,11 @@ pub enum RulePatch {
     /// the list observed is what the wanted list ends with.
     Prepend(Vec<RuleSpec>),
     /// A new rule at `at` (placed first, then moved there).
-    Insert { at: usize, rule: RuleSpec },
+    Insert { at: usize, rule: Box<RuleSpec> },
     /// The rule at `pos` becomes `rule`.
     Set {
         pos: usize,
-        rule: RuleSpec,
+        rule: Box<RuleSpec>,
         digest: Option<String>,
     },
     /// The rule at `pos` goes.
@@ -48,10 +48,10 @@ impl RulePatch {
     pub fn apply(&self, have: &mut Vec<RuleSpec>) {
         match self {
             Self::Prepend(rules) => rules.iter().for_each(|r| have.insert(0, r.clone())),
-            Self::Insert { at, rule } => have.insert(*at, rule.clone()),
+            Self::Insert { at, rule } => have.insert(*at, rule.as_ref().clone()),
             Self::Set { pos, rule, .. } => {
                 if let Some(slot) = have.get_mut(*pos) {
-                    *slot = rule.clone();
+                    *slot = rule.as_ref().clone();
                 }
             }
             Self::Remove { pos, .. } => {
@@ -92,7 +92,7 @@ pub fn rules_patch(
         .unwrap_or(n.min(m));
     let insert = || RulePatch::Insert {
         at: i,
-        rule: want[i].clone(),
+        rule: Box::new(want[i].clone()),
     };
     let remove = |pos| RulePatch::Remove {
         pos,
@@ -107,7 +107,7 @@ pub fn rules_patch(
     } else {
         RulePatch::Set {
             pos: i,
-            rule: want[i].clone(),
+            rule: Box::new(want[i].clone()),
             digest: digest.clone(),
         }
     })
@@ -152,7 +152,7 @@ pub struct FirewallView {
 pub enum FirewallCall {
     /// `PUT .../firewall/options`.
     Options {
-        set: FirewallOptions,
+        set: Box<FirewallOptions>,
         delete: Vec<&'static str>,
         digest: Option<String>,
     },
@@ -220,7 +220,7 @@ pub fn options_call(want: &FirewallOptions, have: &FirewallOptions) -> Option<Fi
         digest: None,
     };
     (set != FirewallOptions::default() || !delete.is_empty()).then(|| FirewallCall::Options {
-        set,
+        set: Box::new(set),
         delete,
         digest: have.digest.clone(),
     })

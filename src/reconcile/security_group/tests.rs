@@ -115,7 +115,7 @@ fn the_comment_with_the_owner_marker_is_corrected_first_and_the_digest_is_sent()
         want.diff(&have),
         Some(GroupPatch::Rules(RulePatch::Set {
             pos: 0,
-            rule: rule("22"),
+            rule: Box::new(rule("22")),
             digest: Some("abc".into())
         }))
     );
