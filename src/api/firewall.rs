@@ -224,22 +224,31 @@ pub struct ObservedFirewall {
     /// `enable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+    /// Input policy (`policy_in`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_in: Option<String>,
+    /// Output policy (`policy_out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_out: Option<String>,
+    /// Log level of incoming traffic (`log_level_in`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_level_in: Option<String>,
+    /// Log level of outgoing traffic (`log_level_out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_level_out: Option<String>,
+    /// MAC filter (`macfilter`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac_filter: Option<bool>,
+    /// IP filter (`ipfilter`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_filter: Option<bool>,
+    /// DHCP allowed (`dhcp`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dhcp: Option<bool>,
+    /// Neighbor discovery allowed (`ndp`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ndp: Option<bool>,
+    /// Router advertisements allowed (`radv`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub radv: Option<bool>,
     /// The rules in order.
@@ -257,24 +266,33 @@ pub struct ObservedFirewallRule {
     /// `in` or `out` (absent for a group).
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub direction: Option<String>,
+    /// `ACCEPT`, `DROP` or `REJECT` (absent for a group).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
+    /// Protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proto: Option<String>,
+    /// Destination ports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dport: Option<String>,
+    /// Source ports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sport: Option<String>,
     /// As Proxmox has it: a CIDR, an alias or `+<IP set's Proxmox name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// As `source`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dest: Option<String>,
+    /// The NIC (`netN`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iface: Option<String>,
+    /// Log level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
+    /// The rule's note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// Whether the rule is in force.
     pub enable: bool,
 }
