@@ -11,7 +11,7 @@ use crate::api::rules::{
     GATEWAY_NOT_OWN_MESSAGE, IPV4, IPV4_CIDR_OR_DHCP, IPV6_CIDR_OR_AUTO, MEMORY_MAX,
     MEMORY_MAX_MESSAGE, MOUNT_PATH, MOUNT_PATH_MESSAGE, NO_CONTROL, NO_CONTROL_MESSAGE, NO_DOT_DOT,
     NODE_NAME, NODE_NAME_MESSAGE, NODE_NAMES, OCI_REFERENCE, OCI_REFERENCE_MESSAGE, SSH_KEYS,
-    SSH_KEYS_MESSAGE, STORAGE_ID, STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE,
+    SSH_KEYS_MESSAGE, STORAGE_ID, STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE, VNET_MESSAGE,
 };
 use crate::api::vm::PowerState;
 
@@ -395,6 +395,14 @@ pub struct ContainerNetwork {
     /// Enable the Proxmox firewall on this interface.
     #[serde(default)]
     pub firewall: bool,
+
+    /// Not a Proxmox NIC option, refused with a hint: Proxmox puts a NIC
+    /// on an SDN VNet with `bridge: <the VNet's ID>` (a ProxmoxVNet's
+    /// `status.atProvider.id`); `vnet=` gets a 400 from Proxmox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("false").message(VNET_MESSAGE))]
+    pub vnet: Option<String>,
 }
 
 /// DNS settings of a container.

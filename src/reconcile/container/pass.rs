@@ -482,7 +482,8 @@ async fn host(ctx: &Context, conn: &Connection, view: &ClusterView, node: &str) 
         cpus: seen.map(|n| n.cpus).unwrap_or_default(),
         memory: seen.map(|n| n.max_memory).unwrap_or_default(),
         storages: view.storages.get(node).cloned().unwrap_or_default(),
-        bridges,
+        untagged_vnets: bridges.as_ref().map(|b| b.1.clone()).unwrap_or_default(),
+        bridges: bridges.map(|b| b.0),
     }
 }
 

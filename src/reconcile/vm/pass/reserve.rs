@@ -184,7 +184,8 @@ async fn host(
         cpus: seen.cpus,
         memory: seen.max_memory,
         storages: view.storages.get(&node).cloned().unwrap_or_default(),
-        bridges,
+        untagged_vnets: bridges.as_ref().map(|b| b.1.clone()).unwrap_or_default(),
+        bridges: bridges.map(|b| b.0),
         node,
     }))
 }
