@@ -172,6 +172,12 @@ fn examples_show_what_their_names_promise() {
         kind("ProxmoxIPSet")["metadata"]["name"],
         "the group names the IP set of its namespace by its Kubernetes name"
     );
+    let rules = &kind("ProxmoxVM")["spec"]["forProvider"]["firewall"]["rules"];
+    assert_eq!(
+        rules[0]["securityGroup"],
+        kind("ProxmoxSecurityGroup")["metadata"]["name"],
+        "the VM's firewall names the group of its namespace by its Kubernetes name"
+    );
 
     let backup = example("backup-job.yaml");
     assert_eq!(
