@@ -73,6 +73,11 @@ struct ImportArgs {
     /// Templates too (left out by default).
     #[arg(long)]
     templates: bool,
+    /// Guests whose description carries a provider's owner marker too
+    /// (left out by default: a resource, of this cluster or another,
+    /// already manages them; imported, they are only observed).
+    #[arg(long)]
+    include_managed: bool,
     /// Write one file per guest into this directory instead of printing one
     /// multi-document stream.
     #[arg(long, value_name = "DIR")]
@@ -251,6 +256,15 @@ fn import(args: ImportArgs) -> anyhow::Result<()> {
                 .await
                 .context("listing the guests")
         })?;
+    let (guests, managed) = import::unmanaged(guests, args.include_managed);
+    for g in &managed {
+        eprintln!(
+            "left out guest {} ({}): already managed by {} (its owner marker; --include-managed to import it anyway)",
+            g.vmid,
+            g.name.as_deref().unwrap_or("no name"),
+            g.managed_by.as_deref().unwrap_or_default(),
+        );
+    }
     let docs = import::manifests(&guests, &target);
     eprintln!("{} guest(s) chosen", docs.len());
     match args.output_dir {

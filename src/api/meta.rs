@@ -203,6 +203,13 @@ pub struct LocalSecretReference {
     pub name: String,
 }
 
+/// A kind that writes its connection details to a Secret it names
+/// (`spec.writeConnectionSecretToRef`, Crossplane's field).
+pub trait WritesConnectionSecret {
+    /// The Secret the spec names, if any.
+    fn connection_secret_ref(&self) -> Option<&LocalSecretReference>;
+}
+
 /// One key of a Secret in the same namespace as the referring resource.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 pub struct LocalSecretKeySelector {

@@ -3,9 +3,12 @@
 //! for many guests at once.
 //!
 //! One `GET /cluster/resources` lists the guests; the filters (node, pool,
-//! tags, a name glob, templates or not) choose among them; a container's
-//! config is read once each, for its root filesystem (which the
-//! ProxmoxContainer schema requires and the cluster view does not show).
+//! tags, a name glob, templates or not) choose among them; each chosen
+//! guest's config is read once, for its description (a guest carrying a
+//! provider's owner marker is already managed by a resource, of this
+//! cluster or another: it is left out and said, unless asked for) and a
+//! container's root filesystem (which the ProxmoxContainer schema requires
+//! and the cluster view does not show).
 //! Each guest becomes one ProxmoxVM or ProxmoxContainer with
 //! `managementPolicies: ["Observe"]`, its VMID as
 //! `crossplane.io/external-name` and the provider config it is read
@@ -26,6 +29,7 @@ use serde_json::{Value, json};
 use crate::api::ProviderConfigKind;
 use crate::api::meta::EXTERNAL_NAME;
 use crate::api::vm::quantity_of;
+use crate::reconcile::common::owner::marker_owner;
 
 /// What went wrong listing the guests.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +132,9 @@ pub struct Guest {
     pub name: Option<String>,
     /// A container's root filesystem: storage and size in bytes.
     pub rootfs: Option<(String, u64)>,
+    /// Whom its owner marker names (`ProxmoxVM team-a/web uid=...`), when
+    /// its description carries one.
+    pub managed_by: Option<String>,
 }
 
 /// Where the manifests point.
@@ -171,6 +178,7 @@ pub fn select(resources: &[Resource], filter: &Filter) -> Vec<Guest> {
                 node,
                 name: r.name.clone(),
                 rootfs: None,
+                managed_by: None,
             })
         })
         .collect();
@@ -264,6 +272,14 @@ fn dns_label(name: &str) -> String {
     out.trim_end_matches('-').to_owned()
 }
 
+/// The guests to write manifests for and those left out because a
+/// resource already manages them (`include_managed`: none left out).
+pub fn unmanaged(guests: Vec<Guest>, include_managed: bool) -> (Vec<Guest>, Vec<Guest>) {
+    guests
+        .into_iter()
+        .partition(|g| include_managed || g.managed_by.is_none())
+}
+
 /// The manifests: a file name (`<kind>-<name>.yaml`) and one object each.
 pub fn manifests(guests: &[Guest], target: &Target) -> Vec<(String, Value)> {
     let config_kind = match target.config_kind {
@@ -320,8 +336,8 @@ pub fn to_yaml(object: &Value) -> Result<String, serde_saphyr::SerializeError> {
     serde_saphyr::to_string(object)
 }
 
-/// Lists the guests the filter chooses, reading each container's root
-/// filesystem.
+/// Lists the guests the filter chooses, reading each one's config (its
+/// owner marker; a container's root filesystem).
 pub async fn list(client: &pve_client::Client, filter: &Filter) -> Result<Vec<Guest>, Error> {
     let resources = client
         .cluster_resources(Some(ResourceType::Vm))
@@ -331,20 +347,31 @@ pub async fn list(client: &pve_client::Client, filter: &Filter) -> Result<Vec<Gu
             source,
         })?;
     let mut guests = select(&resources, filter);
-    for g in guests.iter_mut().filter(|g| g.container) {
-        let config = client
-            .container_config(&g.node, g.vmid)
-            .await
-            .map_err(|source| Error::Proxmox {
-                what: format!("reading the config of container {}", g.vmid),
-                source,
-            })?;
-        g.rootfs = config.get("rootfs").and_then(|r| {
-            Some((
-                ContainerVolume::observed_storage(r)?,
-                ContainerVolume::observed_size(r)?,
-            ))
-        });
+    for g in &mut guests {
+        let what = |source| Error::Proxmox {
+            what: format!("reading the config of guest {}", g.vmid),
+            source,
+        };
+        let description = if g.container {
+            let config = client
+                .container_config(&g.node, g.vmid)
+                .await
+                .map_err(what)?;
+            g.rootfs = config.get("rootfs").and_then(|r| {
+                Some((
+                    ContainerVolume::observed_storage(r)?,
+                    ContainerVolume::observed_size(r)?,
+                ))
+            });
+            config.get("description").map(str::to_owned)
+        } else {
+            client
+                .vm_config(&g.node, g.vmid)
+                .await
+                .map_err(what)?
+                .description
+        };
+        g.managed_by = marker_owner(description.as_deref());
     }
     Ok(guests)
 }

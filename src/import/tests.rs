@@ -183,6 +183,7 @@ fn names_are_dns_labels_and_unique_per_kind() {
         node: "pve".into(),
         name: name.map(Into::into),
         rootfs: None,
+        managed_by: None,
     };
     let guests = [
         guest(false, 100, Some("Web_Server.01")),
@@ -202,5 +203,33 @@ fn names_are_dns_labels_and_unique_per_kind() {
             "vm-104",
             "ct-105"
         ]
+    );
+}
+
+#[test]
+fn guests_another_resource_manages_are_left_out_unless_asked_for() {
+    let guest = |vmid, managed_by: Option<&str>| Guest {
+        container: false,
+        vmid,
+        node: "pve".into(),
+        name: None,
+        rootfs: None,
+        managed_by: managed_by.map(Into::into),
+    };
+    let guests = vec![
+        guest(100, None),
+        guest(101, Some("ProxmoxVM a/web uid=1")),
+        guest(102, None),
+    ];
+    let vmids = |gs: &[Guest]| gs.iter().map(|g| g.vmid).collect::<Vec<_>>();
+    let (chosen, left_out) = unmanaged(guests.clone(), false);
+    assert_eq!(
+        (vmids(&chosen), vmids(&left_out)),
+        (vec![100, 102], vec![101])
+    );
+    let (chosen, left_out) = unmanaged(guests, true);
+    assert_eq!(
+        (vmids(&chosen), vmids(&left_out)),
+        (vec![100, 101, 102], vec![])
     );
 }

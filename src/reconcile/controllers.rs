@@ -80,11 +80,11 @@ use crate::reconcile::container;
 use crate::reconcile::fleet;
 use crate::reconcile::image::{self, ImageWaker};
 use crate::reconcile::ip_set;
+use crate::reconcile::managed::connection_secret::MANAGED_BY;
 use crate::reconcile::pool;
 use crate::reconcile::sdn;
 use crate::reconcile::security_group;
 use crate::reconcile::snapshot;
-use crate::reconcile::vm::pass::connection_secret::MANAGED_BY;
 use crate::reconcile::vm::pass::{error_policy, reconcile};
 
 /// Runs the controllers until `stop` resolves (then lets running passes

@@ -12,6 +12,7 @@
 //! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
 //! | [`selector`] | kinds choosing other kinds' objects by label: those of a namespace, and the wake-up when one changes |
 
+pub mod connection_secret;
 pub mod crud;
 pub mod envelope;
 pub mod images;

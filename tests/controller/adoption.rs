@@ -364,6 +364,13 @@ async fn the_import_subcommands_manifests_apply_and_only_observe() {
     let env = Env::start("bulkimport").await;
     legacy_vm(&env, 192, "one").await;
     legacy_vm(&env, 193, "two").await;
+    // Another cluster's (or resource's) VM: its marker says so.
+    legacy_vm(
+        &env,
+        196,
+        "Managed by crossplane-provider-proxmox: ProxmoxVM elsewhere/db uid=0f0f",
+    )
+    .await;
     let dir = support::cluster()
         .scratch
         .join(format!("import-{}", env.ns.name()));
@@ -388,6 +395,12 @@ async fn the_import_subcommands_manifests_apply_and_only_observe() {
     );
     assert!(out.status.success(), "{said}");
     assert!(!said.contains("pve-sim-secret"), "never a secret: {said}");
+    assert!(
+        said.contains(
+            "left out guest 196 (legacy-196): already managed by ProxmoxVM elsewhere/db uid=0f0f"
+        ),
+        "{said}"
+    );
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -396,7 +409,7 @@ async fn the_import_subcommands_manifests_apply_and_only_observe() {
     assert_eq!(
         files,
         ["proxmoxvm-legacy-192.yaml", "proxmoxvm-legacy-193.yaml"],
-        "the seeded template is left out"
+        "the seeded template and the managed VM are left out"
     );
     let start = env.sim.requests().await.len();
     for file in &files {

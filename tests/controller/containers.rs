@@ -20,18 +20,61 @@ async fn a_container_from_a_template_volume_becomes_ready_drift_is_corrected_and
         "stringData": {"password": "s3cret-pass"},
     }))
     .await;
-    env.apply(&container(
+    let mut app = container(
         "app",
         debian(json!({
+            "hostname": "app",
             "mountPoints": [{"slot": "mp0", "storage": "local-lvm", "size": "2Gi", "path": "/data"}],
             "features": {"nesting": true},
             "startOnBoot": true,
             "passwordSecretRef": {"name": "app-root", "key": "password"},
+            "networks": [
+                {"slot": "net0", "name": "eth0", "bridge": "vmbr0", "ip": "10.30.0.5/24", "gateway": "10.30.0.1"},
+                {"slot": "net1", "name": "eth1", "bridge": "vmbr0", "ip": "dhcp"},
+            ],
         })),
-    ))
-    .await;
+    );
+    app["spec"]["writeConnectionSecretToRef"] = json!({"name": "app-conn"});
+    env.apply(&app).await;
     let vmid = env.wait_container_ready("app").await;
     let ct = env.container("app").await;
+    // The connection Secret, owned by the resource, with its static
+    // address; deleted by hand, it is written again.
+    let conn = env.secret("app-conn").await.expect("the connection Secret");
+    let data = conn.data.clone().unwrap();
+    let text = |k: &str| String::from_utf8(data[k].0.clone()).unwrap();
+    assert_eq!(
+        (
+            text("vmid"),
+            text("node"),
+            text("hostname"),
+            text("ipAddresses")
+        ),
+        (
+            vmid.to_string(),
+            "pve".into(),
+            "app".into(),
+            "10.30.0.5".into()
+        )
+    );
+    let owner = &conn.metadata.owner_references.clone().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), Some(owner.uid.clone())),
+        ("ProxmoxContainer", ct.metadata.uid.clone())
+    );
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(support::client(), env.ns.name());
+    secrets
+        .delete("app-conn", &Default::default())
+        .await
+        .unwrap();
+    support::poll("the connection Secret written again", DEADLINE, || async {
+        match env.secret("app-conn").await {
+            Some(s) if s.metadata.uid != conn.metadata.uid => Ok(()),
+            other => Err(format!("{:?}", other.map(|s| s.metadata.uid))),
+        }
+    })
+    .await;
     let status = ct.status.clone().unwrap();
     assert_eq!(status.at_provider.vmid, Some(vmid));
     assert_eq!(status.at_provider.node.as_deref(), Some("pve"));

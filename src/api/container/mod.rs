@@ -10,8 +10,8 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 pub use observed::{
-    ContainerObserved, ObservedContainerCpu, ObservedContainerNetwork, ObservedFeatures,
-    ObservedRootFs,
+    ContainerObserved, ObservedContainerCpu, ObservedContainerDns, ObservedContainerNetwork,
+    ObservedFeatures, ObservedMountPoint, ObservedRootFs,
 };
 pub use params::{
     ContainerCpu, ContainerDns, ContainerFeatures, ContainerImage, ContainerNetwork,
@@ -23,6 +23,7 @@ pub use status::{
 };
 
 use crate::api::managed::ManagedSpec;
+use crate::api::meta::{LocalSecretReference, WritesConnectionSecret};
 
 /// A Proxmox VE LXC container: created from a template volume or an OCI
 /// image, configured, started, observed and finally destroyed.
@@ -94,6 +95,19 @@ pub struct ProxmoxContainerSpec {
     /// `providerConfigRef` and `managementPolicies`, as every managed kind.
     #[serde(flatten)]
     pub managed: ManagedSpec,
+
+    /// Secret (in this namespace) to which the provider writes the
+    /// container's connection details: `vmid`, `node`, `hostname`,
+    /// `ipAddress` and `ipAddresses` (comma-separated; the static
+    /// addresses of its interfaces, without prefix length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_connection_secret_to_ref: Option<LocalSecretReference>,
+}
+
+impl WritesConnectionSecret for ProxmoxContainer {
+    fn connection_secret_ref(&self) -> Option<&LocalSecretReference> {
+        self.spec.write_connection_secret_to_ref.as_ref()
+    }
 }
 
 /// A reference to a ProxmoxContainer, as its controller's triggers take it.

@@ -47,6 +47,41 @@ pub struct ContainerObserved {
     /// The notes, without the provider's owner marker line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// DNS settings (`nameserver`, `searchdomain`), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<ObservedContainerDns>,
+    /// Mount points (`mpN`), by slot; a bind mount shows no storage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mount_points: Vec<ObservedMountPoint>,
+}
+
+/// DNS as observed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservedContainerDns {
+    /// Name server addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nameservers: Vec<String>,
+    /// DNS search domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_domain: Option<String>,
+}
+
+/// A mount point as observed.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservedMountPoint {
+    /// `mp0` ...
+    pub slot: String,
+    /// Storage holding it (none for a bind mount of a host path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<String>,
+    /// Size, as a quantity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
+    /// Path inside the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// CPU as observed.

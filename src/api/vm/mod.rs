@@ -140,6 +140,12 @@ pub struct ProxmoxVMSpec {
     pub write_connection_secret_to_ref: Option<LocalSecretReference>,
 }
 
+impl crate::api::meta::WritesConnectionSecret for ProxmoxVM {
+    fn connection_secret_ref(&self) -> Option<&crate::api::meta::LocalSecretReference> {
+        self.spec.write_connection_secret_to_ref.as_ref()
+    }
+}
+
 impl ProxmoxVM {
     /// The value of an annotation.
     pub fn annotation(&self, key: &str) -> Option<&str> {

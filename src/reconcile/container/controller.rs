@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
+use k8s_openapi::api::core::v1::Secret;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
@@ -23,6 +24,7 @@ use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use super::pass::{error_policy, reconcile};
 use crate::api::ProxmoxContainer;
 use crate::reconcile::context::Context;
+use crate::reconcile::managed::connection_secret::MANAGED_BY;
 use crate::reconcile::managed::watch::{never_listed, scoped};
 
 /// The cache of ProxmoxContainers, made before the [`Context`] that holds
@@ -64,7 +66,14 @@ pub async fn run(
                 .combine(predicates::finalizers),
             Default::default(),
         );
+    // Its connection Secrets (owned, labelled): a deleted or edited one is
+    // written again.
+    let secrets = watcher::Config::default().labels(&format!("{}={}", MANAGED_BY.0, MANAGED_BY.1));
     let run = Controller::for_stream(stream, reader)
+        .owns(
+            scoped::<Secret>(&ctx.kube, ctx.settings.namespace.as_deref()),
+            secrets,
+        )
         // The task watcher's wake-ups: a task ended.
         .reconcile_on(wakeups)
         // The shared admission queue caps passes, as for VMs.

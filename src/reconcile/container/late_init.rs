@@ -1,6 +1,6 @@
 //! `LateInitialize` for a container: the `spec.forProvider` fields the user
 //! left unset (`hostname`, `networks` when every interface has a bridge,
-//! `tags`, `description`), filled from what the container shows, as a merge
+//! `tags`, `description`, `dns`), filled from what the container shows, as a merge
 //! patch written with [`crate::api::managed::LATE_INIT_MANAGER`]. A set
 //! field is never overwritten; fields the schema defaults (`cpu`,
 //! `memory`, `swap`, `startOnBoot`, ...) count as set. Pure.
@@ -28,13 +28,16 @@ pub fn fields(spec: &ContainerParameters, seen: &ContainerObserved) -> Option<Va
     if let (None, Some(description)) = (&spec.description, &seen.description) {
         patch.insert("description".into(), json!(description));
     }
+    if let (None, Some(dns)) = (&spec.dns, &seen.dns) {
+        patch.insert("dns".into(), json!(dns));
+    }
     (!patch.is_empty()).then_some(Value::Object(patch))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::container::ObservedContainerNetwork;
+    use crate::api::container::{ObservedContainerDns, ObservedContainerNetwork};
 
     fn spec(more: Value) -> ContainerParameters {
         let mut fp = json!({
@@ -60,6 +63,10 @@ mod tests {
             tags: vec!["legacy".into()],
             description: Some("hand made".into()),
             memory: Some("2Gi".into()),
+            dns: Some(ObservedContainerDns {
+                nameservers: vec!["10.0.0.53".into()],
+                search_domain: None,
+            }),
             ..ContainerObserved::default()
         }
     }
@@ -76,6 +83,7 @@ mod tests {
                     "networks": [{"slot": "net0", "name": "eth0", "bridge": "vmbr0", "ip": "dhcp", "firewall": false}],
                     "tags": ["legacy"],
                     "description": "hand made",
+                    "dns": {"nameservers": ["10.0.0.53"]},
                 })),
             ),
             (
@@ -83,13 +91,14 @@ mod tests {
                 spec(json!({
                     "hostname": "mine", "tags": ["t"], "description": "d",
                     "networks": [{"slot": "net0", "name": "eth1", "bridge": "vmbr1"}],
+                    "dns": {"searchDomain": "lab.example"},
                 })),
                 seen(),
                 None,
             ),
             (
                 "an interface without a bridge: the list is left out",
-                spec(json!({"hostname": "h", "tags": ["t"], "description": "d"})),
+                spec(json!({"hostname": "h", "tags": ["t"], "description": "d", "dns": {}})),
                 ContainerObserved {
                     networks: vec![ObservedContainerNetwork {
                         slot: "net0".into(),

@@ -11,6 +11,7 @@
 //! | [`pass`] | one pass: connect, observe, reserve, plan, act, settle, report |
 //! | [`controller`] | the kube-runtime Controller of ProxmoxContainers |
 
+pub mod connection;
 pub mod controller;
 pub mod late_init;
 pub mod observed;

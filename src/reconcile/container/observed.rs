@@ -6,8 +6,8 @@ use pve_client::lxc::{ContainerConfig, ContainerNet, ContainerVolume, Features};
 use pve_client::vm::{Tags, net_index, parse_bool};
 
 use crate::api::container::{
-    ContainerObserved, ObservedContainerCpu, ObservedContainerNetwork, ObservedFeatures,
-    ObservedRootFs,
+    ContainerObserved, ObservedContainerCpu, ObservedContainerDns, ObservedContainerNetwork,
+    ObservedFeatures, ObservedMountPoint, ObservedRootFs,
 };
 use crate::api::vm::{PowerState, quantity_of};
 use crate::reconcile::common::owner::user_part;
@@ -79,7 +79,38 @@ pub fn config(config: &ContainerConfig, running: bool) -> ContainerObserved {
             .get("description")
             .map(user_part)
             .filter(|d| !d.is_empty()),
+        dns: dns(config),
+        mount_points: config
+            .raw
+            .iter()
+            .filter(|(key, _)| {
+                key.strip_prefix("mp")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .map(|(key, value)| ObservedMountPoint {
+                slot: key.clone(),
+                storage: ContainerVolume::observed_storage(value),
+                size: ContainerVolume::observed_size(value).map(quantity_of),
+                path: ContainerVolume::observed_path(value),
+            })
+            .collect(),
     }
+}
+
+/// `nameserver` (space-separated) and `searchdomain`, when either is set
+/// (unset: the container uses its host's).
+fn dns(config: &ContainerConfig) -> Option<ObservedContainerDns> {
+    let nameservers: Vec<String> = config
+        .get("nameserver")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let search_domain = config.get("searchdomain").map(str::to_owned);
+    (!nameservers.is_empty() || search_domain.is_some()).then_some(ObservedContainerDns {
+        nameservers,
+        search_domain,
+    })
 }
 
 #[cfg(test)]
@@ -117,6 +148,10 @@ mod tests {
                 ("onboot", "1"),
                 ("tags", "web"),
                 ("description", notes.as_str()),
+                ("nameserver", "10.0.0.53 9.9.9.9"),
+                ("searchdomain", "lab.example"),
+                ("mp0", "local-lvm:vm-200-disk-1,mp=/data,size=2G"),
+                ("mp1", "/mnt/host,mp=/shared"),
             ]),
             true,
         );
@@ -149,6 +184,24 @@ mod tests {
             power_state: Some(PowerState::Running),
             tags: vec!["web".into()],
             description: Some("hand made".into()),
+            dns: Some(ObservedContainerDns {
+                nameservers: vec!["10.0.0.53".into(), "9.9.9.9".into()],
+                search_domain: Some("lab.example".into()),
+            }),
+            mount_points: vec![
+                ObservedMountPoint {
+                    slot: "mp0".into(),
+                    storage: Some("local-lvm".into()),
+                    size: Some("2Gi".into()),
+                    path: Some("/data".into()),
+                },
+                ObservedMountPoint {
+                    slot: "mp1".into(),
+                    storage: None,
+                    size: None,
+                    path: Some("/shared".into()),
+                },
+            ],
         };
         assert_eq!(seen, want);
     }
@@ -164,5 +217,7 @@ mod tests {
         assert_eq!(seen.power_state, Some(PowerState::Stopped));
         assert_eq!(seen.rootfs, None);
         assert_eq!(seen.description, None);
+        assert_eq!(seen.dns, None, "the host's DNS");
+        assert!(seen.mount_points.is_empty());
     }
 }

@@ -23,7 +23,7 @@ use pve_client::lxc::ContainerConfig;
 use pve_client::{ErrorClass, TaskObservation, TaskOutcome, Upid};
 
 use super::plan::{self, Container, Observation, Outcome, Plan, Seen, Step, TaskSeen};
-use super::render;
+use super::{connection, render};
 use crate::api::condition::Reason;
 use crate::api::meta;
 use crate::api::rules::PASSWORD_MAX_BYTES;
@@ -37,6 +37,7 @@ use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_forbidden, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::ClusterView;
+use crate::reconcile::managed::connection_secret;
 use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::managed::reserve::allocate_vmid;
 use crate::reconcile::managed::status::apply_on;
@@ -206,7 +207,16 @@ async fn pass(
     if let (Some(conn), Step::RemoveFinalizer, Outcome::Done) = (&conn, &plan.step, &outcome) {
         ctx.scheduler.forget(&conn.key, &id.uid);
     }
-    let plan = plan::settle(plan, &outcome, Timestamp::now(), task_timeout);
+    let mut plan = plan::settle(plan, &outcome, Timestamp::now(), task_timeout);
+    // The connection Secret before the status, which says when it is not
+    // this resource's to write.
+    if let Some(data) = connection::data(ct, &plan.status) {
+        ctx.shards.fence(hold)?;
+        if let Some(why) = connection_secret::publish(&ctx.kube, (ct, id), &data).await? {
+            let at = (ct.metadata.generation, Timestamp::now());
+            connection_secret::refused(&mut plan.status.conditions, at, &why);
+        }
+    }
     report(ct, id, ctx, hold, &plan).await?;
     Ok(plan.requeue)
 }

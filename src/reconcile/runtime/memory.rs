@@ -17,6 +17,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::reconcile::common::look::Depth;
+use crate::reconcile::providers::ConfigKey;
 
 /// What a kind remembers of its last look, kept between passes.
 pub trait Remembered: Clone + std::fmt::Debug {
@@ -113,6 +114,8 @@ struct Entry<L> {
     full_look: Option<Instant>,
     /// What the last look showed.
     known: Option<L>,
+    /// The provider config whose Proxmox that look was at.
+    config: Option<ConfigKey>,
 }
 
 impl<L> Default for Entry<L> {
@@ -122,6 +125,7 @@ impl<L> Default for Entry<L> {
             last_write: None,
             full_look: None,
             known: None,
+            config: None,
         }
     }
 }
@@ -212,9 +216,13 @@ impl<L: Remembered> Memory<L> {
         self.lock().get(uid).and_then(|e| e.known.clone())
     }
 
-    /// Keeps what this look showed (`None`: nothing worth keeping).
-    pub fn remember(&self, uid: &str, known: Option<L>) {
-        self.with(uid, |e| e.known = known);
+    /// Keeps what this look at `config`'s Proxmox showed (`None`: nothing
+    /// worth keeping).
+    pub fn remember(&self, uid: &str, config: &ConfigKey, known: Option<L>) {
+        self.with(uid, |e| {
+            e.known = known;
+            e.config = Some(config.clone());
+        });
     }
 
     /// Something was sent to the resource's VM (or may have been): what
@@ -241,14 +249,13 @@ impl<L: Remembered> Memory<L> {
         self.lock().remove(uid);
     }
 
-    /// Forgets the resources of a provider config whose Lease this replica
-    /// gained or lost: their next pass reads them afresh and looks at their
-    /// VMs in full.
-    pub fn forget_all(&self, uids: impl IntoIterator<Item = String>) {
-        let mut entries = self.lock();
-        for uid in uids {
-            entries.remove(&uid);
-        }
+    /// Forgets the resources that looked at `config`'s Proxmox, of every
+    /// kind, when this replica gained or lost its Lease: another replica
+    /// may have changed their guests meanwhile, so their next pass reads
+    /// them afresh and looks in full. (Entries that never kept a look hold
+    /// only a failure count and a resourceVersion hint, both safe to keep.)
+    pub fn forget_config(&self, config: &ConfigKey) {
+        self.lock().retain(|_, e| e.config.as_ref() != Some(config));
     }
 }
 
@@ -261,6 +268,14 @@ fn backoff(n: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config(name: &str) -> ConfigKey {
+        ConfigKey {
+            kind: crate::api::ProviderConfigKind::ProviderConfig,
+            namespace: "ns".into(),
+            name: name.into(),
+        }
+    }
 
     /// A look of a kind's own type, as the VM keeps its `Known`.
     #[derive(Clone, Debug, PartialEq)]
@@ -288,7 +303,7 @@ mod tests {
             touched: false,
             written: false,
         };
-        memory.remember("a", Some(Kept::new(fresh.clone())));
+        memory.remember("a", &config("one"), Some(Kept::new(fresh.clone())));
         assert_eq!(memory.known("a").and_then(|k| k.get::<Seen>()), Some(fresh));
         memory.touched("a");
         memory.wrote_metadata("a");
@@ -350,11 +365,16 @@ mod tests {
         memory.looked_in_full("a");
         memory.forget("a");
         assert!(memory.lock().is_empty());
+        memory.remember("b", &config("one"), None);
         memory.looked_in_full("b");
-        memory.remember("c", None);
+        memory.remember("c", &config("one"), None);
+        memory.remember("d", &config("two"), None);
         memory.looked_in_full("d");
-        memory.forget_all(["b".to_owned(), "c".to_owned()]);
+        memory.looked_in_full("e");
+        memory.forget_config(&config("one"));
         assert_eq!(memory.depth("b", true), Depth::Full, "forgotten");
+        assert!(!memory.lock().contains_key("c"), "forgotten");
         assert_eq!(memory.depth("d", true), Depth::Idle, "another config's");
+        assert_eq!(memory.depth("e", true), Depth::Idle, "never looked at one");
     }
 }

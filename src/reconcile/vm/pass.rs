@@ -19,7 +19,6 @@ use kube::runtime::controller::Action;
 use tracing::Instrument;
 
 pub mod act;
-pub mod connection_secret;
 pub mod observe;
 pub mod read;
 pub mod reserve;
@@ -33,6 +32,7 @@ use crate::api::ProxmoxVM;
 use crate::reconcile::context::Context;
 use crate::reconcile::error::{Error, forbidden_message};
 use crate::reconcile::identity::Identity;
+use crate::reconcile::managed::connection_secret;
 use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;

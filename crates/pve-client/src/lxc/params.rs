@@ -61,6 +61,11 @@ impl ContainerVolume {
             .get("size")
             .and_then(|s| crate::vm::parse_size(s))
     }
+
+    /// Where an observed `mpN` is mounted inside the container (`mp=/data`).
+    pub fn observed_path(value: &str) -> Option<String> {
+        split_props(value, "volume").remove("mp")
+    }
 }
 
 /// `netN` of a container (`LXC/Config.pm` `$netconf_desc`). Only the keys

@@ -545,12 +545,7 @@ fn holder(lease: &Lease) -> Option<&str> {
 /// Forgets everything this process remembers of `key`: its resources'
 /// memory entries, its scheduler books, its cluster view and its client.
 pub fn forget_config(ctx: &Context, key: &ConfigKey) {
-    let cached = ctx.store.state();
-    let uids = cached.iter().filter_map(|obj| match &obj.0 {
-        Ok(vm) if ConfigKey::of(vm) == *key => vm.metadata.uid.clone(),
-        Ok(_) | Err(_) => None,
-    });
-    ctx.memory.forget_all(uids);
+    ctx.memory.forget_config(key);
     ctx.scheduler.forget_config(key);
     ctx.inventory.forget(key);
     ctx.providers.forget(key);

@@ -60,7 +60,7 @@ pub async fn reserve(
             // create is sent (which Proxmox refuses if the VMID was taken
             // meanwhile).
             ctx.memory
-                .remember(&id.uid, Some(Kept::new(Known::absent(vmid))));
+                .remember(&id.uid, &conn.key, Some(Kept::new(Known::absent(vmid))));
         }
         obs.allocated_vmid = Some(grant);
     }

@@ -11,17 +11,16 @@
 //! the provider config, so it is decided when the copy is: nothing is
 //! cloned or imported meanwhile.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use super::context::Ctx;
 use super::input::{ProviderState, TemplateLookup};
 use super::output::Plan;
 use super::owner::PREFIX;
-use crate::api::condition::find;
+use crate::api::ProxmoxVM;
 use crate::api::provider_config::CloneSources;
 use crate::api::vm::{Disk, VmParameters};
-use crate::api::{Condition, ConditionStatus, ConditionType, ProxmoxVM, Reason, set_condition};
+use crate::reconcile::managed::connection_secret;
 
 /// Why the spec is refused, naming each field, or `None`.
 pub(super) fn refusal(spec: &VmParameters) -> Option<String> {
@@ -193,34 +192,11 @@ pub(super) fn import_sources(spec: &VmParameters) -> Vec<u32> {
 /// it, unless Synced already says something is wrong with the VM, whose
 /// message then ends with it. Ready, the step and the VM are as planned.
 pub fn connection_refused(plan: &mut Plan, vm: &ProxmoxVM, now: Timestamp, why: &str) {
-    let synced = find(&plan.status.conditions, ConditionType::Synced);
-    let (reason, message) = match synced {
-        Some(c) if c.status == ConditionStatus::False => (
-            c.reason.clone(),
-            format!("{}; also: {why}", c.message.as_deref().unwrap_or_default()),
-        ),
-        Some(c) => (
-            Reason::ConnectionSecretConflict.as_str().to_owned(),
-            format!(
-                "{why} (the VM itself: {})",
-                c.message.as_deref().unwrap_or("as planned")
-            ),
-        ),
-        None => (
-            Reason::ConnectionSecretConflict.as_str().to_owned(),
-            why.to_owned(),
-        ),
-    };
-    let mut condition = Condition::new(
-        ConditionType::Synced,
-        ConditionStatus::False,
-        Reason::ConnectionSecretConflict,
-        message,
-        Time(now),
+    connection_secret::refused(
+        &mut plan.status.conditions,
+        (vm.metadata.generation, now),
+        why,
     );
-    condition.reason = reason;
-    condition.observed_generation = vm.metadata.generation;
-    set_condition(&mut plan.status.conditions, condition);
 }
 
 /// `socket`, or `/dev/` and parts of `[A-Za-z0-9._-]`, none empty or only

@@ -306,7 +306,7 @@ async fn look_at_vm(
         known::Look::Full => (vm::vm_state(from, vmid, node_hint).await?, Depth::Full),
     };
     let kept = known::remember(before.as_ref(), vmid, &state, asked_agent, uptime, now);
-    from.memory.remember(&id.uid, kept.map(Kept::new));
+    from.memory.remember(&id.uid, from.key, kept.map(Kept::new));
     Ok(Looked { state, depth, sure })
 }
 

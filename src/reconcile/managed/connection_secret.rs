@@ -1,8 +1,9 @@
-//! The connection Secret (`spec.writeConnectionSecretToRef`): the VM's
-//! VMID, node, addresses and cloud-init user, for whatever uses the VM.
+//! The connection Secret (`spec.writeConnectionSecretToRef`) of any kind
+//! that has one ([`WritesConnectionSecret`]): a guest's VMID, node and
+//! addresses, for whatever uses it; the data is the kind's plan's.
 //!
 //! Written with server-side apply, so an unchanged Secret is a no-op (no new
-//! resourceVersion, no watch event). It is owned by the ProxmoxVM (a
+//! resourceVersion, no watch event). It is owned by the resource (a
 //! controller ownerReference), so a cluster's garbage collector removes it
 //! with the resource, and labelled so the controller watches only its own
 //! Secrets.
@@ -21,7 +22,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
-use crate::api::ProxmoxVM;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::api::condition::find;
+use crate::api::meta::WritesConnectionSecret;
+use crate::api::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::runtime::settings::{COMPONENT, FIELD_MANAGER};
 
@@ -32,14 +38,12 @@ pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", COMPONENT)
 /// Crossplane's type for connection Secrets.
 const SECRET_TYPE: &str = "connection.crossplane.io/v1alpha1";
 
-/// The Secret to apply, or `None` when the VM asks for none.
-pub fn secret(vm: &ProxmoxVM, data: &BTreeMap<String, String>) -> Option<Secret> {
-    let name = vm
-        .spec
-        .write_connection_secret_to_ref
-        .as_ref()?
-        .name
-        .clone();
+/// The Secret to apply, or `None` when the resource asks for none.
+pub fn secret<K>(obj: &K, data: &BTreeMap<String, String>) -> Option<Secret>
+where
+    K: Resource<DynamicType = ()> + WritesConnectionSecret,
+{
+    let name = obj.connection_secret_ref()?.name.clone();
     let mut secret = Secret {
         type_: Some(SECRET_TYPE.to_owned()),
         data: Some(
@@ -50,21 +54,24 @@ pub fn secret(vm: &ProxmoxVM, data: &BTreeMap<String, String>) -> Option<Secret>
         ..Secret::default()
     };
     secret.metadata.name = Some(name);
-    secret.metadata.namespace = vm.namespace();
+    secret.metadata.namespace = obj.namespace();
     secret.metadata.labels = Some([(MANAGED_BY.0.to_owned(), MANAGED_BY.1.to_owned())].into());
-    secret.metadata.owner_references = vm.controller_owner_ref(&()).map(|r| vec![r]);
+    secret.metadata.owner_references = obj.controller_owner_ref(&()).map(|r| vec![r]);
     Some(secret)
 }
 
-/// Writes the connection Secret of `vm` with `data`, if it is this
+/// Writes the connection Secret of `obj` with `data`, if it is this
 /// resource's to write. `Ok(Some(why))`: it is not (another resource's
 /// Secret, or one made by someone else), and nothing was written.
-pub async fn publish(
+pub async fn publish<K>(
     kube: &kube::Client,
-    (vm, id): (&ProxmoxVM, &Identity),
+    (obj, id): (&K, &Identity),
     data: &BTreeMap<String, String>,
-) -> Result<Option<String>, kube::Error> {
-    let Some(secret) = secret(vm, data) else {
+) -> Result<Option<String>, kube::Error>
+where
+    K: Resource<DynamicType = ()> + WritesConnectionSecret,
+{
+    let Some(secret) = secret(obj, data) else {
         return Ok(None);
     };
     let name = secret.name_any();
@@ -108,6 +115,45 @@ pub async fn publish(
     .map(|_| None)
 }
 
+/// The conditions once the connection Secret was not written because it is
+/// not this resource's (`why`): Synced=False `ConnectionSecretConflict`
+/// naming it, unless Synced already says something is wrong with the
+/// guest, whose message then ends with it. Ready is left as planned.
+pub fn refused(
+    conditions: &mut Vec<Condition>,
+    (generation, now): (Option<i64>, Timestamp),
+    why: &str,
+) {
+    let synced = find(conditions, ConditionType::Synced);
+    let (reason, message) = match synced {
+        Some(c) if c.status == ConditionStatus::False => (
+            c.reason.clone(),
+            format!("{}; also: {why}", c.message.as_deref().unwrap_or_default()),
+        ),
+        Some(c) => (
+            Reason::ConnectionSecretConflict.as_str().to_owned(),
+            format!(
+                "{why} (the guest itself: {})",
+                c.message.as_deref().unwrap_or("as planned")
+            ),
+        ),
+        None => (
+            Reason::ConnectionSecretConflict.as_str().to_owned(),
+            why.to_owned(),
+        ),
+    };
+    let mut condition = Condition::new(
+        ConditionType::Synced,
+        ConditionStatus::False,
+        Reason::ConnectionSecretConflict,
+        message,
+        Time(now),
+    );
+    condition.reason = reason;
+    condition.observed_generation = generation;
+    set_condition(conditions, condition);
+}
+
 /// Why an existing Secret is not the resource `uid`'s to write, if it is
 /// not: its controller ownerReference must hold that UID.
 fn not_ours(existing: &Secret, uid: &str) -> Option<String> {
@@ -130,6 +176,7 @@ fn not_ours(existing: &Secret, uid: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::ProxmoxVM;
 
     #[test]
     fn owned_labelled_and_typed() {
