@@ -56,7 +56,6 @@ function_ref="$registry/proxmox/function-compose-vms:v0.0.0-e2e"
 # Packages, logs, the CLI's config: beside the node's directory, which
 # down.sh removes.
 xp_dir="$node_dir-work"
-report="$(mktemp)"
 failed=0
 # Set once this run holds the machine's node lock: only then may it tear a
 # node down (down.sh also clears host-wide leftovers: cni-* namespaces, cgroups).
@@ -66,6 +65,8 @@ locked=""
 # test takes the same lock): two kubelets would share the host's kubepods
 # cgroups.
 take_node_lock() {
+  # Fd 8; every daemon started from here on closes it (`8>&-`), or it
+  # would hold the lock as long as it runs.
   exec 8>"${TMPDIR:-/tmp}/crossplane-provider-proxmox-node-test.lock"
   flock -n 8 || { log "another node runs on this machine; waiting for it"; flock 8; }
   locked=1
@@ -88,12 +89,15 @@ stop_ours() {
 }
 
 if [[ "${1:-}" == down ]]; then
-  take_node_lock
+  # The node of a KEEP_NODE=1 run, which released the lock when it ended
+  # (as `make node-down` stops the node of `make node-up`).
   stop_ours
   exit 0
 fi
 
 [[ "$(id -u)" == 0 ]] || die "needs root (the node: network namespace, mounts, cgroups)"
+# The PASS/FAIL lines, printed again together at the end.
+report="$(mktemp)"
 
 # step NAME: starts timing a step; pass/fail close it.
 step_name="" step_start=0
@@ -124,7 +128,8 @@ finish() {
   if [[ -z "$locked" ]]; then
     :
   elif [[ "${KEEP_NODE:-}" == 1 ]]; then
-    log "KEEP_NODE=1: still running; stop with: NODE_DIR=$NODE_DIR NODE_NETNS=$NODE_NETNS bash $xp_here/run.sh down"
+    log "KEEP_NODE=1: still running (without the machine's node lock, as after make node-up); stop with:"
+    log "  NODE_DIR=$NODE_DIR NODE_NETNS=$NODE_NETNS bash $xp_here/run.sh down"
   else
     # The logs of a failed run stay for reading.
     [[ "$rc" == 0 ]] || KEEP_NODE_DIR=1
@@ -163,6 +168,14 @@ cond() {
   local args=(get "$1" -o "jsonpath={.status.conditions[?(@.type==\"$2\")].status}")
   [[ -z "${3:-}" ]] || args=(-n "$3" "${args[@]}")
   [[ "$(kubectl "${args[@]}" 2>/dev/null)" == True ]]
+}
+
+# install_package KIND NAME REF [SPEC_FIELDS]: a pkg.crossplane.io/v1
+# Provider or Function of the package REF (JSON spec fields may follow).
+install_package() {
+  echo "{\"apiVersion\": \"pkg.crossplane.io/v1\", \"kind\": \"$1\", \"metadata\": {\"name\": \"$2\"},
+         \"spec\": {\"package\": \"$3\"${4:+, $4}}}" | kubectl apply -f - >/dev/null \
+    || fail "applying $1 $2 failed"
 }
 
 # In the node's namespace: the admin kubeconfig for Crossplane and its CLI.
@@ -232,14 +245,14 @@ step "control plane and real node (hack/node/up.sh)"
 take_node_lock
 # A node left behind by a killed run of this script.
 stop_ours >/dev/null 2>&1 || true
-kubeconfig="$(NODE_IMAGES="$sim_tar" NODE_REGISTRY="$registry" bash "$here/up.sh" | tail -1)" \
+kubeconfig="$(NODE_IMAGES="$sim_tar" NODE_REGISTRY="$registry" bash "$here/up.sh" 8>&- | tail -1)" \
   || fail "hack/node/up.sh failed (see $node_dir)"
 [[ -f "$kubeconfig" ]] || fail "hack/node/up.sh printed no kubeconfig"
 pass
 
 # --- 3. registry, Crossplane core, RBAC manager
 step "local OCI registry on $registry, packages pushed"
-daemon registry "$bin/registry" -port "$port"
+daemon registry "$bin/registry" -port "$port" 8>&-
 wait_for "registry" 20 in_ns curl -sf "http://$registry/v2/"
 cli xpkg push -f "$xp_dir/provider-proxmox.xpkg" "$provider_ref" >>"$xp_dir/push.log" 2>&1 \
   || fail "pushing the provider package failed (see $xp_dir/push.log)"
@@ -284,9 +297,9 @@ daemon crossplane-core unshare --mount --propagation private sh -c \
   'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$xp_dir/resolv.conf" \
   "${xp_env[@]}" TLS_CLIENT_CERTS_DIR="$xp_dir/tls-client" "$bin/crossplane" core start \
   --enable-webhooks=false --cache-dir="$xp_dir/cache/xpkg" --xfn-cache-dir="$xp_dir/cache/xfn" \
-  --metrics-port=18080 --health-probe-port=18081 --debug
+  --metrics-port=18080 --health-probe-port=18081 --debug 8>&-
 daemon crossplane-rbac "${xp_env[@]}" "$bin/crossplane" rbac start \
-  --leader-election=false
+  --leader-election=false 8>&-
 wait_for "core /readyz" 60 in_ns curl -sf http://127.0.0.1:18081/readyz
 pass
 
@@ -303,16 +316,8 @@ spec:
     - "*.proxmox.m.crossplane.io"
 EOF
 kubectl apply -f "$repo/package/runtime-config.yaml" >/dev/null || fail "applying package/runtime-config.yaml failed"
-kubectl apply -f - >/dev/null <<EOF || fail "applying the Provider failed"
-apiVersion: pkg.crossplane.io/v1
-kind: Provider
-metadata:
-  name: provider-proxmox
-spec:
-  package: $provider_ref
-  runtimeConfigRef:
-    name: provider-proxmox
-EOF
+install_package Provider provider-proxmox "$provider_ref" \
+  '"runtimeConfigRef": {"name": "provider-proxmox"}'
 wait_for "Provider provider-proxmox Healthy" 300 cond provider/provider-proxmox Healthy
 wait_for "MRD proxmoxvms Established" 60 cond crd/proxmoxvms.proxmox.m.crossplane.io Established
 pass "$(kubectl get managedresourcedefinitions --no-headers 2>/dev/null | grep -c Active) MRDs Active"
@@ -351,14 +356,7 @@ pass
 
 # --- 6. a composition of ProxmoxVMs
 step "Function function-compose-vms installed and Healthy"
-kubectl apply -f - >/dev/null <<EOF || fail "applying the Function failed"
-apiVersion: pkg.crossplane.io/v1
-kind: Function
-metadata:
-  name: function-compose-vms
-spec:
-  package: $function_ref
-EOF
+install_package Function function-compose-vms "$function_ref"
 wait_for "Function Healthy" 240 cond function/function-compose-vms Healthy
 pass
 

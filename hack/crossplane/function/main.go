@@ -39,8 +39,12 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	count, err := xr.Resource.GetInteger("spec.count")
-	if err != nil || count < 0 || count > 100 {
-		response.Fatal(rsp, fmt.Errorf("spec.count must be 0..100: %v", err))
+	if err != nil {
+		response.Fatal(rsp, fmt.Errorf("spec.count: %w", err))
+		return rsp, nil
+	}
+	if count < 0 || count > 100 {
+		response.Fatal(rsp, fmt.Errorf("spec.count is %d, not 0..100", count))
 		return rsp, nil
 	}
 	base, err := xr.Resource.GetInteger("spec.vmidBase")
@@ -54,8 +58,12 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	template, ok, err := unstructured.NestedMap(input.Object, "template")
-	if err != nil || !ok {
-		response.Fatal(rsp, fmt.Errorf("the step input has no template object: %v", err))
+	if err != nil {
+		response.Fatal(rsp, fmt.Errorf("the step input's template: %w", err))
+		return rsp, nil
+	}
+	if !ok {
+		response.Fatal(rsp, fmt.Errorf("the step input has no template"))
 		return rsp, nil
 	}
 	desired, err := request.GetDesiredComposedResources(req)
