@@ -211,6 +211,7 @@ read -r provider_tar sim_tar < <(IMAGE_BUILD_LOG="$repo/.work/node-image-build.l
   bash "$here/images.sh" project | tail -1) || fail "hack/node/images.sh project failed"
 [[ -f "$provider_tar" && -f "$sim_tar" ]] || fail "hack/node/images.sh printed no archives"
 mkdir -p "$xp_dir"
+rm -f "$xp_dir"/{image,xpkg-build,push,core-init}.log
 function_tar="$xp_dir/function-compose-vms.tar"
 (
   # The same buildah setup as hack/node/images.sh (runc, ulimits, storage).
@@ -271,16 +272,18 @@ options ndots:5
 EOF
 kubectl create namespace "$ns" >/dev/null 2>&1 || true
 kubectl -n "$ns" create serviceaccount crossplane >/dev/null 2>&1 || true
-xp_env=(env KUBECONFIG="$node_dir/cluster/kubeconfig" POD_NAMESPACE="$ns" CRDS_PATH="$bin/crds"
+# CRDS_PATH resolved: init walks it without following a symlinked root.
+xp_env=(env KUBECONFIG="$node_dir/cluster/kubeconfig" POD_NAMESPACE="$ns" CRDS_PATH="$(realpath "$bin/crds")"
         TLS_CA_SECRET_NAME=crossplane-root-ca TLS_CLIENT_SECRET_NAME=crossplane-tls-client)
-# A fresh apiserver serves the CRDs init just created a moment later than
-# init applies its Lock: a second run completes.
+# A fresh apiserver serves the CRDs init just created later than init
+# applies its Lock ("no matches for kind Lock"): once they are served, the
+# next run completes.
 init_ok=""
-for _ in 1 2 3; do
+for _ in 1 2 3 4 5; do
   if in_ns "${xp_env[@]}" "$bin/crossplane" core init --enable-webhooks=false >>"$xp_dir/core-init.log" 2>&1; then
     init_ok=1; break
   fi
-  sleep 2
+  wait_for "core's CRDs served" 60 kubectl get locks.pkg.crossplane.io
 done
 [[ -n "$init_ok" ]] || fail "core init failed (see $xp_dir/core-init.log)"
 mkdir -p "$xp_dir/tls-client"
