@@ -7,6 +7,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResourceExt, Resource};
 
+use super::backup::ProxmoxBackup;
 use super::backup_job::ProxmoxBackupJob;
 use super::ip_set::ProxmoxIPSet;
 use super::pool::ProxmoxPool;
@@ -77,6 +78,7 @@ pub fn all() -> Vec<Kind> {
         Kind::of::<ProxmoxIPSet>(true),
         Kind::of::<ProxmoxBackupJob>(true),
         Kind::of::<ProxmoxSnapshot>(true),
+        Kind::of::<ProxmoxBackup>(true),
         Kind::of::<ProxmoxSDNZone>(true),
         Kind::of::<ProxmoxVNet>(true),
     ]

@@ -7,6 +7,7 @@
 //! read them the way they read any other managed resource. The CRDs in `crds/`
 //! are generated from these types (`proxmox-provider crds`).
 
+pub mod backup;
 pub mod backup_job;
 pub mod condition;
 pub mod container;
@@ -29,6 +30,7 @@ pub mod vm;
 #[cfg(test)]
 mod validation_tests;
 
+pub use backup::{ProxmoxBackup, ProxmoxBackupSpec, ProxmoxBackupStatus};
 pub use backup_job::{ProxmoxBackupJob, ProxmoxBackupJobSpec, ProxmoxBackupJobStatus};
 pub use condition::{Condition, ConditionStatus, ConditionType, Reason, set_condition};
 pub use container::{ProxmoxContainer, ProxmoxContainerSpec, ProxmoxContainerStatus};

@@ -26,6 +26,10 @@ pub const BRIDGE: &str = "self.matches('^[a-zA-Z][a-zA-Z0-9_.-]*$')";
 /// Why a bridge name was refused.
 pub const BRIDGE_MESSAGE: &str = "must be a Linux bridge name such as vmbr0";
 
+/// The message for `vnet` on a NIC: users send `vnet=` where Proxmox wants
+/// `bridge=<vnet>`.
+pub const VNET_MESSAGE: &str = "vnet is not a NIC option: Proxmox attaches a NIC to an SDN VNet with bridge set to the VNet's ID (a ProxmoxVNet's status.atProvider.id); write it in bridge";
+
 /// A download's source, shared by a disk's own `image` and a ProxmoxImage's
 /// `source`: an http(s) URL.
 pub const HTTP_URL: &str = "self.matches('^https?://[^\\\\s]+$')";

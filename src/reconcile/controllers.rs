@@ -40,6 +40,12 @@
 //!   gets its VMID or changes labels.
 //! * The ProxmoxSnapshot controller ([`snapshot`]); the task watcher wakes
 //!   a snapshot whose task ended.
+//! * The ProxmoxBackup controller ([`backup`]); the task watcher wakes a
+//!   backup whose task ended, and the VM and container watches one whose
+//!   guest comes, goes or gets its VMID.
+//! * The SDN zone and VNet controllers ([`sdn`]); the applier wakes them
+//!   when their apply state changes, and the VM and container watches wake
+//!   a VNet being deleted when a guest on it leaves it.
 //!
 //! The VM watch also feeds [`configs::Tap`]: user counts of the configs
 //! and `/readyz` (the cache is filled).
@@ -71,9 +77,10 @@ use super::runtime::shards::leases;
 use super::runtime::wake::Waker;
 use super::vm::wake::{Referenced, Templates, readers};
 use crate::api::{
-    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSDNZone,
-    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM, ProxmoxVNet,
+    ProxmoxBackup, ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
+    ProxmoxSDNZone, ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM, ProxmoxVNet,
 };
+use crate::reconcile::backup;
 use crate::reconcile::backup_job;
 use crate::reconcile::configs::{self, Tap, Users};
 use crate::reconcile::container;
@@ -123,6 +130,9 @@ pub async fn run(
     // Snapshots: the task watcher wakes one whose task ended.
     let ((snap_store, snap_writer), (wake_snap, snap_wakeups)) =
         (reflector::store::<ProxmoxSnapshot>(), mpsc::unbounded());
+    // Backups on demand: the task watcher wakes one whose task ended.
+    let ((backup_store, backup_writer), (wake_backup, backup_wakeups)) =
+        (reflector::store::<ProxmoxBackup>(), mpsc::unbounded());
     // SDN zones and VNets: the applier wakes them when their apply state
     // changes.
     let ((zone_store, zone_writer), (wake_zone, zone_wakeups)) =
@@ -137,6 +147,7 @@ pub async fn run(
         .with_kind(group_store.clone(), wake_group)
         .with_kind(job_store.clone(), wake_job.clone())
         .with_kind(snap_store.clone(), wake_snap.clone())
+        .with_kind(backup_store.clone(), wake_backup.clone())
         .with_kind(zone_store.clone(), wake_zone.clone())
         .with_kind(vnet_store.clone(), wake_vnet.clone());
     let job_waker = backup_job::wake::waker(wake_job.clone(), job_store.clone(), reader.clone());
@@ -146,6 +157,16 @@ pub async fn run(
         snapshot::wake::vm_waker(wake_snap.clone(), snap_store.clone(), reader.clone());
     let snap_containers =
         snapshot::wake::container_waker(wake_snap.clone(), snap_store.clone(), containers.clone());
+    let backup_waker =
+        backup::wake::vm_waker(wake_backup.clone(), backup_store.clone(), reader.clone());
+    let backup_containers = backup::wake::container_waker(
+        wake_backup.clone(),
+        backup_store.clone(),
+        containers.clone(),
+    );
+    let vnet_waker = sdn::wake::vm_waker(wake_vnet.clone(), vnet_store.clone(), reader.clone());
+    let container_vnets =
+        sdn::wake::container_waker(wake_vnet.clone(), vnet_store.clone(), containers.clone());
     let set_waker = ip_set::wake::waker(wake_set.clone(), set_store.clone(), reader.clone());
     let container_sets =
         ip_set::wake::container_waker(wake_set, set_store.clone(), containers.clone());
@@ -160,6 +181,8 @@ pub async fn run(
         container_sets.see(event);
         job_containers.see(event);
         snap_containers.see(event);
+        backup_containers.see(event);
+        container_vnets.see(event);
         container_lifecycle.see(event);
     };
     let vm_lifecycle = Lifecycle::new::<ProxmoxVM>(Arc::clone(&metrics), states::guarded);
@@ -176,6 +199,8 @@ pub async fn run(
         .inspect(move |event| set_waker.see(event))
         .inspect(move |event| job_waker.see(event))
         .inspect(move |event| snap_waker.see(event))
+        .inspect(move |event| backup_waker.see(event))
+        .inspect(move |event| vnet_waker.see(event))
         .modify(slim)
         .reflect(writer)
         .inspect(move |event| tap.see(event))
@@ -216,6 +241,7 @@ pub async fn run(
     );
     states::count::<ProxmoxSDNZone, _>(metrics.states(), zone_store, states::plain);
     states::count::<ProxmoxVNet, _>(metrics.states(), vnet_store, states::plain);
+    states::count::<ProxmoxBackup, _>(metrics.states(), backup_store.clone(), states::plain);
     let ctx = Arc::new(Context::new(
         kube.clone(),
         settings,
@@ -262,6 +288,10 @@ pub async fn run(
             store: snap_store,
             wake: wake_snap,
         }),
+        Box::new(task_watch::Plain {
+            store: backup_store,
+            wake: wake_backup,
+        }),
     ];
     let tasks = watch_tasks(Arc::clone(&ctx), followed, stop.clone());
     let images = image::run(Arc::clone(&ctx), image_wakeups, stop.clone());
@@ -290,6 +320,11 @@ pub async fn run(
     let jobs = backup_job::run(Arc::clone(&ctx), jobs, pools.clone(), stop.clone());
     let pools = pool::run(Arc::clone(&ctx), (pool_writer, pool_wakeups), stop.clone());
     let snapshots = snapshot::run(Arc::clone(&ctx), (snap_writer, snap_wakeups), stop.clone());
+    let backups = backup::run(
+        Arc::clone(&ctx),
+        (backup_writer, backup_wakeups),
+        stop.clone(),
+    );
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
     let groups = (group_writer, group_wakeups);
     let groups = security_group::run(Arc::clone(&ctx), groups, set_store, stop.clone());
@@ -316,7 +351,7 @@ pub async fn run(
     );
     futures::join!(
         vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets, jobs,
-        snapshots, sdn
+        snapshots, sdn, backups
     );
     readiness.set_synced(false);
     tracing::info!("controller stopped");

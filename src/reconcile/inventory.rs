@@ -76,6 +76,8 @@ pub struct ClusterView {
     pub vmids: BTreeSet<u32>,
     /// LXC containers by VMID: their node.
     pub containers: HashMap<u32, String>,
+    /// The pool of each LXC container in one, by VMID.
+    pub container_pools: HashMap<u32, String>,
     /// The storages shared by the nodes (a volume on one is on every node).
     pub shared_storages: BTreeSet<String>,
     /// Per node, its storages by ID.
@@ -131,6 +133,9 @@ impl ClusterView {
                 ("lxc", Some(vmid)) => {
                     view.vmids.insert(vmid);
                     view.containers.insert(vmid, r.node.unwrap_or_default());
+                    if let Some(pool) = r.pool.filter(|p| !p.is_empty()) {
+                        view.container_pools.insert(vmid, pool);
+                    }
                 }
                 (_, Some(vmid)) => {
                     view.vmids.insert(vmid);
@@ -154,8 +159,9 @@ impl ClusterView {
 /// The `next-id` range: `(lower, upper)` as the cluster sets them.
 pub type NextId = Option<(Option<u64>, Option<u64>)>;
 
-/// A node's bridges and VNets.
-type Bridges = Arc<BTreeSet<String>>;
+/// A node's bridges and VNets: the names a NIC may use, and the VNets
+/// among them that take no VLAN tag.
+type Bridges = Arc<(BTreeSet<String>, BTreeSet<String>)>;
 
 #[derive(Debug, Default)]
 struct Cached {
@@ -282,14 +288,14 @@ impl Inventory {
             return Ok(Arc::clone(bridges));
         }
         let asked = Instant::now();
-        let bridges: Bridges = Arc::new(
-            client
-                .node_bridges(node)
-                .await?
-                .into_iter()
-                .map(|i| i.iface)
-                .collect(),
-        );
+        let listed = client.node_bridges(node).await?;
+        let untagged = listed
+            .iter()
+            .filter(|i| i.kind == "vnet" && i.vlanaware != Some(true))
+            .map(|i| i.iface.clone())
+            .collect();
+        let names = listed.into_iter().map(|i| i.iface).collect();
+        let bridges: Bridges = Arc::new((names, untagged));
         guard.insert(node.to_owned(), (asked, Arc::clone(&bridges)));
         Ok(bridges)
     }

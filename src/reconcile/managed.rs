@@ -10,11 +10,13 @@
 //! | [`states`] | how many of each kind exist, are Ready, are Synced (Crossplane's state metrics) |
 //! | [`images`] | a ProxmoxImage about to be used, read afresh |
 //! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
+//! | [`guests`] | the guest a resource names by reference (a snapshot's, a backup's), and its wake-up |
 //! | [`selector`] | kinds choosing other kinds' objects by label: those of a namespace, and the wake-up when one changes |
 
 pub mod connection_secret;
 pub mod crud;
 pub mod envelope;
+pub mod guests;
 pub mod images;
 pub mod names;
 pub mod reserve;

@@ -23,6 +23,7 @@
 //! | [`identity`] | who a resource is, resolved once per pass |
 //! | [`invalid`] | objects that do not match the schema |
 
+pub mod backup;
 pub mod backup_job;
 pub mod common;
 pub mod configs;

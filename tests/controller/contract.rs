@@ -17,8 +17,8 @@ use kube::Api;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use provider_proxmox::api::{ConditionStatus, kinds};
 use provider_proxmox::api::{
-    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSDNZone,
-    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM, ProxmoxVNet,
+    ProxmoxBackup, ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
+    ProxmoxSDNZone, ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM, ProxmoxVNet,
 };
 use serde_json::{Value, json};
 
@@ -81,6 +81,16 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
             "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
         },
     });
+    // Ready once the VM it names has its VMID and the archive exists.
+    let backup = json!({
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
+        "kind": "ProxmoxBackup",
+        "metadata": {"name": "c-backup"},
+        "spec": {
+            "forProvider": {"guestRef": {"kind": "ProxmoxVM", "name": "c-vm"}, "storage": "local"},
+            "providerConfigRef": {"kind": "ProviderConfig", "name": "pve"},
+        },
+    });
     let ct = containers::container("c-ct", containers::debian(json!({})));
     let set = ip_set("c-set", json!([{"cidr": "10.1.0.0/24"}]));
     let group = group("c-group", json!([{"type": "in", "action": "ACCEPT"}]));
@@ -112,6 +122,7 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
         (group, ApiResource::erase::<ProxmoxSecurityGroup>(&())),
         (job, ApiResource::erase::<ProxmoxBackupJob>(&())),
         (snapshot, ApiResource::erase::<ProxmoxSnapshot>(&())),
+        (backup, ApiResource::erase::<ProxmoxBackup>(&())),
     ]
 }
 

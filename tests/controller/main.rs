@@ -23,6 +23,7 @@ pub mod reconcile;
 mod adoption;
 mod architecture;
 pub mod backup_jobs;
+pub mod backups;
 mod bad_input;
 mod concurrency;
 mod configs;

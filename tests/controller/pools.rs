@@ -13,7 +13,7 @@ use provider_proxmox::reconcile::Settings;
 use pve_client::{AclEntry, AclSubject};
 use serde_json::{Value, json};
 
-use crate::reconcile::{Controller, DEADLINE, Env, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, containers, manifests};
 use crate::support;
 
 /// A ProxmoxPool using the namespace's ProviderConfig `pve`.
@@ -323,4 +323,114 @@ async fn another_namespaces_pool_with_the_same_id_is_never_touched() {
         .collect();
     assert_eq!(writes.len(), 2, "A's create and its one entry: {writes:#?}");
     wait_ready(&ns, "shared").await;
+}
+
+/// Whether the pool `poolid` lists VM `vmid`, as Proxmox answers now.
+async fn holds(proxmox: &pve_client::Client, poolid: &str, vmid: u32) -> bool {
+    proxmox
+        .pool(poolid)
+        .await
+        .unwrap()
+        .is_some_and(|p| p.members.iter().any(|m| m.vmid == Some(u64::from(vmid))))
+}
+
+/// `pool` on a ProxmoxVM is kept in place: changed in the spec, the VM is
+/// moved in one call with `allow-move`; moved back by hand, it is moved
+/// again; a spec change of something else sends no pool call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vms_pool_is_changed_in_place_and_kept() {
+    let env = Env::start("poolmove").await;
+    let proxmox = env.sim.client();
+    for id in ["blue", "green"] {
+        proxmox.create_pool(id, "").await.unwrap();
+    }
+    let vmid = env
+        .create_ready(
+            "mover",
+            json!({"node": "pve", "memory": "1Gi", "pool": "blue"}),
+        )
+        .await;
+    assert!(holds(&proxmox, "blue", vmid).await);
+    assert_eq!(
+        env.sim.count("PUT", "/pools/{poolid}").await,
+        0,
+        "created in it"
+    );
+
+    env.patch_vm("mover", json!({"spec": {"forProvider": {"pool": "green"}}}))
+        .await;
+    support::poll("moved into green", DEADLINE, || async {
+        match (
+            holds(&proxmox, "green", vmid).await,
+            holds(&proxmox, "blue", vmid).await,
+        ) {
+            (true, false) => Ok(()),
+            other => Err(format!("(green, blue) {other:?}")),
+        }
+    })
+    .await;
+    let moves = env.sim.requests_to("PUT", "/pools/{poolid}").await;
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    assert_eq!(moves[0]["params"]["vms"], vmid.to_string());
+    assert_eq!(moves[0]["params"]["allow-move"], "1");
+    assert!(
+        moves[0]["path"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("/green"),
+        "{moves:?}"
+    );
+
+    // Moved back by hand: moved again (within the poll interval).
+    proxmox.add_to_pool("blue", vmid, true).await.unwrap();
+    support::poll("moved back into green", DEADLINE, || async {
+        holds(&proxmox, "green", vmid)
+            .await
+            .then_some(())
+            .ok_or("not yet".to_owned())
+    })
+    .await;
+    let sent = env.sim.count("PUT", "/pools/{poolid}").await;
+    // The provider's move, the hand move, the provider's move back.
+    assert_eq!(sent, 3);
+
+    // Another change is applied without any pool call.
+    env.patch_vm(
+        "mover",
+        json!({"spec": {"forProvider": {"tags": ["moved"]}}}),
+    )
+    .await;
+    support::poll("tagged", DEADLINE, || async {
+        let tags = env.sim.config(vmid).await.tags;
+        (tags.as_slice() == ["moved"])
+            .then_some(())
+            .ok_or(format!("{tags:?}"))
+    })
+    .await;
+    assert_eq!(env.sim.count("PUT", "/pools/{poolid}").await, sent);
+
+    // A container the same way: created in blue, moved into green.
+    env.apply(&containers::container(
+        "boxed",
+        containers::debian(json!({"pool": "blue"})),
+    ))
+    .await;
+    let ctid = env.wait_container_ready("boxed").await;
+    assert!(holds(&proxmox, "blue", ctid).await);
+    env.patch_container("boxed", json!({"spec": {"forProvider": {"pool": "green"}}}))
+        .await;
+    support::poll("the container moved into green", DEADLINE, || async {
+        match (
+            holds(&proxmox, "green", ctid).await,
+            holds(&proxmox, "blue", ctid).await,
+        ) {
+            (true, false) => Ok(()),
+            other => Err(format!("(green, blue) {other:?}")),
+        }
+    })
+    .await;
+    let moves = env.sim.requests_to("PUT", "/pools/{poolid}").await;
+    assert_eq!(moves.len(), sent + 1, "{moves:?}");
+    assert_eq!(moves[sent]["params"]["vms"], ctid.to_string());
+    assert_eq!(moves[sent]["params"]["allow-move"], "1");
 }

@@ -545,6 +545,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     crate::firewall::workload(&env).await;
     crate::backup_jobs::workload(&env).await;
     crate::snapshots::workload(&env).await;
+    crate::backups::workload(&env).await;
     crate::sdn::workload(&env).await;
     // Configs not in the watch cache (they do not exist) are read directly.
     let mut lost_cluster = manifests::vm("lost-cluster", json!({"node": "pve", "memory": "1Gi"}));
@@ -553,8 +554,9 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     env.apply(&lost_cluster).await;
     // The ProxmoxImage noble, the ProxmoxPool team, the ProxmoxIPSet, the
     // ProxmoxSecurityGroup, the ProxmoxBackupJob, the ProxmoxSnapshot, the
-    // ProxmoxSDNZone and the ProxmoxVNet count as users of pve too.
-    converge(&env, &account, 11).await;
+    // ProxmoxBackup, the ProxmoxSDNZone and the ProxmoxVNet count as users
+    // of pve too.
+    converge(&env, &account, 12).await;
     env.wait_synced_reason("lost-cluster", "ProviderConfigNotFound")
         .await;
     env.wait_cluster_config(&cpc, "Ready with 1 user", |s| {
@@ -581,6 +583,7 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     crate::firewall::remove(&env).await;
     crate::backup_jobs::remove(&env).await;
     crate::snapshots::remove(&env).await;
+    crate::backups::remove(&env).await;
     crate::sdn::remove(&env).await;
     wait_deleted(&cpcs, &cpc).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
@@ -627,6 +630,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     crate::firewall::workload(&env).await;
     crate::backup_jobs::workload(&env).await;
     crate::snapshots::workload(&env).await;
+    crate::backups::workload(&env).await;
     crate::sdn::workload(&env).await;
     let mut cluster = manifests::vm("cluster", json!({"node": "pve", "memory": "1Gi"}));
     cluster["spec"]["providerConfigRef"] =
@@ -634,8 +638,9 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     env.apply(&cluster).await;
     // The ProxmoxImage noble, the ProxmoxPool team, the ProxmoxIPSet, the
     // ProxmoxSecurityGroup, the ProxmoxBackupJob, the ProxmoxSnapshot, the
-    // ProxmoxSDNZone and the ProxmoxVNet count as users of pve too.
-    converge(&env, &account, 12).await;
+    // ProxmoxBackup, the ProxmoxSDNZone and the ProxmoxVNet count as users
+    // of pve too.
+    converge(&env, &account, 13).await;
     let refused = env
         .wait_synced_reason("cluster", "ProviderConfigNotFound")
         .await;
@@ -649,6 +654,7 @@ async fn the_namespaced_rbac_is_exactly_what_the_namespaced_provider_uses() {
     crate::firewall::remove(&env).await;
     crate::backup_jobs::remove(&env).await;
     crate::snapshots::remove(&env).await;
+    crate::backups::remove(&env).await;
     crate::sdn::remove(&env).await;
     check(&env, controller, (&log, &account), &[deploy, helm]).await;
 }

@@ -67,6 +67,7 @@ async fn every_example_is_accepted() {
         "examples/firewall-web.yaml",
         "examples/backup-job.yaml",
         "examples/snapshot.yaml",
+        "examples/backup.yaml",
         "examples/sdn-vnet.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
@@ -213,6 +214,12 @@ fn examples_show_what_their_names_promise() {
     let snapshot = example("snapshot.yaml");
     assert_eq!(
         snapshot[0]["spec"]["forProvider"]["guestRef"]["kind"], "ProxmoxVM",
+        "the guest named by reference, not by VMID"
+    );
+
+    let on_demand = example("backup.yaml");
+    assert_eq!(
+        on_demand[0]["spec"]["forProvider"]["guestRef"]["name"], "vm-100",
         "the guest named by reference, not by VMID"
     );
 

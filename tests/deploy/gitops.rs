@@ -1,6 +1,6 @@
 //! GitOps health of every managed kind (ProxmoxVM, ProxmoxImage, ProxmoxContainer,
 //! ProxmoxPool, ProxmoxSecurityGroup, ProxmoxIPSet, ProxmoxBackupJob,
-//! ProxmoxSnapshot).
+//! ProxmoxSnapshot, ProxmoxBackup).
 //!
 //! Argo CD (`deploy/argocd/`): for each kind, every case of its check's
 //! `health_test.yaml` (Argo CD's own test format) gives the expected status
@@ -23,8 +23,8 @@ use std::process::Command;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use provider_proxmox::api::{
-    ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool, ProxmoxSDNZone,
-    ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM, ProxmoxVNet,
+    ProxmoxBackup, ProxmoxBackupJob, ProxmoxContainer, ProxmoxIPSet, ProxmoxImage, ProxmoxPool,
+    ProxmoxSDNZone, ProxmoxSecurityGroup, ProxmoxSnapshot, ProxmoxVM, ProxmoxVNet,
 };
 use serde_json::{Value, json};
 
@@ -42,7 +42,7 @@ struct Kind {
     in_flight: &'static str,
 }
 
-const KINDS: [Kind; 10] = [
+const KINDS: [Kind; 11] = [
     Kind {
         name: "ProxmoxVM",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
@@ -84,6 +84,11 @@ const KINDS: [Kind; 10] = [
         in_flight: "qmrollback 42%",
     },
     Kind {
+        name: "ProxmoxBackup",
+        healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
+        in_flight: "vzdump 42%",
+    },
+    Kind {
         name: "ProxmoxSDNZone",
         healths: &["Degraded", "Healthy", "Progressing", "Suspended"],
         in_flight: "pending SDN configuration",
@@ -119,6 +124,7 @@ impl Kind {
             "ProxmoxIPSet" => ApiResource::erase::<ProxmoxIPSet>(&()),
             "ProxmoxBackupJob" => ApiResource::erase::<ProxmoxBackupJob>(&()),
             "ProxmoxSnapshot" => ApiResource::erase::<ProxmoxSnapshot>(&()),
+            "ProxmoxBackup" => ApiResource::erase::<ProxmoxBackup>(&()),
             "ProxmoxSDNZone" => ApiResource::erase::<ProxmoxSDNZone>(&()),
             "ProxmoxVNet" => ApiResource::erase::<ProxmoxVNet>(&()),
             other => panic!("no API for {other}"),

@@ -43,6 +43,7 @@ pub mod tls;
 mod transport;
 pub mod upid;
 pub mod vm;
+pub mod vzdump;
 mod wait;
 
 pub use agent::{AgentInterface, AgentIpAddress, AgentNetwork, AgentNotReady};
@@ -69,6 +70,7 @@ pub use task::{
 };
 pub use tls::{Fingerprint, TlsOptions};
 pub use upid::{InvalidUpid, Upid};
+pub use vzdump::{BackupMode, BackupVolume, Compression, Restore, Vzdump, parse_backup_name};
 pub use wait::WaitOptions;
 
 /// Installs the process-wide rustls crypto provider (ring).

@@ -34,6 +34,10 @@ pub struct NetworkInterface {
     /// `bridge`, `OVSBridge`, `vnet`, `eth`, ...
     #[serde(rename = "type")]
     pub kind: String,
+    /// Of a VNet: whether it carries VLAN tags (PVE refuses a NIC's `tag`
+    /// on a VNet that does not, when the guest starts).
+    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    pub vlanaware: Option<bool>,
 }
 
 impl Client {

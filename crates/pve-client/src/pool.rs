@@ -124,6 +124,19 @@ impl Client {
             .await
     }
 
+    /// `PUT /pools/{poolid}` with `vms`: the guest `vmid` into the pool;
+    /// `allow_move` when it is in another pool now (PVE 8.1+: one call, so
+    /// the guest is never outside both). Proxmox refuses a guest already in
+    /// `poolid` ("already a pool member"): the caller checks first.
+    pub async fn add_to_pool(&self, poolid: &str, vmid: u32, allow_move: bool) -> Result<()> {
+        let path = ApiPath::new("/pools/{poolid}", &[poolid]);
+        let mut params = Params::new().text("vms", vmid.to_string());
+        if allow_move {
+            params = params.text("allow-move", "1");
+        }
+        self.write_null(Method::PUT, path, params).await
+    }
+
     /// `DELETE /pools/{poolid}` (refused while it has members; takes the
     /// ACL entries on `/pool/{poolid}` with it).
     pub async fn delete_pool(&self, poolid: &str) -> Result<()> {

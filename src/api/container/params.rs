@@ -11,7 +11,7 @@ use crate::api::rules::{
     GATEWAY_NOT_OWN_MESSAGE, IPV4, IPV4_CIDR_OR_DHCP, IPV6_CIDR_OR_AUTO, MEMORY_MAX,
     MEMORY_MAX_MESSAGE, MOUNT_PATH, MOUNT_PATH_MESSAGE, NO_CONTROL, NO_CONTROL_MESSAGE, NO_DOT_DOT,
     NODE_NAME, NODE_NAME_MESSAGE, NODE_NAMES, OCI_REFERENCE, OCI_REFERENCE_MESSAGE, SSH_KEYS,
-    SSH_KEYS_MESSAGE, STORAGE_ID, STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE,
+    SSH_KEYS_MESSAGE, STORAGE_ID, STORAGE_ID_MESSAGE, TAGS, TAGS_MESSAGE, VNET_MESSAGE,
 };
 use crate::api::vm::PowerState;
 
@@ -138,6 +138,15 @@ pub struct ContainerParameters {
     /// (its init is asked to stop, then it is stopped after 60 s).
     #[serde(default)]
     pub power_state: PowerState,
+
+    /// Resource pool the container is in: created in it, and moved back
+    /// into it (`allow-move`) when it is found in another; left out, the
+    /// container's membership is left as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9_-]+$')")
+        .message("pool must be a Proxmox pool ID (letters, digits, _ and -)"))]
+    pub pool: Option<String>,
 
     /// Proxmox tags. Compared without regard to order or case.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -379,6 +388,14 @@ pub struct ContainerNetwork {
     /// Enable the Proxmox firewall on this interface.
     #[serde(default)]
     pub firewall: bool,
+
+    /// Not a Proxmox NIC option, refused with a hint: Proxmox puts a NIC
+    /// on an SDN VNet with `bridge: <the VNet's ID>` (a ProxmoxVNet's
+    /// `status.atProvider.id`); `vnet=` gets a 400 from Proxmox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("false").message(VNET_MESSAGE))]
+    pub vnet: Option<String>,
 }
 
 /// DNS settings of a container.

@@ -51,6 +51,11 @@ fn proxmox_container_value_rules() {
         ("a good container", with(json!({})), None),
         ("mount point", with(mount("/srv/data")), None),
         (
+            "vnet= as users write it for Proxmox",
+            with(net(json!({"vnet": "web"}))),
+            Some("write it in bridge"),
+        ),
+        (
             "mount point path with ..",
             with(mount("/srv/../../etc")),
             Some("path must not contain .. parts"),

@@ -209,6 +209,13 @@ fn proxmox_vm_create_rules() {
             Some("unicast MAC address"),
         ),
         (
+            "vnet= as users write it for Proxmox",
+            json!({"networks": [{"slot": "net0", "bridge": "vmbr0", "vnet": "web"}]}),
+            Some(
+                "vnet is not a NIC option: Proxmox attaches a NIC to an SDN VNet with bridge set to the VNet's ID",
+            ),
+        ),
+        (
             "good network",
             json!({"networks": [{"slot": "net0", "bridge": "vmbr0", "vlanTag": 10, "mac": "BC:24:11:00:00:01"}]}),
             None,

@@ -4,7 +4,7 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::rules::{BRIDGE, BRIDGE_MESSAGE};
+use crate::api::rules::{BRIDGE, BRIDGE_MESSAGE, VNET_MESSAGE};
 
 /// One virtual network card.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -40,6 +40,14 @@ pub struct NetworkDevice {
     /// Enable the Proxmox firewall on this card.
     #[serde(default)]
     pub firewall: bool,
+
+    /// Not a Proxmox NIC option, refused with a hint: Proxmox puts a NIC
+    /// on an SDN VNet with `bridge: <the VNet's ID>` (a ProxmoxVNet's
+    /// `status.atProvider.id`); `vnet=` gets a 400 from Proxmox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("false").message(VNET_MESSAGE))]
+    pub vnet: Option<String>,
 }
 
 /// Network card models.

@@ -168,7 +168,9 @@ pub struct VmParameters {
         .message("description must not contain the owner marker \"Managed by crossplane-provider-proxmox:\": the provider adds that line itself"))]
     pub description: Option<String>,
 
-    /// Resource pool the VM is put in at creation (create only).
+    /// Resource pool the VM is in: created in it, and moved back into it
+    /// (`allow-move`) when it is found in another; left out, the VM's
+    /// membership is left as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9_-]+$')")

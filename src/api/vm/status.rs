@@ -116,6 +116,9 @@ pub enum TaskAction {
     /// The VM's HA resource, node-affinity rule or group written (a
     /// synchronous call that starts no task; recorded only as a failure).
     ConfigureHa,
+    /// The VM moved into the pool `spec.forProvider.pool` names (a
+    /// synchronous call that starts no task; recorded only as a failure).
+    MovePool,
     /// The `customCloudInit` seed ISO uploaded (the status `target` is its
     /// volume).
     UploadSeed,
@@ -141,6 +144,7 @@ impl TaskAction {
             Self::Migrate => "qmigrate",
             Self::MoveDisk => "qmmove",
             Self::ConfigureHa => "ha",
+            Self::MovePool => "pool",
             Self::UploadSeed => "imgcopy",
             Self::DeleteVolume => "imgdel",
             Self::Template => "qmtemplate",
@@ -162,6 +166,7 @@ impl TaskAction {
             Self::Migrate => "migration of the VM",
             Self::MoveDisk => "disk move",
             Self::ConfigureHa => "HA configuration",
+            Self::MovePool => "move into the pool",
             Self::UploadSeed => "upload of the cloud-init seed ISO",
             Self::DeleteVolume => "deletion of an old cloud-init seed ISO",
             Self::Template => "conversion into a template",

@@ -45,30 +45,40 @@ pub struct HostView {
     /// The bridges and VNets a NIC may name there; `None` when they could
     /// not be read (nothing is refused for them then).
     pub bridges: Option<std::collections::BTreeSet<String>>,
+    /// The VNets among them that are not VLAN-aware (a NIC on one takes
+    /// no tag).
+    pub untagged_vnets: std::collections::BTreeSet<String>,
 }
 
 impl HostView {
-    /// Of a guest's NICs (`spec.forProvider.networks[i].bridge`), those
-    /// whose bridge the node does not have: each bridge with a message
-    /// naming the field (none when the node's bridges are unknown).
+    /// Of a guest's NICs (`spec.forProvider.networks[i]`: its bridge and
+    /// VLAN tag), those the node cannot carry as asked: a bridge it does
+    /// not have, or a tag on a VNet that is not VLAN-aware; each with a
+    /// message naming the field (none when the node's bridges are unknown).
     pub fn missing_bridges<'a>(
         &self,
-        bridges: impl IntoIterator<Item = &'a str>,
+        nics: impl IntoIterator<Item = (&'a str, Option<u16>)>,
     ) -> Vec<(&'a str, String)> {
         let Some(has) = &self.bridges else {
             return vec![];
         };
         let list = has.iter().cloned().collect::<Vec<_>>().join(", ");
-        bridges
-            .into_iter()
+        nics.into_iter()
             .enumerate()
-            .filter(|(_, b)| !has.contains(*b))
-            .map(|(i, b)| {
-                let why = format!(
-                    "spec.forProvider.networks[{i}].bridge {b:?} is neither a bridge nor a VNet of node {} (it has {list})",
-                    self.node
-                );
-                (b, why)
+            .filter_map(|(i, (b, tag))| {
+                let why = if !has.contains(b) {
+                    format!(
+                        "spec.forProvider.networks[{i}].bridge {b:?} is neither a bridge nor a VNet of node {} (it has {list})",
+                        self.node
+                    )
+                } else if let (Some(tag), true) = (tag, self.untagged_vnets.contains(b)) {
+                    format!(
+                        "spec.forProvider.networks[{i}] asks for VLAN tag {tag} on VNet {b:?}, which is not VLAN-aware (Proxmox refuses the tag when the guest starts): leave the tag out, or make the VNet vlanAware"
+                    )
+                } else {
+                    return None;
+                };
+                Some((b, why))
             })
             .collect()
     }

@@ -282,6 +282,21 @@ async fn observe(
             "VMID {vmid} belongs to a VM, not a container; it is left untouched"
         ));
     }
+    // Its pool: from the view (no request), checked against the pool's
+    // members when the view disagrees (it lags a move).
+    if let (Some(wanted), Container::Present(_), Some(_)) = (&spec.pool, &obs.container, &listed) {
+        let seen = view.container_pools.get(&vmid).cloned();
+        obs.pool = Some(if seen.as_ref() == Some(wanted) {
+            seen
+        } else {
+            let member = client.pool(wanted).await?.is_some_and(|pool| {
+                pool.members
+                    .iter()
+                    .any(|m| m.kind == "lxc" && m.vmid == Some(u64::from(vmid)))
+            });
+            if member { Some(wanted.clone()) } else { seen }
+        });
+    }
     let node = match &obs.container {
         Container::Present(seen) => Some(seen.node.clone()),
         Container::Absent if !deleting => match &spec.node {
@@ -454,7 +469,8 @@ async fn host(ctx: &Context, conn: &Connection, view: &ClusterView, node: &str) 
         cpus: seen.map(|n| n.cpus).unwrap_or_default(),
         memory: seen.map(|n| n.max_memory).unwrap_or_default(),
         storages: view.storages.get(node).cloned().unwrap_or_default(),
-        bridges,
+        untagged_vnets: bridges.as_ref().map(|b| b.1.clone()).unwrap_or_default(),
+        bridges: bridges.map(|b| b.0),
     }
 }
 
@@ -526,7 +542,8 @@ async fn act(
             | Step::Start { .. }
             | Step::Shutdown { .. }
             | Step::Stop { .. }
-            | Step::Destroy { .. } => {
+            | Step::Destroy { .. }
+            | Step::MovePool { .. } => {
                 Outcome::Failed("the step needs a usable provider config".to_owned())
             }
         };
@@ -591,6 +608,14 @@ async fn act(
                 Err(e) => Outcome::Failed(e.to_string()),
             }
         }
+        Step::MovePool {
+            pool,
+            vmid,
+            allow_move,
+        } => match client.add_to_pool(pool, *vmid, *allow_move).await {
+            Ok(()) => Outcome::Done,
+            Err(e) => Outcome::Failed(format!("moving the container into pool {pool}: {e}")),
+        },
         Step::Start { node, vmid } => started(client.start_container(node, *vmid).await),
         Step::Shutdown { node, vmid } => {
             started(client.shutdown_container(node, *vmid, Some(60), true).await)

@@ -166,7 +166,7 @@ pub fn create(
         onboot: spec.start_on_boot.then_some(true),
         tags: Tags::new(spec.tags.iter().cloned()),
         description: Some(wanted_description(spec, id)),
-        pool: None,
+        pool: spec.pool.clone(),
     })
 }
 

@@ -144,6 +144,7 @@ fn kind(step: &Step) -> &'static str {
         Step::Shutdown { .. } => "shutdown",
         Step::Stop { .. } => "stop",
         Step::Destroy { .. } => "destroy",
+        Step::MovePool { .. } => "move-pool",
     }
 }
 
@@ -569,6 +570,53 @@ fn drift_sets_what_changed_keeps_the_mac_and_reports_what_only_root_may_change()
     };
     assert_eq!(update.delete, ["tags"]);
     assert!(update.set.is_empty(), "{update:?}");
+}
+
+#[test]
+fn the_container_is_kept_in_the_pool_its_spec_names() {
+    let in_pool = |pool: Value, member_of: Option<Option<&str>>| {
+        let c = ct(json!({"pool": pool}), recorded(), json!({}));
+        let o = Observation {
+            pool: member_of.map(|m| m.map(str::to_owned)),
+            ..obs(ours(true, &[]))
+        };
+        plan(&c, &id(), &o, now()).step
+    };
+    let moved = |allow_move| Step::MovePool {
+        pool: "green".into(),
+        vmid: 120,
+        allow_move,
+    };
+    let cases = [
+        (
+            "in another pool: moved in one call",
+            in_pool(json!("green"), Some(Some("blue"))),
+            moved(true),
+        ),
+        (
+            "in none: added",
+            in_pool(json!("green"), Some(None)),
+            moved(false),
+        ),
+        (
+            "already there",
+            in_pool(json!("green"), Some(Some("green"))),
+            Step::Idle,
+        ),
+        (
+            "not looked at (not listed yet)",
+            in_pool(json!("green"), None),
+            Step::Idle,
+        ),
+        (
+            "no pool in the spec",
+            in_pool(Value::Null, Some(Some("blue"))),
+            Step::Idle,
+        ),
+    ];
+    for (name, got, want) in cases {
+        assert_eq!(got, want, "{name}");
+    }
 }
 
 #[test]

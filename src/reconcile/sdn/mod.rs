@@ -11,6 +11,7 @@
 pub mod apply;
 pub mod plan;
 pub mod vnet;
+pub mod wake;
 pub mod zone;
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub fn vnet_id(namespace: &str, name: &str) -> String {
     plan::sdn_id('v', namespace, name)
 }
 
-fn id_of(vnet: &ProxmoxVNet) -> String {
+pub(super) fn id_of(vnet: &ProxmoxVNet) -> String {
     vnet_id(&vnet.namespace().unwrap_or_default(), &vnet.name_any())
 }
 

@@ -25,76 +25,14 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::channel::mpsc::UnboundedReceiver;
-use kube::ResourceExt;
-use kube::core::DeserializeGuard;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::api::snapshot::GuestKind;
-use crate::api::{ProxmoxContainer, ProxmoxSnapshot, ProxmoxVM};
+use crate::api::ProxmoxSnapshot;
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::crud::{controller, pass::Ctx};
-use crate::reconcile::runtime::wake::Waker;
 
-/// The guests a snapshot's pass reads, and wakes after a rollback.
-pub struct Guests {
-    pub vms: Store<DeserializeGuard<ProxmoxVM>>,
-    pub containers: Store<DeserializeGuard<ProxmoxContainer>>,
-    pub vm_waker: Waker<DeserializeGuard<ProxmoxVM>>,
-    pub container_waker: Waker<DeserializeGuard<ProxmoxContainer>>,
-}
-
-impl Guests {
-    /// The guest `name` of `kind` in `snapshot`'s namespace, as its status
-    /// shows it: node, VMID, being deleted. `None`: no such resource.
-    pub fn seen(
-        &self,
-        snapshot: &ProxmoxSnapshot,
-        kind: GuestKind,
-        name: &str,
-    ) -> Option<(Option<String>, Option<u32>, bool)> {
-        let namespace = snapshot.namespace().unwrap_or_default();
-        Some(match kind {
-            GuestKind::ProxmoxVM => {
-                let vm = self.vms.get(&ObjectRef::new(name).within(&namespace))?;
-                let vm = vm.0.as_ref().ok()?;
-                let at = vm.status.as_ref().map(|s| &s.at_provider);
-                (
-                    at.and_then(|a| a.node.clone()),
-                    at.and_then(|a| a.vmid),
-                    vm.metadata.deletion_timestamp.is_some(),
-                )
-            }
-            GuestKind::ProxmoxContainer => {
-                let ct = self
-                    .containers
-                    .get(&ObjectRef::new(name).within(&namespace))?;
-                let ct = ct.0.as_ref().ok()?;
-                let at = ct.status.as_ref().map(|s| &s.at_provider);
-                (
-                    at.and_then(|a| a.node.clone()),
-                    at.and_then(|a| a.vmid),
-                    ct.metadata.deletion_timestamp.is_some(),
-                )
-            }
-        })
-    }
-}
-
-impl Guests {
-    /// Asks for a pass of the guest `name` of `kind` in `namespace`: a
-    /// rollback stopped it (or left it as the snapshot had it), and its
-    /// own resource brings it back to its declared state now rather than
-    /// at its resync.
-    pub fn wake(&self, kind: GuestKind, namespace: &str, name: &str) {
-        match kind {
-            GuestKind::ProxmoxVM => self.vm_waker.wake(ObjectRef::new(name).within(namespace)),
-            GuestKind::ProxmoxContainer => self
-                .container_waker
-                .wake(ObjectRef::new(name).within(namespace)),
-        }
-    }
-}
+pub use crate::reconcile::managed::guests::Guests;
 
 /// Runs the controller until `stop` resolves, filling the cache and
 /// passing the wake-ups asked for (a config gained, a task ended).
@@ -106,12 +44,7 @@ pub async fn run(
     ),
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    let extra = Guests {
-        vms: ctx.store.clone(),
-        containers: ctx.containers.clone(),
-        vm_waker: ctx.waker.clone(),
-        container_waker: ctx.container_waker.clone(),
-    };
+    let extra = Guests::of(&ctx);
     let shared = Arc::new(Ctx::new(ctx, extra));
     controller::run(shared, cache, "ProxmoxSnapshot", stop).await;
 }

@@ -37,7 +37,7 @@ static NO_TASKS: TaskRecord = TaskRecord {
 impl ProxmoxSnapshot {
     fn guest(&self, guests: &Guests) -> Result<Guest, String> {
         let r = &self.spec.for_provider.guest_ref;
-        plan::guest(r.kind, &r.name, guests.seen(self, r.kind, &r.name))
+        guests.guest(&self.namespace().unwrap_or_default(), r.kind, &r.name)
     }
 }
 

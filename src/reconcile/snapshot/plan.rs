@@ -12,7 +12,9 @@
 //! for this request ends OK.
 
 use k8s_openapi::jiff::Timestamp;
-use pve_client::{Guest, GuestType, SnapshotEntry};
+use pve_client::{Guest, SnapshotEntry};
+
+pub use crate::reconcile::managed::guests::resolve as guest;
 
 use crate::api::snapshot::{GuestKind, RollbackOutcome, SnapshotAtProvider};
 use crate::api::task::{CallAction, TaskRecord};
@@ -94,31 +96,6 @@ pub fn want(
         no_guest,
         snaptime: None,
         parent: None,
-    }
-}
-
-/// The guest of a reference: its Proxmox type, node and VMID as its
-/// resource's status shows them, or why there is none yet.
-pub fn guest(
-    kind: GuestKind,
-    name: &str,
-    seen: Option<(Option<String>, Option<u32>, bool)>,
-) -> Result<Guest, String> {
-    let (node, vmid, deleting) =
-        seen.ok_or_else(|| format!("{kind:?} {name} does not exist in this namespace"))?;
-    if deleting {
-        return Err(format!("{kind:?} {name} is being deleted"));
-    }
-    match (node, vmid) {
-        (Some(node), Some(vmid)) => Ok(Guest {
-            kind: match kind {
-                GuestKind::ProxmoxVM => GuestType::Qemu,
-                GuestKind::ProxmoxContainer => GuestType::Lxc,
-            },
-            node,
-            vmid,
-        }),
-        _ => Err(format!("{kind:?} {name} has no VMID and node yet")),
     }
 }
 

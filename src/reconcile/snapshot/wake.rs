@@ -7,12 +7,12 @@ use futures::channel::mpsc::UnboundedSender;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::api::snapshot::GuestKind;
 use crate::api::{ProxmoxContainer, ProxmoxSnapshot, ProxmoxVM};
+use crate::reconcile::managed::guests::{Watched, watched_container, watched_vm};
 use crate::reconcile::managed::selector::Waker;
 
 /// What a snapshot reads of its guest: kind, name, node, VMID, going.
-pub type Seen = (GuestKind, String, Option<String>, Option<u32>, bool);
+pub type Seen = Watched;
 
 /// The waker on the VM watch.
 pub type VmWaker = Waker<ProxmoxSnapshot, ProxmoxVM, Seen>;
@@ -25,7 +25,7 @@ pub fn vm_waker(
     snapshots: Store<ProxmoxSnapshot>,
     vms: Store<DeserializeGuard<ProxmoxVM>>,
 ) -> VmWaker {
-    Waker::new(sender, (snapshots, vms), vm, of)
+    Waker::new(sender, (snapshots, vms), watched_vm, of)
 }
 
 /// Wakes through `sender` the snapshots of `snapshots` of containers of
@@ -35,29 +35,7 @@ pub fn container_waker(
     snapshots: Store<ProxmoxSnapshot>,
     containers: Store<DeserializeGuard<ProxmoxContainer>>,
 ) -> ContainerWaker {
-    Waker::new(sender, (snapshots, containers), container, of)
-}
-
-fn vm(vm: &ProxmoxVM) -> Option<Seen> {
-    let at = vm.status.as_ref().map(|s| &s.at_provider);
-    Some((
-        GuestKind::ProxmoxVM,
-        vm.metadata.name.clone()?,
-        at.and_then(|a| a.node.clone()),
-        at.and_then(|a| a.vmid),
-        vm.metadata.deletion_timestamp.is_some(),
-    ))
-}
-
-fn container(ct: &ProxmoxContainer) -> Option<Seen> {
-    let at = ct.status.as_ref().map(|s| &s.at_provider);
-    Some((
-        GuestKind::ProxmoxContainer,
-        ct.metadata.name.clone()?,
-        at.and_then(|a| a.node.clone()),
-        at.and_then(|a| a.vmid),
-        ct.metadata.deletion_timestamp.is_some(),
-    ))
+    Waker::new(sender, (snapshots, containers), watched_container, of)
 }
 
 fn of(snapshot: &ProxmoxSnapshot, (kind, name, ..): &Seen) -> bool {

@@ -280,10 +280,9 @@ async fn without_config(
     let plan = plan::plan(&input);
     let outcome = match &plan.step {
         Step::Idle(_) => Ok(Done::Nothing),
-        other @ (Step::Kube(_) | Step::Pve(_) | Step::Ha(_)) => Err(ActFailure::Failed(format!(
-            "{} needs a usable provider config",
-            other.name()
-        ))),
+        other @ (Step::Kube(_) | Step::Pve(_) | Step::Ha(_) | Step::Pool(_)) => Err(
+            ActFailure::Failed(format!("{} needs a usable provider config", other.name())),
+        ),
     };
     let plan = plan::settle(&input, plan, outcome.clone());
     report(ctx, (id, hold), &input, plan, &outcome).await

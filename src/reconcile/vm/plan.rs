@@ -36,6 +36,7 @@ mod motion;
 mod observed;
 mod output;
 mod owner;
+mod pool;
 mod protection;
 mod render;
 mod report;
@@ -67,6 +68,7 @@ pub use output::{
     Sensitive, Step,
 };
 pub use owner::{Ownership, marker_line, marker_line_of, owner_of, ownership};
+pub use pool::{PoolMove, PoolView};
 pub use seed::seed_prefix;
 pub use task::{NOT_VISIBLE_GRACE, backoff};
 pub use tenancy::connection_refused;
@@ -403,6 +405,7 @@ fn describe_step(step: &Step) -> String {
     match step {
         Step::Pve(call) => format!("start the {}", call.action().describe()),
         Step::Ha(_) => format!("start the {}", TaskAction::ConfigureHa.describe()),
+        Step::Pool(_) => format!("start the {}", TaskAction::MovePool.describe()),
         Step::Kube(write) => write.describe().to_owned(),
         Step::Idle(_) => "write the status".to_owned(),
     }

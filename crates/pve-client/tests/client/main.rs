@@ -16,3 +16,4 @@ mod lxc;
 mod observer;
 mod retry;
 mod tasks;
+mod vzdump;

@@ -262,6 +262,8 @@ async fn run(ctx: &TaskCtx, job: Job) -> Result<(), String> {
             corrupt: resolved.corrupt,
             checksums: resolved.checksums,
             base: None,
+            contents: None,
+            backup: None,
         },
     );
     drop(cluster);
@@ -282,7 +284,7 @@ pub fn wget_time() -> String {
 }
 
 /// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

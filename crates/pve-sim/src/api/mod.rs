@@ -17,11 +17,13 @@ pub mod oci;
 pub mod pools;
 pub mod qemu;
 pub mod resources;
+pub mod restore;
 pub mod sdn;
 pub mod storage;
 pub mod tasks;
 pub mod upload;
 pub mod url_metadata;
+pub mod vzdump;
 
 use crate::http::router::{Access, Route};
 use crate::schema::qemu as qp;
@@ -168,6 +170,12 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
             sim_handler!(storage::volume_info),
         ),
         route(
+            "PUT",
+            "/nodes/{node}/storage/{storage}/content/{volume}",
+            &[storage::VOLUME_UPDATE],
+            sim_handler!(storage::volume_update),
+        ),
+        route(
             "DELETE",
             "/nodes/{node}/storage/{storage}/content/{volume}",
             &[storage::VOLUME_DELETE],
@@ -190,6 +198,12 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
             "/nodes/{node}/storage/{storage}/upload",
             &[upload::PARAMS],
             sim_handler!(upload::upload),
+        ),
+        route(
+            "POST",
+            "/nodes/{node}/vzdump",
+            &[vzdump::PARAMS],
+            sim_handler!(vzdump::vzdump),
         ),
         route(
             "GET",
@@ -224,7 +238,7 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
         route(
             "POST",
             "/nodes/{node}/qemu",
-            &[qp::CREATE, qp::CONFIG],
+            &[qp::CREATE, restore::QEMU, qp::CONFIG],
             sim_handler!(create::create),
         ),
         route(

@@ -118,8 +118,11 @@ fn local_vnets(
                 .and_then(|z| z.get("nodes"))
                 .and_then(Value::as_str);
             let here = nodes.is_none_or(|n| n.split([',', ';', ' ']).any(|n| n == node));
+            // As PVE 8.1+ lists them: whether the VNet takes VLAN tags.
+            let aware = v.get("vlanaware").and_then(Value::as_i64) == Some(1);
             (allowed && here).then(|| {
                 json!({"iface": id, "type": "vnet", "active": 1, "zone": zone,
+                    "vlanaware": u8::from(aware),
                     "comments": v.get("alias").cloned().unwrap_or(Value::Null)})
             })
         })

@@ -132,6 +132,8 @@ async fn run(ctx: &TaskCtx, storage: &str, reference: &str, volname: &str) -> Re
             corrupt: false,
             checksums: Default::default(),
             base: None,
+            contents: None,
+            backup: None,
         },
     );
     drop(cluster);

@@ -137,24 +137,86 @@ pub async fn volume_info(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiEr
     })))
 }
 
-/// `DELETE .../content/{volume}`: an `imgdel` task removes the volume.
-pub async fn volume_delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+pub const VOLUME_UPDATE: &[Param] = &[
+    NODE,
+    STORAGE.opt(),
+    Param::string("volume"),
+    Param::string("notes").opt(),
+    Param::boolean("protected").opt(),
+];
+
+/// `PUT .../content/{volume}`: a backup's notes and protection (PVE keeps
+/// them beside the archive; other volumes have neither).
+pub async fn volume_update(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let node = call.params.node().to_owned();
     let sid = call.params.get("storage").unwrap_or_default().to_owned();
     let volid = full_volid(&sid, call.params.get("volume").unwrap_or_default());
-    inst.auth.check(
-        &call.identity,
-        &format!("/storage/{sid}"),
-        &["Datastore.Allocate"],
-    )?;
-    let owner = match inst.cluster().volume(&node, &volid) {
-        Some((_, v)) => v.vmid,
+    check_volume_access(&inst, &call, &node, &volid)?;
+    let mut cluster = inst.cluster();
+    let (storage, name) = storage_and_name(&volid);
+    let vol = cluster
+        .storage_mut(&node, storage)
+        .and_then(|s| s.volumes.get_mut(name))
+        .ok_or_else(|| ApiError::internal(format!("volume '{volid}' does not exist")))?;
+    let Some(backup) = vol.backup.as_mut() else {
+        return Err(ApiError::internal(format!(
+            "notes and protection are only supported for backups, not '{volid}'"
+        )));
+    };
+    if let Some(notes) = call.params.get("notes") {
+        backup.notes = notes.to_owned();
+    }
+    if let Some(protected) = call.params.flag("protected") {
+        backup.protected = protected;
+    }
+    Ok(Reply::data(serde_json::Value::Null))
+}
+
+fn storage_and_name(volid: &str) -> (&str, &str) {
+    volid.split_once(':').unwrap_or(("", volid))
+}
+
+/// `check_volume_access` for a volume's owner: a backup needs
+/// `Datastore.AllocateSpace` and `VM.Backup` on its guest, anything else
+/// (or without `VM.Backup`) `Datastore.Allocate`.
+fn check_volume_access(
+    inst: &Instance,
+    call: &Call,
+    node: &str,
+    volid: &str,
+) -> Result<(), ApiError> {
+    let (owner, is_backup) = match inst.cluster().volume(node, volid) {
+        Some((_, v)) => (v.vmid, v.content == "backup"),
         None => {
             return Err(ApiError::internal(format!(
                 "volume_size_info on '{volid}' failed - no format"
             )));
         }
     };
+    let storage_path = format!("/storage/{}", storage_and_name(volid).0);
+    match owner.filter(|_| is_backup) {
+        Some(vmid) => {
+            inst.auth
+                .check(&call.identity, &storage_path, &["Datastore.AllocateSpace"])?;
+            inst.auth
+                .check(&call.identity, &format!("/vms/{vmid}"), &["VM.Backup"])
+        }
+        None => inst
+            .auth
+            .check(&call.identity, &storage_path, &["Datastore.Allocate"]),
+    }
+}
+
+/// `DELETE .../content/{volume}`: an `imgdel` task removes the volume.
+pub async fn volume_delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let node = call.params.node().to_owned();
+    let sid = call.params.get("storage").unwrap_or_default().to_owned();
+    let volid = full_volid(&sid, call.params.get("volume").unwrap_or_default());
+    check_volume_access(&inst, &call, &node, &volid)?;
+    let owner = inst
+        .cluster()
+        .volume(&node, &volid)
+        .and_then(|(_, v)| v.vmid);
     // pve-storage names the task after the owner and storage, not the volume.
     let id = match owner {
         Some(vmid) => format!("{vmid}@{sid}"),
@@ -168,6 +230,15 @@ pub async fn volume_delete(inst: Arc<Instance>, call: Call) -> Result<Reply, Api
         &id,
         move |ctx| async move {
             ctx.checkpoint()?;
+            // pve-storage's `free_image`: a protected volume stays.
+            if let Some((s, v)) = ctx.inst.cluster().volume(&ctx.node, &volid)
+                && v.backup.as_ref().is_some_and(|b| b.protected)
+            {
+                return Err(format!(
+                    "cannot remove protected volume '{}' on '{}'",
+                    v.volname, s.id
+                ));
+            }
             if !ctx.inst.cluster().free_volume(&ctx.node, &volid) {
                 return Err(format!("volume '{volid}' does not exist"));
             }

@@ -131,6 +131,8 @@ pub async fn upload(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
                 corrupt: false,
                 checksums,
                 base: None,
+                contents: None,
+                backup: None,
             },
         );
         ctx.log("finished file import successfully");

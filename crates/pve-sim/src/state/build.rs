@@ -156,6 +156,8 @@ fn add_volume(cluster: &mut Cluster, v: &VolumeSpec) -> Result<(), String> {
                 corrupt: v.corrupt,
                 checksums: BTreeMap::new(),
                 base: v.base.clone(),
+                contents: v.contents.clone(),
+                backup: None,
             },
         );
     }
@@ -214,6 +216,7 @@ fn add_guest(cluster: &mut Cluster, g: &GuestSpec) -> Result<(), String> {
                 vmid: Some(g.vmid),
                 corrupt: false,
                 base: None,
+                contents: None,
             };
             add_volume(cluster, &spec)?;
         }
@@ -257,6 +260,7 @@ pub fn export(cluster: &Cluster, config: &SimConfig, secrets: bool) -> StateFile
                     vmid: v.vmid,
                     corrupt: v.corrupt,
                     base: v.base.clone(),
+                    contents: v.contents.clone(),
                 });
             }
         }

@@ -166,6 +166,10 @@ pub struct VolumeSpec {
     /// The base volume a linked clone was made from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
+    /// What a copied volume holds (the original's contents id); a backup
+    /// archive's recorded guest is not kept in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contents: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -27,7 +27,7 @@ pub fn cluster(config: &SimConfig) -> Cluster {
             kind: StorageKind::Dir {
                 path: "/var/lib/vz".into(),
             },
-            content: vec!["iso", "vztmpl", "import", "snippets"],
+            content: vec!["iso", "vztmpl", "backup", "import", "snippets"],
             total: 100 * GIB,
             shared: false,
             volumes: BTreeMap::new(),
@@ -49,6 +49,8 @@ pub fn cluster(config: &SimConfig) -> Cluster {
                     corrupt,
                     checksums: BTreeMap::new(),
                     base: None,
+                    contents: None,
+                    backup: None,
                 },
             );
         }
@@ -65,6 +67,8 @@ pub fn cluster(config: &SimConfig) -> Cluster {
                 corrupt: false,
                 checksums: BTreeMap::new(),
                 base: None,
+                contents: None,
+                backup: None,
             },
         );
         let lvm = Storage {
@@ -129,6 +133,8 @@ fn add_template(cluster: &mut Cluster, node: &str, now: u64) {
                     corrupt: false,
                     checksums: BTreeMap::new(),
                     base: None,
+                    contents: None,
+                    backup: None,
                 },
             );
         }

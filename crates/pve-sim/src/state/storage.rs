@@ -31,6 +31,46 @@ pub struct Volume {
     pub checksums: BTreeMap<String, String>,
     /// The base volume (`base-9000-disk-0`) a linked clone was made from.
     pub base: Option<String>,
+    /// What the volume holds, when it was copied from another (an import,
+    /// a restore): the id of the original's contents, so a copy of a copy
+    /// holds what the first held. `None`: its own (see [`Volume::holds`]).
+    pub contents: Option<String>,
+    /// A backup archive's metadata (`content: backup`).
+    pub backup: Option<Box<Backup>>,
+}
+
+impl Volume {
+    /// The id of what the volume holds: the original's for a copy, else
+    /// its own volume ID.
+    pub fn holds(&self, volid: &str) -> String {
+        self.contents.clone().unwrap_or_else(|| volid.to_owned())
+    }
+}
+
+/// What a vzdump archive recorded: the guest's config and what each of its
+/// disks held, so a restore recreates them; its notes and protection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Backup {
+    pub subtype: super::GuestKind,
+    /// The guest's config at the backup (without `lock`).
+    pub config: BTreeMap<String, String>,
+    /// Disk key (`scsi0`, `rootfs`, `mp0`) → what it held.
+    pub disks: BTreeMap<String, ArchivedDisk>,
+    pub notes: String,
+    pub protected: bool,
+}
+
+/// One disk inside an archive.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArchivedDisk {
+    /// The contents id ([`Volume::holds`]) of the disk backed up.
+    pub contents: String,
+    /// Its virtual size in bytes.
+    pub size: u64,
+    /// The data written to it (what a restore writes again).
+    pub data: u64,
+    /// The storage it was on (a restore without `storage` goes there).
+    pub storage: String,
 }
 
 #[derive(Clone, Debug)]
@@ -70,6 +110,7 @@ impl Storage {
             StorageKind::Dir { path } => match volname.split_once('/') {
                 Some(("iso", f)) => format!("{path}/template/iso/{f}"),
                 Some(("vztmpl", f)) => format!("{path}/template/cache/{f}"),
+                Some(("backup", f)) => format!("{path}/dump/{f}"),
                 // A linked clone names its base first
                 // (`100/base-100-disk-0.qcow2/101/vm-101-disk-0.qcow2`); its
                 // file is the last two parts.
@@ -175,6 +216,14 @@ impl Storage {
         if let Some(vmid) = vol.vmid {
             v["vmid"] = json!(vmid);
             v["used"] = json!(vol.size);
+        }
+        if let Some(b) = &vol.backup {
+            v["subtype"] = json!(b.subtype.type_name());
+            v["protected"] = json!(u8::from(b.protected));
+            // Only the first line of multi-line notes, as PVE lists them.
+            if let Some(first) = b.notes.lines().next() {
+                v["notes"] = json!(first);
+            }
         }
         // qemu-img's backing file of a qcow2 linked clone.
         if let (Some(base), true) = (&vol.base, self.is_file_based()) {

@@ -34,3 +34,4 @@ mod state;
 mod thin;
 mod upload;
 mod vm_options;
+mod vzdump;

@@ -53,7 +53,7 @@ pub(super) fn on_node(spec: &ContainerParameters, host: &HostView) -> Option<(Re
         }
     }
     let bridges: Vec<String> = host
-        .missing_bridges(spec.networks.iter().map(|n| n.bridge.as_str()))
+        .missing_bridges(spec.networks.iter().map(|n| (n.bridge.as_str(), n.vlan)))
         .into_iter()
         .map(|(_, why)| why)
         .collect();

@@ -115,6 +115,21 @@ pub(super) fn plan(
         Err(invalid) => return invalid_spec(cx, &invalid, obs.poll),
     };
     cx.at().unmanaged_drift = drift.unmanaged.clone();
+    if let (true, Some(wanted), Some(member_of)) = (caps.update, &spec.pool, &obs.pool)
+        && member_of.as_ref() != Some(wanted)
+    {
+        let note = match member_of {
+            Some(from) => format!("moving the container from pool {from} into pool {wanted}"),
+            None => format!("adding the container to pool {wanted}"),
+        };
+        cx.synced(true, Reason::ReconcileSuccess, &note);
+        let step = Step::MovePool {
+            pool: wanted.clone(),
+            vmid,
+            allow_move: member_of.is_some(),
+        };
+        return cx.done(step, Duration::ZERO);
+    }
     if caps.update && !drift.update.is_empty() {
         let keys: Vec<&str> = drift
             .update

@@ -84,6 +84,9 @@ pub struct Observation {
     pub host: Option<HostView>,
     /// Proxmox could not be asked (why): nothing is decided this pass.
     pub proxmox: Option<String>,
+    /// The pool the container is in (`Some(None)`: none), looked at when
+    /// the spec names one and the cluster view lists the container.
+    pub pool: Option<Option<String>>,
 }
 
 impl Observation {
@@ -105,6 +108,7 @@ impl Observation {
             password: None,
             host: None,
             proxmox: None,
+            pool: None,
         }
     }
 }
@@ -158,6 +162,13 @@ pub enum Step {
         node: String,
         vmid: u32,
     },
+    /// Into the pool the spec names (synchronous; `allow_move` when it is
+    /// in another one now).
+    MovePool {
+        pool: String,
+        vmid: u32,
+        allow_move: bool,
+    },
 }
 
 impl Step {
@@ -177,7 +188,8 @@ impl Step {
             | Step::RemoveFinalizer
             | Step::RecordVmid(_)
             | Step::ForgetVmid(_)
-            | Step::Configure { .. } => None,
+            | Step::Configure { .. }
+            | Step::MovePool { .. } => None,
         }
     }
 }

@@ -29,6 +29,7 @@ fn host() -> HostView {
             ("thick".to_owned(), storage("lvm", 100 * GIB)),
         ]),
         bridges: Some(BTreeSet::from(["vmbr0".to_owned()])),
+        untagged_vnets: BTreeSet::new(),
     }
 }
 

@@ -184,7 +184,8 @@ async fn host(
         cpus: seen.cpus,
         memory: seen.max_memory,
         storages: view.storages.get(&node).cloned().unwrap_or_default(),
-        bridges,
+        untagged_vnets: bridges.as_ref().map(|b| b.1.clone()).unwrap_or_default(),
+        bridges: bridges.map(|b| b.0),
         node,
     }))
 }
@@ -280,7 +281,9 @@ impl Reserved {
             let dispatched_heavy = match (&plan.step, slot.kind) {
                 (Step::Pve(PveCall::CreateVm { .. }), Heavy::Import)
                 | (Step::Pve(PveCall::CloneVm { .. }), Heavy::Clone) => started,
-                (Step::Pve(_) | Step::Kube(_) | Step::Ha(_) | Step::Idle(_), _) => None,
+                (Step::Pve(_) | Step::Kube(_) | Step::Ha(_) | Step::Pool(_) | Step::Idle(_), _) => {
+                    None
+                }
             };
             match dispatched_heavy {
                 Some(upid) => ctx.scheduler.dispatched(key, &slot.node, uid, upid),

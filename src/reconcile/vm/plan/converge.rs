@@ -9,11 +9,10 @@ use std::time::Duration;
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
-use super::ha::HaCall;
 use super::input::{AgentState, ObservedVm, Power};
 use super::late_init;
 use super::observed;
-use super::output::{ConfigChanges, Idle, KubeWrite, PveCall};
+use super::output::{ConfigChanges, Idle, KubeWrite, PveCall, Step};
 use super::owner::{Ownership, ownership};
 use super::task;
 use super::template;
@@ -221,9 +220,19 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     super::seed::pending(ctx, out, vm, false);
     let vmid = ctx.vmid().unwrap_or_default();
     let node = vm.node.clone();
+    if let Some((doing, pool)) = super::pool::converge(ctx) {
+        // Before anything else: cheap, and it may be what grants the rest.
+        return sync_write(
+            ctx,
+            out,
+            vm,
+            doing,
+            (TaskAction::MovePool, Step::Pool(pool)),
+        );
+    }
     let call = if let Some((doing, ha)) = super::ha::converge(ctx) {
         // Before a migration: a strict rule must already allow the target.
-        return ha_write(ctx, out, vm, doing, ha);
+        return sync_write(ctx, out, vm, doing, (TaskAction::ConfigureHa, Step::Ha(ha)));
     } else if let Some(migration) = super::motion::migration(ctx, out, vm) {
         match migration {
             Ok(migration) => Some(migration),
@@ -285,14 +294,21 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     Decision::new(call, Some(ctx.timing.poll_interval), say)
 }
 
-/// An HA configuration write, unless a lock or a backoff holds it back.
-fn ha_write(ctx: &Ctx, out: &Out, vm: &ObservedVm, doing: String, call: HaCall) -> Decision {
-    if let Some(d) = held(ctx, out, vm, &doing, TaskAction::ConfigureHa) {
+/// A synchronous write (HA configuration, a pool move), unless a lock or
+/// a backoff holds it back.
+fn sync_write(
+    ctx: &Ctx,
+    out: &Out,
+    vm: &ObservedVm,
+    doing: String,
+    (action, step): (TaskAction, Step),
+) -> Decision {
+    if let Some(d) = held(ctx, out, vm, &doing, action) {
         return d;
     }
     // Written synchronously: look again at once.
     let say = Say::yes(Reason::ReconcileSuccess, doing);
-    Decision::new(call, Some(Duration::ZERO), say)
+    Decision::new(step, Some(Duration::ZERO), say)
 }
 
 /// What holds back a change of the VM: its lock, or the backoff after the

@@ -121,6 +121,8 @@ pub struct Needs {
     pub idle: bool,
     /// Read the VM's HA resource and its node-affinity rule or group.
     pub ha: bool,
+    /// See which resource pool the VM is in.
+    pub pool: bool,
     /// Read the `customCloudInit` data and the VM's seed ISOs.
     pub seed: bool,
     /// If the VM is a template, list the linked clones of its base disks
@@ -204,6 +206,8 @@ pub struct Observation {
     pub slot: Option<SlotGrant>,
     /// The VM's HA configuration, when [`Needs::ha`] asked.
     pub ha: Option<HaView>,
+    /// The VM's pool membership, when the spec names a pool.
+    pub pool: Option<super::pool::PoolView>,
     /// The seed, when [`Needs::seed`] asked.
     pub seed: Option<SeedView>,
     /// VMIDs of the linked clones of the template's base disks, when

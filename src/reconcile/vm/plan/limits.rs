@@ -178,7 +178,7 @@ fn sized_disks(spec: &VmParameters) -> impl Iterator<Item = (usize, &str, u64)> 
 
 /// The NICs whose bridge the node does not have.
 fn missing_bridges(spec: &VmParameters, host: &HostView) -> Vec<String> {
-    host.missing_bridges(spec.networks.iter().map(|n| n.bridge.as_str()))
+    host.missing_bridges(spec.networks.iter().map(|n| (n.bridge.as_str(), n.vlan_tag)))
         .into_iter()
         .map(|(bridge, why)| {
             format!(

@@ -73,6 +73,8 @@ pub enum Step {
     Pve(PveCall),
     /// A synchronous write of the VM's HA configuration (no task).
     Ha(HaCall),
+    /// A synchronous move of the VM into its pool (no task).
+    Pool(super::pool::PoolMove),
     /// Nothing beyond writing the status.
     Idle(Idle),
 }
@@ -84,6 +86,7 @@ impl Step {
             Self::Kube(w) => w.name(),
             Self::Pve(c) => c.name(),
             Self::Ha(_) => "ConfigureHa",
+            Self::Pool(_) => "MovePool",
             Self::Idle(i) => i.name(),
         }
     }
@@ -92,14 +95,14 @@ impl Step {
     pub fn pve(&self) -> Option<&PveCall> {
         match self {
             Self::Pve(call) => Some(call),
-            Self::Kube(_) | Self::Ha(_) | Self::Idle(_) => None,
+            Self::Kube(_) | Self::Ha(_) | Self::Pool(_) | Self::Idle(_) => None,
         }
     }
 
     /// Whether carrying out the step sends anything to Proxmox.
     pub fn reaches_proxmox(&self) -> bool {
         match self {
-            Self::Pve(_) | Self::Ha(_) => true,
+            Self::Pve(_) | Self::Ha(_) | Self::Pool(_) => true,
             Self::Kube(_) | Self::Idle(_) => false,
         }
     }
@@ -110,6 +113,7 @@ impl Step {
         match self {
             Self::Pve(call) => Some(call.action()),
             Self::Ha(_) => Some(TaskAction::ConfigureHa),
+            Self::Pool(_) => Some(TaskAction::MovePool),
             Self::Kube(_) | Self::Idle(_) => None,
         }
     }

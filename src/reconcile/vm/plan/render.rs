@@ -273,6 +273,7 @@ mod tests {
             vlan_tag: Some(20),
             mac: Some("bc:24:11:00:00:09".into()),
             firewall: true,
+            vnet: None,
         };
         let Want::Net { index, nic } = device(&dev).unwrap() else {
             panic!("a NIC")

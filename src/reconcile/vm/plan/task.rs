@@ -104,6 +104,7 @@ fn activity(ctx: &Ctx, action: TaskAction) -> Reason {
         | TaskAction::Migrate
         | TaskAction::MoveDisk
         | TaskAction::ConfigureHa
+        | TaskAction::MovePool
         | TaskAction::UploadSeed
         | TaskAction::DeleteVolume
         | TaskAction::Template => Reason::WaitingForTask,
@@ -276,6 +277,7 @@ fn deletes(action: TaskAction) -> bool {
         | TaskAction::ConfigureHa
         | TaskAction::DeleteVolume => true,
         TaskAction::DownloadImage
+        | TaskAction::MovePool
         | TaskAction::Create
         | TaskAction::Clone
         | TaskAction::Configure

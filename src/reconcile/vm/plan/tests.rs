@@ -14,6 +14,7 @@ mod images;
 mod lifecycle;
 mod limits;
 mod motion;
+mod pool;
 mod races;
 mod seed;
 mod status;

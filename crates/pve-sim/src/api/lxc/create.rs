@@ -92,6 +92,9 @@ struct Plan {
 
 pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     let p = &call.params;
+    if p.flag("restore") == Some(true) {
+        return restore(&inst, &call);
+    }
     let node = p.node().to_owned();
     let vmid = p.vmid("vmid");
     let id = &call.identity;
@@ -217,6 +220,26 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
         },
     );
     Ok(Reply::data(upid))
+}
+
+/// `restore=1`: `ostemplate` names the archive; the call's container
+/// options but `rootfs` go over the archived config.
+fn restore(inst: &Arc<Instance>, call: &Call) -> Result<Reply, ApiError> {
+    let archive = call.params.get("ostemplate").unwrap_or_default();
+    let overrides = call
+        .params
+        .iter()
+        .filter(|(k, _)| !CONTROL.contains(&k.as_str()) && *k != "rootfs")
+        .map(|(k, v)| {
+            let v = if k.starts_with("net") {
+                complete_net(inst, k, v)
+            } else {
+                v.clone()
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    crate::api::restore::start(inst, call, GuestKind::Lxc, archive, overrides)
 }
 
 async fn build(

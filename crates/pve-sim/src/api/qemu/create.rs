@@ -18,6 +18,9 @@ use crate::state::Vm;
 use crate::tasks::{self, TaskCtx};
 
 pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    if let Some(archive) = call.params.get("archive") {
+        return restore(&inst, &call, archive);
+    }
     let node = call.params.node().to_owned();
     let vmid = call.params.vmid("vmid");
     let vm_path = format!("/vms/{vmid}");
@@ -221,6 +224,33 @@ fn boot_rank(key: &str) -> (usize, u32) {
         .parse()
         .unwrap_or(0);
     (bus, idx)
+}
+
+/// `archive=`: a restore, whose options but drives go over the archived
+/// config (`override_conf`); a drive conflicts with the archive.
+fn restore(inst: &Arc<Instance>, call: &Call, archive: &str) -> Result<Reply, ApiError> {
+    let mut overrides = Vec::new();
+    for (key, value) in options(call) {
+        if qemu::is_drive(&key) {
+            return Err(ApiError::param(
+                key,
+                "option conflicts with option 'archive'",
+            ));
+        }
+        let value = if key.starts_with("net") {
+            complete_net(inst, &key, &value)
+        } else {
+            value
+        };
+        overrides.push((key, value));
+    }
+    crate::api::restore::start(
+        inst,
+        call,
+        crate::state::GuestKind::Qemu,
+        archive,
+        overrides,
+    )
 }
 
 #[cfg(test)]

@@ -37,6 +37,8 @@ const CONTROL_PARAMS: &[&str] = &[
     "storage",
     "pool",
     "unique",
+    "archive",
+    "force",
     "delete",
     "revert",
     "digest",

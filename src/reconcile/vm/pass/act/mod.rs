@@ -34,6 +34,11 @@ pub async fn act(
             .await
             .map(|()| Done::Nothing)
             .map_err(proxmox_failure),
+        Step::Pool(pool) => pve
+            .add_to_pool(&pool.pool, pool.vmid, pool.allow_move)
+            .await
+            .map(|()| Done::Nothing)
+            .map_err(proxmox_failure),
         Step::Idle(_) => Ok(Done::Nothing),
     }
 }

@@ -271,6 +271,7 @@ fn after_task(known: &Known, task: RecordedTask<'_>) -> Option<Look> {
         | TaskAction::UploadSeed
         | TaskAction::DeleteVolume
         | TaskAction::ConfigureHa
+        | TaskAction::MovePool
         | TaskAction::DownloadImage => None,
     }
 }

@@ -32,7 +32,7 @@ use crate::reconcile::managed::tasks;
 use crate::reconcile::providers::{ConfigKey, secret_value};
 use crate::reconcile::runtime::memory::{Kept, Memory};
 use crate::reconcile::vm::plan::{
-    Depth, ImageRef, Needs, Observation, PasswordState, Power, Sensitive, TaskState,
+    Depth, ImageRef, Needs, Observation, PasswordState, PoolView, Power, Sensitive, TaskState,
     TemplateLookup, TemplateRef, VmState,
 };
 use pve_client::{self, Client};
@@ -186,6 +186,14 @@ pub async fn observe(
     if let (true, Some(vmid)) = (needs.ha, needs.vmid) {
         obs.ha = Some(ha::ha_view(client, vmid).await?);
     }
+    if let (true, Some(vmid), Some(wanted), VmState::Present(_)) = (
+        needs.pool,
+        needs.vmid,
+        vm.spec.for_provider.pool.as_deref(),
+        &obs.vm,
+    ) {
+        obs.pool = pool_view(from, vmid, wanted).await?;
+    }
     if let (Some(spec), Some(vmid)) = (
         needs
             .seed
@@ -216,6 +224,38 @@ pub async fn observe(
         obs.password = Some(password(from.kube, &id.namespace, name, key).await?);
     }
     Ok(obs)
+}
+
+/// The VM's pool membership: from the shared cluster view (no request),
+/// checked against `wanted`'s member list when the view says it is not
+/// there (the view lags a move by up to the poll interval: a move already
+/// made is not made again). `None` while the view does not list the VM.
+async fn pool_view(
+    from: Sources<'_>,
+    vmid: u32,
+    wanted: &str,
+) -> Result<Option<PoolView>, pve_client::Error> {
+    let view = from.view().await?;
+    let Some(listed) = view.vms.get(&vmid) else {
+        return Ok(None);
+    };
+    if listed.pool.as_deref() == Some(wanted) {
+        return Ok(Some(PoolView {
+            member_of: listed.pool.clone(),
+        }));
+    }
+    let member = from.client.pool(wanted).await?.is_some_and(|pool| {
+        pool.members
+            .iter()
+            .any(|m| m.kind == "qemu" && m.vmid == Some(u64::from(vmid)))
+    });
+    Ok(Some(PoolView {
+        member_of: if member {
+            Some(wanted.to_owned())
+        } else {
+            listed.pool.clone()
+        },
+    }))
 }
 
 /// What a look at the VM found.

@@ -128,6 +128,7 @@ impl Pve {
             )
             | Step::Kube(_)
             | Step::Ha(_)
+            | Step::Pool(_)
             | Step::Idle(_) => {}
         }
         self.task = Some((upid.clone(), action));
@@ -153,6 +154,7 @@ impl Pve {
             | TaskAction::Migrate
             | TaskAction::MoveDisk
             | TaskAction::ConfigureHa
+            | TaskAction::MovePool
             | TaskAction::UploadSeed
             | TaskAction::DeleteVolume
             | TaskAction::Template => {}
@@ -253,7 +255,7 @@ fn apply_kube(world: &mut World, step: &Step) {
             merge(&mut spec, fields);
             world.vm.spec.for_provider = serde_json::from_value(spec).unwrap();
         }
-        Step::Pve(_) | Step::Ha(_) | Step::Idle(_) => {}
+        Step::Pve(_) | Step::Ha(_) | Step::Pool(_) | Step::Idle(_) => {}
     }
 }
 

@@ -10,7 +10,8 @@ const GIB: u64 = 1 << 30;
 
 /// Node pve1 as the cluster view and its network list show it: 16 CPUs,
 /// 64 GiB, a thin pool `local-lvm` (400 GiB, 100 used), a thick VG `vg`
-/// (50 GiB, 10 used), bridges vmbr0 and the VNet `tenant1`.
+/// (50 GiB, 10 used), bridges vmbr0, the VNet `tenant1` and the
+/// VLAN-aware VNet `tagged1`.
 fn pve1() -> HostView {
     HostView {
         node: "pve1".into(),
@@ -35,7 +36,15 @@ fn pve1() -> HostView {
             ),
         ]
         .into(),
-        bridges: Some(["vmbr0".to_owned(), "tenant1".to_owned()].into()),
+        bridges: Some(
+            [
+                "vmbr0".to_owned(),
+                "tenant1".to_owned(),
+                "tagged1".to_owned(),
+            ]
+            .into(),
+        ),
+        untagged_vnets: ["tenant1".to_owned()].into(),
     }
 }
 
@@ -119,6 +128,22 @@ fn limits_table() {
             expect("CreateVm", (T, Reason::ImportingDisk), creating),
         ),
         (
+            "a VLAN tag on a VNet that is not VLAN-aware",
+            on_pve1(ready_to_create()).spec(|s| {
+                s.networks[0].bridge = "tenant1".into();
+                s.networks[0].vlan_tag = Some(20);
+            }),
+            expect("Wait", (F, Reason::BridgeNotFound), creating),
+        ),
+        (
+            "a VLAN tag on a VLAN-aware VNet",
+            on_pve1(ready_to_create()).spec(|s| {
+                s.networks[0].bridge = "tagged1".into();
+                s.networks[0].vlan_tag = Some(20);
+            }),
+            expect("CreateVm", (T, Reason::ImportingDisk), creating),
+        ),
+        (
             "bridges that could not be read hold nothing up",
             ready_to_create()
                 .spec(|s| s.networks[0].bridge = "vmbr9".into())
@@ -194,7 +219,7 @@ fn limits_are_named_in_the_message() {
         "spec.forProvider.cpu asks for 64 vCPUs (sockets 1 × cores 64) but node pve1 has 16 CPUs",
         "MAX 16 vcpus allowed per VM on this node",
         "spec.forProvider.memory 64 TiB is more than node pve1's 64 GiB of memory",
-        "spec.forProvider.networks[0].bridge \"vmbr9\" is neither a bridge nor a VNet of node pve1 (it has tenant1, vmbr0)",
+        "spec.forProvider.networks[0].bridge \"vmbr9\" is neither a bridge nor a VNet of node pve1 (it has tagged1, tenant1, vmbr0)",
         "nothing is created",
     ] {
         assert!(message.contains(part), "{part:?} not in {message}");

@@ -9,7 +9,7 @@ mod work;
 use std::collections::BTreeMap;
 
 pub use plan::{check_images_storage, plan};
-pub use work::{allocate, allocate_cloudinit, copy_with_progress, execute, wrote};
+pub use work::{allocate, allocate_cloudinit, copy_with_progress, execute, set_contents, wrote};
 
 pub enum DiskOp {
     /// `storage:N`: a new empty disk of N GiB.

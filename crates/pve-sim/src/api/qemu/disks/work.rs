@@ -73,6 +73,7 @@ pub async fn execute(
             // qemu-img writes the image's data, not its zeros.
             wrote(ctx, &volid, image.data)
                 .map_err(|e| format!("cannot import from '{source}' - {e}"))?;
+            set_contents(ctx, &volid, image.contents);
             opts.insert("size".into(), format_size(image.virtual_size));
             let value = print_drive(&volid, &opts);
             ctx.log(format!("{key}: successfully created disk '{value}'"));
@@ -109,6 +110,8 @@ fn keep(ctx: &TaskCtx, key: String, value: String) -> Result<(String, String), S
 
 struct SourceImage {
     virtual_size: u64,
+    /// What it holds ([`Volume::holds`]): the copy holds the same.
+    contents: String,
     /// The data in it: what a copy writes (a qcow2 file holds no zeros).
     data: u64,
     corrupt: bool,
@@ -128,21 +131,22 @@ fn source_image(ctx: &TaskCtx, source: &str) -> Result<SourceImage, String> {
                 s.volumes
                     .values()
                     .find(|v| s.path(&v.volname) == source)
-                    .map(|v| (v.clone(), s.path(&v.volname)))
+                    .map(|v| (v.clone(), s.path(&v.volname), s.volid(&v.volname)))
             });
         return found
-            .map(|(v, path)| image_of(&v, path))
+            .map(|(v, path, volid)| image_of(&v, path, &volid))
             .ok_or_else(|| format!("could not get file size of {source}"));
     }
     let (storage, vol) = cluster
         .volume(&ctx.node, source)
         .ok_or_else(|| format!("could not get size of {source}"))?;
     let path = storage.path(&vol.volname);
-    Ok(image_of(vol, path))
+    Ok(image_of(vol, path, source))
 }
 
-fn image_of(v: &Volume, path: String) -> SourceImage {
+fn image_of(v: &Volume, path: String, volid: &str) -> SourceImage {
     SourceImage {
+        contents: v.holds(volid),
         data: v.size,
         virtual_size: v.virtual_size,
         corrupt: v.corrupt,
@@ -222,6 +226,8 @@ pub fn allocate(
             corrupt: false,
             checksums: BTreeMap::new(),
             base: None,
+            contents: None,
+            backup: None,
         },
     );
     let volid = s.volid(&volname);
@@ -248,6 +254,20 @@ pub fn allocate_cloudinit(
     let volid = allocate(ctx, storage, vmid, Some(name), 4 << 20, created)?;
     wrote(ctx, &volid, 4 << 20)?;
     Ok(volid)
+}
+
+/// Records what a volume on the task's node holds (a copy of another's).
+pub fn set_contents(ctx: &TaskCtx, volid: &str, contents: String) {
+    let mut cluster = ctx.inst.cluster();
+    let Some((sid, name)) = volid.split_once(':') else {
+        return;
+    };
+    if let Some(vol) = cluster
+        .storage_mut(&ctx.node, sid)
+        .and_then(|s| s.volumes.get_mut(name))
+    {
+        vol.contents = Some(contents);
+    }
 }
 
 /// Records `bytes` of data written to `volid` on the task's node (see
