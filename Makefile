@@ -35,7 +35,7 @@ endef
 .PHONY: help
 help: ## Show this list
 	@echo "Targets:"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 18
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## (.*)/  \1\t\2/' | expand -t 18
 
 .PHONY: control-plane
 control-plane: ## Build etcd, kube-apiserver and kubectl from Go modules (cached; ~6 min the first time)
@@ -70,6 +70,11 @@ node-test: ## Only the deploy test on a real node (kustomize, Helm, rollout rest
 	@mkdir -p .work && $(MAKE) node-images
 	$(BUILD)
 	$(CARGO) test --workspace --test deploy -- node:: --nocapture
+
+.PHONY: crossplane-e2e
+crossplane-e2e: ## Opt-in, root: the package under a real Crossplane on a real node (Crossplane built from source, or CROSSPLANE_BIN/CLI/CRDS; docs/testing.md)
+	@$(BUILD) --quiet
+	@bash hack/crossplane/run.sh
 
 TOOLS := helm dockerfile-lint argocd-lua servicemonitor-crd flux-kustomization-crd lua shellcheck openssl pve-api-schema go-proxmox-lifecycle proxmoxer ansible
 

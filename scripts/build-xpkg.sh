@@ -14,6 +14,8 @@
 # Options:
 #   --image IMAGE         runtime image in the local Docker daemon
 #                         (crossplane-provider-proxmox:latest)
+#   --image-tarball FILE  the runtime image from a docker-archive or OCI
+#                         tarball instead (no Docker daemon needed)
 #   --output FILE         package file (.work/provider-proxmox.xpkg)
 #   --assemble-only DIR   only write the package root into DIR (empty or new)
 #                         and stop: no crossplane CLI, no Docker needed
@@ -21,17 +23,19 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 image=crossplane-provider-proxmox:latest
+image_tarball=""
 output="$root/.work/provider-proxmox.xpkg"
 assemble_only=""
 
 usage() {
-  sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --image) image="${2:?--image needs a value}"; shift 2 ;;
+    --image-tarball) image_tarball="${2:?--image-tarball needs a file}"; shift 2 ;;
     --output) output="${2:?--output needs a value}"; shift 2 ;;
     --assemble-only) assemble_only="${2:?--assemble-only needs a directory}"; shift 2 ;;
     -h|--help) usage ;;
@@ -69,9 +73,11 @@ mkdir -p "$(dirname "$output")"
 # --examples-root explicit: the CLI's default (./examples) depends on the
 # directory it runs from; these are the examples docs/ and the deploy suite
 # use, every one accepted by the API server.
+runtime=(--embed-runtime-image="$image")
+[[ -z "$image_tarball" ]] || runtime=(--embed-runtime-image-tarball="$image_tarball")
 crossplane xpkg build \
   --package-root="$work/package" \
   --examples-root="$root/examples" \
-  --embed-runtime-image="$image" \
+  "${runtime[@]}" \
   --package-file="$output"
 echo "$output"

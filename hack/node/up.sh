@@ -24,6 +24,10 @@
 #   NODE_NETNS   the network namespace's name (default crossplane-node)
 #   NODE_IP      the node's address (default 10.99.0.1), POD_SUBNET (10.99.1.0/24)
 #   NODE_IMAGES  space-separated docker-archive files to import
+#   NODE_REGISTRY  a plain-HTTP registry on the namespace's loopback
+#                (127.0.0.1:PORT) that containerd pulls from, for images
+#                a pod names there (hack/crossplane/run.sh: the Deployments
+#                Crossplane makes for its packages)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -100,6 +104,13 @@ state = "$node_dir/containerd/state"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$node_dir/cni"
 EOF
+if [[ -n "${NODE_REGISTRY:-}" ]]; then
+  [[ "$NODE_REGISTRY" == 127.0.0.1:* ]] || die "NODE_REGISTRY must be 127.0.0.1:PORT, not $NODE_REGISTRY"
+  cat >>"$node_dir/containerd/config.toml" <<EOF
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$NODE_REGISTRY"]
+    endpoint = ["http://$NODE_REGISTRY"]
+EOF
+fi
 cat >"$node_dir/cni/10-node.conflist" <<EOF
 {"cniVersion": "1.0.0", "name": "node", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,

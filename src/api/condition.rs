@@ -174,6 +174,11 @@ pub enum Reason {
     /// Synced=False: a download Proxmox reports larger than the free space
     /// of the storage it would go to; nothing is sent.
     InsufficientStorage,
+    /// Synced=False: the spec names an object of its namespace (a
+    /// guest firewall rule's ProxmoxSecurityGroup or ProxmoxIPSet) that
+    /// does not exist or is not Ready; nothing that depends on it is sent,
+    /// and it is looked at again at the poll interval.
+    ReferenceNotReady,
 }
 
 impl Reason {
@@ -247,6 +252,7 @@ impl Reason {
             Self::InUse => "InUse",
             Self::AccessRefused => "AccessRefused",
             Self::InsufficientStorage => "InsufficientStorage",
+            Self::ReferenceNotReady => "ReferenceNotReady",
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod backup_job;
 pub mod condition;
 pub mod container;
 pub mod crd;
+pub mod firewall;
 pub mod image;
 pub mod ip_set;
 pub mod kinds;

@@ -5,6 +5,7 @@
 
 pub mod event;
 pub mod finalizer;
+pub mod firewall;
 pub mod grants;
 pub mod image_cache;
 pub mod images;

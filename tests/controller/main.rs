@@ -37,6 +37,7 @@ mod events;
 mod failures;
 pub mod firewall;
 mod fleet;
+mod guest_firewall;
 mod ha;
 mod hardware;
 mod hostile;

@@ -193,7 +193,7 @@ fn dockerignore_is_an_allow_list() {
 /// Every shell script of the repository's packaging, and `make demo`'s.
 fn scripts() -> Vec<std::path::PathBuf> {
     let mut files = vec![];
-    for dir in ["scripts", "hack/tools", "hack/node"] {
+    for dir in ["scripts", "hack/tools", "hack/node", "hack/crossplane"] {
         for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "sh") {
@@ -214,6 +214,8 @@ fn scripts_pass_shellcheck_and_are_executable() {
         "scripts/pve-sim-tls.sh",
         "scripts/build-xpkg.sh",
         "hack/demo.sh",
+        "hack/crossplane/run.sh",
+        "hack/crossplane/build.sh",
     ] {
         assert!(files.contains(&repo().join(expected)), "{expected} missing");
     }

@@ -97,7 +97,7 @@ pub const RULE_OPTIONAL: &[&str] = &[
 ];
 
 impl RuleSpec {
-    fn params(&self) -> Params {
+    pub(crate) fn params(&self) -> Params {
         Params::new()
             .text("type", &self.kind)
             .text("action", &self.action)
@@ -153,7 +153,12 @@ pub struct Entry {
 }
 
 impl Client {
-    async fn fw_write(&self, method: Method, path: ApiPath, params: Params) -> Result<()> {
+    pub(crate) async fn fw_write(
+        &self,
+        method: Method,
+        path: ApiPath,
+        params: Params,
+    ) -> Result<()> {
         let _: serde_json::Value = self.write(method, path, params).await?;
         Ok(())
     }

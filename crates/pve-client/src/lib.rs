@@ -24,6 +24,7 @@ pub mod config;
 pub mod error;
 pub mod firewall;
 pub mod form;
+pub mod guest_firewall;
 pub mod ha;
 pub mod hook;
 mod lenient;
@@ -54,6 +55,7 @@ pub use config::{
     AuthOptions, ClientConfig, Credentials, Limits, ObserveMode, RetryPolicy, TaskOptions,
 };
 pub use error::{Error, ErrorClass, Result};
+pub use guest_firewall::FirewallOptions;
 pub use ha::{HaAffinity, HaGroup, HaResource, HaResourceSpec, HaRule, ha_nodes};
 pub use hook::{RequestHook, RequestRecord};
 pub use node::{NetworkInterface, NodeInfo};

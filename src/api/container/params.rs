@@ -165,6 +165,13 @@ pub struct ContainerParameters {
     #[x_kube(validation = Rule::new("!self.contains('Managed by crossplane-provider-proxmox:')")
         .message("description cannot contain the provider's owner marker"))]
     pub description: Option<String>,
+
+    /// The container's own Proxmox firewall: options and ordered rules (a
+    /// rule may name a ProxmoxSecurityGroup or ProxmoxIPSet of this
+    /// namespace). Left out: the provider does not touch the container's
+    /// firewall. A NIC is filtered only with its own `firewall: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firewall: Option<crate::api::firewall::GuestFirewall>,
 }
 
 fn yes() -> bool {

@@ -43,6 +43,10 @@ pub struct ContainerAtProvider {
     /// (create-only fields, features only root@pam may change).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmanaged_drift: Vec<String>,
+    /// The container's firewall as Proxmox shows it, when the spec
+    /// declares one (read in each pass that finds the container).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firewall: Option<crate::api::firewall::ObservedFirewall>,
     /// The container's configuration as Proxmox shows it, under the names
     /// of `spec.forProvider` (`cpu`, `memory`, `swap`, `rootfs`,
     /// `networks`, `tags`, `description`, ...): what to copy into the spec

@@ -13,7 +13,9 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use rule::{Address, RuleAction, RuleDirection, RuleLog, SecurityGroupRule, ip_sets};
+pub use rule::{
+    Address, PORTS, PORTS_MESSAGE, RuleAction, RuleDirection, RuleLog, SecurityGroupRule, ip_sets,
+};
 
 use crate::api::managed::{ManagedSpec, ManagedStatus};
 use crate::api::meta::ProviderConfigReference;

@@ -73,8 +73,10 @@ pub struct SecurityGroupRule {
     pub enable: bool,
 }
 
-const PORTS: &str = "self.matches('^([0-9]{1,5}|[a-z][a-z0-9-]*)(:([0-9]{1,5}|[a-z][a-z0-9-]*))?(,([0-9]{1,5}|[a-z][a-z0-9-]*)(:([0-9]{1,5}|[a-z][a-z0-9-]*))?)*$')";
-const PORTS_MESSAGE: &str =
+/// CEL: a comma list of ports, service names and ranges (`parse_port_name_number_or_range`).
+pub const PORTS: &str = "self.matches('^([0-9]{1,5}|[a-z][a-z0-9-]*)(:([0-9]{1,5}|[a-z][a-z0-9-]*))?(,([0-9]{1,5}|[a-z][a-z0-9-]*)(:([0-9]{1,5}|[a-z][a-z0-9-]*))?)*$')";
+/// The refusal of [`PORTS`].
+pub const PORTS_MESSAGE: &str =
     "must be a comma list of ports, service names and ranges a:b, e.g. 22,80,8000:8100";
 
 fn yes() -> bool {

@@ -470,3 +470,76 @@ fn proxmox_vm_update_rules() {
         assert_verdict(name, &got, want);
     }
 }
+
+#[test]
+fn proxmox_vm_firewall_rules() {
+    let schema = schema_of(ProxmoxVM::crd());
+    let fw = |rule: Value| json!({"firewall": {"policyIn": "DROP", "rules": [rule]}});
+    let cases: Vec<(&str, Value, Option<&str>)> = vec![
+        ("no rules", json!({"firewall": {}}), None),
+        (
+            "a rule",
+            fw(
+                json!({"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22,80:90",
+                      "source": {"ipSet": "office"}, "iface": "net0"}),
+            ),
+            None,
+        ),
+        (
+            "a group",
+            fw(json!({"securityGroup": "web", "iface": "net1"})),
+            None,
+        ),
+        (
+            "both",
+            fw(json!({"securityGroup": "web", "type": "in", "action": "ACCEPT"})),
+            Some("exactly one of a rule (type and action) and securityGroup"),
+        ),
+        (
+            "neither",
+            fw(json!({"comment": "x"})),
+            Some("exactly one of a rule (type and action) and securityGroup"),
+        ),
+        (
+            "no action",
+            fw(json!({"type": "in"})),
+            Some("a rule needs type and action"),
+        ),
+        (
+            "a group with ports",
+            fw(json!({"securityGroup": "web", "proto": "tcp"})),
+            Some("securityGroup: a security group reference takes only"),
+        ),
+        (
+            "bad iface",
+            fw(json!({"type": "in", "action": "DROP", "iface": "eth0"})),
+            Some("iface must name a NIC of the guest"),
+        ),
+        (
+            "bad ports",
+            fw(json!({"type": "in", "action": "DROP", "proto": "tcp", "dport": "22-80"})),
+            Some("must be a comma list of ports"),
+        ),
+        (
+            "ports without a protocol that has them",
+            fw(json!({"type": "in", "action": "DROP", "proto": "icmp", "dport": "22"})),
+            Some("dport: the protocol has no ports"),
+        ),
+        (
+            "bad proto",
+            fw(json!({"type": "in", "action": "DROP", "proto": "TCP!"})),
+            Some("proto must be a protocol name"),
+        ),
+        (
+            "two addresses",
+            fw(
+                json!({"type": "in", "action": "DROP", "source": {"cidr": "10.0.0.0/8", "alias": "x1"}}),
+            ),
+            Some("exactly one of cidr, ipSet and alias"),
+        ),
+    ];
+    for (name, for_provider, want) in cases {
+        let got = refusals(&schema, &vm(for_provider), None);
+        assert_verdict(name, &got, want);
+    }
+}

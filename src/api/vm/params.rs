@@ -205,6 +205,13 @@ pub struct VmParameters {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ha: Option<super::HighAvailability>,
 
+    /// The VM's own Proxmox firewall: options and ordered rules (a rule
+    /// may name a ProxmoxSecurityGroup or ProxmoxIPSet of this
+    /// namespace). Left out: the provider does not touch the VM's
+    /// firewall. A NIC is filtered only with its own `firewall: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firewall: Option<crate::api::firewall::GuestFirewall>,
+
     /// Cloud-init data of your own from Secrets or ConfigMaps, on a NoCloud
     /// seed ISO (see `customCloudInit.userData`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

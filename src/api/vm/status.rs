@@ -67,6 +67,10 @@ pub struct VmAtProvider {
     /// is this resource's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_vmid: Option<u32>,
+    /// The VM's firewall as Proxmox shows it, when the spec declares one
+    /// (read in each pass that looks at the VM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firewall: Option<crate::api::firewall::ObservedFirewall>,
     /// The VM's configuration as Proxmox shows it, under the names of
     /// `spec.forProvider` (`cpu`, `memory`, `disks`, `networks`,
     /// `cloudInit`, `tags`, `description`, ...): what to copy into the spec
@@ -124,6 +128,9 @@ pub enum TaskAction {
     /// The VM's HA resource, node-affinity rule or group written (a
     /// synchronous call that starts no task; recorded only as a failure).
     ConfigureHa,
+    /// The VM's firewall options or one of its rules written (a
+    /// synchronous call that starts no task; recorded only as a failure).
+    ConfigureFirewall,
     /// The VM moved into the pool `spec.forProvider.pool` names (a
     /// synchronous call that starts no task; recorded only as a failure).
     MovePool,
@@ -153,6 +160,7 @@ impl TaskAction {
             Self::Migrate => "qmigrate",
             Self::MoveDisk => "qmmove",
             Self::ConfigureHa => "ha",
+            Self::ConfigureFirewall => "firewall",
             Self::MovePool => "pool",
             Self::UploadSeed => "imgcopy",
             Self::DeleteVolume => "imgdel",
@@ -176,6 +184,7 @@ impl TaskAction {
             Self::Migrate => "migration of the VM",
             Self::MoveDisk => "disk move",
             Self::ConfigureHa => "HA configuration",
+            Self::ConfigureFirewall => "firewall configuration",
             Self::MovePool => "move into the pool",
             Self::UploadSeed => "upload of the cloud-init seed ISO",
             Self::DeleteVolume => "deletion of an old cloud-init seed ISO",

@@ -39,6 +39,7 @@ use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::ClusterView;
 use crate::reconcile::managed::connection_secret;
 use crate::reconcile::managed::envelope::{self, run_held};
+use crate::reconcile::managed::guest_firewall;
 use crate::reconcile::managed::reserve::allocate_vmid;
 use crate::reconcile::managed::status::apply_on;
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
@@ -335,6 +336,18 @@ async fn observe(
     let Some(node) = node else {
         return Ok((obs, None));
     };
+    if let (Container::Present(_), Some(fw), false) = (&obs.container, &spec.firewall, deleting) {
+        let guest = pve_client::Guest {
+            kind: pve_client::GuestType::Lxc,
+            node: node.clone(),
+            vmid,
+        };
+        let view = guest_firewall::view((&ctx.kube, client), &guest, fw, &id.namespace).await;
+        obs.firewall = Some(view.map_err(|e| match e {
+            guest_firewall::ReadError::Proxmox(e) => Failure::Pve(e),
+            guest_firewall::ReadError::Kube(e) => Failure::Kube(e),
+        })?);
+    }
     // A task of this VMID the node lists as running, though no status
     // recorded it (a status write lost after the dispatch).
     let pull_file = spec
@@ -538,6 +551,7 @@ async fn act(
             | Step::ForgetVmid(_)
             | Step::Pull { .. }
             | Step::Create { .. }
+            | Step::Firewall { .. }
             | Step::Configure { .. }
             | Step::Start { .. }
             | Step::Shutdown { .. }
@@ -601,6 +615,17 @@ async fn act(
             let mut create = create.as_ref().clone();
             create.password = password;
             started(client.create_container(node, &create).await)
+        }
+        Step::Firewall { node, vmid, call } => {
+            let guest = pve_client::Guest {
+                kind: pve_client::GuestType::Lxc,
+                node: node.clone(),
+                vmid: *vmid,
+            };
+            match guest_firewall::write(client, &guest, call).await {
+                Ok(()) => Outcome::Done,
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
         }
         Step::Configure { node, vmid, update } => {
             match client.update_container_config(node, *vmid, update).await {

@@ -140,6 +140,7 @@ fn kind(step: &Step) -> &'static str {
         Step::Pull { .. } => "pull",
         Step::Create { .. } => "create",
         Step::Configure { .. } => "configure",
+        Step::Firewall { .. } => "firewall",
         Step::Start { .. } => "start",
         Step::Shutdown { .. } => "shutdown",
         Step::Stop { .. } => "stop",
@@ -963,4 +964,94 @@ fn a_container_not_made_here_is_observed_and_taken_over_only_when_asked() {
         foreign_message.contains("ProxmoxContainer other/app uid=another-uid"),
         "names the marker's owner: {foreign_message}"
     );
+}
+
+/// `firewall`: options written first, then the rules (a group by its
+/// Proxmox name), nothing once Proxmox holds them; a group that is not
+/// Ready is waited for with nothing written and the container not
+/// started; without `firewall` nothing is read or written.
+#[test]
+fn the_containers_firewall_is_written_before_it_starts_and_waits_for_its_group() {
+    use crate::reconcile::common::firewall::{FirewallCall, FirewallView, RulePatch};
+    use pve_client::FirewallOptions;
+    use pve_client::firewall::Rule;
+    let spec = json!({"firewall": {"rules": [{"securityGroup": "web"}]}});
+    let c = ct(spec, recorded(), json!({}));
+    let view =
+        |options: FirewallOptions, rules: Vec<Rule>, web: Result<String, String>| FirewallView {
+            options,
+            rules,
+            groups: [("web".to_owned(), web)].into(),
+            ip_sets: Default::default(),
+        };
+    let with = |fw: FirewallView| Observation {
+        firewall: Some(fw),
+        ..obs(ours(false, &[]))
+    };
+    let ready = || Ok("web-1a2b3c4d".to_owned());
+    let p = plan(
+        &c,
+        &id(),
+        &with(view(FirewallOptions::default(), vec![], ready())),
+        now(),
+    );
+    let Step::Firewall {
+        call: FirewallCall::Options { set, .. },
+        node,
+        vmid,
+    } = &p.step
+    else {
+        panic!("{:?}", p.step)
+    };
+    assert_eq!((node.as_str(), *vmid, set.enable), ("pve", 120, Some(true)));
+    let on = FirewallOptions {
+        enable: Some(true),
+        ..FirewallOptions::default()
+    };
+    let p = plan(&c, &id(), &with(view(on.clone(), vec![], ready())), now());
+    let Step::Firewall {
+        call: FirewallCall::Rules(RulePatch::Prepend(rules)),
+        ..
+    } = &p.step
+    else {
+        panic!("{:?}", p.step)
+    };
+    assert_eq!(
+        (rules[0].kind.as_str(), rules[0].action.as_str()),
+        ("group", "web-1a2b3c4d")
+    );
+    let listed = Rule {
+        kind: "group".into(),
+        action: "web-1a2b3c4d".into(),
+        enable: Some(1),
+        ..Rule::default()
+    };
+    let p = plan(
+        &c,
+        &id(),
+        &with(view(on.clone(), vec![listed], ready())),
+        now(),
+    );
+    assert_eq!(kind(&p.step), "start", "then the power state");
+    assert!(p.status.at_provider.firewall.is_some());
+    let waiting = Err("ProxmoxSecurityGroup ns/web is not Ready".to_owned());
+    let p = plan(
+        &c,
+        &id(),
+        &with(view(FirewallOptions::default(), vec![], waiting)),
+        now(),
+    );
+    assert_eq!(kind(&p.step), "idle", "not started without its firewall");
+    let synced = find(&p.status.conditions, ConditionType::Synced).unwrap();
+    assert_eq!(synced.reason, "ReferenceNotReady");
+    assert!(
+        synced
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("ns/web")
+    );
+    let plain = ct(json!({}), recorded(), json!({}));
+    let p = plan(&plain, &id(), &obs(ours(false, &[])), now());
+    assert_eq!(kind(&p.step), "start");
 }

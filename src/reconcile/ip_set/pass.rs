@@ -18,6 +18,7 @@ use crate::reconcile::common::owner::{Ownership, owner_of};
 use crate::reconcile::managed::crud::pass::{Kind, Wanted};
 use crate::reconcile::managed::crud::{Call, External, Observed};
 use crate::reconcile::managed::names;
+use crate::reconcile::managed::selector::firewall_users;
 
 /// The kind's name in owner markers.
 const KIND: &str = "ProxmoxIPSet";
@@ -82,6 +83,13 @@ impl Kind for ProxmoxIPSet {
             .map(|g| format!("ProxmoxSecurityGroup {}", g.name_any()))
             .collect();
         users.sort();
+        // Guests whose firewall rules name the set.
+        users.extend(firewall_users(
+            (&caches.vms, &caches.containers),
+            namespace.as_deref(),
+            &name,
+            crate::api::firewall::GuestFirewall::ip_sets,
+        ));
         users
     }
 

@@ -124,3 +124,42 @@ where
         }
     }
 }
+
+/// The ProxmoxVMs and ProxmoxContainers of `namespace` whose firewall
+/// rules name `name` by `names` (the security groups or the IP sets they
+/// name), as `ProxmoxVM <name>`, sorted: what holds that object's
+/// deletion.
+pub fn firewall_users(
+    (vms, containers): (
+        &Store<DeserializeGuard<crate::api::ProxmoxVM>>,
+        &Store<DeserializeGuard<crate::api::ProxmoxContainer>>,
+    ),
+    namespace: Option<&str>,
+    name: &str,
+    names: fn(&crate::api::firewall::GuestFirewall) -> Vec<&str>,
+) -> Vec<String> {
+    let mut out: Vec<(String, crate::api::firewall::GuestFirewall)> =
+        of_namespace(vms, namespace, |vm: &crate::api::ProxmoxVM| {
+            Some((
+                format!("ProxmoxVM {}", vm.name_any()),
+                vm.spec.for_provider.firewall.clone()?,
+            ))
+        });
+    out.extend(of_namespace(
+        containers,
+        namespace,
+        |ct: &crate::api::ProxmoxContainer| {
+            Some((
+                format!("ProxmoxContainer {}", ct.name_any()),
+                ct.spec.for_provider.firewall.clone()?,
+            ))
+        },
+    ));
+    let mut out: Vec<String> = out
+        .into_iter()
+        .filter(|(_, fw)| names(fw).contains(&name))
+        .map(|(who, _)| who)
+        .collect();
+    out.sort();
+    out
+}

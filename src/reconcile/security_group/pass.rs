@@ -10,16 +10,20 @@ use std::sync::Mutex;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 
+use super::Caches;
 use super::plan::{self, GROUP_NAME_MAX, Group, GroupPatch, IPSET_NAME_MAX};
+use crate::api::ProxmoxSecurityGroup;
 use crate::api::condition::Condition;
+use crate::api::firewall::GuestFirewall;
 use crate::api::security_group::{ProxmoxSecurityGroupStatus, SecurityGroupAtProvider};
-use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
+use crate::reconcile::common::firewall::RulePatch;
 use crate::reconcile::common::owner::{Ownership, owner_of};
 use crate::reconcile::managed::crud::pass::{Kind, Wanted};
 use crate::reconcile::managed::crud::{Call, External, Observed};
 use crate::reconcile::managed::names::{self, derived};
+use crate::reconcile::managed::selector::firewall_users;
 
 /// The kind's name in owner markers and events.
 const KIND: &str = "ProxmoxSecurityGroup";
@@ -32,13 +36,14 @@ pub fn group_name(meta: &ObjectMeta) -> String {
 impl Kind for ProxmoxSecurityGroup {
     type External = GroupCalls;
     type Status = ProxmoxSecurityGroupStatus;
-    type Extra = Store<ProxmoxIPSet>;
+    type Extra = Caches;
 
     fn managed(&self) -> &crate::api::managed::ManagedSpec {
         &self.spec.managed
     }
 
-    fn want(&self, ip_sets: &Store<ProxmoxIPSet>) -> Wanted<Self> {
+    fn want(&self, caches: &Caches) -> Wanted<Self> {
+        let ip_sets = &caches.ip_sets;
         let namespace = self.namespace().unwrap_or_default();
         let spec = &self.spec.for_provider;
         let want = Group {
@@ -77,9 +82,15 @@ impl Kind for ProxmoxSecurityGroup {
         }
     }
 
-    fn users(&self, _: &Store<ProxmoxIPSet>) -> Vec<String> {
-        // Guests naming the group (issue 32, item 1) are not built yet.
-        vec![]
+    fn users(&self, caches: &Caches) -> Vec<String> {
+        // Guests whose firewall names the group: PVE would delete it under
+        // them (their rules then name nothing).
+        firewall_users(
+            (&caches.vms, &caches.containers),
+            self.namespace().as_deref(),
+            &self.name_any(),
+            GuestFirewall::security_groups,
+        )
     }
 
     fn conditions(&self) -> Vec<Condition> {
@@ -91,7 +102,7 @@ impl Kind for ProxmoxSecurityGroup {
 
     fn status(
         &self,
-        _: &Store<ProxmoxIPSet>,
+        _: &Caches,
         conditions: Vec<Condition>,
         observed: Option<&Observed<Group>>,
     ) -> ProxmoxSecurityGroupStatus {
@@ -163,39 +174,8 @@ impl External for GroupCalls {
             Call::Update(GroupPatch::Comment(comment)) => {
                 c.set_security_group_comment(name, comment).await
             }
-            Call::Update(GroupPatch::Prepend(rules)) => {
-                // Sent last to first: the j-th sent is rules[len - 1 - j].
-                for (j, rule) in rules.iter().enumerate() {
-                    c.create_security_group_rule(name, rule)
-                        .await
-                        .map_err(|e| at_rule(rules.len() - 1 - j, &e))?;
-                }
-                Ok(())
-            }
-            Call::Update(GroupPatch::Insert { at, rule }) => {
-                c.create_security_group_rule(name, rule)
-                    .await
-                    .map_err(|e| at_rule(*at, &e))?;
-                // PVE has no other place for a new rule than first; it
-                // goes before the rule now at `at + 1`. No digest: the
-                // list changed with the rule just placed (a concurrent
-                // edit in between is drift the next pass sees).
-                if *at == 0 {
-                    Ok(())
-                } else {
-                    c.move_security_group_rule(name, 0, at + 1, None).await
-                }
-            }
-            Call::Update(GroupPatch::Set { pos, rule, digest }) => {
-                let digest = digest.as_deref().unwrap_or_default();
-                return c
-                    .set_security_group_rule(name, *pos, rule, digest)
-                    .await
-                    .map_err(|e| at_rule(*pos, &e));
-            }
-            Call::Update(GroupPatch::Remove { pos, digest }) => {
-                c.delete_security_group_rule(name, *pos, digest.as_deref())
-                    .await
+            Call::Update(GroupPatch::Rules(patch)) => {
+                return rule_patch(c, name, patch).await;
             }
             Call::Delete => {
                 // PVE refuses to delete a group with rules: they go first.
@@ -210,4 +190,46 @@ impl External for GroupCalls {
         };
         result.map_err(|e| e.to_string())
     }
+}
+
+/// Sends one correction of the group's rules; a refusal names the spec
+/// rule it concerns.
+async fn rule_patch(c: &pve_client::Client, name: &str, patch: &RulePatch) -> Result<(), String> {
+    let result = match patch {
+        RulePatch::Prepend(rules) => {
+            // Sent last to first: the j-th sent is rules[len - 1 - j].
+            for (j, rule) in rules.iter().enumerate() {
+                c.create_security_group_rule(name, rule)
+                    .await
+                    .map_err(|e| at_rule(rules.len() - 1 - j, &e))?;
+            }
+            Ok(())
+        }
+        RulePatch::Insert { at, rule } => {
+            c.create_security_group_rule(name, rule)
+                .await
+                .map_err(|e| at_rule(*at, &e))?;
+            // PVE has no other place for a new rule than first; it goes
+            // before the rule now at `at + 1`. No digest: the list changed
+            // with the rule just placed (a concurrent edit in between is
+            // drift the next pass sees).
+            if *at == 0 {
+                Ok(())
+            } else {
+                c.move_security_group_rule(name, 0, at + 1, None).await
+            }
+        }
+        RulePatch::Set { pos, rule, digest } => {
+            let digest = digest.as_deref().unwrap_or_default();
+            return c
+                .set_security_group_rule(name, *pos, rule, digest)
+                .await
+                .map_err(|e| at_rule(*pos, &e));
+        }
+        RulePatch::Remove { pos, digest } => {
+            c.delete_security_group_rule(name, *pos, digest.as_deref())
+                .await
+        }
+    };
+    result.map_err(|e| e.to_string())
 }

@@ -5,6 +5,7 @@
 use pve_client::firewall::RuleSpec;
 
 use super::plan::{Group, GroupPatch};
+use crate::reconcile::common::firewall::RulePatch;
 use crate::reconcile::managed::crud::Diff;
 
 fn rule(port: &str) -> RuleSpec {
@@ -30,12 +31,7 @@ fn group(ports: &[&str]) -> Group {
 fn apply(have: &mut Vec<RuleSpec>, patch: &GroupPatch) {
     match patch {
         GroupPatch::Comment(_) => {}
-        GroupPatch::Prepend(rules) => rules.iter().for_each(|r| have.insert(0, r.clone())),
-        GroupPatch::Insert { at, rule } => have.insert(*at, rule.clone()),
-        GroupPatch::Set { pos, rule, .. } => have[*pos] = rule.clone(),
-        GroupPatch::Remove { pos, .. } => {
-            have.remove(*pos);
-        }
+        GroupPatch::Rules(p) => p.apply(have),
     }
 }
 
@@ -88,10 +84,10 @@ fn each_drift_gets_the_correction_pve_needs() {
         let patch = want.diff(&have);
         let said = patch.as_ref().map(|p| match p {
             GroupPatch::Comment(_) => "comment".to_owned(),
-            GroupPatch::Prepend(_) => "prepend".to_owned(),
-            GroupPatch::Insert { at, .. } => format!("insert {at}"),
-            GroupPatch::Set { pos, .. } => format!("set {pos}"),
-            GroupPatch::Remove { pos, .. } => format!("remove {pos}"),
+            GroupPatch::Rules(RulePatch::Prepend(_)) => "prepend".to_owned(),
+            GroupPatch::Rules(RulePatch::Insert { at, .. }) => format!("insert {at}"),
+            GroupPatch::Rules(RulePatch::Set { pos, .. }) => format!("set {pos}"),
+            GroupPatch::Rules(RulePatch::Remove { pos, .. }) => format!("remove {pos}"),
         });
         assert_eq!(said.as_deref(), *first, "{name}");
         // Converges: corrections applied as PVE does end as wanted.
@@ -117,11 +113,11 @@ fn the_comment_with_the_owner_marker_is_corrected_first_and_the_digest_is_sent()
     have.digest = Some("abc".into());
     assert_eq!(
         want.diff(&have),
-        Some(GroupPatch::Set {
+        Some(GroupPatch::Rules(RulePatch::Set {
             pos: 0,
-            rule: rule("22"),
+            rule: Box::new(rule("22")),
             digest: Some("abc".into())
-        })
+        }))
     );
 }
 
@@ -132,12 +128,12 @@ fn a_disabled_or_macro_rule_on_proxmox_is_drift() {
     have.rules[0].enable = false;
     assert!(matches!(
         want.diff(&have),
-        Some(GroupPatch::Set { pos: 0, .. })
+        Some(GroupPatch::Rules(RulePatch::Set { pos: 0, .. }))
     ));
     let mut have = group(&["22"]);
     have.rules[0].macro_name = Some("SSH".into());
     assert!(matches!(
         want.diff(&have),
-        Some(GroupPatch::Set { pos: 0, .. })
+        Some(GroupPatch::Rules(RulePatch::Set { pos: 0, .. }))
     ));
 }

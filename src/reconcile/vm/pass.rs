@@ -280,7 +280,8 @@ async fn without_config(
     let plan = plan::plan(&input);
     let outcome = match &plan.step {
         Step::Idle(_) => Ok(Done::Nothing),
-        other @ (Step::Kube(_) | Step::Pve(_) | Step::Ha(_) | Step::Pool(_)) => Err(
+        other
+        @ (Step::Kube(_) | Step::Pve(_) | Step::Ha(_) | Step::Firewall(_) | Step::Pool(_)) => Err(
             ActFailure::Failed(format!("{} needs a usable provider config", other.name())),
         ),
     };

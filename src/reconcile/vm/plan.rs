@@ -24,6 +24,7 @@ mod create;
 mod decision;
 mod delete;
 mod drift;
+mod firewall;
 mod fleet;
 mod forbidden;
 mod ha;
@@ -54,6 +55,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
+pub use firewall::{FirewallCall, FirewallNext, FirewallView, FirewallWrite};
 pub use forbidden::write_refused;
 pub use ha::{HaCall, affinity_id};
 pub use input::{
@@ -406,6 +408,7 @@ fn describe_step(step: &Step) -> String {
     match step {
         Step::Pve(call) => format!("start the {}", call.action().describe()),
         Step::Ha(_) => format!("start the {}", TaskAction::ConfigureHa.describe()),
+        Step::Firewall(_) => format!("write the {}", TaskAction::ConfigureFirewall.describe()),
         Step::Pool(_) => format!("start the {}", TaskAction::MovePool.describe()),
         Step::Kube(write) => write.describe().to_owned(),
         Step::Idle(_) => "write the status".to_owned(),

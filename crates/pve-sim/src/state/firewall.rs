@@ -56,6 +56,15 @@ pub struct Firewall {
     pub ipsets: BTreeMap<String, IpSet>,
 }
 
+/// A guest's own firewall (`/etc/pve/firewall/<vmid>.fw`): its options
+/// as written (booleans `0`/`1`) and its ordered rules. It is part of the
+/// guest, so it goes away with it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GuestFirewall {
+    pub options: BTreeMap<String, String>,
+    pub rules: Vec<Rule>,
+}
+
 /// PVE's list digest: SHA-1 of every entry's keys, sorted, `key:value\n`.
 pub fn digest<'a>(entries: impl IntoIterator<Item = &'a Rule>) -> String {
     let mut sha = Sha1::new();

@@ -76,6 +76,8 @@ pub struct Vm {
     pub guest: super::guest::GuestState,
     /// The resource pool the guest belongs to.
     pub pool: Option<String>,
+    /// The guest's own firewall (options and rules).
+    pub firewall: super::firewall::GuestFirewall,
     /// When the VM appeared (for the `/cluster/resources` lag); `None` for
     /// VMs that existed before the simulator started.
     pub created: Option<Instant>,
@@ -92,6 +94,7 @@ impl Vm {
             pending_delete: BTreeSet::new(),
             running: None,
             pool: None,
+            firewall: Default::default(),
             guest: Default::default(),
             snapshots: BTreeMap::new(),
             created: Some(Instant::now()),

@@ -270,3 +270,111 @@ async fn cluster_firewall_objects_need_sys_modify_on_the_root() {
         .await;
     assert_eq!(write.status, 403, "{}", write.body);
 }
+
+#[tokio::test]
+async fn a_guests_firewall_has_options_and_rules_and_goes_with_the_guest() {
+    let sim = start().await;
+    sim.create_plain("100", &[]).await;
+    let fw = "/nodes/pve/qemu/100/firewall";
+    let opts = sim.get(&format!("{fw}/options")).await.data();
+    assert_eq!(
+        opts.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["digest"]
+    );
+    sim.put(
+        &format!("{fw}/options"),
+        &[("enable", "1"), ("policy_in", "DROP"), ("ndp", "0")],
+    )
+    .await
+    .data();
+    let opts = sim.get(&format!("{fw}/options")).await.data();
+    assert_eq!(opts["enable"], 1);
+    assert_eq!(opts["ndp"], 0);
+    assert_eq!(opts["policy_in"], "DROP");
+    // `delete` removes; a stale digest is refused.
+    let old = opts["digest"].as_str().unwrap().to_owned();
+    sim.put(
+        &format!("{fw}/options"),
+        &[("delete", "ndp"), ("digest", &old)],
+    )
+    .await
+    .data();
+    let stale = sim
+        .put(&format!("{fw}/options"), &[("dhcp", "1"), ("digest", &old)])
+        .await;
+    assert_eq!(stale.status, 500);
+    let bad = sim
+        .put(&format!("{fw}/options"), &[("delete", "nosuch")])
+        .await;
+    assert_eq!(bad.errors()["delete"], "no such option 'nosuch'");
+    assert!(
+        sim.get(&format!("{fw}/options"))
+            .await
+            .data()
+            .get("ndp")
+            .is_none()
+    );
+    // Rules: a group (not looked up, as PVE), an interface, a cluster set.
+    post(&sim, "/cluster/firewall/ipset", &[("name", "web")]).await;
+    let rules_path = format!("{fw}/rules");
+    post(
+        &sim,
+        &rules_path,
+        &[("type", "group"), ("action", "webservers"), ("enable", "1")],
+    )
+    .await;
+    post(
+        &sim,
+        &rules_path,
+        &[
+            ("type", "in"),
+            ("action", "ACCEPT"),
+            ("proto", "tcp"),
+            ("dport", "22"),
+            ("source", "+web"),
+            ("iface", "net0"),
+        ],
+    )
+    .await;
+    for (params, key) in [
+        (&[("type", "forward"), ("action", "ACCEPT")][..], "type"),
+        (
+            &[("type", "in"), ("action", "ACCEPT"), ("iface", "eth0")][..],
+            "iface",
+        ),
+        (
+            &[("type", "in"), ("action", "ACCEPT"), ("source", "+db")][..],
+            "source",
+        ),
+    ] {
+        let resp = sim.post(&rules_path, params).await;
+        assert_eq!(resp.status, 400, "{params:?}");
+        assert!(
+            resp.errors().get(key).is_some(),
+            "{params:?}: {}",
+            resp.body
+        );
+    }
+    let list = sim.get(&rules_path).await.data();
+    assert_eq!(list[0]["source"], "+web");
+    assert_eq!(list[0]["enable"], 0);
+    assert_eq!(list[1]["type"], "group");
+    let d = digest(&list);
+    sim.put(
+        &format!("{rules_path}/1"),
+        &[("moveto", "0"), ("digest", &d)],
+    )
+    .await
+    .data();
+    let list = sim.get(&rules_path).await.data();
+    assert_eq!(list[0]["action"], "webservers");
+    let stale = sim
+        .delete(&format!("{rules_path}/0"), &[("digest", &d)])
+        .await;
+    assert_eq!(stale.status, 500);
+    // The VM's firewall goes with the VM.
+    let upid = sim.delete("/nodes/pve/qemu/100", &[]).await.data();
+    sim.wait_task(upid.as_str().unwrap()).await;
+    let gone = sim.get(&rules_path).await;
+    assert_eq!(gone.status, 500, "{}", gone.body);
+}

@@ -10,6 +10,7 @@ use super::{Ctx, Observation, Plan, Seen, Step, TASK_FALLBACK, WAIT, invalid_spe
 use crate::api::condition::Reason;
 use crate::api::meta::{self, ConfigUser};
 use crate::api::vm::{ObservedState, PowerState};
+use crate::reconcile::common::firewall::{self, FirewallNext};
 use crate::reconcile::common::owner::{Ownership, Takeover, owner_of, takeover};
 use crate::reconcile::container::{late_init, render};
 
@@ -108,6 +109,31 @@ pub(super) fn plan(
         }
         cx.synced(true, Reason::Deleting, "destroying the container");
         return cx.done(Step::Destroy { node, vmid }, TASK_FALLBACK);
+    }
+    if let Some(view) = &obs.firewall {
+        cx.at().firewall = Some(firewall::observed(view));
+    }
+    if let (true, Some(fw), Some(view)) = (
+        caps.update,
+        cx.ct.spec.for_provider.firewall.as_ref(),
+        &obs.firewall,
+    ) {
+        let guest = format!("container {vmid}");
+        match firewall::next(fw, view, &cx.id.namespace, &guest) {
+            Some(FirewallNext::Write(doing, call)) => {
+                cx.synced(true, Reason::ReconcileSuccess, &doing);
+                return cx.done(Step::Firewall { node, vmid, call }, Duration::ZERO);
+            }
+            Some(FirewallNext::Waiting(why)) => {
+                // Nothing of the firewall is written, and the container
+                // is not started without it.
+                let why = format!("spec.forProvider.firewall.rules: {why}");
+                cx.synced(false, Reason::ReferenceNotReady, &why);
+                cx.ready(false, Reason::Unavailable, &why);
+                return cx.done(Step::Idle, obs.poll);
+            }
+            None => {}
+        }
     }
     let spec = &cx.ct.spec.for_provider;
     let drift = match render::drift(spec, cx.id, &seen.config) {

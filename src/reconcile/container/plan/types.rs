@@ -9,6 +9,7 @@ use crate::api::container::ContainerTaskAction;
 use crate::api::container::ProxmoxContainerStatus;
 use crate::api::provider_config::ContainerPolicy;
 use crate::reconcile::common::event::Event;
+use crate::reconcile::common::firewall::{FirewallCall, FirewallView};
 use crate::reconcile::common::grants::{Placement, VmidGrant};
 use crate::reconcile::common::images::NamedImage;
 use crate::reconcile::common::provider::ProviderState;
@@ -84,6 +85,9 @@ pub struct Observation {
     pub host: Option<HostView>,
     /// Proxmox could not be asked (why): nothing is decided this pass.
     pub proxmox: Option<String>,
+    /// The container's firewall, read when the spec declares one and the
+    /// container is there.
+    pub firewall: Option<FirewallView>,
     /// The pool the container is in (`Some(None)`: none), looked at when
     /// the spec names one and the cluster view lists the container.
     pub pool: Option<Option<String>>,
@@ -108,6 +112,7 @@ impl Observation {
             password: None,
             host: None,
             proxmox: None,
+            firewall: None,
             pool: None,
         }
     }
@@ -138,6 +143,13 @@ pub enum Step {
     Create {
         node: String,
         create: Box<CreateContainer>,
+    },
+    /// Writes the container's firewall options or one rule correction
+    /// (synchronous).
+    Firewall {
+        node: String,
+        vmid: u32,
+        call: FirewallCall,
     },
     /// Corrects drift (synchronous).
     Configure {
@@ -188,6 +200,7 @@ impl Step {
             | Step::RemoveFinalizer
             | Step::RecordVmid(_)
             | Step::ForgetVmid(_)
+            | Step::Firewall { .. }
             | Step::Configure { .. }
             | Step::MovePool { .. } => None,
         }

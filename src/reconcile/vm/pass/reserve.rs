@@ -281,9 +281,15 @@ impl Reserved {
             let dispatched_heavy = match (&plan.step, slot.kind) {
                 (Step::Pve(PveCall::CreateVm { .. }), Heavy::Import)
                 | (Step::Pve(PveCall::CloneVm { .. }), Heavy::Clone) => started,
-                (Step::Pve(_) | Step::Kube(_) | Step::Ha(_) | Step::Pool(_) | Step::Idle(_), _) => {
-                    None
-                }
+                (
+                    Step::Pve(_)
+                    | Step::Kube(_)
+                    | Step::Ha(_)
+                    | Step::Firewall(_)
+                    | Step::Pool(_)
+                    | Step::Idle(_),
+                    _,
+                ) => None,
             };
             match dispatched_heavy {
                 Some(upid) => ctx.scheduler.dispatched(key, &slot.node, uid, upid),

@@ -365,6 +365,7 @@ impl<'a> Ctx<'a> {
             // An import waits for its node to be placed first.
             slot: slot.filter(|s| s.kind == Heavy::Clone || s.node.is_some()),
             ha: self.spec.ha.is_some() && self.vmid().is_some(),
+            firewall: self.spec.firewall.is_some() && self.vmid().is_some() && !self.deleting(),
             pool: self.spec.pool.is_some() && self.vmid().is_some() && !self.deleting(),
             seed: self.spec.custom_cloud_init.is_some() && self.vmid().is_some(),
             linked_clones: self.deleting(),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
+use super::firewall::FirewallWrite;
 use super::input::{AgentState, ObservedVm, Power};
 use super::late_init;
 use super::observed;
@@ -238,6 +239,9 @@ fn change(ctx: &Ctx, out: &mut Out, vm: &ObservedVm, diff: Diff) -> Decision {
     let call = if let Some((doing, ha)) = super::ha::converge(ctx) {
         // Before a migration: a strict rule must already allow the target.
         return sync_write(ctx, out, vm, doing, (TaskAction::ConfigureHa, Step::Ha(ha)));
+    } else if let Some(next) = super::firewall::converge(ctx, &vm.node) {
+        // Before a start: a VM does not run without the firewall it asks for.
+        return firewall_write(ctx, out, vm, next);
     } else if let Some(migration) = super::motion::migration(ctx, out, vm) {
         match migration {
             Ok(migration) => Some(migration),
@@ -314,6 +318,32 @@ fn sync_write(
     // Written synchronously: look again at once.
     let say = Say::yes(Reason::ReconcileSuccess, doing);
     Decision::new(step, Some(Duration::ZERO), say)
+}
+
+/// A firewall write, unless a backoff holds it back; or the wait for a
+/// security group or IP set the rules name.
+fn firewall_write(
+    ctx: &Ctx,
+    out: &Out,
+    vm: &ObservedVm,
+    next: Result<(String, FirewallWrite), String>,
+) -> Decision {
+    match next {
+        Ok((doing, write)) => sync_write(
+            ctx,
+            out,
+            vm,
+            doing,
+            (TaskAction::ConfigureFirewall, Step::Firewall(write)),
+        ),
+        Err(why) => {
+            let say = Say::no(
+                Reason::ReferenceNotReady,
+                format!("spec.forProvider.firewall.rules: {why}"),
+            );
+            Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say)
+        }
+    }
 }
 
 /// What holds back a change of the VM: its lock, or the backoff after the

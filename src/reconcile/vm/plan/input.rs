@@ -124,6 +124,10 @@ pub struct Needs {
     pub idle: bool,
     /// Read the VM's HA resource and its node-affinity rule or group.
     pub ha: bool,
+    /// Read the VM's firewall (options and rules) and resolve the
+    /// security groups and IP sets its rules name: only when the spec
+    /// declares a firewall, in a pass that finds the VM.
+    pub firewall: bool,
     /// See which resource pool the VM is in.
     pub pool: bool,
     /// Read the `customCloudInit` data and the VM's seed ISOs.
@@ -222,6 +226,9 @@ pub struct Observation {
     pub slot: Option<SlotGrant>,
     /// The VM's HA configuration, when [`Needs::ha`] asked.
     pub ha: Option<HaView>,
+    /// The VM's firewall, when [`Needs::firewall`] asked and the VM is
+    /// there.
+    pub firewall: Option<super::firewall::FirewallView>,
     /// The VM's pool membership, when the spec names a pool.
     pub pool: Option<super::pool::PoolView>,
     /// The seed, when [`Needs::seed`] asked.

@@ -73,6 +73,8 @@ pub enum Step {
     Pve(PveCall),
     /// A synchronous write of the VM's HA configuration (no task).
     Ha(HaCall),
+    /// A synchronous write of the VM's firewall (no task).
+    Firewall(super::firewall::FirewallWrite),
     /// A synchronous move of the VM into its pool (no task).
     Pool(super::pool::PoolMove),
     /// Nothing beyond writing the status.
@@ -86,6 +88,7 @@ impl Step {
             Self::Kube(w) => w.name(),
             Self::Pve(c) => c.name(),
             Self::Ha(_) => "ConfigureHa",
+            Self::Firewall(_) => "ConfigureFirewall",
             Self::Pool(_) => "MovePool",
             Self::Idle(i) => i.name(),
         }
@@ -95,14 +98,14 @@ impl Step {
     pub fn pve(&self) -> Option<&PveCall> {
         match self {
             Self::Pve(call) => Some(call),
-            Self::Kube(_) | Self::Ha(_) | Self::Pool(_) | Self::Idle(_) => None,
+            Self::Kube(_) | Self::Ha(_) | Self::Firewall(_) | Self::Pool(_) | Self::Idle(_) => None,
         }
     }
 
     /// Whether carrying out the step sends anything to Proxmox.
     pub fn reaches_proxmox(&self) -> bool {
         match self {
-            Self::Pve(_) | Self::Ha(_) | Self::Pool(_) => true,
+            Self::Pve(_) | Self::Ha(_) | Self::Firewall(_) | Self::Pool(_) => true,
             Self::Kube(_) | Self::Idle(_) => false,
         }
     }
@@ -113,6 +116,7 @@ impl Step {
         match self {
             Self::Pve(call) => Some(call.action()),
             Self::Ha(_) => Some(TaskAction::ConfigureHa),
+            Self::Firewall(_) => Some(TaskAction::ConfigureFirewall),
             Self::Pool(_) => Some(TaskAction::MovePool),
             Self::Kube(_) | Self::Idle(_) => None,
         }
@@ -152,6 +156,12 @@ impl From<PveCall> for Step {
 impl From<HaCall> for Step {
     fn from(c: HaCall) -> Self {
         Self::Ha(c)
+    }
+}
+
+impl From<super::firewall::FirewallWrite> for Step {
+    fn from(c: super::firewall::FirewallWrite) -> Self {
+        Self::Firewall(c)
     }
 }
 

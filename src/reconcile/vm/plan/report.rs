@@ -48,6 +48,7 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             at.mac_addresses.clear();
             at.pending_changes.clear();
             at.config = VmObserved::default();
+            at.firewall = None;
         }
         // A VM we may not manage (another resource's, a hand-made one, or
         // one still locked by a create whose owner cannot be read yet) is
@@ -61,6 +62,7 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             at.mac_addresses.clear();
             at.pending_changes.clear();
             at.config = VmObserved::default();
+            at.firewall = None;
         }
         VmState::Present(vm) => {
             at.node = Some(vm.node.clone());
@@ -69,6 +71,13 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             at.mac_addresses = macs(vm);
             if let Some(config) = &vm.config {
                 at.config = super::observed::config(config, vm.power);
+            }
+            // Read only when the spec declares a firewall: a pass that did
+            // not read it keeps what was shown.
+            if ctx.spec.firewall.is_none() {
+                at.firewall = None;
+            } else if let Some(view) = &ctx.obs.firewall {
+                at.firewall = Some(super::firewall::observed(view));
             }
             let ips = match &vm.agent {
                 AgentState::Interfaces(ifaces) => addresses(ifaces),

@@ -105,6 +105,7 @@ fn activity(ctx: &Ctx, action: TaskAction) -> Reason {
         | TaskAction::Migrate
         | TaskAction::MoveDisk
         | TaskAction::ConfigureHa
+        | TaskAction::ConfigureFirewall
         | TaskAction::MovePool
         | TaskAction::UploadSeed
         | TaskAction::DeleteVolume
@@ -286,6 +287,7 @@ fn deletes(action: TaskAction) -> bool {
         | TaskAction::ConfigureHa
         | TaskAction::DeleteVolume => true,
         TaskAction::DownloadImage
+        | TaskAction::ConfigureFirewall
         | TaskAction::MovePool
         | TaskAction::Create
         | TaskAction::Clone

@@ -6,6 +6,7 @@ mod adopt;
 pub(super) mod converge;
 pub(super) mod create;
 mod delete;
+mod firewall;
 mod fleet;
 mod flow;
 mod gate;

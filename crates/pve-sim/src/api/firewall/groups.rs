@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::check;
+use super::rule::Env;
+use super::{check, list};
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
 use crate::schema::Param;
@@ -21,10 +22,6 @@ use crate::state::firewall::{Group, Rule, digest, named_list};
 const NAME: &str = "[A-Za-z][A-Za-z0-9\\-\\_]+";
 const GROUP: Param = Param::string("group").pattern(NAME).max_len(18);
 const DIGEST: Param = Param::string("digest").max_len(64).opt();
-const POS: Param = Param::integer("pos").min(0).opt();
-const LOG: &[&str] = &[
-    "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", "nolog",
-];
 
 pub const CREATE: &[Param] = &[
     GROUP,
@@ -33,55 +30,6 @@ pub const CREATE: &[Param] = &[
     DIGEST,
 ];
 pub const ONE: &[Param] = &[GROUP];
-pub const RULE: &[Param] = &[GROUP, POS];
-pub const RULE_DELETE: &[Param] = &[GROUP, POS, DIGEST];
-
-/// The rule properties of a create or update (`add_rule_properties`),
-/// beside [`RULE_REQUIRED`] (a create) or [`RULE_CHANGE`] (an update).
-pub const RULE_COMMON: &[Param] = &[
-    GROUP,
-    DIGEST,
-    POS,
-    Param::string("comment").opt(),
-    Param::string("dest").max_len(512).opt(),
-    Param::string("dport").opt(),
-    Param::integer("enable").min(0).opt(),
-    Param::string("icmp-type").opt(),
-    Param::string("iface").max_len(20).opt(),
-    Param::string("log").enums(LOG).opt(),
-    Param::string("macro").max_len(128).opt(),
-    Param::string("proto").opt(),
-    Param::string("source").max_len(512).opt(),
-    Param::string("sport").opt(),
-];
-const ACTION: Param = Param::string("action").pattern(NAME).max_len(20);
-const TYPE: Param = Param::string("type").enums(&["in", "out", "forward", "group"]);
-/// A create needs `action` and `type`.
-pub const RULE_REQUIRED: &[Param] = &[ACTION, TYPE];
-/// An update may change them, delete properties or move the rule.
-pub const RULE_CHANGE: &[Param] = &[
-    ACTION.opt(),
-    TYPE.opt(),
-    Param::string("delete").opt(),
-    Param::integer("moveto").min(0).opt(),
-];
-
-/// The properties a rule may carry (`$rule_properties`).
-const PROPERTIES: &[&str] = &[
-    "action",
-    "type",
-    "comment",
-    "dest",
-    "dport",
-    "enable",
-    "icmp-type",
-    "iface",
-    "log",
-    "macro",
-    "proto",
-    "source",
-    "sport",
-];
 
 fn modify(inst: &Instance, call: &Call) -> Result<(), ApiError> {
     inst.auth.check(&call.identity, "/", &["Sys.Modify"])
@@ -183,21 +131,6 @@ pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
     Ok(Reply::null())
 }
 
-/// A rule as the API shows it: numbers as numbers, with its position and
-/// the list's digest.
-fn rule_json(rule: &Rule, pos: usize, digest: &str) -> Value {
-    let mut v = json!({});
-    for (k, val) in rule {
-        v[k] = match k.as_str() {
-            "enable" | "ipversion" => json!(val.parse::<i64>().unwrap_or_default()),
-            _ => json!(val),
-        };
-    }
-    v["pos"] = json!(pos);
-    v["digest"] = json!(digest);
-    v
-}
-
 /// `GET /cluster/firewall/groups/{group}`: the rules in order.
 pub async fn rules(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     audit(&inst, &call)?;
@@ -208,22 +141,7 @@ pub async fn rules(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
         .groups
         .get(&group)
         .ok_or_else(|| no_such(&group))?;
-    let d = digest(&g.rules);
-    let list: Vec<Value> = g
-        .rules
-        .iter()
-        .enumerate()
-        .map(|(pos, r)| rule_json(r, pos, &d))
-        .collect();
-    Ok(Reply::data(list))
-}
-
-fn position(call: &Call, len: usize) -> Result<usize, ApiError> {
-    let pos = call.params.int("pos").unwrap_or_default();
-    match usize::try_from(pos) {
-        Ok(p) if p < len => Ok(p),
-        _ => Err(ApiError::internal(format!("no rule at position {pos}"))),
-    }
+    Ok(Reply::data(list::all(&g.rules)))
 }
 
 /// `GET /cluster/firewall/groups/{group}/{pos}`.
@@ -236,117 +154,44 @@ pub async fn rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
         .groups
         .get(&group)
         .ok_or_else(|| no_such(&group))?;
-    let pos = position(&call, g.rules.len())?;
-    Ok(Reply::data(rule_json(
-        &g.rules[pos],
-        pos,
-        &digest(&g.rules),
-    )))
+    Ok(Reply::data(list::one(&g.rules, &call)?))
 }
 
-/// `copy_rule_data`: each property given; `''` or `-` removes it.
-fn copy_rule_data(rule: &mut Rule, call: &Call) {
-    for k in PROPERTIES {
-        if let Some(v) = call.params.get(k) {
-            if v.is_empty() || v == "-" {
-                rule.remove(*k);
-            } else {
-                rule.insert((*k).to_owned(), v.to_owned());
-            }
-        }
-    }
+/// A change of the group's rules (`change` gets them and the cluster's
+/// IP set names).
+fn change_rules(
+    inst: &Instance,
+    call: &Call,
+    change: impl FnOnce(&mut Vec<Rule>, &[String]) -> Result<(), ApiError>,
+) -> Result<Reply, ApiError> {
+    modify(inst, call)?;
+    let group = group_name(call);
+    let mut cluster = inst.cluster();
+    let ipsets: Vec<String> = cluster.firewall.ipsets.keys().cloned().collect();
+    let g = cluster
+        .firewall
+        .groups
+        .get_mut(&group)
+        .ok_or_else(|| no_such(&group))?;
+    change(&mut g.rules, &ipsets)?;
+    Ok(Reply::null())
 }
 
 /// `POST /cluster/firewall/groups/{group}`: a new rule, first in the list.
 pub async fn create_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    modify(&inst, &call)?;
-    let group = group_name(&call);
-    let mut cluster = inst.cluster();
-    let ipsets: Vec<String> = cluster.firewall.ipsets.keys().cloned().collect();
-    let g = cluster
-        .firewall
-        .groups
-        .get_mut(&group)
-        .ok_or_else(|| no_such(&group))?;
-    let mut rule = Rule::new();
-    copy_rule_data(&mut rule, &call);
-    super::rule::verify(&mut rule, &ipsets)?;
-    rule.entry("enable".into()).or_insert_with(|| "0".into());
-    g.rules.insert(0, rule);
-    Ok(Reply::null())
+    change_rules(&inst, &call, |rules, ipsets| {
+        list::create(rules, &call, ipsets, Env::Group)
+    })
 }
 
-/// `PUT /cluster/firewall/groups/{group}/{pos}`: a move (`moveto`), or a
-/// change of the rule's properties (`delete` removes some).
+/// `PUT /cluster/firewall/groups/{group}/{pos}`: a move or a change.
 pub async fn update_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    modify(&inst, &call)?;
-    let group = group_name(&call);
-    let mut cluster = inst.cluster();
-    let ipsets: Vec<String> = cluster.firewall.ipsets.keys().cloned().collect();
-    let g = cluster
-        .firewall
-        .groups
-        .get_mut(&group)
-        .ok_or_else(|| no_such(&group))?;
-    check::digest(&digest(&g.rules), call.params.get("digest"))?;
-    let pos = position(&call, g.rules.len())?;
-    if let Some(moveto) = call
-        .params
-        .int("moveto")
-        .and_then(|m| usize::try_from(m).ok())
-        && moveto != pos
-    {
-        let rule = g.rules.remove(pos);
-        // PVE inserts before the rule that was at `moveto`, counted in the
-        // list before the move; at or past the end, the rule goes last.
-        let at = if moveto > pos { moveto - 1 } else { moveto };
-        let at = at.min(g.rules.len());
-        g.rules.insert(at, rule);
-        return Ok(Reply::null());
-    }
-    let mut rule = g.rules[pos].clone();
-    copy_rule_data(&mut rule, &call);
-    for opt in call
-        .params
-        .get("delete")
-        .unwrap_or_default()
-        .split([',', ';', ' '])
-    {
-        if opt.is_empty() {
-            continue;
-        }
-        if !PROPERTIES.contains(&opt) {
-            return Err(ApiError::param(
-                "delete",
-                format!("no such property ('{opt}')"),
-            ));
-        }
-        if opt == "type" || opt == "action" {
-            return Err(ApiError::param(
-                "delete",
-                format!("unable to delete required property '{opt}'"),
-            ));
-        }
-        rule.remove(opt);
-    }
-    rule.remove("ipversion");
-    super::rule::verify(&mut rule, &ipsets)?;
-    g.rules[pos] = rule;
-    Ok(Reply::null())
+    change_rules(&inst, &call, |rules, ipsets| {
+        list::update(rules, &call, ipsets, Env::Group)
+    })
 }
 
 /// `DELETE /cluster/firewall/groups/{group}/{pos}`.
 pub async fn delete_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    modify(&inst, &call)?;
-    let group = group_name(&call);
-    let mut cluster = inst.cluster();
-    let g = cluster
-        .firewall
-        .groups
-        .get_mut(&group)
-        .ok_or_else(|| no_such(&group))?;
-    check::digest(&digest(&g.rules), call.params.get("digest"))?;
-    let pos = position(&call, g.rules.len())?;
-    g.rules.remove(pos);
-    Ok(Reply::null())
+    change_rules(&inst, &call, |rules, _| list::delete(rules, &call))
 }

@@ -1,10 +1,13 @@
 //! `/cluster/firewall`: the cluster-wide security groups and IP sets
-//! (cluster.fw), with pve-firewall's checks, digests and rule positions.
-//! Reading needs `Sys.Audit` on `/`, changing `Sys.Modify` on `/`.
+//! (cluster.fw), with pve-firewall's checks, digests and rule positions;
+//! reading needs `Sys.Audit` on `/`, changing `Sys.Modify` on `/`. And
+//! each guest's own firewall ([`guest`]).
 
 pub mod check;
 pub mod groups;
+pub mod guest;
 pub mod ipset;
+pub mod list;
 pub mod rule;
 
 use super::route;
@@ -19,7 +22,8 @@ pub fn routes() -> Vec<Route> {
     const SETS: &str = "/cluster/firewall/ipset";
     const SET: &str = "/cluster/firewall/ipset/{name}";
     const ENTRY: &str = "/cluster/firewall/ipset/{name}/{cidr}";
-    vec![
+    let mut routes = guest::routes();
+    routes.extend([
         route("GET", GROUPS, &[], sim_handler!(groups::index)),
         route(
             "POST",
@@ -31,7 +35,7 @@ pub fn routes() -> Vec<Route> {
         route(
             "POST",
             GROUP,
-            &[groups::RULE_COMMON, groups::RULE_REQUIRED],
+            &[groups::ONE, list::PROPS, list::REQUIRED],
             sim_handler!(groups::create_rule),
         ),
         route(
@@ -40,17 +44,22 @@ pub fn routes() -> Vec<Route> {
             &[groups::ONE],
             sim_handler!(groups::delete),
         ),
-        route("GET", RULE, &[groups::RULE], sim_handler!(groups::rule)),
+        route(
+            "GET",
+            RULE,
+            &[groups::ONE, list::ONE],
+            sim_handler!(groups::rule),
+        ),
         route(
             "PUT",
             RULE,
-            &[groups::RULE_COMMON, groups::RULE_CHANGE],
+            &[groups::ONE, list::PROPS, list::CHANGE],
             sim_handler!(groups::update_rule),
         ),
         route(
             "DELETE",
             RULE,
-            &[groups::RULE_DELETE],
+            &[groups::ONE, list::DELETE],
             sim_handler!(groups::delete_rule),
         ),
         route("GET", SETS, &[], sim_handler!(ipset::index)),
@@ -65,5 +74,6 @@ pub fn routes() -> Vec<Route> {
             &[ipset::REMOVE],
             sim_handler!(ipset::remove),
         ),
-    ]
+    ]);
+    routes
 }

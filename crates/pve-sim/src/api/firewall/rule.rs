@@ -1,6 +1,6 @@
-//! `verify_rule` for a security group's rules (rule_env `group`): the
-//! first refusal is a 400 naming the parameter, as `raise_param_exc`
-//! gives it.
+//! `verify_rule` for a security group's rules (rule_env `group`) and a
+//! guest's (rule_env `vm`, `ct`): the first refusal is a 400 naming the
+//! parameter, as `raise_param_exc` gives it.
 
 use super::check;
 use crate::http::ApiError;
@@ -10,9 +10,20 @@ fn refuse(key: &str, msg: impl Into<String>) -> ApiError {
     ApiError::param(key, msg)
 }
 
+/// Where a rule is (`$rule_env`): what types and keys it may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Env {
+    /// A security group's rule: in, out or forward; no interface.
+    Group,
+    /// A VM's or container's rule: in, out or a security group
+    /// (`type: group`, `action` naming it); an interface `netN`.
+    Guest,
+}
+
 /// Checks `rule` and records its `ipversion` as PVE does; `ipsets`: the
-/// cluster's IP set names (a `+name` reference must exist).
-pub fn verify(rule: &mut Rule, ipsets: &[String]) -> Result<(), ApiError> {
+/// IP set names it may reference (a `+name` reference must exist; for a
+/// guest, the cluster's and the guest's own).
+pub fn verify(rule: &mut Rule, ipsets: &[String], env: Env) -> Result<(), ApiError> {
     let get = |k: &str| rule.get(k).cloned();
     let (Some(ty), Some(action)) = (get("type"), get("action")) else {
         let missing = if get("type").is_none() {
@@ -22,26 +33,47 @@ pub fn verify(rule: &mut Rule, ipsets: &[String]) -> Result<(), ApiError> {
         };
         return Err(refuse(missing, "missing property"));
     };
-    if !["in", "out", "forward"].contains(&ty.as_str()) {
+    let (types, name): (&[&str], &str) = match env {
+        Env::Group => (&["in", "out", "forward"], "group"),
+        Env::Guest => (&["in", "out", "group"], "vm"),
+    };
+    if !types.contains(&ty.as_str()) {
         return Err(refuse(
             "type",
-            format!("invalid rule type '{ty}' for rule_env 'group'"),
+            format!("invalid rule type '{ty}' for rule_env '{name}'"),
         ));
     }
-    if ty == "forward" && action == "REJECT" {
+    if ty == "group" {
+        // The group is not looked up: PVE only warns when it compiles a
+        // rule naming a group that does not exist.
+        if !check::is_name(&action) {
+            return Err(refuse(
+                "action",
+                "invalid characters in security group name",
+            ));
+        }
+    } else if ty == "forward" && action == "REJECT" {
         return Err(refuse(
             "action",
             "cannot define REJECT rules on forward chain",
         ));
-    }
-    if !["ACCEPT", "DROP", "REJECT"].contains(&action.as_str()) {
+    } else if !["ACCEPT", "DROP", "REJECT"].contains(&action.as_str()) {
         return Err(refuse("action", format!("unknown action '{action}'")));
     }
-    if get("iface").is_some() {
-        return Err(refuse(
-            "type",
-            "parameter -i not allowed for this rule type",
-        ));
+    if let Some(iface) = get("iface") {
+        if env == Env::Group {
+            return Err(refuse(
+                "type",
+                "parameter -i not allowed for this rule type",
+            ));
+        }
+        let index = iface.strip_prefix("net").unwrap_or_default();
+        if index.is_empty() || !index.chars().all(|c| c.is_ascii_digit()) {
+            return Err(refuse(
+                "iface",
+                "value does not match the regex pattern 'net\\d+'",
+            ));
+        }
     }
     if let Some(m) = get("macro") {
         return Err(refuse("macro", format!("unknown macro '{m}'")));
@@ -177,7 +209,7 @@ mod tests {
             ),
         ];
         for (pairs, want) in cases {
-            let got = verify(&mut rule(pairs), &ipsets);
+            let got = verify(&mut rule(pairs), &ipsets, Env::Group);
             let key = match &got {
                 Ok(()) => None,
                 Err(ApiError::Param(e)) => e.keys().next().map(String::as_str),
@@ -186,7 +218,42 @@ mod tests {
             assert_eq!(key, *want, "{pairs:?}: {got:?}");
         }
         let mut r = rule(&[("type", "in"), ("action", "ACCEPT"), ("source", "10.0.0.1")]);
-        verify(&mut r, &ipsets).unwrap();
+        verify(&mut r, &ipsets, Env::Group).unwrap();
         assert_eq!(r.get("ipversion").map(String::as_str), Some("4"));
+    }
+
+    #[test]
+    fn a_guests_rules_may_name_groups_and_interfaces() {
+        let ipsets = vec!["web".to_owned()];
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+        let cases: &[Case] = &[
+            (&[("type", "group"), ("action", "webservers")], None),
+            (&[("type", "group"), ("action", "1bad")], Some("action")),
+            (
+                &[("type", "in"), ("action", "ACCEPT"), ("iface", "net0")],
+                None,
+            ),
+            (
+                &[("type", "in"), ("action", "ACCEPT"), ("iface", "eth0")],
+                Some("iface"),
+            ),
+            (&[("type", "forward"), ("action", "ACCEPT")], Some("type")),
+            (
+                &[("type", "out"), ("action", "DROP"), ("dest", "+web")],
+                None,
+            ),
+        ];
+        for (pairs, want) in cases {
+            let got = verify(&mut rule(pairs), &ipsets, Env::Guest);
+            let key = match &got {
+                Ok(()) => None,
+                Err(ApiError::Param(e)) => e.keys().next().map(String::as_str),
+                Err(_) => Some("-"),
+            };
+            assert_eq!(key, *want, "{pairs:?}: {got:?}");
+        }
+        // A group's rule may name no interface.
+        let mut r = rule(&[("type", "in"), ("action", "ACCEPT"), ("iface", "net0")]);
+        assert!(verify(&mut r, &ipsets, Env::Group).is_err());
     }
 }

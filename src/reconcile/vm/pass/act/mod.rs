@@ -2,6 +2,7 @@
 //! A step that starts a Proxmox task returns its UPID; nothing here waits
 //! for a task.
 
+mod firewall;
 mod ha;
 mod kube_write;
 mod motion;
@@ -31,6 +32,10 @@ pub async fn act(
         Step::Kube(write) => write_metadata(ctx, of, write, now).await,
         Step::Pve(call) => pve::start(pve, call).await.map(Done::Started),
         Step::Ha(call) => ha::write(pve, call)
+            .await
+            .map(|()| Done::Nothing)
+            .map_err(proxmox_failure),
+        Step::Firewall(write) => firewall::write(pve, write)
             .await
             .map(|()| Done::Nothing)
             .map_err(proxmox_failure),

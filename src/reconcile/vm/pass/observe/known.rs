@@ -272,6 +272,7 @@ fn after_task(known: &Known, task: RecordedTask<'_>) -> Option<Look> {
         | TaskAction::UploadSeed
         | TaskAction::DeleteVolume
         | TaskAction::ConfigureHa
+        | TaskAction::ConfigureFirewall
         | TaskAction::MovePool
         | TaskAction::DownloadImage => None,
     }

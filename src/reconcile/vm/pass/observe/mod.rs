@@ -29,7 +29,7 @@ use crate::reconcile::common::image_cache::{self as cache, Images};
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::{ClusterView, Inventory};
-use crate::reconcile::managed::tasks;
+use crate::reconcile::managed::{guest_firewall, tasks};
 use crate::reconcile::providers::{ConfigKey, secret_value};
 use crate::reconcile::runtime::memory::{Kept, Memory};
 use crate::reconcile::vm::plan::{
@@ -128,6 +128,27 @@ pub async fn observe(
         obs.vm = look.state;
         obs.depth = look.depth;
         sure = look.sure;
+    }
+    // Only when the spec declares a firewall, in a pass that sees the VM
+    // (at rest: each timed pass, as its config): a pass that did not read
+    // it could not tell whether it is as asked.
+    if let (true, Some(vmid), Some(spec), VmState::Present(seen)) = (
+        needs.firewall,
+        needs.vmid,
+        vm.spec.for_provider.firewall.as_ref(),
+        &obs.vm,
+    ) && seen.config.is_some()
+    {
+        let guest = pve_client::Guest {
+            kind: pve_client::GuestType::Qemu,
+            node: seen.node.clone(),
+            vmid,
+        };
+        let view = guest_firewall::view((from.kube, client), &guest, spec, &id.namespace).await;
+        obs.firewall = Some(view.map_err(|e| match e {
+            guest_firewall::ReadError::Proxmox(e) => Failure::Proxmox(e),
+            guest_firewall::ReadError::Kube(e) => Failure::Kube(e.into()),
+        })?);
     }
     if needs.linked_clones
         && let (VmState::Present(seen), Some(vmid)) = (&obs.vm, needs.vmid)

@@ -154,6 +154,7 @@ impl Pve {
             )
             | Step::Kube(_)
             | Step::Ha(_)
+            | Step::Firewall(_)
             | Step::Pool(_)
             | Step::Idle(_) => {}
         }
@@ -182,6 +183,7 @@ impl Pve {
             | TaskAction::Migrate
             | TaskAction::MoveDisk
             | TaskAction::ConfigureHa
+            | TaskAction::ConfigureFirewall
             | TaskAction::MovePool
             | TaskAction::UploadSeed
             | TaskAction::DeleteVolume
@@ -283,7 +285,7 @@ fn apply_kube(world: &mut World, step: &Step) {
             merge(&mut spec, fields);
             world.vm.spec.for_provider = serde_json::from_value(spec).unwrap();
         }
-        Step::Pve(_) | Step::Ha(_) | Step::Pool(_) | Step::Idle(_) => {}
+        Step::Pve(_) | Step::Ha(_) | Step::Firewall(_) | Step::Pool(_) | Step::Idle(_) => {}
     }
 }
 

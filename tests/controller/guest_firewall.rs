@@ -1,0 +1,287 @@
+//! A ProxmoxVM's own firewall on the real control plane and pve-sim: its
+//! options and rules (one naming a ProxmoxIPSet, one a
+//! ProxmoxSecurityGroup, by their Kubernetes names) made on Proxmox, a
+//! rule deleted by hand put back, a re-apply that writes nothing, a
+//! group of another namespace never named (the VM waits, its firewall
+//! untouched), and a group in use kept until its VM lets go of it.
+
+use provider_proxmox::api::{ProxmoxIPSet, ProxmoxSecurityGroup, ProxmoxVM};
+use provider_proxmox::reconcile::common::firewall::observed_rule;
+use provider_proxmox::reconcile::managed::names::derived;
+use pve_client::firewall::RuleSpec;
+use pve_client::{Client, Guest, GuestType};
+use serde_json::{Value, json};
+
+use crate::firewall::{delete, group, ip_set, wait, wait_gone, wait_ready};
+use crate::reconcile::{DEADLINE, Env, condition, containers, manifests};
+use crate::support;
+
+/// The firewall routes of a VM that write.
+const WRITES: &[(&str, &str)] = &[
+    ("PUT", "/nodes/{node}/qemu/{vmid}/firewall/options"),
+    ("POST", "/nodes/{node}/qemu/{vmid}/firewall/rules"),
+    ("PUT", "/nodes/{node}/qemu/{vmid}/firewall/rules/{pos}"),
+    ("DELETE", "/nodes/{node}/qemu/{vmid}/firewall/rules/{pos}"),
+];
+
+fn guarded_vm(name: &str, group: &str) -> Value {
+    manifests::vm(
+        name,
+        json!({
+            "node": "pve",
+            "memory": "1Gi",
+            "networks": [{"slot": "net0", "bridge": "vmbr0", "firewall": true}],
+            "firewall": {
+                "policyIn": "DROP",
+                "logLevelIn": "info",
+                "rules": [
+                    {"securityGroup": group},
+                    {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22",
+                     "source": {"ipSet": "office"}, "iface": "net0", "comment": "ssh"},
+                ],
+            },
+        }),
+    )
+}
+
+fn guest(vmid: u32) -> Guest {
+    Guest {
+        kind: GuestType::Qemu,
+        node: "pve".into(),
+        vmid,
+    }
+}
+
+async fn rules_on_sim(client: &Client, vmid: u32) -> Vec<RuleSpec> {
+    rules_of(client, &guest(vmid)).await
+}
+
+async fn rules_of(client: &Client, guest: &Guest) -> Vec<RuleSpec> {
+    client
+        .guest_firewall_rules(guest)
+        .await
+        .unwrap()
+        .iter()
+        .map(observed_rule)
+        .collect()
+}
+
+async fn writes(env: &Env) -> usize {
+    let requests = env.sim.requests().await;
+    requests
+        .iter()
+        .filter(|r| {
+            WRITES
+                .iter()
+                .any(|(m, route)| r["method"] == *m && r["route"] == *route)
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vms_firewall_holds_its_rules_and_names_only_its_own_namespaces_groups() {
+    let env = Env::start("fw-guest").await;
+    let ns = env.ns.name().to_owned();
+    env.apply(&ip_set("office", json!([{"cidr": "10.9.0.0/16"}])))
+        .await;
+    env.apply(&group(
+        "web",
+        json!([{"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "80,443"}]),
+    ))
+    .await;
+    let _: ProxmoxIPSet = wait_ready(&ns, "office").await;
+    let _: ProxmoxSecurityGroup = wait_ready(&ns, "web").await;
+    env.apply(&guarded_vm("guarded", "web")).await;
+    let ready = env.wait_ready("guarded").await;
+    let vmid = env.vmid("guarded").await;
+    let client = env.sim.client();
+    let (gname, sname) = (derived(&ns, "web", 18), derived(&ns, "office", 64));
+    let want = vec![
+        RuleSpec {
+            kind: "group".into(),
+            action: gname.clone(),
+            enable: true,
+            ..RuleSpec::default()
+        },
+        RuleSpec {
+            kind: "in".into(),
+            action: "ACCEPT".into(),
+            enable: true,
+            proto: Some("tcp".into()),
+            dport: Some("22".into()),
+            source: Some(format!("+{sname}")),
+            iface: Some("net0".into()),
+            comment: Some("ssh".into()),
+            ..RuleSpec::default()
+        },
+    ];
+    assert_eq!(
+        rules_on_sim(&client, vmid).await,
+        want,
+        "exactly these, in order"
+    );
+    let options = client.guest_firewall_options(&guest(vmid)).await.unwrap();
+    assert_eq!(options.enable, Some(true));
+    assert_eq!(options.policy_in.as_deref(), Some("DROP"));
+    assert_eq!(options.log_level_in.as_deref(), Some("info"));
+    assert_eq!(options.ndp, None, "what the spec leaves out is not set");
+    let shown = ready.status.unwrap().at_provider.firewall.expect("shown");
+    assert_eq!(
+        shown.rules[0].security_group.as_deref(),
+        Some(gname.as_str())
+    );
+
+    // A rule deleted by hand comes back.
+    let listed = client.guest_firewall_rules(&guest(vmid)).await.unwrap();
+    client
+        .delete_guest_firewall_rule(&guest(vmid), 0, listed[0].digest.as_deref())
+        .await
+        .unwrap();
+    support::poll("the group rule put back", DEADLINE, || async {
+        let have = rules_on_sim(&client, vmid).await;
+        (have == want)
+            .then_some(())
+            .ok_or_else(|| format!("{have:#?}"))
+    })
+    .await;
+
+    // A re-apply writes nothing: two more firewall reads pass without a
+    // write.
+    let _ = env.wait_ready("guarded").await;
+    let before = writes(&env).await;
+    env.apply(&guarded_vm("guarded", "web")).await;
+    let route = "/nodes/{node}/qemu/{vmid}/firewall/rules";
+    let reads = env.sim.count("GET", route).await;
+    support::poll("two more reads of the rules", DEADLINE, || async {
+        let now = env.sim.count("GET", route).await;
+        (now >= reads + 2)
+            .then_some(())
+            .ok_or_else(|| format!("{now} after {reads}"))
+    })
+    .await;
+    assert_eq!(writes(&env).await, before, "a re-apply writes nothing");
+
+    // The group is named by the VM: its deletion waits, naming the VM.
+    delete::<ProxmoxSecurityGroup>(&ns, "web").await;
+    wait(
+        &ns,
+        "web",
+        "Deleting, naming its user",
+        |g: &ProxmoxSecurityGroup| {
+            g.status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+                .filter(|c| c.reason == "Deleting")
+                .and_then(|c| c.message.clone())
+                .filter(|m| m.contains("ProxmoxVM guarded"))
+                .ok_or_else(|| "not waiting for its user".to_owned())
+        },
+    )
+    .await;
+    assert!(
+        client
+            .security_groups()
+            .await
+            .unwrap()
+            .iter()
+            .any(|g| g.name == gname),
+        "the group in use stays on Proxmox"
+    );
+    // The VM lets go of it: the group goes.
+    env.patch_vm(
+        "guarded",
+        json!({"spec": {"forProvider": {"firewall": {"rules": [
+            {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22"}
+        ]}}}}),
+    )
+    .await;
+    wait_gone::<ProxmoxSecurityGroup>(&ns, "web").await;
+    support::poll("the VM's rules follow its spec", DEADLINE, || async {
+        let have = rules_on_sim(&client, vmid).await;
+        (have.len() == 1 && have[0].kind == "in")
+            .then_some(())
+            .ok_or_else(|| format!("{have:#?}"))
+    })
+    .await;
+
+    // Namespace B has a group; a VM of this namespace naming it waits,
+    // and its firewall is not touched.
+    let b = support::namespace("fw-guest-b").await;
+    let foreign = serde_json::from_value(group("foreign", json!([]))).unwrap();
+    support::apply_objects(&[foreign], Some(b.name())).await;
+    let before = writes(&env).await;
+    env.apply(&guarded_vm("intruder", "foreign")).await;
+    let waiting = env
+        .wait_synced_reason("intruder", "ReferenceNotReady")
+        .await;
+    let message = waiting.message.unwrap_or_default();
+    assert!(
+        message.contains(&format!("ProxmoxSecurityGroup {ns}/foreign does not exist")),
+        "{message}"
+    );
+    let intruder = env.vmid("intruder").await;
+    assert!(rules_on_sim(&client, intruder).await.is_empty());
+    let options = client
+        .guest_firewall_options(&guest(intruder))
+        .await
+        .unwrap();
+    assert_eq!(options.enable, None, "not even the options are written");
+    assert_eq!(writes(&env).await, before, "nothing written for it");
+    let vm: ProxmoxVM = env.vm("intruder").await;
+    assert!(
+        condition(&vm, "Ready")
+            .is_some_and(|c| c.status != provider_proxmox::api::ConditionStatus::True),
+        "not Ready while it waits"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_containers_firewall_holds_its_rules_and_a_rule_deleted_by_hand_comes_back() {
+    let env = Env::start("fw-ct").await;
+    let ns = env.ns.name().to_owned();
+    env.apply(&ip_set("office", json!([{"cidr": "10.9.0.0/16"}])))
+        .await;
+    let _: ProxmoxIPSet = wait_ready(&ns, "office").await;
+    let ct = containers::container(
+        "app",
+        containers::debian(json!({"firewall": {"policyIn": "REJECT", "rules": [
+            {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "443",
+             "source": {"ipSet": "office"}},
+        ]}})),
+    );
+    env.apply(&ct).await;
+    let vmid = env.wait_container_ready("app").await;
+    let client = env.sim.client();
+    let guest = Guest {
+        kind: GuestType::Lxc,
+        node: "pve".into(),
+        vmid,
+    };
+    let want = vec![RuleSpec {
+        kind: "in".into(),
+        action: "ACCEPT".into(),
+        enable: true,
+        proto: Some("tcp".into()),
+        dport: Some("443".into()),
+        source: Some(format!("+{}", derived(&ns, "office", 64))),
+        ..RuleSpec::default()
+    }];
+    assert_eq!(rules_of(&client, &guest).await, want);
+    let options = client.guest_firewall_options(&guest).await.unwrap();
+    assert_eq!(
+        (options.enable, options.policy_in.as_deref()),
+        (Some(true), Some("REJECT"))
+    );
+    let listed = client.guest_firewall_rules(&guest).await.unwrap();
+    client
+        .delete_guest_firewall_rule(&guest, 0, listed[0].digest.as_deref())
+        .await
+        .unwrap();
+    support::poll("the rule put back", DEADLINE, || async {
+        let have = rules_of(&client, &guest).await;
+        (have == want)
+            .then_some(())
+            .ok_or_else(|| format!("{have:#?}"))
+    })
+    .await;
+}
