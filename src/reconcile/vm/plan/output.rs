@@ -297,6 +297,10 @@ pub enum PveCall {
         storage: Option<String>,
         /// `pool`.
         pool: Option<String>,
+        /// `name`, over the archived config.
+        name: String,
+        /// `description` with the owner marker, over the archived config.
+        description: String,
     },
     /// `POST /nodes/{node}/qemu/{vmid}/config` (async).
     Configure {

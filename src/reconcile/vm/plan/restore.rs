@@ -1,15 +1,19 @@
 //! A VM restored from a backup archive (`spec.forProvider.restore`): the
 //! create is a `qmrestore` of the archive into the reserved VMID, never
 //! with `force` (Proxmox refuses an existing VMID, reported as a taken VMID
-//! is for a create); then this resource's owner marker is written, and the
-//! VM converges to the spec as any VM this resource created.
+//! is for a create); then the VM converges to the spec as any VM this
+//! resource created.
 //!
-//! The restored config carries the archive's notes, with the marker of the
-//! resource that owned the backed-up VM, if any. Proof that the VM is this
-//! resource's own is the record `status.atProvider.restoredVmid`, written
-//! together with the end of this resource's own restore task; only with it
-//! (and the create still pending) is the marker replaced. Any other VM at
-//! the VMID is someone else's, as for every create.
+//! The restore call sets `name` and `description` (with this resource's
+//! marker) over the archived config, as qemu-server applies a restore's
+//! options but drives: the VM carries the marker from its first moment, as
+//! a clone does, so a status write lost after the dispatch is harmless.
+//! Should the restored notes still carry the archive's marker (another
+//! resource's), the record `status.atProvider.restoredVmid`, written
+//! together with the end of this resource's own restore task, is the proof
+//! that lets the marker be written over it; only with it (and the create
+//! still pending). Any other VM at the VMID is someone else's, as for
+//! every create.
 
 use std::time::Duration;
 
@@ -57,6 +61,8 @@ pub(super) fn restore_vm(ctx: &Ctx, out: &mut Out, vmid: u32, restore: &RestoreS
         archive,
         storage: restore.storage.clone(),
         pool: ctx.spec.pool.clone(),
+        name: ctx.vm_name(),
+        description: super::render::description_value(ctx),
     };
     Decision::new(step, Some(ctx.timing.poll_interval), say)
 }

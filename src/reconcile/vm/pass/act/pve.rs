@@ -68,6 +68,8 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, ActFa
             archive,
             storage,
             pool,
+            name,
+            description,
         } => {
             let restore = Restore {
                 vmid: *vmid,
@@ -76,6 +78,8 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, ActFa
                 pool: pool.clone(),
                 // New MAC addresses: the source VM may still run.
                 unique: true,
+                name: Some(name.clone()),
+                description: Some(description.clone()),
             };
             client.restore_vm(node, &restore).await
         }

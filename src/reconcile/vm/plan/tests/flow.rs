@@ -95,12 +95,14 @@ impl Pve {
                     agent: AgentState::NotAsked,
                 });
             }
-            Step::Pve(PveCall::RestoreVm { .. }) => {
-                // The archive's config: another resource's VM, backed up.
-                let foreign = marker_line("team-b", "db", "4f1e0000-0000-0000-0000-000000000001");
+            Step::Pve(PveCall::RestoreVm {
+                name, description, ..
+            }) => {
+                // The archive's config (another resource's VM, backed up),
+                // the call's options over it, as qemu-server does.
                 let current = [
-                    ("name", "db"),
-                    ("description", foreign.as_str()),
+                    ("name", name.as_str()),
+                    ("description", description.as_str()),
                     ("memory", "1024"),
                     ("scsi0", "local-lvm:vm-100-disk-0,size=2252M"),
                     ("net0", "virtio=BC:24:11:00:00:03,bridge=vmbr0"),
@@ -408,7 +410,7 @@ fn clone_flow_configures_grows_and_starts() {
 }
 
 #[test]
-fn restore_flow_marks_then_configures_grows_and_starts() {
+fn restore_flow_is_marked_by_the_call_even_if_its_status_write_is_lost() {
     let world = World::new().spec(|s| {
         s.disks[0].image = None;
         s.restore = Some(
@@ -418,21 +420,23 @@ fn restore_flow_marks_then_configures_grows_and_starts() {
             .unwrap(),
         );
     });
-    let mut pve = Pve::default();
-    let steps = drive(world, &mut pve, None, ready);
-    assert_eq!(
-        pve.sent,
-        ["RestoreVm", "Configure", "Configure", "ResizeDisk", "Start"],
-        "passes: {steps:?}"
-    );
-    let config = pve.vm.unwrap().config.unwrap().current;
-    assert_eq!(
-        config["description"],
-        marker_line("default", "web", UID),
-        "the archive's marker is replaced by this resource's"
-    );
-    assert_eq!(config["memory"], "2048");
-    assert_eq!(config["name"], "web");
+    for lost in [None, Some("RestoreVm")] {
+        let mut pve = Pve::default();
+        let steps = drive(world.clone(), &mut pve, lost, ready);
+        assert_eq!(
+            pve.sent,
+            ["RestoreVm", "Configure", "ResizeDisk", "Start"],
+            "status lost after {lost:?}: passes: {steps:?}"
+        );
+        let config = pve.vm.unwrap().config.unwrap().current;
+        assert_eq!(
+            config["description"],
+            marker_line("default", "web", UID),
+            "the restore call marks the VM"
+        );
+        assert_eq!(config["memory"], "2048");
+        assert_eq!(config["name"], "web");
+    }
 }
 
 #[test]

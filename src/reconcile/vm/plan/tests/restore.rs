@@ -160,6 +160,8 @@ fn the_restore_names_archive_vmid_storage_and_never_force() {
         archive,
         storage,
         pool,
+        name,
+        description,
     }) = &plan.step
     else {
         panic!("want RestoreVm, got {:?}", plan.step);
@@ -168,6 +170,8 @@ fn the_restore_names_archive_vmid_storage_and_never_force() {
     assert_eq!(archive, ARCHIVE);
     assert_eq!(storage.as_deref(), Some("local-lvm"));
     assert_eq!(*pool, None);
+    assert_eq!(name, "web");
+    assert_eq!(description, &marker_line("default", "web", UID));
     assert_eq!(
         plan.pending_task.as_ref().map(|t| t.action),
         Some(TaskAction::Restore)
