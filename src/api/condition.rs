@@ -110,6 +110,9 @@ pub enum Reason {
     /// `disks[].image.name` is not on the VM's node (or any allowed node)
     /// yet, or is being deleted.
     ImageNotReady,
+    /// Synced=True (waiting): the ProxmoxBackup a restore names
+    /// (`restore.backupRef`) does not exist or is not Ready yet.
+    BackupNotReady,
     /// Synced=True (waiting): the image's template on the VM's node (or on
     /// every allowed node) is not a template yet.
     TemplateNotReady,
@@ -194,6 +197,7 @@ impl Reason {
                 | Self::WaitingForCapacity
                 | Self::WaitingForTemplate
                 | Self::ImageNotReady
+                | Self::BackupNotReady
                 | Self::TemplateNotReady
         )
     }
@@ -226,6 +230,7 @@ impl Reason {
             Self::ImageNotFound => "ImageNotFound",
             Self::ImageHasNoTemplate => "ImageHasNoTemplate",
             Self::ImageNotReady => "ImageNotReady",
+            Self::BackupNotReady => "BackupNotReady",
             Self::TemplateNotReady => "TemplateNotReady",
             Self::CapacityStalled => "CapacityStalled",
             Self::OutsidePlacement => "OutsidePlacement",

@@ -215,3 +215,76 @@ pub async fn remove(env: &Env) {
     delete::<ProxmoxBackup>(env.ns.name(), "rbac").await;
     wait_gone::<ProxmoxBackup>(env.ns.name(), "rbac").await;
 }
+
+/// A ProxmoxVM restored from a ProxmoxBackup of another VM: waits for the
+/// backup to be Ready, restores it in one `qmrestore` task, writes its own
+/// owner marker over the archive's, applies its spec; its disk holds what
+/// the source's held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_restored_from_a_backup_carries_its_disks_and_its_own_marker() {
+    use kube::ResourceExt;
+    let env = Env::start("restores").await;
+    let ns = env.ns.name().to_owned();
+    let source = env
+        .create_ready("web", manifests::imported(json!({})))
+        .await;
+
+    // The restore names the backup before it exists: it waits, Synced.
+    env.apply(&manifests::vm(
+        "web-copy",
+        json!({
+            "node": "pve",
+            "name": "web-copy",
+            "memory": "1Gi",
+            "cpu": {"cores": 1},
+            "restore": {"backupRef": {"name": "web-now"}, "storage": "local-lvm"},
+        }),
+    ))
+    .await;
+    let waiting = env.wait_synced_reason("web-copy", "BackupNotReady").await;
+    assert!(
+        waiting
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("web-now"),
+        "{waiting:?}"
+    );
+
+    env.apply(&backup("web-now", ("ProxmoxVM", "web"), json!({})))
+        .await;
+    let _: ProxmoxBackup = wait_ready(&ns, "web-now").await;
+    let copy = env.wait_ready("web-copy").await;
+    let vmid = env.vmid("web-copy").await;
+    assert_ne!(vmid, source);
+
+    let original = contents(&env, &format!("local-lvm:vm-{source}-disk-0")).await;
+    assert!(original.is_some());
+    assert_eq!(
+        contents(&env, &format!("local-lvm:vm-{vmid}-disk-0")).await,
+        original
+    );
+    let config = env
+        .sim
+        .client()
+        .vm_config_current("pve", vmid)
+        .await
+        .unwrap();
+    let notes = config.description.unwrap_or_default();
+    let uid = copy.uid().unwrap();
+    let source_uid = env.vm("web").await.uid().unwrap();
+    assert!(notes.contains(&uid), "{notes}");
+    assert!(!notes.contains(&source_uid), "{notes}");
+    assert_eq!(config.raw.get("name").map(String::as_str), Some("web-copy"));
+    assert_eq!(config.raw.get("memory").map(String::as_str), Some("1024"));
+    let restores = env
+        .sim
+        .tasks()
+        .await
+        .into_iter()
+        .filter(|t| t["type"] == "qmrestore")
+        .count();
+    assert_eq!(restores, 1);
+    // The source is untouched, still Ready and ours.
+    env.wait_ready("web").await;
+}

@@ -68,6 +68,7 @@ async fn every_example_is_accepted() {
         "examples/backup-job.yaml",
         "examples/snapshot.yaml",
         "examples/backup.yaml",
+        "examples/vm-restore.yaml",
         "examples/sdn-vnet.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
@@ -227,6 +228,13 @@ fn examples_show_what_their_names_promise() {
     assert_eq!(
         on_demand[0]["spec"]["forProvider"]["guestRef"]["name"], "vm-100",
         "the guest named by reference, not by VMID"
+    );
+
+    let restored = example("vm-restore.yaml");
+    assert_eq!(
+        restored[0]["spec"]["forProvider"]["restore"]["backupRef"]["name"],
+        on_demand[0]["metadata"]["name"],
+        "the VM restores the backup of examples/backup.yaml, by reference"
     );
 
     let sdn = example("sdn-vnet.yaml");

@@ -146,6 +146,11 @@ pub struct Restore {
     pub pool: Option<String>,
     /// New MAC addresses (and, for a VM, SMBIOS UUID).
     pub unique: bool,
+    /// A VM's `name`, set over the archived config (qemu-server applies a
+    /// restore call's options but drives over it).
+    pub name: Option<String>,
+    /// A VM's `description`, set over the archived config.
+    pub description: Option<String>,
 }
 
 impl Client {
@@ -201,7 +206,9 @@ impl Client {
             .text("archive", &restore.archive)
             .opt("storage", restore.storage.as_deref())
             .opt("pool", restore.pool.as_deref())
-            .opt_flag("unique", restore.unique.then_some(true));
+            .opt_flag("unique", restore.unique.then_some(true))
+            .opt("name", restore.name.as_deref())
+            .opt("description", restore.description.as_deref());
         self.start_task(
             Method::POST,
             ApiPath::new("/nodes/{node}/qemu", &[node]),

@@ -144,6 +144,41 @@ fn proxmox_vm_create_rules() {
             Some("a cloned VM gets its disks from the template"),
         ),
         (
+            "restore by archive",
+            json!({"restore": {"archive": "local:backup/vzdump-qemu-100-2026_12_05-01_00_00.vma.zst", "storage": "local-lvm"}}),
+            None,
+        ),
+        (
+            "restore by a ProxmoxBackup",
+            json!({"restore": {"backupRef": {"name": "web-nightly"}}}),
+            None,
+        ),
+        (
+            "restore naming both",
+            json!({"restore": {"archive": "local:backup/vzdump-qemu-100-x.vma.zst", "backupRef": {"name": "b"}}}),
+            Some("restore needs exactly one of archive and backupRef"),
+        ),
+        (
+            "restore naming neither",
+            json!({"restore": {"storage": "local-lvm"}}),
+            Some("restore needs exactly one of archive and backupRef"),
+        ),
+        (
+            "restore of a container archive",
+            json!({"restore": {"archive": "local:backup/vzdump-lxc-100-x.tar.zst"}}),
+            Some("archive must be a VM backup volume ID"),
+        ),
+        (
+            "restore with clone",
+            json!({"restore": {"backupRef": {"name": "b"}}, "clone": {"templateVmid": 9000}}),
+            Some("restore and clone are two ways to create the VM"),
+        ),
+        (
+            "restore with an imported disk",
+            json!({"restore": {"backupRef": {"name": "b"}}, "disks": [good_disk()]}),
+            Some("a restored VM gets its disks from the archive"),
+        ),
+        (
             "clone growing a disk",
             json!({"clone": {"templateName": "jammy"}, "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "40Gi"}]}),
             None,

@@ -12,6 +12,7 @@ mod network;
 mod nocloud;
 mod observed;
 mod params;
+mod restore;
 mod status;
 
 use kube::{CustomResource, KubeSchema};
@@ -37,6 +38,7 @@ pub use params::{
     CloneSource, Cpu, GuestAgent, Placement, PlacementPolicy, PowerState, ScsiController,
     VmParameters,
 };
+pub use restore::{BackupReference, RestoreSource};
 pub use status::{
     InFlightTask, ObservedState, ProxmoxVMStatus, TaskAction, TaskFailure, VmAtProvider,
 };

@@ -25,6 +25,12 @@ use crate::api::rules::{
         .message("clone cannot be added or removed after the resource is created"),
     validation = Rule::new("!has(self.clone) || !has(self.disks) || self.disks.all(d, !has(d.importFrom) && !has(d.image))")
         .message("a cloned VM gets its disks from the template: disks may grow them (size) or add empty disks, but cannot set importFrom or image"),
+    validation = Rule::new("has(self.restore) == has(oldSelf.restore)")
+        .message("restore cannot be added or removed after the resource is created"),
+    validation = Rule::new("!has(self.restore) || !has(self.clone)")
+        .message("restore and clone are two ways to create the VM: set one of them"),
+    validation = Rule::new("!has(self.restore) || !has(self.disks) || self.disks.all(d, !has(d.importFrom) && !has(d.image))")
+        .message("a restored VM gets its disks from the archive: disks may grow them (size) or add empty disks, but cannot set importFrom or image"),
     validation = Rule::new("!has(self.node) || !has(self.allowedNodes) || size(self.allowedNodes) == 0 || self.node in self.allowedNodes")
         .message("node must be one of allowedNodes"),
     validation = Rule::new("!has(self.cloudInit) || !has(self.cloudInit.driveSlot) || !has(self.disks) || !self.disks.exists(d, d.slot == self.cloudInit.driveSlot)")
@@ -128,6 +134,15 @@ pub struct VmParameters {
     #[x_kube(validation = Rule::new("self == oldSelf")
         .message("the clone source cannot be changed after the resource is created"))]
     pub clone: Option<CloneSource>,
+
+    /// Create the VM by restoring a vzdump backup archive (`qmrestore`)
+    /// instead of creating it from disks. Excludes `clone` and disks with
+    /// `importFrom` or `image`. Cannot be added, removed or changed after
+    /// creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self == oldSelf")
+        .message("the restore source cannot be changed after the resource is created"))]
+    pub restore: Option<super::RestoreSource>,
 
     /// Network devices, by slot (`net0` ... `net31`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -61,6 +61,12 @@ pub struct VmAtProvider {
     /// `customCloudInit`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_changed_under_pid: Option<u64>,
+    /// The VMID a restore task of this resource created (`restore`), until
+    /// the VM carries this resource's owner marker: the restored notes
+    /// carry the archive's marker, and this record is what proves the VM
+    /// is this resource's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_vmid: Option<u32>,
     /// The VM's firewall as Proxmox shows it, when the spec declares one
     /// (read in each pass that looks at the VM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,6 +105,8 @@ pub enum TaskAction {
     Create,
     /// Clone of a template.
     Clone,
+    /// Restore of a backup archive (`spec.forProvider.restore`).
+    Restore,
     /// Config update.
     Configure,
     /// Disk resize.
@@ -142,6 +150,7 @@ impl TaskAction {
             Self::DownloadImage => "download",
             Self::Create => "qmcreate",
             Self::Clone => "qmclone",
+            Self::Restore => "qmrestore",
             Self::Configure => "qmconfig",
             Self::ResizeDisk => "resize",
             Self::Start => "qmstart",
@@ -165,6 +174,7 @@ impl TaskAction {
             Self::DownloadImage => "download of the disk image",
             Self::Create => "creation of the VM",
             Self::Clone => "clone of the template",
+            Self::Restore => "restore of the backup",
             Self::Configure => "configuration update",
             Self::ResizeDisk => "disk resize",
             Self::Start => "start",

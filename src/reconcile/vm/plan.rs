@@ -41,6 +41,7 @@ mod pool;
 mod protection;
 mod render;
 mod report;
+mod restore;
 mod seed;
 mod task;
 mod template;
@@ -58,11 +59,11 @@ pub use firewall::{FirewallCall, FirewallNext, FirewallView, FirewallWrite};
 pub use forbidden::write_refused;
 pub use ha::{HaCall, affinity_id};
 pub use input::{
-    ActiveTask, AffinityView, AgentState, Depth, Forbidden, GuestInterface, HaResourceView, HaView,
-    Heavy, HostView, ImageRef, NamedImage, Needs, Observation, ObserveError, ObservedVm,
-    PasswordState, Placement, PlacementRequest, PlanInput, Power, ProviderState, SeedView,
-    SlotGrant, SlotRequest, StorageView, TaskOutcome, TaskState, TemplateLookup, TemplateRef,
-    VmConfig, VmState, VmidGrant, started_at,
+    ActiveTask, AffinityView, AgentState, BackupLookup, Depth, Forbidden, GuestInterface,
+    HaResourceView, HaView, Heavy, HostView, ImageRef, NamedImage, Needs, Observation,
+    ObserveError, ObservedVm, PasswordState, Placement, PlacementRequest, PlanInput, Power,
+    ProviderState, SeedView, SlotGrant, SlotRequest, StorageView, TaskOutcome, TaskState,
+    TemplateLookup, TemplateRef, VmConfig, VmState, VmidGrant, started_at,
 };
 pub use input::{ImageLookup, ImageTemplate};
 pub use output::{

@@ -341,6 +341,13 @@ impl<'a> Ctx<'a> {
             } else {
                 vec![]
             },
+            backup: self
+                .spec
+                .restore
+                .as_ref()
+                .and_then(|r| r.backup_ref.as_ref())
+                .filter(|_| creating && self.vmid().is_some())
+                .map(|r| r.name.clone()),
             placement,
             template,
             import_sources: if self.deleting() {

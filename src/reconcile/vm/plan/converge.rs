@@ -64,6 +64,8 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
     if !ours {
         return not_ours(ctx, out, vm, owner);
     }
+    // Marked ours: the restore's proof has served.
+    out.status.at_provider.restored_vmid = None;
     if !ctx.create_succeeded() {
         // Our VM exists but its creation was never recorded (the write was
         // lost, or the create task was not observed to its end).
@@ -112,6 +114,9 @@ fn being_created(ctx: &Ctx, vm: &ObservedVm) -> Decision {
 
 fn not_ours(ctx: &Ctx, out: &Out, vm: &ObservedVm, owner: Ownership) -> Decision {
     let vmid = ctx.vmid_text();
+    if let Some(d) = super::restore::claim(ctx, out, vm) {
+        return d;
+    }
     if ctx.create_pending() && ctx.spec.vmid.is_none() && ctx.caps.create {
         // The VMID we allocated was taken by another VM before ours was
         // created (Proxmox's next free ID is not a reservation). Ours would
@@ -343,7 +348,7 @@ fn firewall_write(
 
 /// What holds back a change of the VM: its lock, or the backoff after the
 /// same action failed.
-fn held(
+pub(super) fn held(
     ctx: &Ctx,
     out: &Out,
     vm: &ObservedVm,

@@ -120,9 +120,10 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         }
         return d;
     }
-    match &ctx.spec.clone {
-        Some(clone) => clone_vm(ctx, out, vmid, clone),
-        None => create_vm(ctx, out, vmid),
+    match (&ctx.spec.clone, &ctx.spec.restore) {
+        (Some(clone), _) => clone_vm(ctx, out, vmid, clone),
+        (None, Some(restore)) => super::restore::restore_vm(ctx, out, vmid, restore),
+        (None, None) => create_vm(ctx, out, vmid),
     }
 }
 
@@ -321,7 +322,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
 /// (so a download and the create land on the same node), or the one the
 /// provider's placement chose among `allowedNodes` this pass (recorded
 /// first, then acted on).
-fn placement(ctx: &Ctx, out: &mut Out) -> Result<String, Box<Decision>> {
+pub(super) fn placement(ctx: &Ctx, out: &mut Out) -> Result<String, Box<Decision>> {
     if let Some(node) = ctx.placed_node() {
         return Ok(node);
     }
@@ -526,7 +527,10 @@ fn slot(ctx: &Ctx, what: &str) -> Option<Decision> {
 /// given up and another allocated; a VMID the spec names is reported.
 fn taken(ctx: &Ctx, out: &mut Out, vmid: u32) -> Option<Decision> {
     let failure = out.status.at_provider.last_failure.as_ref()?;
-    let creating = matches!(failure.action, TaskAction::Create | TaskAction::Clone);
+    let creating = matches!(
+        failure.action,
+        TaskAction::Create | TaskAction::Clone | TaskAction::Restore
+    );
     if !(creating && failure.vmid_taken) {
         return None;
     }
@@ -557,7 +561,7 @@ fn taken(ctx: &Ctx, out: &mut Out, vmid: u32) -> Option<Decision> {
 
 /// The finalizer goes on just before the first create is sent: only then can
 /// a VM exist that deletion must clean up.
-fn finalizer(ctx: &Ctx, vmid: u32) -> Option<Decision> {
+pub(super) fn finalizer(ctx: &Ctx, vmid: u32) -> Option<Decision> {
     if ctx.has_finalizer() {
         return None;
     }

@@ -101,6 +101,9 @@ pub struct Needs {
     /// The ProxmoxImages the disks name (`disks[].image.name`), read from
     /// the image controller's cache.
     pub named_images: Vec<String>,
+    /// The ProxmoxBackup `restore.backupRef` names (about to be restored):
+    /// read from Kubernetes for its archive.
+    pub backup: Option<String>,
     /// Choose a node for the VM (none is recorded yet).
     pub placement: Option<PlacementRequest>,
     /// Resolve the clone template (by VMID or by name) cluster-wide.
@@ -136,6 +139,17 @@ pub struct Needs {
     /// VM is known to be absent and its node is known: the limits a create
     /// is checked against ([`Observation::host`]).
     pub host: bool,
+}
+
+/// A ProxmoxBackup a restore names, as read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackupLookup {
+    /// No such ProxmoxBackup in the namespace.
+    NotFound,
+    /// It exists but is not Ready (or has no archive yet): why.
+    NotReady(String),
+    /// Ready, with its archive's volume ID.
+    Ready(String),
 }
 
 /// A slot to take before dispatching heavy work.
@@ -191,6 +205,8 @@ pub struct Observation {
     pub images: BTreeMap<String, bool>,
     /// The ProxmoxImages asked for, by name.
     pub named_images: BTreeMap<String, NamedImage>,
+    /// The ProxmoxBackup of [`Needs::backup`].
+    pub backup: Option<BackupLookup>,
     /// The VMID the scheduler reserved, when [`Needs::allocate_vmid`]
     /// asked.
     pub allocated_vmid: Option<VmidGrant>,

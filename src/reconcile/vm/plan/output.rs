@@ -284,6 +284,24 @@ pub enum PveCall {
         /// `pool`.
         pool: Option<String>,
     },
+    /// `POST /nodes/{node}/qemu` with `archive` (a `qmrestore` task), never
+    /// `force`: Proxmox refuses it when the VMID exists.
+    RestoreVm {
+        /// Node.
+        node: String,
+        /// VMID.
+        vmid: u32,
+        /// The archive's volume ID.
+        archive: String,
+        /// `storage` for the disks.
+        storage: Option<String>,
+        /// `pool`.
+        pool: Option<String>,
+        /// `name`, over the archived config.
+        name: String,
+        /// `description` with the owner marker, over the archived config.
+        description: String,
+    },
     /// `POST /nodes/{node}/qemu/{vmid}/config` (async).
     Configure {
         /// Node.
@@ -396,6 +414,7 @@ impl PveCall {
             Self::DownloadImage { .. } => TaskAction::DownloadImage,
             Self::CreateVm { .. } => TaskAction::Create,
             Self::CloneVm { .. } => TaskAction::Clone,
+            Self::RestoreVm { .. } => TaskAction::Restore,
             Self::Configure { .. } => TaskAction::Configure,
             Self::ResizeDisk { .. } => TaskAction::ResizeDisk,
             Self::Start { .. } => TaskAction::Start,
@@ -416,6 +435,7 @@ impl PveCall {
             Self::DownloadImage { .. } => "DownloadImage",
             Self::CreateVm { .. } => "CreateVm",
             Self::CloneVm { .. } => "CloneVm",
+            Self::RestoreVm { .. } => "RestoreVm",
             Self::Configure { .. } => "Configure",
             Self::ResizeDisk { .. } => "ResizeDisk",
             Self::Start { .. } => "Start",
@@ -435,6 +455,7 @@ impl PveCall {
         match self {
             Self::DownloadImage { node, .. }
             | Self::CreateVm { node, .. }
+            | Self::RestoreVm { node, .. }
             | Self::Configure { node, .. }
             | Self::ResizeDisk { node, .. }
             | Self::Start { node, .. }
@@ -465,6 +486,7 @@ impl PveCall {
             Self::DeleteVolume { volume, .. } => Some(volume.clone()),
             Self::CreateVm { .. }
             | Self::CloneVm { .. }
+            | Self::RestoreVm { .. }
             | Self::Configure { .. }
             | Self::Start { .. }
             | Self::Shutdown { .. }

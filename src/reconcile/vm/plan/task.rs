@@ -95,6 +95,7 @@ fn activity(ctx: &Ctx, action: TaskAction) -> Reason {
         TaskAction::Create if ctx.imports() => Reason::ImportingDisk,
         TaskAction::Create
         | TaskAction::Clone
+        | TaskAction::Restore
         | TaskAction::Configure
         | TaskAction::ResizeDisk
         | TaskAction::Start
@@ -207,6 +208,14 @@ fn finished(
                 "TaskSucceeded",
                 format!("{} {} finished: {ended}", task.type_, task.upid),
             );
+            if task.action == TaskAction::Restore {
+                // The restored VM carries the archive's notes (another
+                // resource's marker, maybe): this record is the proof that
+                // this resource made it, until its own marker is written
+                // (see `restore::claim`). Written with the task's end, in
+                // the same status write.
+                out.status.at_provider.restored_vmid = ctx.vmid();
+            }
             if task.action == TaskAction::Migrate && task.target.is_some() {
                 // Migrated where `node` asked: from now on a VM found
                 // elsewhere was moved by someone else, and is followed.
@@ -282,6 +291,7 @@ fn deletes(action: TaskAction) -> bool {
         | TaskAction::MovePool
         | TaskAction::Create
         | TaskAction::Clone
+        | TaskAction::Restore
         | TaskAction::Configure
         | TaskAction::ResizeDisk
         | TaskAction::Start

@@ -17,6 +17,7 @@ mod limits;
 mod motion;
 mod pool;
 mod races;
+mod restore;
 mod seed;
 mod status;
 mod tasks;

@@ -3,6 +3,7 @@
 use super::proxmox_failure;
 use crate::reconcile::vm::plan::{ActFailure, Params, PveCall};
 use pve_client::vm::{CloneVm, CreateVm, DeleteOptions, DiskSize, ShutdownOptions};
+use pve_client::vzdump::Restore;
 use pve_client::{self, Checksum, Client, DownloadContent, DownloadUrl, ErrorClass, Upid};
 
 /// Starts the task of a Proxmox call and returns its UPID.
@@ -60,6 +61,27 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, ActFa
                 ..CloneVm::default()
             };
             client.clone_vm(source_node, *template, &clone).await
+        }
+        PveCall::RestoreVm {
+            node,
+            vmid,
+            archive,
+            storage,
+            pool,
+            name,
+            description,
+        } => {
+            let restore = Restore {
+                vmid: *vmid,
+                archive: archive.clone(),
+                storage: storage.clone(),
+                pool: pool.clone(),
+                // New MAC addresses: the source VM may still run.
+                unique: true,
+                name: Some(name.clone()),
+                description: Some(description.clone()),
+            };
+            client.restore_vm(node, &restore).await
         }
         PveCall::Configure {
             node,
@@ -121,7 +143,10 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, ActFa
 
 /// A refused create or clone whose VMID exists is [`ActFailure::Taken`].
 fn failure(call: &PveCall, e: pve_client::Error) -> ActFailure {
-    let creates = matches!(call, PveCall::CreateVm { .. } | PveCall::CloneVm { .. });
+    let creates = matches!(
+        call,
+        PveCall::CreateVm { .. } | PveCall::CloneVm { .. } | PveCall::RestoreVm { .. }
+    );
     if creates && e.class() == ErrorClass::AlreadyExists {
         ActFailure::Taken(e.to_string())
     } else {

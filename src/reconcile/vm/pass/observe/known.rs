@@ -265,6 +265,7 @@ fn after_task(known: &Known, task: RecordedTask<'_>) -> Option<Look> {
         // Where the VM went, what a clone or conversion made of it, what a
         // seed upload or HA did: looked at in full.
         TaskAction::Clone
+        | TaskAction::Restore
         | TaskAction::Migrate
         | TaskAction::MoveDisk
         | TaskAction::Template

@@ -5,6 +5,7 @@
 //! The in-flight task is read before the VM, so the VM is at least as fresh
 //! as the task's outcome.
 
+mod backup;
 pub(crate) mod clones;
 mod downloads;
 mod ha;
@@ -164,6 +165,13 @@ pub async fn observe(
                 .await
                 .map_err(|e| Failure::Kube(e.into()))?;
         obs.named_images.insert(name.clone(), seen);
+    }
+    if let Some(name) = &needs.backup {
+        obs.backup = Some(
+            backup::lookup(from.kube, &id.namespace, name)
+                .await
+                .map_err(|e| Failure::Kube(e.into()))?,
+        );
     }
     // A missing image may be downloading already (another resource's task).
     let downloading = obs.images.values().any(|present| !present);

@@ -95,6 +95,34 @@ impl Pve {
                     agent: AgentState::NotAsked,
                 });
             }
+            Step::Pve(PveCall::RestoreVm {
+                name, description, ..
+            }) => {
+                // The archive's config (another resource's VM, backed up),
+                // the call's options over it, as qemu-server does.
+                let current = [
+                    ("name", name.as_str()),
+                    ("description", description.as_str()),
+                    ("memory", "1024"),
+                    ("scsi0", "local-lvm:vm-100-disk-0,size=2252M"),
+                    ("net0", "virtio=BC:24:11:00:00:03,bridge=vmbr0"),
+                    ("digest", "r0"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+                self.vm = Some(ObservedVm {
+                    node: "pve1".into(),
+                    power: Power::Stopped,
+                    lock: Some("create".into()),
+                    template: false,
+                    config: Some(VmConfig {
+                        current,
+                        pending: Default::default(),
+                    }),
+                    agent: AgentState::NotAsked,
+                });
+            }
             Step::Pve(PveCall::Configure { changes, .. }) => {
                 let config = self.vm.as_mut().unwrap().config.as_mut().unwrap();
                 for (k, v) in sent(&changes.set) {
@@ -143,7 +171,9 @@ impl Pve {
         };
         match action {
             TaskAction::DownloadImage => self.image = true,
-            TaskAction::Create | TaskAction::Clone => self.vm.as_mut().unwrap().lock = None,
+            TaskAction::Create | TaskAction::Clone | TaskAction::Restore => {
+                self.vm.as_mut().unwrap().lock = None
+            }
             TaskAction::Start => self.vm.as_mut().unwrap().power = Power::Running,
             TaskAction::Shutdown | TaskAction::Stop => {
                 self.vm.as_mut().unwrap().power = Power::Stopped
@@ -377,6 +407,36 @@ fn clone_flow_configures_grows_and_starts() {
     let config = pve.vm.unwrap().config.unwrap().current;
     assert_eq!(config["ide2"], "local-lvm:vm-100-cloudinit,media=cdrom");
     assert_eq!(config["memory"], "2048");
+}
+
+#[test]
+fn restore_flow_is_marked_by_the_call_even_if_its_status_write_is_lost() {
+    let world = World::new().spec(|s| {
+        s.disks[0].image = None;
+        s.restore = Some(
+            serde_json::from_value(json!({
+                "archive": "local:backup/vzdump-qemu-300-2026_12_05-01_00_00.vma.zst"
+            }))
+            .unwrap(),
+        );
+    });
+    for lost in [None, Some("RestoreVm")] {
+        let mut pve = Pve::default();
+        let steps = drive(world.clone(), &mut pve, lost, ready);
+        assert_eq!(
+            pve.sent,
+            ["RestoreVm", "Configure", "ResizeDisk", "Start"],
+            "status lost after {lost:?}: passes: {steps:?}"
+        );
+        let config = pve.vm.unwrap().config.unwrap().current;
+        assert_eq!(
+            config["description"],
+            marker_line("default", "web", UID),
+            "the restore call marks the VM"
+        );
+        assert_eq!(config["memory"], "2048");
+        assert_eq!(config["name"], "web");
+    }
 }
 
 #[test]

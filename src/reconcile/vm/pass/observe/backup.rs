@@ -1,0 +1,40 @@
+//! The ProxmoxBackup a restore names (`restore.backupRef`): read afresh
+//! before the restore, as its archive is what is sent.
+
+use kube::Api;
+
+use crate::api::ConditionStatus;
+use crate::api::backup::ProxmoxBackup;
+use crate::api::condition::{ConditionType, find};
+use crate::reconcile::vm::plan::BackupLookup;
+
+/// Whether the ProxmoxBackup `name` of `namespace` is Ready, and its archive.
+pub(super) async fn lookup(
+    kube: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<BackupLookup, kube::Error> {
+    let Some(backup) = Api::<ProxmoxBackup>::namespaced(kube.clone(), namespace)
+        .get_opt(name)
+        .await?
+    else {
+        return Ok(BackupLookup::NotFound);
+    };
+    Ok(of(&backup))
+}
+
+fn of(backup: &ProxmoxBackup) -> BackupLookup {
+    if backup.metadata.deletion_timestamp.is_some() {
+        return BackupLookup::NotReady("it is being deleted".into());
+    }
+    let Some(status) = &backup.status else {
+        return BackupLookup::NotReady("it has no status yet".into());
+    };
+    let ready = find(&status.conditions, ConditionType::Ready)
+        .is_some_and(|c| c.status == ConditionStatus::True);
+    match (&status.at_provider.volume, ready) {
+        (Some(volume), true) => BackupLookup::Ready(volume.clone()),
+        (_, false) => BackupLookup::NotReady("it is not Ready".into()),
+        (None, true) => BackupLookup::NotReady("its status names no archive".into()),
+    }
+}
