@@ -114,16 +114,21 @@ async fn a_container_from_a_template_volume_becomes_ready_drift_is_corrected_and
             .unwrap()
             .is_running()
     );
-    // Core v1 events for the tasks started and finished.
-    let events = crate::reconcile::events_in(env.ns.name(), "app").await;
+    // Core v1 events for the tasks started and finished (the start's end
+    // may be told by the pass after the one that wrote Ready).
     for (reason, task) in [
         ("TaskStarted", ":vzcreate:"),
         ("TaskSucceeded", ":vzstart:"),
     ] {
-        assert!(
-            events.iter().any(|e| e.1 == reason && e.2.contains(task)),
-            "{reason} {task}: {events:?}"
-        );
+        support::poll(&format!("{reason} {task}"), DEADLINE, || async {
+            let events = crate::reconcile::events_in(env.ns.name(), "app").await;
+            events
+                .iter()
+                .any(|e| e.1 == reason && e.2.contains(task))
+                .then_some(())
+                .ok_or(format!("{events:?}"))
+        })
+        .await;
     }
 
     // The printer columns show it.

@@ -114,11 +114,6 @@ pub enum Error {
     /// The caller cancelled a wait.
     #[error("cancelled")]
     Cancelled,
-
-    /// The caller's [`crate::WriteGate`] closed before a write was sent:
-    /// nothing was sent.
-    #[error("not sent: {endpoint} (the caller may no longer write)")]
-    NotSent { endpoint: String },
 }
 
 pub(crate) fn format_errors(errors: &BTreeMap<String, String>) -> String {
@@ -200,8 +195,7 @@ impl Error {
             | Error::TaskTimeout { .. }
             | Error::MissingUpid { .. }
             | Error::Protocol { .. }
-            | Error::Cancelled
-            | Error::NotSent { .. } => ErrorClass::Refused,
+            | Error::Cancelled => ErrorClass::Refused,
         }
     }
 
@@ -242,8 +236,7 @@ impl Error {
             | Error::Protocol { .. }
             | Error::Tls { .. }
             | Error::Config { .. }
-            | Error::Cancelled
-            | Error::NotSent { .. } => None,
+            | Error::Cancelled => None,
         }
     }
 

@@ -211,9 +211,15 @@ async fn pass(
     let mut plan = plan::settle(plan, &outcome, Timestamp::now(), task_timeout);
     // The connection Secret before the status, which says when it is not
     // this resource's to write.
+    // A Secret that could not be written is said on the resource; the
+    // pass's events and status are written all the same.
     if let Some(data) = connection::data(ct, &plan.status) {
         ctx.shards.fence(hold)?;
-        if let Some(why) = connection_secret::publish(&ctx.kube, (ct, id), &data).await? {
+        let why = match connection_secret::publish(&ctx.kube, (ct, id), &data).await {
+            Ok(why) => why,
+            Err(e) => Some(format!("the connection Secret could not be written: {e}")),
+        };
+        if let Some(why) = why {
             let at = (ct.metadata.generation, Timestamp::now());
             connection_secret::refused(&mut plan.status.conditions, at, &why);
         }
