@@ -20,6 +20,7 @@ pub mod guest_firewall;
 pub mod guests;
 pub mod images;
 pub mod names;
+pub mod pools;
 pub mod reserve;
 pub mod selector;
 pub mod states;

@@ -37,11 +37,11 @@ use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_forbidden, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::ClusterView;
-use crate::reconcile::managed::connection_secret;
 use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::managed::guest_firewall;
 use crate::reconcile::managed::reserve::allocate_vmid;
 use crate::reconcile::managed::status::apply_on;
+use crate::reconcile::managed::{connection_secret, pools};
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
 use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::schedule::{Candidates, LabelCounts};
@@ -292,17 +292,8 @@ async fn observe(
     // Its pool: from the view (no request), checked against the pool's
     // members when the view disagrees (it lags a move).
     if let (Some(wanted), Container::Present(_), Some(_)) = (&spec.pool, &obs.container, &listed) {
-        let seen = view.container_pools.get(&vmid).cloned();
-        obs.pool = Some(if seen.as_ref() == Some(wanted) {
-            seen
-        } else {
-            let member = client.pool(wanted).await?.is_some_and(|pool| {
-                pool.members
-                    .iter()
-                    .any(|m| m.kind == "lxc" && m.vmid == Some(u64::from(vmid)))
-            });
-            if member { Some(wanted.clone()) } else { seen }
-        });
+        let listed = view.container_pools.get(&vmid).cloned();
+        obs.pool = Some(pools::member_of(client, ("lxc", vmid), listed, wanted).await?);
     }
     let node = match &obs.container {
         Container::Present(seen) => Some(seen.node.clone()),

@@ -29,7 +29,7 @@ use crate::reconcile::common::image_cache::{self as cache, Images};
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::inventory::{ClusterView, Inventory};
-use crate::reconcile::managed::{guest_firewall, tasks};
+use crate::reconcile::managed::{guest_firewall, pools, tasks};
 use crate::reconcile::providers::{ConfigKey, secret_value};
 use crate::reconcile::runtime::memory::{Kept, Memory};
 use crate::reconcile::vm::plan::{
@@ -255,10 +255,8 @@ pub async fn observe(
     Ok(obs)
 }
 
-/// The VM's pool membership: from the shared cluster view (no request),
-/// checked against `wanted`'s member list when the view says it is not
-/// there (the view lags a move by up to the poll interval: a move already
-/// made is not made again). `None` while the view does not list the VM.
+/// The VM's pool membership ([`pools::member_of`]); `None` while the
+/// shared cluster view does not list the VM.
 async fn pool_view(
     from: Sources<'_>,
     vmid: u32,
@@ -268,23 +266,9 @@ async fn pool_view(
     let Some(listed) = view.vms.get(&vmid) else {
         return Ok(None);
     };
-    if listed.pool.as_deref() == Some(wanted) {
-        return Ok(Some(PoolView {
-            member_of: listed.pool.clone(),
-        }));
-    }
-    let member = from.client.pool(wanted).await?.is_some_and(|pool| {
-        pool.members
-            .iter()
-            .any(|m| m.kind == "qemu" && m.vmid == Some(u64::from(vmid)))
-    });
-    Ok(Some(PoolView {
-        member_of: if member {
-            Some(wanted.to_owned())
-        } else {
-            listed.pool.clone()
-        },
-    }))
+    let listed = listed.pool.clone();
+    let member_of = pools::member_of(from.client, ("qemu", vmid), listed, wanted).await?;
+    Ok(Some(PoolView { member_of }))
 }
 
 /// What a look at the VM found.
