@@ -19,6 +19,7 @@ pub mod envelope;
 pub mod guest_firewall;
 pub mod guests;
 pub mod images;
+pub mod ip_sets;
 pub mod names;
 pub mod pools;
 pub mod reserve;
