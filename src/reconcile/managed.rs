@@ -16,6 +16,7 @@
 pub mod connection_secret;
 pub mod crud;
 pub mod envelope;
+pub mod firewall_wake;
 pub mod guest_firewall;
 pub mod guests;
 pub mod images;

@@ -456,3 +456,59 @@ async fn a_vms_own_aliases_and_ip_sets_are_kept_and_named_by_its_rules() {
     })
     .await;
 }
+
+/// A VM naming an IP set that exists but is not Ready waits (Synced True,
+/// `ReferenceNotReady`), and goes on as soon as the set is Ready: woken
+/// by the set's watch, since its own resync (1h here) is far past the
+/// deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_waiting_for_an_ip_set_goes_on_once_the_set_is_ready() {
+    let env = Env::start("fw-wait").await;
+    let ns = env.ns.name().to_owned();
+    // Two entries that are one once stored: refused, so not Ready.
+    let twice = json!([{"cidr": "10.7.0.1"}, {"cidr": "10.7.0.1/32"}]);
+    env.apply(&ip_set("later", twice)).await;
+    wait(&ns, "later", "refused", |s: &ProxmoxIPSet| {
+        let synced = s.status.as_ref().and_then(|s| {
+            s.conditions.iter().find(|c| {
+                c.type_ == "Synced" && c.status == provider_proxmox::api::ConditionStatus::False
+            })
+        });
+        synced
+            .map(|_| ())
+            .ok_or_else(|| "not refused yet".to_owned())
+    })
+    .await;
+    let mut vm = manifests::vm(
+        "patient",
+        json!({
+            "node": "pve",
+            "memory": "1Gi",
+            "firewall": {"rules": [
+                {"type": "in", "action": "ACCEPT", "source": {"ipSet": "later"}},
+            ]},
+        }),
+    );
+    vm["metadata"]["annotations"] = json!({"crossplane.io/poll-interval": "1h"});
+    env.apply(&vm).await;
+    let waiting = env.wait_synced_reason("patient", "ReferenceNotReady").await;
+    assert_eq!(
+        waiting.status,
+        provider_proxmox::api::ConditionStatus::True,
+        "waiting for a set that exists is not a failure: {:?}",
+        waiting.message
+    );
+    assert!(
+        waiting
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains(&format!("ProxmoxIPSet {ns}/later is not Ready")),
+        "{:?}",
+        waiting.message
+    );
+    env.apply(&ip_set("later", json!([{"cidr": "10.7.0.1"}])))
+        .await;
+    let _: ProxmoxIPSet = wait_ready(&ns, "later").await;
+    let _ = env.wait_ready("patient").await;
+}

@@ -9,14 +9,13 @@ use kube::Api;
 use pve_client::ipset::Scope;
 use pve_client::{Client, Guest};
 
-use crate::api::condition::{ConditionStatus, ConditionType, find};
 use crate::api::firewall::{GuestFirewall, GuestIPSet};
 use crate::api::{Condition, ProxmoxIPSet, ProxmoxSecurityGroup};
 use crate::reconcile::common::firewall::{FirewallCall, FirewallView, RulePatch, Unusable};
 use crate::reconcile::common::guest_objects::{AliasCall, IpSetCall};
 use crate::reconcile::common::ip_set::Set;
 use crate::reconcile::error::is_not_found;
-use crate::reconcile::managed::ip_sets;
+use crate::reconcile::managed::{firewall_wake, ip_sets};
 
 /// Why the firewall could not be read.
 #[derive(Debug)]
@@ -136,14 +135,8 @@ fn usable(
             "{kind} {namespace}/{name} does not exist"
         )));
     };
-    let ready =
-        find(&conditions, ConditionType::Ready).is_some_and(|c| c.status == ConditionStatus::True);
-    match (ready, proxmox) {
-        (true, Some(proxmox)) => Ok(proxmox),
-        (true, None) | (false, _) => Err(Unusable::NotReady(format!(
-            "{kind} {namespace}/{name} is not Ready"
-        ))),
-    }
+    firewall_wake::usable(&conditions, proxmox.as_ref())
+        .ok_or_else(|| Unusable::NotReady(format!("{kind} {namespace}/{name} is not Ready")))
 }
 
 /// Writes the options of `guest`'s firewall or one correction of its

@@ -24,8 +24,23 @@ use crate::reconcile::managed::watch;
 /// config gained wakes every resource naming it, see `configs::Users`).
 pub async fn run<K, A>(
     shared: Arc<Ctx<K::Extra>>,
+    cache: (Writer<K>, UnboundedReceiver<ObjectRef<K>>),
+    kind: &'static str,
+    stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) where
+    K: Kind + HasStatus<Status = ManagedStatus<A>>,
+    A: Default + 'static,
+{
+    run_seeing(shared, cache, kind, |_| {}, stop).await;
+}
+
+/// [`run`], with `see` shown each event of the watch before the cache
+/// takes it in (what wakes another kind's resources, say).
+pub async fn run_seeing<K, A>(
+    shared: Arc<Ctx<K::Extra>>,
     (writer, wakeups): (Writer<K>, UnboundedReceiver<ObjectRef<K>>),
     kind: &'static str,
+    see: impl Fn(&Result<watcher::Event<K>, watcher::Error>) + Send + 'static,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) where
     K: Kind + HasStatus<Status = ManagedStatus<A>>,
@@ -37,6 +52,7 @@ pub async fn run<K, A>(
     let objects = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
     let objects = watch::unserved_as_empty(kind, objects)
         .inspect(move |event| lifecycle.see(event))
+        .inspect(see)
         .reflect(writer)
         .applied_objects()
         .predicate_filter(

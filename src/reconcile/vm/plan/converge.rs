@@ -344,7 +344,9 @@ fn firewall_write(
             } else {
                 Say::no(Reason::ReferenceNotReady, not_yet.why)
             };
-            Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say)
+            // The reference becoming Ready wakes the VM (managed::
+            // firewall_wake): its resync is only the fallback.
+            Decision::new(Idle::Wait, Some(ctx.resync_interval()), say)
         }
     }
 }
