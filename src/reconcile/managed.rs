@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`envelope`] | the pass's hold: held here, report-only, or wait; cancelled when the term ends |
 //! | [`watch`] | the scope of every watch |
+//! | [`fresh`] | read-your-writes: the resource as this replica last wrote it |
 //! | [`status`] | the status write (server-side apply, on the version read) |
 //! | [`tasks`], [`task_watch`] | a Proxmox task observed, and the resource woken when it ended |
 //! | [`reserve`] | a VMID, for the kinds that take one |
@@ -12,11 +13,14 @@
 //! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
 //! | [`guests`] | the guest a resource names by reference (a snapshot's, a backup's), and its wake-up |
 //! | [`selector`] | kinds choosing other kinds' objects by label: those of a namespace, and the wake-up when one changes |
+//! | [`guest_firewall`], [`ip_sets`] | a guest's own firewall read and written; an IP set correction sent (the cluster's or a guest's) |
+//! | [`firewall_wake`] | the guests whose firewall names a set or group woken when it becomes Ready |
 
 pub mod connection_secret;
 pub mod crud;
 pub mod envelope;
 pub mod firewall_wake;
+pub mod fresh;
 pub mod guest_firewall;
 pub mod guests;
 pub mod images;
