@@ -20,10 +20,14 @@ use crate::api::security_group::{Address, PORTS, PORTS_MESSAGE, RuleAction, Rule
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
-    validation = Rule::new("self.rules.all(r, [has(r.source) && has(r.source.guestIpSet) ? r.source.guestIpSet : '', has(r.dest) && has(r.dest.guestIpSet) ? r.dest.guestIpSet : ''].all(n, n == '' || (has(self.ipSets) && self.ipSets.exists(s, s.name == n))))")
-        .message("rules: a guestIpSet must name one of ipSets"),
-    validation = Rule::new("self.rules.all(r, [has(r.source) && has(r.source.guestAlias) ? r.source.guestAlias : '', has(r.dest) && has(r.dest.guestAlias) ? r.dest.guestAlias : ''].all(n, n == '' || (has(self.aliases) && self.aliases.exists(a, a.name == n))))")
-        .message("rules: a guestAlias must name one of aliases")
+    validation = Rule::new("self.rules.all(r, !has(r.source) || !has(r.source.guestIpSet) || (has(self.ipSets) && self.ipSets.exists(s, s.name == r.source.guestIpSet)))")
+        .message("rules: a source guestIpSet must name one of ipSets"),
+    validation = Rule::new("self.rules.all(r, !has(r.dest) || !has(r.dest.guestIpSet) || (has(self.ipSets) && self.ipSets.exists(s, s.name == r.dest.guestIpSet)))")
+        .message("rules: a dest guestIpSet must name one of ipSets"),
+    validation = Rule::new("self.rules.all(r, !has(r.source) || !has(r.source.guestAlias) || (has(self.aliases) && self.aliases.exists(a, a.name == r.source.guestAlias)))")
+        .message("rules: a source guestAlias must name one of aliases"),
+    validation = Rule::new("self.rules.all(r, !has(r.dest) || !has(r.dest.guestAlias) || (has(self.aliases) && self.aliases.exists(a, a.name == r.dest.guestAlias)))")
+        .message("rules: a dest guestAlias must name one of aliases")
 )]
 pub struct GuestFirewall {
     /// Whether the guest's firewall is on (`enable`). Default `true`.

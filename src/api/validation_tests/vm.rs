@@ -550,12 +550,12 @@ fn proxmox_vm_firewall_rules() {
             "a guestIpSet the spec does not have",
             json!({"firewall": {"ipSets": [],
                 "rules": [{"type": "in", "action": "ACCEPT", "dest": {"guestIpSet": "peers"}}]}}),
-            Some("rules: a guestIpSet must name one of ipSets"),
+            Some("rules: a dest guestIpSet must name one of ipSets"),
         ),
         (
             "a guestAlias without aliases",
             fw(json!({"type": "in", "action": "ACCEPT", "source": {"guestAlias": "gw"}})),
-            Some("rules: a guestAlias must name one of aliases"),
+            Some("rules: a source guestAlias must name one of aliases"),
         ),
         (
             "an alias name twice",
