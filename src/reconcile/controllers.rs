@@ -144,7 +144,7 @@ pub async fn run(
         .with_images(images.clone(), image_waker.sender())
         .with_kind(pools.clone(), pool_wake.clone())
         .with_kind(set_store.clone(), wake_set.clone())
-        .with_kind(group_store.clone(), wake_group)
+        .with_kind(group_store.clone(), wake_group.clone())
         .with_kind(job_store.clone(), wake_job.clone())
         .with_kind(snap_store.clone(), wake_snap.clone())
         .with_kind(backup_store.clone(), wake_backup.clone())
@@ -330,11 +330,18 @@ pub async fn run(
     );
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());
     let groups = (group_writer, group_wakeups);
+    // A set becoming usable wakes the groups whose rules name it.
+    let set_waker = security_group::wake::SetWaker {
+        sets: set_store.clone(),
+        groups: group_store.clone(),
+        wake: wake_group.clone(),
+    };
     let groups = security_group::run(Arc::clone(&ctx), groups, set_store, stop.clone());
     let ip_sets = ip_set::run(
         Arc::clone(&ctx),
         (set_writer, set_wakeups),
         group_store,
+        move |event: &_| set_waker.see(event),
         stop.clone(),
     );
     let sdn = sdn::run(

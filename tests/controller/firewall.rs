@@ -564,7 +564,16 @@ async fn a_rule_or_entry_pve_would_refuse_is_refused_or_said_naming_the_field() 
     .await;
     delete::<ProxmoxSecurityGroup>(&ns, "proto").await;
     wait_gone::<ProxmoxSecurityGroup>(&ns, "proto").await;
+    // The set "lost" names comes (applied after it, as a GitOps tool may):
+    // the set's becoming Ready wakes the group, which waited for a change
+    // (nothing else would look at it again), and it goes Ready.
+    env.apply(&ip_set("nosuch", json!([{"cidr": "10.7.0.0/16"}])))
+        .await;
+    let _: ProxmoxSecurityGroup = wait_ready(&ns, "lost").await;
     delete::<ProxmoxSecurityGroup>(&ns, "lost").await;
+    wait_gone::<ProxmoxSecurityGroup>(&ns, "lost").await;
+    delete::<ProxmoxIPSet>(&ns, "nosuch").await;
+    wait_gone::<ProxmoxIPSet>(&ns, "nosuch").await;
     delete::<ProxmoxIPSet>(&ns, "twice").await;
     wait_gone::<ProxmoxSecurityGroup>(&ns, "lost").await;
     wait_gone::<ProxmoxIPSet>(&ns, "twice").await;

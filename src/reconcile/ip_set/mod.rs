@@ -22,6 +22,7 @@ use std::sync::Arc;
 use futures::channel::mpsc::UnboundedReceiver;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
 
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
@@ -67,6 +68,7 @@ pub async fn run(
         UnboundedReceiver<ObjectRef<ProxmoxIPSet>>,
     ),
     groups: Store<ProxmoxSecurityGroup>,
+    also: impl Fn(&Result<watcher::Event<ProxmoxIPSet>, watcher::Error>) + Send + Sync + 'static,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     let extra = Caches {
@@ -84,6 +86,9 @@ pub async fn run(
         },
     );
     let shared = Arc::new(Ctx::new(ctx, extra));
-    let see = move |event: &_| waker.see(event);
+    let see = move |event: &_| {
+        waker.see(event);
+        also(event);
+    };
     controller::run_seeing(shared, cache, "ProxmoxIPSet", see, stop).await;
 }

@@ -5,9 +5,11 @@
 //! |---|---|
 //! | [`plan`] | the managed fields and the one correction per pass, pure |
 //! | [`pass`] | the kind for [`crate::reconcile::managed::crud::pass`]: what it wants, its calls |
+//! | [`wake`] | woken by the IP sets its rules name, when they become usable |
 
 pub mod pass;
 pub mod plan;
+pub mod wake;
 
 #[cfg(test)]
 mod tests;

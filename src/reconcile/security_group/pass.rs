@@ -14,19 +14,27 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::Caches;
 use super::plan::{self, GROUP_NAME_MAX, Group, GroupPatch, IPSET_NAME_MAX};
-use crate::api::ProxmoxSecurityGroup;
 use crate::api::condition::Condition;
 use crate::api::firewall::GuestFirewall;
 use crate::api::security_group::{ProxmoxSecurityGroupStatus, SecurityGroupAtProvider};
+use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
 use crate::reconcile::common::firewall::RulePatch;
 use crate::reconcile::common::owner::{Ownership, owner_of};
 use crate::reconcile::managed::crud::pass::{Kind, Wanted};
 use crate::reconcile::managed::crud::{Call, External, Observed};
+use crate::reconcile::managed::firewall_wake::usable;
 use crate::reconcile::managed::names::{self, derived};
 use crate::reconcile::managed::selector::firewall_users;
 
 /// The kind's name in owner markers and events.
 const KIND: &str = "ProxmoxSecurityGroup";
+
+/// The Proxmox name of an IP set a rule may name now: once it is Ready
+/// (before, Proxmox may not have it, and refuses the rule).
+pub fn set_name(set: &ProxmoxIPSet) -> Option<String> {
+    let status = set.status.as_ref()?;
+    usable(&status.conditions, status.at_provider.name.as_ref())
+}
 
 /// The group's Proxmox name.
 pub fn group_name(meta: &ObjectMeta) -> String {
@@ -71,6 +79,25 @@ impl Kind for ProxmoxSecurityGroup {
             return Err((why, want));
         }
         Ok(want)
+    }
+
+    fn waiting_for(&self, caches: &Caches) -> Option<String> {
+        let namespace = self.namespace().unwrap_or_default();
+        let waiting: Vec<&str> = plan::ip_sets(&self.spec.for_provider.rules)
+            .into_iter()
+            .filter(|set| {
+                caches
+                    .ip_sets
+                    .get(&ObjectRef::new(set).within(&namespace))
+                    .is_some_and(|set| set_name(&set).is_none())
+            })
+            .collect();
+        (!waiting.is_empty()).then(|| {
+            format!(
+                "spec.forProvider.rules: waiting for ProxmoxIPSet {} to be Ready",
+                waiting.join(", ")
+            )
+        })
     }
 
     fn external(&self, client: pve_client::Client, _: &Self::Extra) -> GroupCalls {

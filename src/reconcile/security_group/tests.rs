@@ -137,3 +137,73 @@ fn a_disabled_or_macro_rule_on_proxmox_is_drift() {
         Some(GroupPatch::Rules(RulePatch::Set { pos: 0, .. }))
     ));
 }
+
+/// A rule's IP set that exists but is not Ready yet: the group waits for
+/// it (Synced=True), naming it; a missing one is `want`'s refusal instead.
+#[test]
+fn a_group_waits_for_the_ip_sets_its_rules_name_to_be_ready() {
+    use kube::runtime::reflector;
+    use kube::runtime::watcher::Event;
+    use serde_json::json;
+
+    use super::Caches;
+    use crate::api::{ProxmoxIPSet, ProxmoxSecurityGroup};
+    use crate::reconcile::managed::crud::pass::Kind;
+
+    let set = |name: &str, ready: bool| -> ProxmoxIPSet {
+        let mut set = json!({
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxIPSet",
+            "metadata": {"name": name, "namespace": "team"},
+            "spec": {"forProvider": {}},
+        });
+        if ready {
+            set["status"] = json!({
+                "atProvider": {"name": format!("k8s-{name}")},
+                "conditions": [{"type": "Ready", "status": "True", "reason": "Available",
+                                "lastTransitionTime": "2026-12-05T00:00:00Z"}],
+            });
+        }
+        serde_json::from_value(set).unwrap()
+    };
+    let group: ProxmoxSecurityGroup = serde_json::from_value(json!({
+        "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxSecurityGroup",
+        "metadata": {"name": "web", "namespace": "team"},
+        "spec": {"forProvider": {"rules": [
+            {"type": "in", "action": "ACCEPT", "source": {"ipSet": "db"}},
+            {"type": "in", "action": "ACCEPT", "source": {"ipSet": "lb"}},
+        ]}},
+    }))
+    .unwrap();
+    // (the sets in the namespace, Ready or not) -> what the group waits for
+    type Case<'a> = (&'a [(&'a str, bool)], Option<&'a str>);
+    let cases: [Case<'_>; 4] = [
+        (&[("db", true), ("lb", true)], None),
+        (&[("db", true), ("lb", false)], Some("lb")),
+        (&[("db", false), ("lb", false)], Some("db, lb")),
+        // Missing: not waited for here (want refuses it, naming the field).
+        (&[("db", true)], None),
+    ];
+    for (sets, want) in cases {
+        let (ip_sets, mut writer) = reflector::store();
+        for (name, ready) in sets {
+            writer.apply_watcher_event(&Event::Apply(set(name, *ready)));
+        }
+        let caches = Caches {
+            ip_sets,
+            vms: reflector::store().0,
+            containers: reflector::store().0,
+        };
+        let got = group.waiting_for(&caches);
+        match want {
+            None => assert_eq!(got, None, "{sets:?}"),
+            Some(names) => {
+                let got = got.unwrap_or_default();
+                assert!(
+                    got.contains(&format!("ProxmoxIPSet {names} to be Ready"))
+                        && got.starts_with("spec.forProvider.rules"),
+                    "{sets:?}: {got}"
+                );
+            }
+        }
+    }
+}

@@ -79,6 +79,15 @@ pub trait Kind:
     /// (naming the field), with what to want anyway for a deletion.
     fn want(&self, extra: &Self::Extra) -> Wanted<Self>;
 
+    /// What it waits for before anything is sent, naming the field: an
+    /// object it refers to that exists but is not usable yet. Said as
+    /// `ReferenceNotReady` with Synced=True (waiting is not failure), and
+    /// looked at again when that object wakes it (or at the default resync
+    /// interval). `None`: nothing.
+    fn waiting_for(&self, _extra: &Self::Extra) -> Option<String> {
+        None
+    }
+
     /// Its calls, through `client` (`extra`: what it reads of the kinds it
     /// refers to, a snapshot's guest).
     fn external(&self, client: pve_client::Client, extra: &Self::Extra) -> Self::External;
@@ -290,6 +299,25 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
             synced,
             (None, None),
             Action::await_change(),
+        )
+        .await;
+    }
+    if let (Some(why), false) = (obj.waiting_for(extra), deleting) {
+        let synced = Condition::new(
+            ConditionType::Synced,
+            ConditionStatus::True,
+            Reason::ReferenceNotReady,
+            why,
+            now,
+        );
+        return report(
+            obj,
+            (ctx, extra),
+            (hold, &api),
+            None,
+            synced,
+            (None, None),
+            Action::requeue(ctx.providers.default_resync()),
         )
         .await;
     }
