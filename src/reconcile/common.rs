@@ -12,5 +12,6 @@ pub mod images;
 pub mod look;
 pub mod owner;
 pub mod provider;
+pub mod restore;
 pub mod tasks;
 pub mod views;

@@ -9,10 +9,12 @@
 //! | [`reserve`] | a VMID, for the kinds that take one |
 //! | [`states`] | how many of each kind exist, are Ready, are Synced (Crossplane's state metrics) |
 //! | [`images`] | a ProxmoxImage about to be used, read afresh |
+//! | [`backups`] | the ProxmoxBackup a restore names, read afresh |
 //! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
 //! | [`guests`] | the guest a resource names by reference (a snapshot's, a backup's), and its wake-up |
 //! | [`selector`] | kinds choosing other kinds' objects by label: those of a namespace, and the wake-up when one changes |
 
+pub mod backups;
 pub mod connection_secret;
 pub mod crud;
 pub mod envelope;

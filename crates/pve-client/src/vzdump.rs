@@ -149,8 +149,13 @@ pub struct Restore {
     /// A VM's `name`, set over the archived config (qemu-server applies a
     /// restore call's options but drives over it).
     pub name: Option<String>,
-    /// A VM's `description`, set over the archived config.
+    /// The guest's `description`, set over the archived config.
     pub description: Option<String>,
+    /// A container's `hostname`, set over the archived config
+    /// (pve-container merges the archived config under the call's options).
+    pub hostname: Option<String>,
+    /// A container's `unprivileged`; left out, the archive's.
+    pub unprivileged: Option<bool>,
 }
 
 impl Client {
@@ -226,7 +231,10 @@ impl Client {
             .flag("restore", true)
             .opt("storage", restore.storage.as_deref())
             .opt("pool", restore.pool.as_deref())
-            .opt_flag("unique", restore.unique.then_some(true));
+            .opt_flag("unique", restore.unique.then_some(true))
+            .opt("hostname", restore.hostname.as_deref())
+            .opt("description", restore.description.as_deref())
+            .opt_flag("unprivileged", restore.unprivileged);
         self.start_task(
             Method::POST,
             ApiPath::new("/nodes/{node}/lxc", &[node]),

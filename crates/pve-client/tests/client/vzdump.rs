@@ -96,10 +96,17 @@ async fn a_guest_backed_up_is_restored_and_its_archive_deleted() {
     let restore = Restore {
         vmid: 241,
         archive: archive[0].volid.clone(),
+        storage: Some("local-lvm".into()),
+        hostname: Some("copy".into()),
+        description: Some("restored".into()),
+        unprivileged: Some(true),
         ..Restore::default()
     };
     let upid = client.restore_container(NODE, &restore).await.unwrap();
     assert_eq!(upid.task_type(), "vzrestore");
     client.wait_task(&upid).await.unwrap();
-    assert!(client.container_config(NODE, 241).await.is_ok());
+    let config = client.container_config(NODE, 241).await.unwrap();
+    assert_eq!(config.get("hostname"), Some("copy"));
+    assert_eq!(config.get("description"), Some("restored"));
+    assert_eq!(config.get("unprivileged"), Some("1"));
 }

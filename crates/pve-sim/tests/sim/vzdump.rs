@@ -218,10 +218,31 @@ async fn a_container_backed_up_is_restored_with_restore() {
         wrong.reason,
         format!("unable to restore VM 201 - archive '{volid}' is a lxc backup")
     );
-    let restore = sim
+    // Without `storage` pve-container restores to `local`, which holds no
+    // container volumes here: the task fails, and nothing is left.
+    let to_local = sim
         .post(
             "/nodes/pve/lxc",
             &[("vmid", "201"), ("ostemplate", &volid), ("restore", "1")],
+        )
+        .await
+        .upid();
+    let failed = sim.wait_task(&to_local).await;
+    assert!(
+        failed["exitstatus"]
+            .as_str()
+            .is_some_and(|e| e.contains("storage 'local'")),
+        "{failed}"
+    );
+    let restore = sim
+        .post(
+            "/nodes/pve/lxc",
+            &[
+                ("vmid", "201"),
+                ("ostemplate", &volid),
+                ("restore", "1"),
+                ("storage", "local-lvm"),
+            ],
         )
         .await
         .upid();
