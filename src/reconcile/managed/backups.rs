@@ -24,7 +24,8 @@ pub async fn lookup(
     Ok(of(&backup))
 }
 
-fn of(backup: &ProxmoxBackup) -> BackupLookup {
+/// What a restore reads of `backup`: Ready with its archive, or why not.
+pub fn of(backup: &ProxmoxBackup) -> BackupLookup {
     if backup.metadata.deletion_timestamp.is_some() {
         return BackupLookup::NotReady("it is being deleted".into());
     }

@@ -24,8 +24,27 @@ use crate::reconcile::managed::watch;
 /// config gained wakes every resource naming it, see `configs::Users`).
 pub async fn run<K, A>(
     shared: Arc<Ctx<K::Extra>>,
+    cache: (Writer<K>, UnboundedReceiver<ObjectRef<K>>),
+    kind: &'static str,
+    stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) where
+    K: Kind + HasStatus<Status = ManagedStatus<A>>,
+    A: Default + 'static,
+{
+    run_seen(shared, cache, kind, |_: &Seen<K>| {}, stop).await;
+}
+
+/// An event of a CRUD kind's watch, as another kind's waker sees it.
+pub type Seen<K> = Result<watcher::Event<K>, watcher::Error>;
+
+/// [`run`], with `see` shown each event of the watch before the cache
+/// takes it in (so the cache still holds the version before it): how the
+/// kinds waiting on this one are woken.
+pub async fn run_seen<K, A>(
+    shared: Arc<Ctx<K::Extra>>,
     (writer, wakeups): (Writer<K>, UnboundedReceiver<ObjectRef<K>>),
     kind: &'static str,
+    see: impl Fn(&Seen<K>) + Send + 'static,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) where
     K: Kind + HasStatus<Status = ManagedStatus<A>>,
@@ -37,6 +56,7 @@ pub async fn run<K, A>(
     let objects = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
     let objects = watch::unserved_as_empty(kind, objects)
         .inspect(move |event| lifecycle.see(event))
+        .inspect(move |event| see(event))
         .reflect(writer)
         .applied_objects()
         .predicate_filter(
