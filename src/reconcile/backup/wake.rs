@@ -17,6 +17,7 @@ use kube::runtime::watcher;
 
 use crate::api::condition::Condition;
 use crate::api::condition::{ConditionType, Reason, find};
+use crate::api::vm::BackupReference;
 use crate::api::{ProxmoxBackup, ProxmoxContainer, ProxmoxVM};
 use crate::reconcile::managed::backups;
 use crate::reconcile::managed::guests::{Watched, watched_container, watched_vm};
@@ -95,34 +96,27 @@ impl Restorers {
             return;
         }
         let (namespace, name) = (backup.namespace(), backup.name_any());
-        let waits =
-            |ns: Option<String>, named: Option<&str>, conditions: Option<&Vec<Condition>>| {
-                ns == namespace && named == Some(name.as_str()) && waiting(conditions)
-            };
+        let waits = |ns: Option<String>,
+                     restore: Option<&BackupReference>,
+                     status: Option<&[Condition]>| {
+            ns == namespace && restore.is_some_and(|r| r.name == name) && waiting(status)
+        };
         wake(&self.vms, |vm: &ProxmoxVM| {
-            let named = vm
-                .spec
-                .for_provider
-                .restore
-                .as_ref()
-                .and_then(|r| r.backup_ref.as_ref());
+            let restore = vm.spec.for_provider.restore.as_ref();
+            let status = vm.status.as_ref().map(|s| s.conditions.as_slice());
             waits(
                 vm.namespace(),
-                named.map(|r| r.name.as_str()),
-                vm.status.as_ref().map(|s| &s.conditions),
+                restore.and_then(|r| r.backup_ref.as_ref()),
+                status,
             )
         });
         wake(&self.containers, |ct: &ProxmoxContainer| {
-            let named = ct
-                .spec
-                .for_provider
-                .restore
-                .as_ref()
-                .and_then(|r| r.backup_ref.as_ref());
+            let restore = ct.spec.for_provider.restore.as_ref();
+            let status = ct.status.as_ref().map(|s| s.conditions.as_slice());
             waits(
                 ct.namespace(),
-                named.map(|r| r.name.as_str()),
-                ct.status.as_ref().map(|s| &s.conditions),
+                restore.and_then(|r| r.backup_ref.as_ref()),
+                status,
             )
         });
     }
@@ -142,7 +136,7 @@ where
 }
 
 /// Whether a guest's conditions say it waits for its backup.
-fn waiting(conditions: Option<&Vec<Condition>>) -> bool {
+fn waiting(conditions: Option<&[Condition]>) -> bool {
     conditions
         .and_then(|c| find(c, ConditionType::Synced))
         .is_some_and(|c| c.reason == Reason::BackupNotReady.as_str())

@@ -243,19 +243,7 @@ fn claim(mut cx: Ctx<'_>, seen: &Seen, vmid: u32) -> Plan {
         seen.config.get("description"),
         &render::marker(cx.id),
     );
-    let update = ContainerUpdate {
-        set: [("description".to_owned(), description)].into(),
-        delete: vec![],
-        digest: seen.config.digest.clone(),
-    };
-    cx.done(
-        Step::Configure {
-            node: seen.node.clone(),
-            vmid,
-            update,
-        },
-        Duration::ZERO,
-    )
+    write_description(cx, seen, vmid, description)
 }
 
 /// Takes over an unmarked container the resource asked for: one config
@@ -270,6 +258,12 @@ fn adoption(mut cx: Ctx<'_>, seen: &Seen, vmid: u32, description: String) -> Pla
     );
     cx.event(false, "Adopting", note.clone());
     cx.synced(true, Reason::ReconcileSuccess, &note);
+    write_description(cx, seen, vmid, description)
+}
+
+/// One config update writing `description` (with the owner marker), based
+/// on the digest read.
+fn write_description(cx: Ctx<'_>, seen: &Seen, vmid: u32, description: String) -> Plan {
     let update = ContainerUpdate {
         set: [("description".to_owned(), description)].into(),
         delete: vec![],
