@@ -19,6 +19,18 @@ use crate::reconcile::providers::Providers;
 use crate::reconcile::schedule::Scheduler;
 use crate::reconcile::schedule::vmids::Holders;
 
+/// Each config's client sends a write only while this replica holds the
+/// config: checked again after the write waited for its slot in the
+/// client's limiter (or the process was paused), where the pass's fence
+/// can no longer see it.
+fn write_gates(shards: &Arc<Shards>) -> crate::reconcile::providers::WriteGates {
+    let shards = Arc::clone(shards);
+    Arc::new(move |key| {
+        let (shards, key) = (Arc::clone(&shards), key.clone());
+        pve_client::WriteGate::new(move || shards.holds_now(&key))
+    })
+}
+
 /// The controller's shared state.
 pub struct Context {
     /// The Kubernetes client.
@@ -80,13 +92,16 @@ impl Context {
             None => Shards::unsharded(),
         });
         Self {
-            shards,
-            providers: Arc::new(Providers::new(
-                kube.clone(),
-                metrics.request_hook(),
-                settings.poll_interval,
-                settings.namespaced().map(str::to_owned),
-            )),
+            shards: Arc::clone(&shards),
+            providers: Arc::new(
+                Providers::new(
+                    kube.clone(),
+                    metrics.request_hook(),
+                    settings.poll_interval,
+                    settings.namespaced().map(str::to_owned),
+                )
+                .with_write_gates(write_gates(&shards)),
+            ),
             events: Events::new(
                 kube.clone(),
                 settings.identity.clone(),

@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`envelope`] | the pass's hold: held here, report-only, or wait; cancelled when the term ends |
 //! | [`watch`] | the scope of every watch |
+//! | [`fresh`] | read-your-writes: the resource as this replica last wrote it |
 //! | [`status`] | the status write (server-side apply, on the version read) |
 //! | [`tasks`], [`task_watch`] | a Proxmox task observed, and the resource woken when it ended |
 //! | [`reserve`] | a VMID, for the kinds that take one |
@@ -18,6 +19,7 @@ pub mod backups;
 pub mod connection_secret;
 pub mod crud;
 pub mod envelope;
+pub mod fresh;
 pub mod guest_firewall;
 pub mod guests;
 pub mod images;

@@ -7,7 +7,8 @@
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+
+use crate::support;
 
 /// The simulator's nodes; template 9000 lives on the first.
 pub const NODES: [&str; 3] = ["pve", "pve2", "pve3"];
@@ -182,7 +183,7 @@ pub fn manifest(vm: &VmSpec, index: usize) -> Value {
             let url = IMAGE_URLS[index % IMAGE_URLS.len()];
             fp["disks"] = json!([{
                 "slot": "scsi0", "storage": "local-lvm", "size": "4Gi",
-                "image": {"url": url, "checksum": hex_sha256(url), "checksumAlgorithm": "sha256"},
+                "image": {"url": url, "checksum": support::sha256_hex(url), "checksumAlgorithm": "sha256"},
             }]);
         }
         Source::LinkedClone => fp["clone"] = json!({"templateVmid": TEMPLATE_VMID, "full": false}),
@@ -208,13 +209,6 @@ pub fn manifest(vm: &VmSpec, index: usize) -> Value {
             "providerConfigRef": {"kind": "ProviderConfig", "name": vm.config},
         },
     })
-}
-
-fn hex_sha256(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// One line per kind of VM, for the report: `import, node pve2: 3`.

@@ -170,12 +170,8 @@ fn container_manifest(config: &str) -> Value {
 /// An image of `config`: one download per simulator (pve-sim's content is
 /// the URL's bytes, so their SHA-256 is the checksum).
 fn image_manifest(config: &str) -> Value {
-    use sha2::Digest;
     let url = format!("https://images.example/{config}.qcow2");
-    let checksum: String = sha2::Sha256::digest(url.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let checksum = support::sha256_hex(&url);
     json!({
         "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",

@@ -39,7 +39,7 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
         "metadata": {"name": "c-image"},
         "spec": {
             "forProvider": {
-                "source": {"url": url, "checksum": sha256_hex(url), "checksumAlgorithm": "sha256"},
+                "source": {"url": url, "checksum": support::sha256_hex(url), "checksumAlgorithm": "sha256"},
                 "content": "import",
                 "storage": "local",
             },
@@ -124,15 +124,6 @@ fn one_of_each(ns: &str) -> Vec<(Value, ApiResource)> {
         (snapshot, ApiResource::erase::<ProxmoxSnapshot>(&())),
         (backup, ApiResource::erase::<ProxmoxBackup>(&())),
     ]
-}
-
-/// pve-sim's digest of a URL's bytes (what it serves for any URL).
-fn sha256_hex(text: &str) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// The `reason` of condition `type_`, when its status is `status`.

@@ -96,7 +96,7 @@ async fn import_flow_reaches_ready_with_the_disk_imported_and_the_ip_reported() 
 async fn an_image_is_downloaded_once_and_reused_by_a_second_vm() {
     let env = Env::start("image").await;
     let url = "https://images.example/noble-server-cloudimg-amd64.img";
-    let checksum = sha256_hex(url); // the sim's content of an unregistered URL
+    let checksum = support::sha256_hex(url); // the sim's content of an unregistered URL
     let disk = json!([{
         "slot": "scsi0", "storage": "local-lvm", "size": "8Gi",
         "image": {"url": url, "checksum": checksum, "checksumAlgorithm": "sha256"},
@@ -250,14 +250,6 @@ async fn cloud_init_is_applied_and_the_password_never_shows() {
     let logs = reconcile::logs::text();
     assert!(logs.contains("CreateVm"), "the logs were captured");
     assert!(!logs.contains(PASSWORD), "the password is in the logs");
-}
-
-fn sha256_hex(text: &str) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// A template and a linked clone of it applied together, with a resync

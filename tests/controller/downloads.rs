@@ -189,11 +189,7 @@ const METADATA: &str = "/nodes/{node}/query-url-metadata";
 /// The sim's checksum of a URL's content (unregistered, or registered
 /// without checksums).
 fn sim_sha256(url: &str) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(url.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    support::sha256_hex(url)
 }
 
 /// Issue 31: a 200 GiB download into a 100 GiB storage was sent. Now the

@@ -26,12 +26,8 @@ fn images(env: &Env) -> Api<ProxmoxImage> {
 /// Image `noble`: downloaded to `local` of each node, a linked-clone
 /// template on local-lvm of each.
 fn noble() -> Value {
-    use sha2::Digest;
     // The simulator's content of an unregistered URL has the URL text's digest.
-    let checksum: String = sha2::Sha256::digest(URL.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let checksum = support::sha256_hex(URL);
     json!({
         "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
         "kind": "ProxmoxImage",

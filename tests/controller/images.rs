@@ -16,15 +16,6 @@ use crate::support;
 const DOWNLOAD: &str = "/nodes/{node}/storage/{storage}/download-url";
 const DELETE: &str = "/nodes/{node}/storage/{storage}/content/{volume}";
 
-/// The sim's checksum of an unregistered URL's content.
-fn sha256_hex(text: &str) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 fn image(name: &str, url: &str) -> Value {
     json!({
         "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
@@ -32,7 +23,7 @@ fn image(name: &str, url: &str) -> Value {
         "metadata": {"name": name},
         "spec": {
             "forProvider": {
-                "source": {"url": url, "checksum": sha256_hex(url), "checksumAlgorithm": "sha256"},
+                "source": {"url": url, "checksum": support::sha256_hex(url), "checksumAlgorithm": "sha256"},
                 "content": "import",
                 "storage": "local",
             },

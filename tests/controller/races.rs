@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::reconcile;
 use crate::reconcile::{Env, Options, condition, manifests};
+use crate::support;
 
 fn three_nodes() -> Options {
     Options {
@@ -86,13 +87,7 @@ async fn a_vmid_taken_by_hand_before_the_create_is_given_up_not_borrowed() {
         .await;
     // The sim's content of an unregistered URL hashes to the URL's SHA-256.
     let url = "https://images.example/race-server-cloudimg-amd64.img";
-    let checksum = {
-        use sha2::Digest;
-        sha2::Sha256::digest(url.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    };
+    let checksum = support::sha256_hex(url);
     let spec = json!({
         "node": "pve3",
         "memory": "1Gi",

@@ -250,6 +250,14 @@ impl Node {
                 "--prefix",
             ],
             &["-n", "default", "get", "proxmoxvms", "-o", "yaml"],
+            // DiskPressure and the like: the kubelet evicts the provider
+            // when the machine's disk fills (seen at 99%).
+            &[
+                "get",
+                "nodes",
+                "-o",
+                "custom-columns=NODE:.metadata.name,CONDITIONS:.status.conditions[*].type,STATUS:.status.conditions[*].status",
+            ],
         ] {
             let out = self.kubectl(args);
             eprintln!(

@@ -64,6 +64,16 @@ pub use namespace::{LABEL as NAMESPACE_LABEL, TestNamespace, namespace};
 pub use service_account::{Grant, ServiceAccountAccess, bind, granted, service_account_kubeconfig};
 pub use wait::poll;
 
+/// The SHA-256 of `text`, in lower-case hex: pve-sim's content of an
+/// unregistered URL is the URL's text, so this is its checksum.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The repository root (for `crds/`, `deploy/`, fixtures).
 pub fn repo_root() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -13,7 +13,7 @@ use crate::auth::Auth;
 use crate::config::{ClientConfig, RetryPolicy, TaskOptions};
 use crate::error::{Error, Result};
 use crate::form::Params;
-use crate::hook::RequestHook;
+use crate::hook::{RequestHook, WriteGate};
 use crate::limit::Limiter;
 use crate::observer::ObserverState;
 use crate::request::{ApiPath, ApiRequest, upid_from_envelope};
@@ -38,6 +38,7 @@ struct Inner {
     tasks: TaskOptions,
     observer: ObserverState,
     hook: Option<RequestHook>,
+    write_gate: Option<WriteGate>,
     /// Who the credentials authenticate as (`user@realm`, or
     /// `user@realm!tokenid` for a token): the user Proxmox writes into
     /// the UPIDs of the tasks this client starts.
@@ -82,6 +83,7 @@ impl Client {
                 tasks: config.tasks.clone(),
                 observer: ObserverState::default(),
                 hook: config.request_hook.clone(),
+                write_gate: config.write_gate.clone(),
                 user,
             }),
         })
@@ -191,6 +193,10 @@ impl Client {
 
     pub(crate) fn base(&self) -> &Url {
         &self.inner.base
+    }
+
+    pub(crate) fn write_gate(&self) -> Option<&WriteGate> {
+        self.inner.write_gate.as_ref()
     }
 
     pub(crate) fn hook(&self) -> Option<&RequestHook> {

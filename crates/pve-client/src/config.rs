@@ -9,7 +9,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::error::{Error, Result};
-use crate::hook::RequestHook;
+use crate::hook::{RequestHook, WriteGate};
 use crate::secret::Secret;
 use crate::tls::TlsOptions;
 
@@ -201,6 +201,8 @@ pub struct ClientConfig {
     pub tasks: TaskOptions,
     /// Called after every HTTP exchange (metrics); none by default.
     pub request_hook: Option<RequestHook>,
+    /// Asked before each write goes out; none by default (always open).
+    pub write_gate: Option<WriteGate>,
     /// Who sends the requests (a replica's identity), added to the
     /// `User-Agent` as `crossplane-provider-proxmox/<version> (<agent>)`.
     pub agent: Option<String>,
@@ -227,6 +229,7 @@ impl ClientConfig {
             retry: RetryPolicy::default(),
             tasks: TaskOptions::default(),
             request_hook: None,
+            write_gate: None,
             agent: None,
         })
     }

@@ -114,6 +114,11 @@ pub enum Error {
     /// The caller cancelled a wait.
     #[error("cancelled")]
     Cancelled,
+
+    /// The caller's [`crate::WriteGate`] closed before a write was sent:
+    /// nothing was sent.
+    #[error("not sent: {endpoint} (the caller may no longer write)")]
+    NotSent { endpoint: String },
 }
 
 pub(crate) fn format_errors(errors: &BTreeMap<String, String>) -> String {
@@ -195,7 +200,8 @@ impl Error {
             | Error::TaskTimeout { .. }
             | Error::MissingUpid { .. }
             | Error::Protocol { .. }
-            | Error::Cancelled => ErrorClass::Refused,
+            | Error::Cancelled
+            | Error::NotSent { .. } => ErrorClass::Refused,
         }
     }
 
@@ -236,7 +242,8 @@ impl Error {
             | Error::Protocol { .. }
             | Error::Tls { .. }
             | Error::Config { .. }
-            | Error::Cancelled => None,
+            | Error::Cancelled
+            | Error::NotSent { .. } => None,
         }
     }
 

@@ -38,6 +38,32 @@ impl RequestHook {
     }
 }
 
+/// Asked right before each write (any method but `GET`) is sent, after
+/// the limiter gave it a slot: `false` and nothing is sent
+/// ([`crate::Error::NotSent`]). The caller's last word on whether it may
+/// still write: a check made before the request waited for its slot (or
+/// before the process was paused) may no longer hold when it goes out.
+#[derive(Clone)]
+pub struct WriteGate(Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl WriteGate {
+    /// Wraps a check. It runs on the request's task: keep it cheap.
+    pub fn new(f: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Whether a write may go out now.
+    pub fn open(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for WriteGate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("WriteGate")
+    }
+}
+
 impl fmt::Debug for RequestHook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("RequestHook")

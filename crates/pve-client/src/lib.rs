@@ -57,7 +57,7 @@ pub use config::{
 pub use error::{Error, ErrorClass, Result};
 pub use guest_firewall::FirewallOptions;
 pub use ha::{HaAffinity, HaGroup, HaResource, HaResourceSpec, HaRule, ha_nodes};
-pub use hook::{RequestHook, RequestRecord};
+pub use hook::{RequestHook, RequestRecord, WriteGate};
 pub use node::{NetworkInterface, NodeInfo};
 pub use observer::{ListedTask, ObserveOptions};
 pub use pool::{AclEntry, AclSubject, Pool, PoolMember};

@@ -157,6 +157,12 @@ impl Client {
             .acquire(priority)
             .instrument(span.clone())
             .await;
+        // The caller's last word, after any wait for the slot.
+        if priority == Priority::Write && self.write_gate().is_some_and(|g| !g.open()) {
+            return Err(Error::NotSent {
+                endpoint: req.endpoint(),
+            });
+        }
         let started = Instant::now();
         let outcome = async {
             let response = builder.send().await.map_err(transport_error)?;

@@ -41,7 +41,7 @@ use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::managed::guest_firewall;
 use crate::reconcile::managed::reserve::allocate_vmid;
 use crate::reconcile::managed::status::apply_on;
-use crate::reconcile::managed::{connection_secret, pools};
+use crate::reconcile::managed::{connection_secret, fresh, pools};
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
 use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::schedule::{Candidates, LabelCounts};
@@ -65,7 +65,7 @@ pub async fn reconcile(
     obj: Arc<DeserializeGuard<ProxmoxContainer>>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let ct = match &obj.0 {
+    let cached = match &obj.0 {
         Ok(ct) => ct,
         // Written around the schema: nothing can be decided from it.
         Err(e) => {
@@ -73,9 +73,20 @@ pub async fn reconcile(
             return Ok(Action::await_change());
         }
     };
-    let Some(id) = Identity::of(&ct.metadata) else {
+    let Some(id) = Identity::of(&cached.metadata) else {
         return Ok(Action::await_change());
     };
+    // As this replica last wrote it (the cache may lag that write).
+    let api: Api<ProxmoxContainer> = Api::namespaced(ctx.kube.clone(), &id.namespace);
+    let ct = match fresh::current(cached, &api, &ctx.memory).await {
+        Ok(Some(ct)) => ct,
+        Ok(None) => return Ok(Action::await_change()),
+        Err(e) => {
+            tracing::warn!(container = %id, error = %e, "cannot read the resource");
+            return Ok(Action::requeue(ctx.memory.failed(&id.uid)));
+        }
+    };
+    let ct = &ct;
     let hold = match envelope::hold(&ctx, &ConfigKey::of(ct)) {
         Ok(hold) => hold,
         Err(action) => return Ok(action),
@@ -537,7 +548,10 @@ async fn act(
             .patch(&id.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => Outcome::Done,
+            Ok(written) => {
+                fresh::wrote(&ctx.memory, ct, &written);
+                Outcome::Done
+            }
             Err(e) if is_not_found(&e) => Outcome::Done,
             Err(e) => Outcome::Failed(format!("writing the metadata: {e}")),
         }
@@ -583,7 +597,10 @@ async fn act(
                 "spec": {"forProvider": fields},
             });
             match api.patch(&id.name, &params, &Patch::Merge(&patch)).await {
-                Ok(_) => Outcome::Done,
+                Ok(written) => {
+                    fresh::wrote(&ctx.memory, ct, &written);
+                    Outcome::Done
+                }
                 Err(e) if is_not_found(&e) => Outcome::Done,
                 Err(e) => Outcome::Failed(format!("filling unset spec fields: {e}")),
             }
@@ -676,18 +693,29 @@ async fn report(
     hold: &Hold,
     plan: &Plan,
 ) -> Result<(), Error> {
+    let unchanged = ct.status.as_ref() == Some(&plan.status);
+    let removed = plan.step == Step::RemoveFinalizer;
+    let written = if unchanged || removed {
+        Ok(None)
+    } else {
+        // On the version this pass read or wrote: a fresher status (of
+        // another holder) is never overwritten.
+        let api: Api<ProxmoxContainer> = Api::namespaced(ctx.kube.clone(), &id.namespace);
+        let status: &ProxmoxContainerStatus = &plan.status;
+        let base = ctx.memory.last_write(&id.uid).or(ct.resource_version());
+        ctx.shards.fence(hold)?;
+        apply_on(&api, &id.name, status, base.as_deref()).await
+    };
     for event in &plan.events {
         ctx.shards.fence(hold)?;
         ctx.events.publish(ct, event).await;
     }
-    let unchanged = ct.status.as_ref() == Some(&plan.status);
-    let removed = plan.step == Step::RemoveFinalizer;
-    if unchanged || removed {
-        return Ok(());
+    if removed {
+        // The resource may be gone any moment now.
+        ctx.memory.forget(&id.uid);
+    } else if let Ok(Some(version)) = &written {
+        ctx.memory.saw(&id.uid, Some(version.clone()));
     }
-    let api: Api<ProxmoxContainer> = Api::namespaced(ctx.kube.clone(), &id.namespace);
-    let status: &ProxmoxContainerStatus = &plan.status;
-    ctx.shards.fence(hold)?;
-    apply_on(&api, &id.name, status, None).await?;
+    written?;
     Ok(())
 }

@@ -49,7 +49,7 @@ use crate::reconcile::context::Context;
 use crate::reconcile::downloads;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::managed::envelope::{self, run_held};
-use crate::reconcile::managed::tasks;
+use crate::reconcile::managed::{fresh, tasks};
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;
 use pve_client::lxc::OciPull;
@@ -58,19 +58,24 @@ use pve_client::{Checksum, Client, DownloadContent, DownloadUrl, Upid};
 /// The image controller's reconcile function: only for a config this
 /// replica holds, like a VM's (see [`crate::reconcile::runtime::shards`]).
 pub async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let hold = match envelope::hold(&ctx, &ConfigKey::of(image.as_ref())) {
+    let api =
+        Api::<ProxmoxImage>::namespaced(ctx.kube.clone(), &image.namespace().unwrap_or_default());
+    // As this replica last wrote it (the cache may lag that write).
+    let Some(image) = fresh::current(image.as_ref(), &api, &ctx.memory).await? else {
+        return Ok(Action::await_change());
+    };
+    let image = &image;
+    let hold = match envelope::hold(&ctx, &ConfigKey::of(image)) {
         Ok(hold) => hold,
         Err(action) => return Ok(action),
     };
     let _admitted = ctx.queue.admit(&ctx.metrics).await;
     let span = tracing::info_span!("image", image = %format!("{}/{}", image.namespace().unwrap_or_default(), image.name_any()));
-    let pass = tracing::Instrument::instrument(pass(&image, &ctx, &hold), span);
+    let pass = tracing::Instrument::instrument(pass(image, &ctx, &hold), span);
     let action = run_held(&hold, pass).await?;
     // A pass ran: a reconcile request is answered.
     ctx.shards.fence(&hold)?;
-    let api =
-        Api::<ProxmoxImage>::namespaced(ctx.kube.clone(), &image.namespace().unwrap_or_default());
-    crate::reconcile::managed::status::echo_request(&api, image.as_ref()).await?;
+    crate::reconcile::managed::status::echo_request(&api, image).await?;
     Ok(action)
 }
 
@@ -141,7 +146,7 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
         Step::Finalizer(present) => {
             ctx.shards.fence(hold)?;
             match finalizer(&api, image, *present).await {
-                Ok(()) => {}
+                Ok(written) => fresh::wrote(&ctx.memory, image, &written),
                 Err(e) if is_not_found(&e) => return Ok(Action::await_change()),
                 Err(e) => return Err(e.into()),
             }
@@ -160,7 +165,9 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
                 .any(|c| !matches!(c.what, CallKind::Delete { .. }))
             {
                 ctx.shards.fence(hold)?;
-                write_status(&api, image, &planned.status).await?;
+                write_status(&api, image, &planned.status)
+                    .await?
+                    .inspect(|written| fresh::wrote(&ctx.memory, image, written));
             }
             let mut done = vec![];
             if let Some(client) = &client {
@@ -175,7 +182,9 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
         Step::Calls(_) => {}
     }
     ctx.shards.fence(hold)?;
-    write_status(&api, image, &planned.status).await?;
+    if let Some(written) = write_status(&api, image, &planned.status).await? {
+        fresh::wrote(&ctx.memory, image, &written);
+    }
     for event in &planned.events {
         ctx.shards.fence(hold)?;
         ctx.events.publish(image, event).await;
@@ -518,7 +527,7 @@ async fn finalizer(
     api: &Api<ProxmoxImage>,
     image: &ProxmoxImage,
     present: bool,
-) -> Result<(), kube::Error> {
+) -> Result<ProxmoxImage, kube::Error> {
     let patch = finalizer::patch(&image.metadata, present);
     api.patch(
         &image.name_any(),
@@ -526,18 +535,18 @@ async fn finalizer(
         &Patch::Merge(&patch),
     )
     .await
-    .map(|_| ())
 }
 
 /// Writes the fields of the status this controller owns, with a JSON merge
 /// patch of those fields only: the fleet controller writes `templates` and
 /// `templateSummary` of the same status, and neither may replace the
-/// other's. Nothing is written when nothing changed.
+/// other's. Nothing is written when nothing changed; the written object is
+/// returned (its version is this replica's last write).
 async fn write_status(
     api: &Api<ProxmoxImage>,
     image: &ProxmoxImage,
     status: &crate::api::ProxmoxImageStatus,
-) -> Result<(), Error> {
+) -> Result<Option<ProxmoxImage>, Error> {
     let before = image.status.clone().unwrap_or_default();
     let (a, b) = (&status.at_provider, &before.at_provider);
     if a.volume == b.volume
@@ -549,7 +558,7 @@ async fn write_status(
         && status.conditions == before.conditions
         && status.observed_generation == before.observed_generation
     {
-        return Ok(());
+        return Ok(None);
     }
     let patch = json!({"status": {
         "atProvider": {
@@ -571,8 +580,8 @@ async fn write_status(
         )
         .await
     {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
+        Ok(written) => Ok(Some(written)),
+        Err(e) if is_not_found(&e) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }

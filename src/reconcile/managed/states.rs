@@ -12,7 +12,7 @@
 //!   `..._first_time_to_readiness_seconds`, `..._deletion_seconds`), from
 //!   the kind's watch events ([`Lifecycle`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -104,8 +104,20 @@ pub struct Lifecycle<O> {
     metrics: Arc<Metrics>,
     gvk: String,
     of: Observed<O>,
+    seen: Mutex<Seen>,
+}
+
+/// What [`Lifecycle`] keeps between a kind's watch events.
+#[derive(Debug, Default)]
+struct Seen {
     /// The resources detected and not Ready yet, by uid.
-    awaiting: Mutex<HashSet<String>>,
+    awaiting: HashSet<String>,
+    /// The resources whose deletion was asked, by uid: when.
+    deleting: HashMap<String, Time>,
+    /// The uids of a relist under way: a resource being deleted that a
+    /// relist no longer holds went while the watch was away (its delete
+    /// event is never sent), and is timed then.
+    listing: Option<HashSet<String>>,
 }
 
 impl<O> Lifecycle<O> {
@@ -115,25 +127,38 @@ impl<O> Lifecycle<O> {
             metrics,
             gvk: gvk::<K>(),
             of,
-            awaiting: Mutex::default(),
+            seen: Mutex::default(),
         }
     }
 
     /// Sees one event of the kind's watch.
     pub fn see(&self, event: &Result<watcher::Event<O>, watcher::Error>) {
-        let (obj, gone) = match event {
-            Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => (obj, false),
-            Ok(watcher::Event::Delete(obj)) => (obj, true),
-            Ok(watcher::Event::Init | watcher::Event::InitDone) | Err(_) => return,
-        };
-        let Some((meta, conditions)) = (self.of)(obj) else {
+        let Ok(mut seen) = self.seen.lock() else {
             return;
         };
-        let Ok(mut awaiting) = self.awaiting.lock() else {
-            return;
+        let now = Timestamp::now();
+        let moments = match event {
+            Ok(watcher::Event::Init) => {
+                seen.listing = Some(HashSet::new());
+                return;
+            }
+            Ok(watcher::Event::InitDone) => relisted(&mut seen, now),
+            Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
+                let Some((meta, conditions)) = (self.of)(obj) else {
+                    return;
+                };
+                lifecycle(&mut seen, meta, conditions, false, now)
+            }
+            Ok(watcher::Event::Delete(obj)) => {
+                let Some((meta, conditions)) = (self.of)(obj) else {
+                    return;
+                };
+                lifecycle(&mut seen, meta, conditions, true, now)
+            }
+            Err(_) => return,
         };
         let states = self.metrics.states();
-        for (moment, after) in lifecycle(&mut awaiting, meta, conditions, gone, Timestamp::now()) {
+        for (moment, after) in moments {
             match moment {
                 Moment::Detected => states.detected(&self.gvk, after),
                 Moment::FirstReady => states.first_ready(&self.gvk, after),
@@ -155,7 +180,7 @@ enum Moment {
 /// creation (or since its deletion was asked); `awaiting` holds the uids
 /// detected and not Ready yet.
 fn lifecycle(
-    awaiting: &mut HashSet<String>,
+    seen: &mut Seen,
     meta: &ObjectMeta,
     conditions: &[Condition],
     gone: bool,
@@ -164,18 +189,22 @@ fn lifecycle(
     let Some(uid) = meta.uid.clone() else {
         return Vec::new();
     };
-    let since = |t: &Option<Time>| {
-        t.as_ref()
-            .map(|t| Duration::try_from(now.duration_since(t.0)).unwrap_or_default())
-            .unwrap_or_default()
-    };
+    let since = |t: &Option<Time>| t.as_ref().map(|t| elapsed(t, now)).unwrap_or_default();
     if gone {
-        awaiting.remove(&uid);
+        seen.awaiting.remove(&uid);
+        seen.deleting.remove(&uid);
         return match &meta.deletion_timestamp {
             Some(_) => vec![(Moment::Deleted, since(&meta.deletion_timestamp))],
             None => Vec::new(),
         };
     }
+    if let Some(listing) = &mut seen.listing {
+        listing.insert(uid.clone());
+    }
+    if let Some(asked) = &meta.deletion_timestamp {
+        seen.deleting.insert(uid.clone(), asked.clone());
+    }
+    let awaiting = &mut seen.awaiting;
     let mut moments = Vec::new();
     let synced_seen = conditions.iter().any(|c| c.type_ == "Synced");
     if !synced_seen && awaiting.insert(uid.clone()) {
@@ -185,6 +214,30 @@ fn lifecycle(
         moments.push((Moment::FirstReady, since(&meta.creation_timestamp)));
     }
     moments
+}
+
+/// A relist ended: the resources being deleted that it no longer holds
+/// went while the watch was away (a watch resumed after the API server
+/// compacted its history relists, and sends no delete for them).
+fn relisted(seen: &mut Seen, now: Timestamp) -> Vec<(Moment, Duration)> {
+    let Some(listed) = seen.listing.take() else {
+        return Vec::new();
+    };
+    seen.awaiting.retain(|uid| listed.contains(uid));
+    let gone: Vec<String> = seen
+        .deleting
+        .keys()
+        .filter(|uid| !listed.contains(*uid))
+        .cloned()
+        .collect();
+    gone.iter()
+        .filter_map(|uid| seen.deleting.remove(uid))
+        .map(|asked| (Moment::Deleted, elapsed(&asked, now)))
+        .collect()
+}
+
+fn elapsed(since: &Time, now: Timestamp) -> Duration {
+    Duration::try_from(now.duration_since(since.0)).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -246,7 +299,7 @@ mod tests {
     #[test]
     fn a_resource_is_detected_once_ready_once_and_deleted_once() {
         use ConditionStatus::{False, True};
-        let mut awaiting = HashSet::new();
+        let mut seen = Seen::default();
         let secs = Duration::from_secs;
         let creating = [condition("Ready", False), condition("Synced", True)];
         let ready = [condition("Ready", True), condition("Synced", True)];
@@ -282,23 +335,52 @@ mod tests {
             ),
         ];
         for (i, (conditions, deleted_at, gone, now, want)) in rows.into_iter().enumerate() {
-            let got = lifecycle(&mut awaiting, &meta(deleted_at), conditions, gone, at(now));
+            let got = lifecycle(&mut seen, &meta(deleted_at), conditions, gone, at(now));
             assert_eq!(got, want, "row {i}");
         }
-        assert!(awaiting.is_empty());
+        assert!(seen.awaiting.is_empty() && seen.deleting.is_empty());
     }
 
     #[test]
     fn a_resource_first_seen_with_a_status_is_not_timed() {
         use ConditionStatus::True;
-        let mut awaiting = HashSet::new();
+        let mut seen = Seen::default();
         let ready = [condition("Ready", True), condition("Synced", True)];
         // Already reconciled before this process started: crossplane-runtime
         // counts neither its detection nor its readiness either.
-        let got = lifecycle(&mut awaiting, &meta(None), &ready, false, at(500));
+        let got = lifecycle(&mut seen, &meta(None), &ready, false, at(500));
         assert_eq!(got, vec![]);
         // Gone without a deletion asked (a watch resync dropping it): nothing.
-        let got = lifecycle(&mut awaiting, &meta(None), &ready, true, at(600));
+        let got = lifecycle(&mut seen, &meta(None), &ready, true, at(600));
         assert_eq!(got, vec![]);
+    }
+
+    #[test]
+    fn a_resource_gone_while_the_watch_was_away_is_timed_by_the_relist() {
+        use ConditionStatus::True;
+        let ready = [condition("Ready", True), condition("Synced", True)];
+        let mut seen = Seen::default();
+        let other = ObjectMeta {
+            uid: Some("u2".to_owned()),
+            ..meta(Some(100))
+        };
+        // Both asked to go; the watch then relists (its history compacted).
+        lifecycle(&mut seen, &meta(Some(100)), &ready, false, at(100));
+        lifecycle(&mut seen, &other, &ready, false, at(101));
+        seen.listing = Some(HashSet::new());
+        // The relist still holds u2 (its finalizer not removed yet), not u1.
+        assert_eq!(lifecycle(&mut seen, &other, &ready, false, at(120)), vec![]);
+        assert_eq!(
+            relisted(&mut seen, at(130)),
+            vec![(Moment::Deleted, Duration::from_secs(30))],
+            "u1 went while the watch was away"
+        );
+        // A second relist end counts nothing again; u2 goes by its delete event.
+        assert_eq!(relisted(&mut seen, at(140)), vec![]);
+        assert_eq!(
+            lifecycle(&mut seen, &other, &ready, true, at(150)),
+            vec![(Moment::Deleted, Duration::from_secs(50))]
+        );
+        assert!(seen.deleting.is_empty());
     }
 }

@@ -143,11 +143,17 @@ struct ConfigStores {
     cluster: Option<Store<ClusterProviderConfig>>,
 }
 
+/// Makes the write gate of a config's client (see
+/// [`Providers::with_write_gates`]).
+pub type WriteGates = std::sync::Arc<dyn Fn(&ConfigKey) -> pve_client::WriteGate + Send + Sync>;
+
 /// One client per provider config, rebuilt when the config changes.
 pub struct Providers {
     stores: std::sync::OnceLock<ConfigStores>,
     kube: kube::Client,
     hook: RequestHook,
+    /// The gate each config's client asks before a write goes out.
+    gates: Option<WriteGates>,
     default_resync: Duration,
     /// The namespace of the namespaced mode, whose ProviderConfigs alone
     /// are served: no ClusterProviderConfig is read.
@@ -176,7 +182,15 @@ impl Providers {
             default_resync,
             namespaced,
             cache: Mutex::new(HashMap::new()),
+            gates: None,
         }
+    }
+
+    /// Each config's client asks `gates(config)` before every write it
+    /// sends (see [`pve_client::WriteGate`]).
+    pub fn with_write_gates(mut self, gates: WriteGates) -> Self {
+        self.gates = Some(gates);
+        self
     }
 
     /// Whether ClusterProviderConfigs are served (not in the namespaced
@@ -491,6 +505,10 @@ impl Providers {
             &timing,
             self.hook.clone(),
         )
+        .map(|mut config| {
+            config.write_gate = self.gates.as_ref().map(|gates| gates(key));
+            config
+        })
         .and_then(build::client);
         let client = match client {
             Ok(client) => client,

@@ -182,6 +182,13 @@ impl<L: Remembered> Memory<L> {
         }
     }
 
+    /// The version of this replica's last write (or fresh read) of a
+    /// resource, if it made one: what the next status write is conditional
+    /// on.
+    pub fn last_write(&self, uid: &str) -> Option<String> {
+        self.lock().get(uid).and_then(|e| e.last_write.clone())
+    }
+
     /// Records the version a write (or a fresh read) produced.
     pub fn saw(&self, uid: &str, version: Option<String>) {
         self.with(uid, |e| e.last_write = version);

@@ -178,6 +178,18 @@ impl Shards {
         }
     }
 
+    /// Whether this replica holds `key` now, in any term, before its
+    /// deadline: the last check of each Proxmox write, made right before
+    /// it is sent (a write that waited for the client's limiter, or whose
+    /// process was paused, after its pass's fence).
+    pub fn holds_now(&self, key: &ConfigKey) -> bool {
+        if self.identity.is_none() {
+            return true;
+        }
+        let now = Instant::now();
+        self.lock().get(key).is_some_and(|t| now < t.deadline)
+    }
+
     /// The configs held now, for metrics and the task watcher.
     pub fn held(&self) -> Vec<ConfigKey> {
         let now = Instant::now();

@@ -38,3 +38,33 @@ async fn no_more_than_the_cap_is_in_flight() {
         );
     }
 }
+
+/// A closed write gate keeps a write from going out (nothing reaches
+/// Proxmox), reads are not asked about, and the gate is asked at the
+/// moment of sending: opened again, the same client writes.
+#[tokio::test]
+async fn a_closed_write_gate_sends_no_write() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let h = Harness::start().await;
+    let open = Arc::new(AtomicBool::new(false));
+    let gate = Arc::clone(&open);
+    let client = h.client_with(|c| {
+        c.write_gate = Some(pve_client::WriteGate::new(move || {
+            gate.load(Ordering::SeqCst)
+        }));
+    });
+    let refused = client.create_pool("gated", "").await;
+    assert!(
+        matches!(refused, Err(pve_client::Error::NotSent { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(h.count("POST", "/pools").await, 0, "nothing sent");
+    assert!(
+        client.pool("gated").await.unwrap().is_none(),
+        "reads go out"
+    );
+    open.store(true, Ordering::SeqCst);
+    client.create_pool("gated", "").await.unwrap();
+    assert_eq!(h.count("POST", "/pools").await, 1);
+}

@@ -39,7 +39,7 @@ use crate::reconcile::common::finalizer;
 use crate::reconcile::context::Context;
 use crate::reconcile::error::{Error, is_not_found};
 use crate::reconcile::managed::envelope::{self, run_held};
-use crate::reconcile::managed::status;
+use crate::reconcile::managed::{fresh, status};
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::shards::Hold;
 
@@ -182,16 +182,20 @@ where
     A: Default,
 {
     let ctx = &shared.ctx;
-    let hold = match envelope::hold(ctx, &ConfigKey::of(obj.as_ref())) {
+    let api = Api::<K>::namespaced(ctx.kube.clone(), &obj.namespace().unwrap_or_default());
+    // As this replica last wrote it (the cache may lag that write).
+    let Some(obj) = fresh::current(obj.as_ref(), &api, &ctx.memory).await? else {
+        return Ok(Action::await_change());
+    };
+    let hold = match envelope::hold(ctx, &ConfigKey::of(&obj)) {
         Ok(hold) => hold,
         Err(action) => return Ok(action),
     };
     let _admitted = ctx.queue.admit(&ctx.metrics).await;
-    let action = run_held(&hold, pass(obj.as_ref(), &shared, &hold)).await?;
+    let action = run_held(&hold, pass(&obj, &shared, &hold)).await?;
     // A pass ran: a reconcile request is answered.
     ctx.shards.fence(&hold)?;
-    let api = Api::<K>::namespaced(ctx.kube.clone(), &obj.namespace().unwrap_or_default());
-    status::echo_request(&api, obj.as_ref()).await?;
+    status::echo_request(&api, &obj).await?;
     Ok(action)
 }
 
@@ -264,7 +268,10 @@ async fn pass<K: Kind>(obj: &K, shared: &Ctx<K::Extra>, hold: &Hold) -> Result<A
             )
             .await
         {
-            Ok(_) => Ok(Action::await_change()),
+            Ok(written) => {
+                fresh::wrote(&ctx.memory, obj, &written);
+                Ok(Action::await_change())
+            }
             Err(e) if is_not_found(&e) => Ok(Action::await_change()),
             Err(e) => Err(e.into()),
         };
@@ -747,10 +754,16 @@ async fn report<K: Kind>(
         Some(record) => obj.track(status, record),
         None => status,
     };
+    // On the version this pass read: a fresher status (of another holder)
+    // is never overwritten.
+    let uid = obj.uid().unwrap_or_default();
+    let base = ctx.memory.last_write(&uid).or(obj.resource_version());
     ctx.shards.fence(hold)?;
-    status::apply(api, &obj.name_any(), &status).await?;
+    if let Some(version) = status::apply_on(api, &obj.name_any(), &status, base.as_deref()).await? {
+        ctx.memory.saw(&uid, Some(version));
+    }
     if !failed {
-        ctx.memory.succeeded(&obj.uid().unwrap_or_default());
+        ctx.memory.succeeded(&uid);
     }
     Ok(action)
 }

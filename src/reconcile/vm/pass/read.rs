@@ -1,14 +1,15 @@
-//! The resource as a pass must see it: the controller's cache when it shows
-//! our own last write (no request), else a fresh read.
+//! The resource as a pass must see it ([`fresh`]): the newest copy the
+//! controller's cache holds, read afresh while it lags our own last write.
 
+use kube::Api;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Api, ResourceExt};
 
 use crate::api::ProxmoxVM;
 use crate::reconcile::context::Context;
 use crate::reconcile::error::Error;
 use crate::reconcile::identity::Identity;
+use crate::reconcile::managed::fresh;
 
 /// The resource for this pass; `None`: it is gone.
 pub async fn current(
@@ -31,22 +32,9 @@ pub async fn current(
             });
         }
     };
-    if ctx
-        .memory
-        .cache_is_current(&id.uid, cached.resource_version().as_deref())
-    {
-        return Ok(Some(cached));
-    }
     let api: Api<ProxmoxVM> = Api::namespaced(ctx.kube.clone(), &id.namespace);
-    match api.get_opt(&id.name).await {
-        Ok(Some(vm)) => {
-            ctx.memory.saw(&id.uid, vm.resource_version());
-            Ok(Some(vm))
-        }
-        Ok(None) => {
-            ctx.memory.forget(&id.uid);
-            Ok(None)
-        }
+    match fresh::current(&cached, &api, &ctx.memory).await {
+        Ok(vm) => Ok(vm),
         Err(kube::Error::SerdeError(e)) => Err(Error::InvalidObject {
             name: id.to_string(),
             message: e.to_string(),
