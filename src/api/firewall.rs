@@ -12,12 +12,23 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::api::ip_set::IPSetEntry;
 use crate::api::rules::{NO_CONTROL, NO_CONTROL_MESSAGE};
 use crate::api::security_group::{Address, PORTS, PORTS_MESSAGE, RuleAction, RuleLog};
 
 /// The guest's firewall.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("self.rules.all(r, !has(r.source) || !has(r.source.guestIpSet) || (has(self.ipSets) && self.ipSets.exists(s, s.name == r.source.guestIpSet)))")
+        .message("rules: a source guestIpSet must name one of ipSets"),
+    validation = Rule::new("self.rules.all(r, !has(r.dest) || !has(r.dest.guestIpSet) || (has(self.ipSets) && self.ipSets.exists(s, s.name == r.dest.guestIpSet)))")
+        .message("rules: a dest guestIpSet must name one of ipSets"),
+    validation = Rule::new("self.rules.all(r, !has(r.source) || !has(r.source.guestAlias) || (has(self.aliases) && self.aliases.exists(a, a.name == r.source.guestAlias)))")
+        .message("rules: a source guestAlias must name one of aliases"),
+    validation = Rule::new("self.rules.all(r, !has(r.dest) || !has(r.dest.guestAlias) || (has(self.aliases) && self.aliases.exists(a, a.name == r.dest.guestAlias)))")
+        .message("rules: a dest guestAlias must name one of aliases")
+)]
 pub struct GuestFirewall {
     /// Whether the guest's firewall is on (`enable`). Default `true`.
     /// A NIC is filtered only when its own `firewall` is also on.
@@ -71,6 +82,75 @@ pub struct GuestFirewall {
     #[serde(default)]
     #[schemars(length(max = 100))]
     pub rules: Vec<GuestFirewallRule>,
+
+    /// The guest's own aliases, which its rules name as `guestAlias`.
+    /// Left out: the guest's aliases are not read or touched. Given (even
+    /// `[]`): Proxmox holds exactly these (others are removed, once no
+    /// rule names them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("self.all(a, self.exists_one(b, b.name == a.name))")
+        .message("aliases: each name once"))]
+    pub aliases: Option<Vec<GuestAlias>>,
+
+    /// The guest's own IP sets, which its rules name as `guestIpSet`.
+    /// Left out: the guest's IP sets are not read or touched. Given (even
+    /// `[]`): Proxmox holds exactly these, with exactly their entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    #[x_kube(validation = Rule::new("self.all(a, self.exists_one(b, b.name == a.name))")
+        .message("ipSets: each name once"))]
+    pub ip_sets: Option<Vec<GuestIPSet>>,
+}
+
+/// A CEL rule: a name of a guest alias or IP set as PVE keeps it (this
+/// provider takes lower case only: PVE keys aliases by the lowercased
+/// name, so `Web` would read back as another name).
+const OWN_NAME: &str = "self.matches('^[a-z][a-z0-9_-]+$')";
+const OWN_NAME_MESSAGE: &str =
+    "name must be a lowercase letter, then lowercase letters, digits, - and _";
+
+/// One of a guest's own aliases (`.../firewall/aliases`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct GuestAlias {
+    /// The alias's name, e.g. `gateway`.
+    #[schemars(length(min = 2, max = 64))]
+    #[x_kube(validation = Rule::new(OWN_NAME).message(OWN_NAME_MESSAGE))]
+    pub name: String,
+
+    /// An IP address or CIDR network, e.g. `10.0.0.1` or `10.0.0.0/24`.
+    #[schemars(length(min = 2, max = 64))]
+    #[x_kube(validation = Rule::new("isIP(self) || isCIDR(self)")
+        .message("cidr must be an IP address or a CIDR network such as 10.0.0.0/24"))]
+    pub cidr: String,
+
+    /// A note on the alias (one line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 200))]
+    #[x_kube(validation = Rule::new(NO_CONTROL).message(NO_CONTROL_MESSAGE))]
+    pub comment: Option<String>,
+}
+
+/// One of a guest's own IP sets (`.../firewall/ipset`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct GuestIPSet {
+    /// The set's name, e.g. `peers`. Rules name it as `guestIpSet`.
+    #[schemars(length(min = 2, max = 64))]
+    #[x_kube(validation = Rule::new(OWN_NAME).message(OWN_NAME_MESSAGE))]
+    pub name: String,
+
+    /// A note on the set (one line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 200))]
+    #[x_kube(validation = Rule::new(NO_CONTROL).message(NO_CONTROL_MESSAGE))]
+    pub comment: Option<String>,
+
+    /// Its entries: addresses and networks, `nomatch` ones excluded.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub entries: Vec<IPSetEntry>,
 }
 
 fn yes() -> bool {

@@ -11,7 +11,7 @@ use super::runtime::queue::Queue;
 use super::runtime::settings::Settings;
 use super::runtime::shards::Shards;
 use super::runtime::wake::Waker;
-use crate::api::{ProxmoxContainer, ProxmoxVM};
+use crate::api::{ProxmoxContainer, ProxmoxVM, ProxmoxVNet};
 use crate::reconcile::common::image_cache::Images;
 use crate::reconcile::events::Events;
 use crate::reconcile::inventory::Inventory;
@@ -68,6 +68,9 @@ pub struct Context {
     pub images: Images,
     /// The kinds whose resources record VMIDs (one VMID space per config).
     pub vmid_holders: Vec<Box<dyn Holders>>,
+    /// The SDN controller's cache of ProxmoxVNets (a guest may not name
+    /// another namespace's); empty until [`Context::with_vnets`].
+    pub vnets: Store<ProxmoxVNet>,
 }
 
 impl Context {
@@ -120,6 +123,23 @@ impl Context {
             vmid_holders,
             images,
             containers,
+            vnets: kube::runtime::reflector::store().0,
         }
+    }
+
+    /// The context, reading `vnets` for the VNets guests may not name.
+    pub fn with_vnets(self, vnets: Store<ProxmoxVNet>) -> Self {
+        Self { vnets, ..self }
+    }
+
+    /// The Proxmox IDs of the ProxmoxVNets of namespaces other than
+    /// `namespace` (as their status shows them).
+    pub fn foreign_vnets(&self, namespace: &str) -> std::collections::BTreeSet<String> {
+        self.vnets
+            .state()
+            .iter()
+            .filter(|v| v.metadata.namespace.as_deref() != Some(namespace))
+            .filter_map(|v| v.status.as_ref()?.at_provider.id.clone())
+            .collect()
     }
 }

@@ -241,7 +241,7 @@ pub async fn run(
         ),
     );
     states::count::<ProxmoxSDNZone, _>(metrics.states(), zone_store, states::plain);
-    states::count::<ProxmoxVNet, _>(metrics.states(), vnet_store, states::plain);
+    states::count::<ProxmoxVNet, _>(metrics.states(), vnet_store.clone(), states::plain);
     states::count::<ProxmoxBackup, _>(metrics.states(), backup_store.clone(), states::plain);
     // Guests waiting to restore a backup: woken when it becomes Ready
     // (seen on the backup watch, before its cache takes it in).
@@ -250,15 +250,18 @@ pub async fn run(
         (reader.clone(), Waker::new(wake.clone())),
         (containers.clone(), Waker::new(wake_container.clone())),
     );
-    let ctx = Arc::new(Context::new(
-        kube.clone(),
-        settings,
-        metrics,
-        (reader.clone(), containers.clone(), images),
-        (Waker::new(wake), Waker::new(wake_container)),
-        // The kinds that take VMIDs from one space per config.
-        vec![Box::new(reader.clone()), Box::new(containers)],
-    ));
+    let ctx = Arc::new(
+        Context::new(
+            kube.clone(),
+            settings,
+            metrics,
+            (reader.clone(), containers.clone(), images),
+            (Waker::new(wake), Waker::new(wake_container)),
+            // The kinds that take VMIDs from one space per config.
+            vec![Box::new(reader.clone()), Box::new(containers)],
+        )
+        .with_vnets(vnet_store.clone()),
+    );
     let controller = Controller::for_stream(vms, reader)
         .owns(scoped::<Secret>(&kube, namespace.as_deref()), secrets)
         .watches_stream(read_secrets, move |secret| {

@@ -14,15 +14,19 @@
 //! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
 //! | [`guests`] | the guest a resource names by reference (a snapshot's, a backup's), and its wake-up |
 //! | [`selector`] | kinds choosing other kinds' objects by label: those of a namespace, and the wake-up when one changes |
+//! | [`guest_firewall`], [`ip_sets`] | a guest's own firewall read and written; an IP set correction sent (the cluster's or a guest's) |
+//! | [`firewall_wake`] | the guests whose firewall names a set or group woken when it becomes Ready |
 
 pub mod backups;
 pub mod connection_secret;
 pub mod crud;
 pub mod envelope;
+pub mod firewall_wake;
 pub mod fresh;
 pub mod guest_firewall;
 pub mod guests;
 pub mod images;
+pub mod ip_sets;
 pub mod names;
 pub mod pools;
 pub mod reserve;

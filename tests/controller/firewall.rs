@@ -9,6 +9,7 @@ use kube::api::DeleteParams;
 use provider_proxmox::api::{Condition, ProxmoxContainer, ProxmoxIPSet, ProxmoxSecurityGroup};
 use provider_proxmox::reconcile::managed::names::derived;
 use pve_client::firewall::RuleSpec;
+use pve_client::ipset::Scope;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -273,7 +274,7 @@ async fn a_group_is_created_its_drift_corrected_and_a_reapply_writes_nothing() {
     let want = wanted_rules(&sname);
     assert_eq!(rules_on_sim(&env, &gname).await, want, "created in order");
     let client = env.sim.client();
-    let entries = client.ip_set_entries(&sname).await.unwrap();
+    let entries = client.ip_set_entries(Scope::Cluster, &sname).await.unwrap();
     let mut cidrs: Vec<&str> = entries.iter().map(|e| e.cidr.as_str()).collect();
     cidrs.sort_unstable();
     assert_eq!(
@@ -302,14 +303,19 @@ async fn a_group_is_created_its_drift_corrected_and_a_reapply_writes_nothing() {
         .delete_security_group_rule(&gname, 0, listed[0].digest.as_deref())
         .await
         .unwrap();
-    let entries = client.ip_set_entries(&sname).await.unwrap();
+    let entries = client.ip_set_entries(Scope::Cluster, &sname).await.unwrap();
     client
-        .delete_ip_set_entry(&sname, "10.0.1.5", entries[0].digest.as_deref().unwrap())
+        .delete_ip_set_entry(
+            Scope::Cluster,
+            &sname,
+            "10.0.1.5",
+            entries[0].digest.as_deref().unwrap(),
+        )
         .await
         .unwrap();
     wait_rules(&env, &gname, &want, "the rules corrected").await;
     support::poll("the entry put back", DEADLINE, || async {
-        let entries = client.ip_set_entries(&sname).await.unwrap();
+        let entries = client.ip_set_entries(Scope::Cluster, &sname).await.unwrap();
         entries
             .iter()
             .any(|e| e.cidr == "10.0.1.5" && e.comment.as_deref() == Some("lb"))
@@ -353,7 +359,7 @@ async fn a_group_is_created_its_drift_corrected_and_a_reapply_writes_nothing() {
     .await;
     assert!(
         client
-            .ip_sets()
+            .ip_sets(Scope::Cluster)
             .await
             .unwrap()
             .iter()
@@ -364,7 +370,7 @@ async fn a_group_is_created_its_drift_corrected_and_a_reapply_writes_nothing() {
     wait_gone::<ProxmoxSecurityGroup>(&ns, "web").await;
     wait_gone::<ProxmoxIPSet>(&ns, "web").await;
     assert!(client.security_groups().await.unwrap().is_empty());
-    assert!(client.ip_sets().await.unwrap().is_empty());
+    assert!(client.ip_sets(Scope::Cluster).await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -410,7 +416,7 @@ async fn namesakes_of_two_namespaces_never_touch_each_other_nor_what_was_made_by
         let client = client.clone();
         async move {
             client
-                .ip_set_entries(&name)
+                .ip_set_entries(Scope::Cluster, &name)
                 .await
                 .unwrap()
                 .into_iter()
@@ -430,7 +436,10 @@ async fn namesakes_of_two_namespaces_never_touch_each_other_nor_what_was_made_by
     // An IP set made by hand under the name a resource would get: never
     // changed, and left there when the resource goes.
     let taken = set_name(&ns_a, "taken");
-    client.create_ip_set(&taken, "made by hand").await.unwrap();
+    client
+        .create_ip_set(Scope::Cluster, &taken, "made by hand")
+        .await
+        .unwrap();
     env.apply(&ip_set("taken", json!([{"cidr": "10.3.0.1"}])))
         .await;
     let not_owned = wait_synced::<ProxmoxIPSet>(&ns_a, "taken", "NotOwned").await;
@@ -447,7 +456,7 @@ async fn namesakes_of_two_namespaces_never_touch_each_other_nor_what_was_made_by
     delete::<ProxmoxIPSet>(&ns_a, "taken").await;
     wait_gone::<ProxmoxIPSet>(&ns_a, "taken").await;
     let names: Vec<String> = client
-        .ip_sets()
+        .ip_sets(Scope::Cluster)
         .await
         .unwrap()
         .into_iter()
@@ -600,7 +609,7 @@ async fn entries_on_sim(env: &Env, set: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = env
         .sim
         .client()
-        .ip_set_entries(set)
+        .ip_set_entries(Scope::Cluster, set)
         .await
         .unwrap()
         .into_iter()

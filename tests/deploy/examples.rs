@@ -212,6 +212,15 @@ fn examples_show_what_their_names_promise() {
         kind("ProxmoxSecurityGroup")["metadata"]["name"],
         "the VM's firewall names the group of its namespace by its Kubernetes name"
     );
+    let own = &kind("ProxmoxVM")["spec"]["forProvider"]["firewall"];
+    assert_eq!(
+        rules[2]["dest"]["guestIpSet"], own["ipSets"][0]["name"],
+        "a rule names the VM's own IP set"
+    );
+    assert_eq!(
+        rules[3]["dest"]["guestAlias"], own["aliases"][0]["name"],
+        "a rule names the VM's own alias"
+    );
 
     let backup = example("backup-job.yaml");
     assert_eq!(

@@ -101,6 +101,10 @@ pub struct RunArgs {
     /// pve-sim's --time-scale: 0.1 makes the 3.5 GiB image import take ~3 s.
     #[arg(long, env = "BENCH_TIME_SCALE", default_value_t = 0.1)]
     pub time_scale: f64,
+    /// Every VM with a guest firewall of its own (options and two rules,
+    /// `spec.forProvider.firewall`): what the firewall costs at rest.
+    #[arg(long, env = "BENCH_FIREWALL", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false")]
+    pub firewall: bool,
     /// The variants to run, in order.
     #[arg(
         long,

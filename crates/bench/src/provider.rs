@@ -86,6 +86,7 @@ pub async fn run_fleet(
     };
     let manifests = (0..args.vm_count())
         .map(|i| manifest(&workload::vm_name(i), &name, &name, &args.nodes))
+        .map(|vm| workload::with_firewall(vm, args.firewall))
         .collect();
     let image = match fleet {
         Some(_) => Some(

@@ -59,6 +59,23 @@ pub fn manifest(name: &str, namespace: &str, config: &str, nodes: &[String]) -> 
     })
 }
 
+/// `vm` with a guest firewall of its own when `firewall`: enabled, a
+/// policy, and two rules (SSH from a network, ICMP from anywhere), as a
+/// team protecting each VM would write it.
+pub fn with_firewall(mut vm: Value, firewall: bool) -> Value {
+    if firewall {
+        vm["spec"]["forProvider"]["firewall"] = json!({
+            "policyIn": "DROP",
+            "rules": [
+                {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22",
+                 "source": {"cidr": "10.0.0.0/8"}, "comment": "ssh"},
+                {"type": "in", "action": "ACCEPT", "proto": "icmp"},
+            ],
+        });
+    }
+    vm
+}
+
 fn resource() -> ApiResource {
     ApiResource::erase::<provider_proxmox::api::ProxmoxVM>(&())
 }

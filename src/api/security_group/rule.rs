@@ -20,7 +20,11 @@ use crate::api::rules::{NO_CONTROL, NO_CONTROL_MESSAGE};
     validation = Rule::new("!has(self.sport) || self.proto in ['tcp', 'udp', 'udplite', 'sctp', 'dccp', '6', '17', '33', '132', '136']")
         .message("sport: the protocol has no ports (use tcp, udp, udplite, sctp or dccp)"),
     validation = Rule::new("!has(self.dport) || self.proto in ['tcp', 'udp', 'udplite', 'sctp', 'dccp', '6', '17', '33', '132', '136']")
-        .message("dport: the protocol has no ports (use tcp, udp, udplite, sctp or dccp)")
+        .message("dport: the protocol has no ports (use tcp, udp, udplite, sctp or dccp)"),
+    validation = Rule::new("!has(self.source) || !(has(self.source.guestIpSet) || has(self.source.guestAlias))")
+        .message("source: guestIpSet and guestAlias name a guest's own objects; a security group's rules cannot"),
+    validation = Rule::new("!has(self.dest) || !(has(self.dest.guestIpSet) || has(self.dest.guestAlias))")
+        .message("dest: guestIpSet and guestAlias name a guest's own objects; a security group's rules cannot")
 )]
 pub struct SecurityGroupRule {
     /// Direction: `in`, `out` or `forward` (PVE 8.3 or later).
@@ -83,12 +87,13 @@ fn yes() -> bool {
     true
 }
 
-/// An address a rule matches: exactly one of `cidr`, `ipSet`, `alias`.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+/// An address a rule matches: exactly one of `cidr`, `ipSet`, `alias`,
+/// and in a guest's own rules `guestIpSet`, `guestAlias`.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
-    validation = Rule::new("[has(self.cidr), has(self.ipSet), has(self.alias)].filter(x, x).size() == 1")
-        .message("exactly one of cidr, ipSet and alias must be set")
+    validation = Rule::new("[has(self.cidr), has(self.ipSet), has(self.alias), has(self.guestIpSet), has(self.guestAlias)].filter(x, x).size() == 1")
+        .message("exactly one of cidr, ipSet, alias, guestIpSet and guestAlias must be set")
 )]
 pub struct Address {
     /// An IP address or CIDR network, e.g. `10.0.0.0/8` or `fd00::1`.
@@ -111,6 +116,18 @@ pub struct Address {
     #[x_kube(validation = Rule::new("self.matches('^[A-Za-z][A-Za-z0-9_-]+$')")
         .message("alias must be a Proxmox alias name: a letter, then letters, digits, - and _"))]
     pub alias: Option<String>,
+
+    /// An IP set of the guest's own (`firewall.ipSets`), by name; sent as
+    /// `+guest/<name>`. Only in a ProxmoxVM's or ProxmoxContainer's rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = 64))]
+    pub guest_ip_set: Option<String>,
+
+    /// An alias of the guest's own (`firewall.aliases`), by name; sent as
+    /// `guest/<name>`. Only in a ProxmoxVM's or ProxmoxContainer's rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = 64))]
+    pub guest_alias: Option<String>,
 }
 
 /// A rule's direction.

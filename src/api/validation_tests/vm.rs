@@ -535,11 +535,84 @@ fn proxmox_vm_firewall_rules() {
             fw(
                 json!({"type": "in", "action": "DROP", "source": {"cidr": "10.0.0.0/8", "alias": "x1"}}),
             ),
-            Some("exactly one of cidr, ipSet and alias"),
+            Some("exactly one of cidr, ipSet, alias, guestIpSet and guestAlias"),
+        ),
+        (
+            "the guest's own alias and IP set, named by its rules",
+            json!({"firewall": {
+                "aliases": [{"name": "gw", "cidr": "10.0.0.1"}],
+                "ipSets": [{"name": "peers", "entries": [{"cidr": "10.0.1.0/24", "nomatch": true}]}],
+                "rules": [{"type": "in", "action": "ACCEPT", "source": {"guestIpSet": "peers"},
+                           "dest": {"guestAlias": "gw"}}]}}),
+            None,
+        ),
+        (
+            "a guestIpSet the spec does not have",
+            json!({"firewall": {"ipSets": [],
+                "rules": [{"type": "in", "action": "ACCEPT", "dest": {"guestIpSet": "peers"}}]}}),
+            Some("rules: a dest guestIpSet must name one of ipSets"),
+        ),
+        (
+            "a guestAlias without aliases",
+            fw(json!({"type": "in", "action": "ACCEPT", "source": {"guestAlias": "gw"}})),
+            Some("rules: a source guestAlias must name one of aliases"),
+        ),
+        (
+            "an alias name twice",
+            json!({"firewall": {"aliases": [{"name": "gw", "cidr": "10.0.0.1"},
+                                            {"name": "gw", "cidr": "10.0.0.2"}]}}),
+            Some("aliases: each name once"),
+        ),
+        (
+            "an upper-case set name",
+            json!({"firewall": {"ipSets": [{"name": "Peers"}]}}),
+            Some("name must be a lowercase letter"),
+        ),
+        (
+            "an alias that is no address",
+            json!({"firewall": {"aliases": [{"name": "gw", "cidr": "gateway"}]}}),
+            Some("cidr must be an IP address or a CIDR network"),
+        ),
+        (
+            "a zero prefix in a guest set",
+            json!({"firewall": {"ipSets": [{"name": "all", "entries": [{"cidr": "0.0.0.0/0"}]}]}}),
+            Some("a zero prefix is not allowed"),
         ),
     ];
     for (name, for_provider, want) in cases {
         let got = refusals(&schema, &vm(for_provider), None);
+        assert_verdict(name, &got, want);
+    }
+}
+
+#[test]
+fn a_security_group_rule_cannot_name_a_guests_own_objects() {
+    let schema = schema_of(crate::api::ProxmoxSecurityGroup::crd());
+    let group = |source: Value| {
+        json!({
+            "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
+            "kind": "ProxmoxSecurityGroup",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"forProvider": {"rules": [
+                {"type": "in", "action": "ACCEPT", "source": source}
+            ]}},
+        })
+    };
+    let cases: Vec<(&str, Value, Option<&str>)> = vec![
+        ("a cluster set", json!({"ipSet": "office"}), None),
+        (
+            "a guest's set",
+            json!({"guestIpSet": "peers"}),
+            Some("source: guestIpSet and guestAlias name a guest's own objects"),
+        ),
+        (
+            "a guest's alias",
+            json!({"guestAlias": "gw"}),
+            Some("source: guestIpSet and guestAlias name a guest's own objects"),
+        ),
+    ];
+    for (name, source, want) in cases {
+        let got = refusals(&schema, &group(source), None);
         assert_verdict(name, &got, want);
     }
 }

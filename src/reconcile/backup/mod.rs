@@ -48,5 +48,5 @@ pub async fn run(
     let extra = Guests::of(&ctx);
     let shared = Arc::new(Ctx::new(ctx, extra));
     let see = move |event: &_| restorers.see(event);
-    controller::run_seen(shared, cache, "ProxmoxBackup", see, stop).await;
+    controller::run_seeing(shared, cache, "ProxmoxBackup", see, stop).await;
 }

@@ -23,6 +23,7 @@ use crate::api::firewall::{
     GuestFirewall, GuestFirewallRule, ObservedFirewall, ObservedFirewallRule,
 };
 use crate::api::security_group::Address;
+use crate::reconcile::common::guest_objects::{self, AliasCall, IpSetCall};
 
 /// The one correction of a rule list a pass sends.
 #[derive(Clone, Debug, PartialEq)]
@@ -142,9 +143,23 @@ pub struct FirewallView {
     pub rules: Vec<Rule>,
     /// Each ProxmoxSecurityGroup the rules name (Kubernetes name): its
     /// Proxmox name once Ready, else why it cannot be used yet.
-    pub groups: BTreeMap<String, Result<String, String>>,
+    pub groups: BTreeMap<String, Result<String, Unusable>>,
     /// Each ProxmoxIPSet the rules name, as `groups`.
-    pub ip_sets: BTreeMap<String, Result<String, String>>,
+    pub ip_sets: BTreeMap<String, Result<String, Unusable>>,
+    /// The guest's own aliases, read only when the spec has `aliases`.
+    pub aliases: Option<Vec<pve_client::guest_alias::Alias>>,
+    /// The guest's own IP sets by name, read only when the spec has
+    /// `ipSets` (the entries only of the sets the spec has).
+    pub ip_sets_own: Option<BTreeMap<String, super::ip_set::Set>>,
+}
+
+/// Why a referenced object cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unusable {
+    /// It does not exist in the namespace: a mistake to correct.
+    Missing(String),
+    /// It exists but is not Ready yet: waiting, not failing.
+    NotReady(String),
 }
 
 /// One synchronous write of the guest's firewall.
@@ -158,6 +173,10 @@ pub enum FirewallCall {
     },
     /// One correction of the rules.
     Rules(RulePatch),
+    /// One write of the guest's own aliases.
+    Alias(AliasCall),
+    /// One write of the guest's own IP sets.
+    IpSet(IpSetCall),
 }
 
 /// What the firewall needs next.
@@ -165,8 +184,12 @@ pub enum FirewallCall {
 pub enum FirewallNext {
     /// A write (what it does, for people).
     Write(String, FirewallCall),
-    /// A referenced object is missing or not Ready: nothing is sent.
+    /// A referenced object exists but is not Ready: nothing is sent
+    /// until it is (the message names the field).
     Waiting(String),
+    /// A referenced object is missing, or the spec has what PVE would
+    /// refuse: nothing is sent (the message names the field).
+    Refused(String),
 }
 
 /// The options the spec asks for (`enable` always set).
@@ -227,27 +250,32 @@ pub fn options_call(want: &FirewallOptions, have: &FirewallOptions) -> Option<Fi
 }
 
 /// The rules the spec asks for, as PVE is sent them; `Err`: the
-/// references not resolved yet, named.
+/// references not resolved yet ([`FirewallNext::Refused`] if one is
+/// missing, else [`FirewallNext::Waiting`]), named.
 pub fn wanted_rules(
     fw: &GuestFirewall,
     view: &FirewallView,
     namespace: &str,
-) -> Result<Vec<RuleSpec>, String> {
+) -> Result<Vec<RuleSpec>, Box<FirewallNext>> {
+    let mut missing: Vec<String> = vec![];
     let mut waiting: Vec<String> = vec![];
-    let mut resolve =
-        |kind: &str, refs: &BTreeMap<String, Result<String, String>>, name: &str| match refs
-            .get(name)
-        {
-            Some(Ok(proxmox)) => Some(proxmox.clone()),
-            Some(Err(why)) => {
-                waiting.push(why.clone());
-                None
-            }
-            None => {
-                waiting.push(format!("{kind} {namespace}/{name} was not looked up"));
-                None
-            }
-        };
+    let mut resolve = |kind: &str,
+                       refs: &BTreeMap<String, Result<String, Unusable>>,
+                       name: &str| match refs.get(name) {
+        Some(Ok(proxmox)) => Some(proxmox.clone()),
+        Some(Err(Unusable::NotReady(why))) => {
+            waiting.push(why.clone());
+            None
+        }
+        Some(Err(Unusable::Missing(why))) => {
+            missing.push(why.clone());
+            None
+        }
+        None => {
+            waiting.push(format!("{kind} {namespace}/{name} was not looked up"));
+            None
+        }
+    };
     let mut rules = vec![];
     for rule in &fw.rules {
         if let Some(group) = &rule.security_group {
@@ -269,6 +297,14 @@ pub fn wanted_rules(
             if let Some(set) = &a.ip_set {
                 return resolve("ProxmoxIPSet", &view.ip_sets, set).map(|p| Some(format!("+{p}")));
             }
+            // The guest's own: scoped, so a cluster object of the same
+            // name is never meant (PVE looks at the guest's first).
+            if let Some(set) = &a.guest_ip_set {
+                return Some(Some(format!("+guest/{set}")));
+            }
+            if let Some(alias) = &a.guest_alias {
+                return Some(Some(format!("guest/{alias}")));
+            }
             Some(a.cidr.clone().or_else(|| a.alias.clone()))
         };
         let (Some(source), Some(dest)) = (address(&rule.source), address(&rule.dest)) else {
@@ -276,12 +312,18 @@ pub fn wanted_rules(
         };
         rules.push(plain_rule(rule, source, dest));
     }
-    if waiting.is_empty() {
-        Ok(rules)
+    let say = |mut list: Vec<String>| {
+        list.sort();
+        list.dedup();
+        format!("spec.forProvider.firewall.rules: {}", list.join("; "))
+    };
+    if !missing.is_empty() {
+        missing.extend(waiting);
+        Err(Box::new(FirewallNext::Refused(say(missing))))
+    } else if !waiting.is_empty() {
+        Err(Box::new(FirewallNext::Waiting(say(waiting))))
     } else {
-        waiting.sort();
-        waiting.dedup();
-        Err(waiting.join("; "))
+        Ok(rules)
     }
 }
 
@@ -322,7 +364,11 @@ pub fn next(
     // firewall is turned on only with the rules it asks for.
     let want = match wanted_rules(fw, view, namespace) {
         Ok(want) => want,
-        Err(why) => return Some(FirewallNext::Waiting(why)),
+        Err(not_yet) => return Some(*not_yet),
+    };
+    let objects = match guest_objects::wanted(fw) {
+        Ok(objects) => objects,
+        Err(why) => return Some(FirewallNext::Refused(why)),
     };
     if let Some(call) = options_call(&wanted_options(fw), &view.options) {
         return Some(FirewallNext::Write(
@@ -330,9 +376,15 @@ pub fn next(
             call,
         ));
     }
+    let write = |(doing, call)| FirewallNext::Write(doing, call);
+    if let Some(next) = guest_objects::before_rules(&objects, view, guest) {
+        return Some(write(next));
+    }
     let have: Vec<RuleSpec> = view.rules.iter().map(observed_rule).collect();
     let digest = view.rules.first().and_then(|r| r.digest.clone());
-    let patch = rules_patch(&want, &have, digest)?;
+    let Some(patch) = rules_patch(&want, &have, digest) else {
+        return guest_objects::after_rules(&objects, view, guest).map(write);
+    };
     let doing = match &patch {
         RulePatch::Prepend(rules) => format!("adding {} firewall rules to {guest}", rules.len()),
         RulePatch::Insert { at, .. } => format!("adding firewall rule {at} to {guest}"),

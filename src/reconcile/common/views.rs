@@ -48,25 +48,32 @@ pub struct HostView {
     /// The VNets among them that are not VLAN-aware (a NIC on one takes
     /// no tag).
     pub untagged_vnets: std::collections::BTreeSet<String>,
+    /// The Proxmox IDs of other namespaces' ProxmoxVNets: a guest may not
+    /// name them (a team uses only its own namespace's VNets).
+    pub foreign_vnets: std::collections::BTreeSet<String>,
 }
 
 impl HostView {
     /// Of a guest's NICs (`spec.forProvider.networks[i]`: its bridge and
-    /// VLAN tag), those the node cannot carry as asked: a bridge it does
-    /// not have, or a tag on a VNet that is not VLAN-aware; each with a
-    /// message naming the field (none when the node's bridges are unknown).
+    /// VLAN tag), those the node cannot carry as asked: another
+    /// namespace's VNet, a bridge it does not have, or a tag on a VNet
+    /// that is not VLAN-aware; each with a message naming the field (only
+    /// the first when the node's bridges are unknown).
     pub fn missing_bridges<'a>(
         &self,
         nics: impl IntoIterator<Item = (&'a str, Option<u16>)>,
     ) -> Vec<(&'a str, String)> {
-        let Some(has) = &self.bridges else {
-            return vec![];
-        };
-        let list = has.iter().cloned().collect::<Vec<_>>().join(", ");
+        let has = self.bridges.as_ref();
+        let list = has.map(|h| h.iter().cloned().collect::<Vec<_>>().join(", "));
         nics.into_iter()
             .enumerate()
             .filter_map(|(i, (b, tag))| {
-                let why = if !has.contains(b) {
+                let why = if self.foreign_vnets.contains(b) {
+                    format!(
+                        "spec.forProvider.networks[{i}].bridge {b:?} is the VNet of a ProxmoxVNet of another namespace: a guest may name only its own namespace's VNets (their status.atProvider.id)"
+                    )
+                } else if has.is_some_and(|h| !h.contains(b)) {
+                    let list = list.as_deref().unwrap_or_default();
                     format!(
                         "spec.forProvider.networks[{i}].bridge {b:?} is neither a bridge nor a VNet of node {} (it has {list})",
                         self.node

@@ -387,7 +387,9 @@ async fn observe(
         });
     let mut password = None;
     if obs.container == Container::Absent && !deleting {
-        obs.host = Some(host(ctx, conn, &view, &node).await);
+        let mut host = host(ctx, conn, &view, &node).await;
+        host.foreign_vnets = ctx.foreign_vnets(&id.namespace);
+        obs.host = Some(host);
         if let Some(oci) = &spec.template.oci {
             let internal = conn.internal_names(view.nodes.iter().map(|n| n.name.as_str()));
             obs.download_refused = downloads::checked(
@@ -500,6 +502,7 @@ async fn host(ctx: &Context, conn: &Connection, view: &ClusterView, node: &str) 
         storages: view.storages.get(node).cloned().unwrap_or_default(),
         untagged_vnets: bridges.as_ref().map(|b| b.1.clone()).unwrap_or_default(),
         bridges: bridges.map(|b| b.0),
+        foreign_vnets: Default::default(),
     }
 }
 

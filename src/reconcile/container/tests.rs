@@ -974,17 +974,17 @@ fn a_container_not_made_here_is_observed_and_taken_over_only_when_asked() {
 /// started; without `firewall` nothing is read or written.
 #[test]
 fn the_containers_firewall_is_written_before_it_starts_and_waits_for_its_group() {
-    use crate::reconcile::common::firewall::{FirewallCall, FirewallView, RulePatch};
+    use crate::reconcile::common::firewall::{FirewallCall, FirewallView, RulePatch, Unusable};
     use pve_client::FirewallOptions;
     use pve_client::firewall::Rule;
     let spec = json!({"firewall": {"rules": [{"securityGroup": "web"}]}});
     let c = ct(spec, recorded(), json!({}));
     let view =
-        |options: FirewallOptions, rules: Vec<Rule>, web: Result<String, String>| FirewallView {
+        |options: FirewallOptions, rules: Vec<Rule>, web: Result<String, Unusable>| FirewallView {
             options,
             rules,
             groups: [("web".to_owned(), web)].into(),
-            ip_sets: Default::default(),
+            ..FirewallView::default()
         };
     let with = |fw: FirewallView| Observation {
         firewall: Some(fw),
@@ -1036,23 +1036,41 @@ fn the_containers_firewall_is_written_before_it_starts_and_waits_for_its_group()
     );
     assert_eq!(kind(&p.step), "start", "then the power state");
     assert!(p.status.at_provider.firewall.is_some());
-    let waiting = Err("ProxmoxSecurityGroup ns/web is not Ready".to_owned());
-    let p = plan(
-        &c,
-        &id(),
-        &with(view(FirewallOptions::default(), vec![], waiting)),
-        now(),
-    );
-    assert_eq!(kind(&p.step), "idle", "not started without its firewall");
-    let synced = find(&p.status.conditions, ConditionType::Synced).unwrap();
-    assert_eq!(synced.reason, "ReferenceNotReady");
-    assert!(
-        synced
-            .message
-            .as_deref()
-            .unwrap_or_default()
-            .contains("ns/web")
-    );
+    let waiting = || {
+        Err(Unusable::NotReady(
+            "ProxmoxSecurityGroup ns/web is not Ready".into(),
+        ))
+    };
+    let missing = || {
+        Err(Unusable::Missing(
+            "ProxmoxSecurityGroup ns/web does not exist".into(),
+        ))
+    };
+    for (web, synced_then) in [
+        (waiting(), ConditionStatus::True),
+        (missing(), ConditionStatus::False),
+    ] {
+        let p = plan(
+            &c,
+            &id(),
+            &with(view(FirewallOptions::default(), vec![], web)),
+            now(),
+        );
+        assert_eq!(kind(&p.step), "idle", "not started without its firewall");
+        let synced = find(&p.status.conditions, ConditionType::Synced).unwrap();
+        assert_eq!(synced.reason, "ReferenceNotReady");
+        assert_eq!(
+            synced.status, synced_then,
+            "waiting is not failing; missing is"
+        );
+        assert!(
+            synced
+                .message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("spec.forProvider.firewall.rules: ProxmoxSecurityGroup ns/web")
+        );
+    }
     let plain = ct(json!({}), recorded(), json!({}));
     let p = plan(&plain, &id(), &obs(ours(false, &[])), now());
     assert_eq!(kind(&p.step), "start");

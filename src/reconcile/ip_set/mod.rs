@@ -26,9 +26,12 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 
+use crate::api::firewall::GuestFirewall;
 use crate::api::{ProxmoxContainer, ProxmoxIPSet, ProxmoxSecurityGroup, ProxmoxVM};
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::crud::{controller, pass::Ctx};
+use crate::reconcile::managed::firewall_wake::{RefWaker, usable};
+use crate::reconcile::managed::guests::Guests;
 use crate::reconcile::managed::selector::of_namespace;
 
 /// The caches an IP set's pass reads.
@@ -71,6 +74,16 @@ pub async fn run(
         vms: ctx.store.clone(),
         containers: ctx.containers.clone(),
     };
+    let waker = RefWaker::new(
+        cache.0.as_reader(),
+        Guests::of(&ctx),
+        GuestFirewall::ip_sets,
+        |set: &ProxmoxIPSet| {
+            let status = set.status.as_ref()?;
+            usable(&status.conditions, status.at_provider.name.as_ref())
+        },
+    );
     let shared = Arc::new(Ctx::new(ctx, extra));
-    controller::run(shared, cache, "ProxmoxIPSet", stop).await;
+    let see = move |event: &_| waker.see(event);
+    controller::run_seeing(shared, cache, "ProxmoxIPSet", see, stop).await;
 }

@@ -7,18 +7,19 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
+use pve_client::ipset::Scope;
 
 use super::Caches;
 use super::members;
-use super::plan::{self, Entry, Set, SetPatch};
+use super::plan::{self, Set};
 use crate::api::ProxmoxIPSet;
 use crate::api::condition::Condition;
 use crate::api::ip_set::{IPSetAtProvider, ProxmoxIPSetStatus};
 use crate::reconcile::common::owner::{Ownership, owner_of};
 use crate::reconcile::managed::crud::pass::{Kind, Wanted};
 use crate::reconcile::managed::crud::{Call, External, Observed};
-use crate::reconcile::managed::names;
 use crate::reconcile::managed::selector::firewall_users;
+use crate::reconcile::managed::{ip_sets, names};
 
 /// The kind's name in owner markers.
 const KIND: &str = "ProxmoxIPSet";
@@ -48,7 +49,7 @@ impl Kind for ProxmoxIPSet {
             entries,
             digest: None,
         };
-        match plan::entries(&spec.cidrs) {
+        match plan::entries(&spec.cidrs, "spec.forProvider.cidrs") {
             Ok(fixed) => Ok(set(match &spec.selector {
                 Some(selector) => {
                     members::entries(&selector.match_labels, &caches.guests(self), fixed).0
@@ -136,65 +137,29 @@ impl External for SetCalls {
     type Object = Set;
 
     async fn observe(&self) -> Observed<Set> {
-        let sets = match self.client.ip_sets().await {
+        let sets = match self.client.ip_sets(Scope::Cluster).await {
             Ok(sets) => sets,
             Err(e) => return Observed::Unknown(e.to_string()),
         };
         let Some(found) = sets.into_iter().find(|s| s.name == self.name) else {
             return Observed::NotFound;
         };
-        let listed = match self.client.ip_set_entries(&self.name).await {
+        let listed = match self.client.ip_set_entries(Scope::Cluster, &self.name).await {
             Ok(entries) => entries,
             Err(e) => return Observed::Unknown(e.to_string()),
         };
-        let comment = found.comment.unwrap_or_default();
-        let ours = owner_of(Some(&comment), &self.uid) == Ownership::Ours;
-        Observed::Found {
-            object: Set {
-                comment,
-                digest: listed.first().and_then(|e| e.digest.clone()),
-                entries: listed
-                    .into_iter()
-                    .map(|e| Entry {
-                        cidr: e.cidr,
-                        nomatch: e.nomatch,
-                        comment: e.comment.filter(|c| !c.is_empty()),
-                    })
-                    .collect(),
-            },
-            ours,
-        }
+        let object = Set::observed(found.comment, listed);
+        let ours = owner_of(Some(&object.comment), &self.uid) == Ownership::Ours;
+        Observed::Found { object, ours }
     }
 
     async fn call(&self, call: &Call<Set>) -> Result<(), String> {
         let c = &self.client;
         let name = self.name.as_str();
         let result = match call {
-            Call::Create(set) => c.create_ip_set(name, &set.comment).await,
-            Call::Update(SetPatch::Comment(comment)) => c.set_ip_set_comment(name, comment).await,
-            Call::Update(SetPatch::Add(entries)) => {
-                for e in entries {
-                    c.add_ip_set_entry(name, &e.cidr, e.nomatch, e.comment.as_deref())
-                        .await
-                        .map_err(|err| format!("cidr {}: {err}", e.cidr))?;
-                }
-                Ok(())
-            }
-            Call::Update(SetPatch::Change { entry, digest }) => {
-                c.set_ip_set_entry(
-                    name,
-                    &entry.cidr,
-                    entry.nomatch,
-                    entry.comment.as_deref(),
-                    digest.as_deref().unwrap_or_default(),
-                )
-                .await
-            }
-            Call::Update(SetPatch::Remove { cidr, digest }) => {
-                c.delete_ip_set_entry(name, cidr, digest.as_deref().unwrap_or_default())
-                    .await
-            }
-            Call::Delete => c.delete_ip_set(name).await,
+            Call::Create(set) => c.create_ip_set(Scope::Cluster, name, &set.comment).await,
+            Call::Update(patch) => ip_sets::send(c, Scope::Cluster, name, patch).await,
+            Call::Delete => c.delete_ip_set(Scope::Cluster, name).await,
         };
         result.map_err(|e| e.to_string())
     }

@@ -45,17 +45,20 @@ fn entries_are_compared_as_pve_stores_them() {
             .collect()
     };
     assert!(
-        entries(&spec(&["10.0.0.1", "10.0.0.1/32"]))
-            .unwrap_err()
-            .contains("spec.forProvider.cidrs[1].cidr")
+        entries(
+            &spec(&["10.0.0.1", "10.0.0.1/32"]),
+            "spec.forProvider.cidrs"
+        )
+        .unwrap_err()
+        .contains("spec.forProvider.cidrs[1].cidr")
     );
     assert!(
-        entries(&spec(&["10.0.0.0/0"]))
+        entries(&spec(&["10.0.0.0/0"]), "spec.forProvider.cidrs")
             .unwrap_err()
             .contains("cidrs[0]")
     );
     assert_eq!(
-        entries(&spec(&["10.1.0.0/16"])).unwrap(),
+        entries(&spec(&["10.1.0.0/16"]), "spec.forProvider.cidrs").unwrap(),
         vec![entry("10.1.0.0/16")]
     );
 }

@@ -6,13 +6,16 @@
 use std::collections::BTreeMap;
 
 use kube::Api;
+use pve_client::ipset::Scope;
 use pve_client::{Client, Guest};
 
-use crate::api::condition::{ConditionStatus, ConditionType, find};
-use crate::api::firewall::GuestFirewall;
+use crate::api::firewall::{GuestFirewall, GuestIPSet};
 use crate::api::{Condition, ProxmoxIPSet, ProxmoxSecurityGroup};
-use crate::reconcile::common::firewall::{FirewallCall, FirewallView, RulePatch};
+use crate::reconcile::common::firewall::{FirewallCall, FirewallView, RulePatch, Unusable};
+use crate::reconcile::common::guest_objects::{AliasCall, IpSetCall};
+use crate::reconcile::common::ip_set::Set;
 use crate::reconcile::error::is_not_found;
+use crate::reconcile::managed::{firewall_wake, ip_sets};
 
 /// Why the firewall could not be read.
 #[derive(Debug)]
@@ -23,9 +26,10 @@ pub enum ReadError {
     Kube(kube::Error),
 }
 
-/// Reads the firewall of `guest` (two requests: options and rules) and
-/// resolves what `spec` names in `namespace` (one Kubernetes read per
-/// object named).
+/// Reads the firewall of `guest` (two requests: options and rules; with
+/// `aliases` in the spec one more, with `ipSets` one more and one per set
+/// it has) and resolves what `spec` names in `namespace` (one Kubernetes
+/// read per object named).
 pub async fn view(
     (kube, client): (&kube::Client, &Client),
     guest: &Guest,
@@ -72,12 +76,51 @@ pub async fn view(
             usable("ProxmoxIPSet", namespace, name, seen),
         );
     }
+    let aliases = match spec.aliases {
+        Some(_) => Some(
+            client
+                .guest_aliases(guest)
+                .await
+                .map_err(ReadError::Proxmox)?,
+        ),
+        None => None,
+    };
+    let ip_sets_own = match &spec.ip_sets {
+        Some(wanted) => Some(own_sets(client, guest, wanted).await?),
+        None => None,
+    };
     Ok(FirewallView {
         options,
         rules,
         groups,
         ip_sets,
+        aliases,
+        ip_sets_own,
     })
+}
+
+/// The guest's own IP sets, with the entries of those `wanted` names (a
+/// set the spec does not have is only deleted: its entries are not read).
+async fn own_sets(
+    client: &Client,
+    guest: &Guest,
+    wanted: &[GuestIPSet],
+) -> Result<BTreeMap<String, Set>, ReadError> {
+    let scope = Scope::Guest(guest);
+    let listed = client.ip_sets(scope).await.map_err(ReadError::Proxmox)?;
+    let mut out = BTreeMap::new();
+    for set in listed {
+        let entries = if wanted.iter().any(|w| w.name == set.name) {
+            client
+                .ip_set_entries(scope, &set.name)
+                .await
+                .map_err(ReadError::Proxmox)?
+        } else {
+            vec![]
+        };
+        out.insert(set.name, Set::observed(set.comment, entries));
+    }
+    Ok(out)
 }
 
 /// A referenced object's Proxmox name once it is Ready, else why not.
@@ -86,16 +129,14 @@ fn usable(
     namespace: &str,
     name: &str,
     seen: Option<(Vec<Condition>, Option<String>)>,
-) -> Result<String, String> {
+) -> Result<String, Unusable> {
     let Some((conditions, proxmox)) = seen else {
-        return Err(format!("{kind} {namespace}/{name} does not exist"));
+        return Err(Unusable::Missing(format!(
+            "{kind} {namespace}/{name} does not exist"
+        )));
     };
-    let ready =
-        find(&conditions, ConditionType::Ready).is_some_and(|c| c.status == ConditionStatus::True);
-    match (ready, proxmox) {
-        (true, Some(proxmox)) => Ok(proxmox),
-        (true, None) | (false, _) => Err(format!("{kind} {namespace}/{name} is not Ready")),
-    }
+    firewall_wake::usable(&conditions, proxmox.as_ref())
+        .ok_or_else(|| Unusable::NotReady(format!("{kind} {namespace}/{name} is not Ready")))
 }
 
 /// Writes the options of `guest`'s firewall or one correction of its
@@ -117,6 +158,38 @@ pub async fn write(
                 .await
         }
         FirewallCall::Rules(patch) => rules(client, guest, patch).await,
+        FirewallCall::Alias(call) => alias(client, guest, call).await,
+        FirewallCall::IpSet(call) => ip_set(client, guest, call).await,
+    }
+}
+
+async fn alias(client: &Client, guest: &Guest, call: &AliasCall) -> Result<(), pve_client::Error> {
+    match call {
+        AliasCall::Create(a) => {
+            client
+                .create_guest_alias(guest, &a.name, &a.cidr, a.comment.as_deref())
+                .await
+        }
+        AliasCall::Update { alias: a, digest } => {
+            let alias = (a.name.as_str(), a.cidr.as_str(), a.comment.as_deref());
+            client
+                .set_guest_alias(guest, alias, digest.as_deref())
+                .await
+        }
+        AliasCall::Delete { name, digest } => {
+            client
+                .delete_guest_alias(guest, name, digest.as_deref())
+                .await
+        }
+    }
+}
+
+async fn ip_set(client: &Client, guest: &Guest, call: &IpSetCall) -> Result<(), pve_client::Error> {
+    let scope = Scope::Guest(guest);
+    match call {
+        IpSetCall::Create { name, comment } => client.create_ip_set(scope, name, comment).await,
+        IpSetCall::Patch { name, patch } => ip_sets::send(client, scope, name, patch).await,
+        IpSetCall::Delete { name } => client.delete_ip_set(scope, name).await,
     }
 }
 

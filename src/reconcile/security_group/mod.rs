@@ -20,9 +20,12 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::api::firewall::GuestFirewall;
 use crate::api::{ProxmoxContainer, ProxmoxIPSet, ProxmoxSecurityGroup, ProxmoxVM};
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::crud::{controller, pass::Ctx};
+use crate::reconcile::managed::firewall_wake::{RefWaker, usable};
+use crate::reconcile::managed::guests::Guests;
 
 /// The caches a security group's pass reads.
 pub struct Caches {
@@ -51,6 +54,16 @@ pub async fn run(
         vms,
         containers,
     };
+    let waker = RefWaker::new(
+        cache.0.as_reader(),
+        Guests::of(&ctx),
+        GuestFirewall::security_groups,
+        |group: &ProxmoxSecurityGroup| {
+            let status = group.status.as_ref()?;
+            usable(&status.conditions, status.at_provider.name.as_ref())
+        },
+    );
     let shared = Arc::new(Ctx::new(ctx, caches));
-    controller::run(shared, cache, "ProxmoxSecurityGroup", stop).await;
+    let see = move |event: &_| waker.see(event);
+    controller::run_seeing(shared, cache, "ProxmoxSecurityGroup", see, stop).await;
 }

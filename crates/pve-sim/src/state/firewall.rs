@@ -57,12 +57,38 @@ pub struct Firewall {
 }
 
 /// A guest's own firewall (`/etc/pve/firewall/<vmid>.fw`): its options
-/// as written (booleans `0`/`1`) and its ordered rules. It is part of the
-/// guest, so it goes away with it.
+/// as written (booleans `0`/`1`), its ordered rules, its aliases (keyed
+/// by the lowercased name, as PVE keys them) and IP sets. It is part of
+/// the guest, so it goes away with it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GuestFirewall {
     pub options: BTreeMap<String, String>,
     pub rules: Vec<Rule>,
+    pub aliases: BTreeMap<String, Alias>,
+    pub ipsets: BTreeMap<String, IpSet>,
+}
+
+/// An alias: the name as created, its address as PVE keeps it (`/32`,
+/// `/128` dropped), a comment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alias {
+    pub name: String,
+    pub cidr: String,
+    pub comment: Option<String>,
+}
+
+impl Alias {
+    /// Its keys as PVE's list shows (and digests) them.
+    pub fn fields(&self) -> Rule {
+        let mut out = Rule::from([
+            ("name".to_owned(), self.name.clone()),
+            ("cidr".to_owned(), self.cidr.clone()),
+        ]);
+        if let Some(c) = &self.comment {
+            out.insert("comment".into(), c.clone());
+        }
+        out
+    }
 }
 
 /// PVE's list digest: SHA-1 of every entry's keys, sorted, `key:value\n`.

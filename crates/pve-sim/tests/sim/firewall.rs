@@ -378,3 +378,117 @@ async fn a_guests_firewall_has_options_and_rules_and_goes_with_the_guest() {
     let gone = sim.get(&rules_path).await;
     assert_eq!(gone.status, 500, "{}", gone.body);
 }
+
+#[tokio::test]
+async fn a_guests_own_aliases_and_ip_sets_are_kept_and_named_by_its_rules() {
+    let sim = start().await;
+    sim.create_plain("100", &[]).await;
+    let fw = "/nodes/pve/lxc/100/firewall";
+    // A container's path does not reach a VM.
+    assert_eq!(sim.get(&format!("{fw}/aliases")).await.status, 500);
+    let fw = "/nodes/pve/qemu/100/firewall";
+    let aliases = format!("{fw}/aliases");
+    post(&sim, &aliases, &[("name", "GW"), ("cidr", "10.0.0.1/32")]).await;
+    let taken = sim
+        .post(&aliases, &[("name", "gw"), ("cidr", "10.0.0.2")])
+        .await;
+    assert_eq!(
+        taken.errors()["name"],
+        "alias 'gw' already exists",
+        "case-blind"
+    );
+    let bad = sim
+        .post(&aliases, &[("name", "lan"), ("cidr", "10.0.0.0/33")])
+        .await;
+    assert!(bad.errors().get("cidr").is_some(), "{}", bad.body);
+    let list = sim.get(&aliases).await.data();
+    assert_eq!(
+        (&list[0]["name"], &list[0]["cidr"]),
+        (&"GW".into(), &"10.0.0.1".into())
+    );
+    let d = digest(&list);
+    sim.put(
+        &format!("{aliases}/gw"),
+        &[("cidr", "10.0.0.254"), ("comment", "c"), ("digest", &d)],
+    )
+    .await
+    .data();
+    let stale = sim
+        .delete(&format!("{aliases}/gw"), &[("digest", &d)])
+        .await;
+    assert_eq!(stale.status, 500, "a stale digest is refused");
+    // The guest's own set: created, entries stored clean, guarded by
+    // the digest, apart from the cluster's.
+    let sets = format!("{fw}/ipset");
+    post(&sim, &sets, &[("name", "peers")]).await;
+    let set = format!("{sets}/peers");
+    post(&sim, &set, &[("cidr", "10.1.2.3/16"), ("nomatch", "1")]).await;
+    let entries = sim.get(&set).await.data();
+    assert_eq!(
+        (&entries[0]["cidr"], &entries[0]["nomatch"]),
+        (&"10.1.0.0/16".into(), &1.into())
+    );
+    assert_eq!(
+        sim.get("/cluster/firewall/ipset").await.data(),
+        serde_json::json!([])
+    );
+    // Rules may name them, scoped or not; an unknown one is refused.
+    let rules = format!("{fw}/rules");
+    post(
+        &sim,
+        &rules,
+        &[
+            ("type", "in"),
+            ("action", "ACCEPT"),
+            ("source", "+guest/peers"),
+            ("dest", "guest/gw"),
+        ],
+    )
+    .await;
+    for (key, value) in [("source", "+guest/nosuch"), ("dest", "guest/nosuch")] {
+        let resp = sim
+            .post(
+                &rules,
+                &[("type", "in"), ("action", "ACCEPT"), (key, value)],
+            )
+            .await;
+        assert_eq!(resp.status, 400, "{value}: {}", resp.body);
+    }
+    // Removal: the set with force, the alias by name.
+    assert_eq!(sim.delete(&set, &[]).await.status, 500, "not empty");
+    sim.delete(&set, &[("force", "1")]).await.data();
+    sim.delete(&format!("{aliases}/gw"), &[]).await.data();
+    assert_eq!(sim.get(&aliases).await.data(), serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn a_guests_own_objects_need_vm_config_network() {
+    let sim = start_with(|c| {
+        c.api_tokens.push("ro@pve!audit=s3cret".parse().unwrap());
+        c.grants.push("ro@pve:/:PVEAuditor".parse().unwrap());
+        c.grants.push("ro@pve!audit:/:PVEAuditor".parse().unwrap());
+    })
+    .await;
+    sim.create_plain("100", &[]).await;
+    let as_auditor = |method: reqwest::Method, path: &str| {
+        sim.client
+            .request(method, sim.url(path))
+            .header("Authorization", "PVEAPIToken=ro@pve!audit=s3cret")
+    };
+    for path in [
+        "/nodes/pve/qemu/100/firewall/aliases",
+        "/nodes/pve/qemu/100/firewall/ipset",
+    ] {
+        let read = sim.send(as_auditor(reqwest::Method::GET, path)).await;
+        assert_eq!(read.status, 200, "VM.Audit reads {path}: {}", read.body);
+        let form: &[(&str, &str)] = if path.ends_with("aliases") {
+            &[("name", "gw"), ("cidr", "10.0.0.1")]
+        } else {
+            &[("name", "peers")]
+        };
+        let write = sim
+            .send(as_auditor(reqwest::Method::POST, path).form(form))
+            .await;
+        assert_eq!(write.status, 403, "{path}: {}", write.body);
+    }
+}

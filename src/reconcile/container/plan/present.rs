@@ -131,11 +131,15 @@ pub(super) fn plan(
                 cx.synced(true, Reason::ReconcileSuccess, &doing);
                 return cx.done(Step::Firewall { node, vmid, call }, Duration::ZERO);
             }
-            Some(FirewallNext::Waiting(why)) => {
+            Some(not_yet @ (FirewallNext::Waiting(_) | FirewallNext::Refused(_))) => {
                 // Nothing of the firewall is written, and the container
-                // is not started without it.
-                let why = format!("spec.forProvider.firewall.rules: {why}");
-                cx.synced(false, Reason::ReferenceNotReady, &why);
+                // is not started without it. Waiting for a reference that
+                // exists is not a failure (its Ready wakes the container).
+                let (synced, why) = match not_yet {
+                    FirewallNext::Waiting(why) => (true, why),
+                    FirewallNext::Refused(why) | FirewallNext::Write(why, _) => (false, why),
+                };
+                cx.synced(synced, Reason::ReferenceNotReady, &why);
                 cx.ready(false, Reason::Unavailable, &why);
                 return cx.done(Step::Idle, obs.poll);
             }

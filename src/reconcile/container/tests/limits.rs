@@ -28,8 +28,10 @@ fn host() -> HostView {
             ("local-lvm".to_owned(), storage("lvmthin", 400 * GIB)),
             ("thick".to_owned(), storage("lvm", 100 * GIB)),
         ]),
-        bridges: Some(BTreeSet::from(["vmbr0".to_owned()])),
+        bridges: Some(BTreeSet::from(["vmbr0".to_owned(), "vb0f1e2d".to_owned()])),
         untagged_vnets: BTreeSet::new(),
+        // Another namespace's VNet, on the node.
+        foreign_vnets: BTreeSet::from(["vb0f1e2d".to_owned()]),
     }
 }
 
@@ -70,6 +72,12 @@ fn a_create_is_checked_against_the_node() {
             json!({"networks": [{"slot": "net0", "name": "eth0", "bridge": "vmbr9", "ip": "dhcp"}]}),
             Some(Reason::BridgeNotFound),
             "spec.forProvider.networks[0].bridge \"vmbr9\"",
+        ),
+        (
+            "another namespace's VNet",
+            json!({"networks": [{"slot": "net0", "name": "eth0", "bridge": "vb0f1e2d", "ip": "dhcp"}]}),
+            Some(Reason::BridgeNotFound),
+            "spec.forProvider.networks[0].bridge \"vb0f1e2d\" is the VNet of a ProxmoxVNet of another namespace",
         ),
     ];
     for (name, spec, refused, message) in cases {

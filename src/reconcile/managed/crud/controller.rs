@@ -31,20 +31,16 @@ pub async fn run<K, A>(
     K: Kind + HasStatus<Status = ManagedStatus<A>>,
     A: Default + 'static,
 {
-    run_seen(shared, cache, kind, |_: &Seen<K>| {}, stop).await;
+    run_seeing(shared, cache, kind, |_| {}, stop).await;
 }
 
-/// An event of a CRUD kind's watch, as another kind's waker sees it.
-pub type Seen<K> = Result<watcher::Event<K>, watcher::Error>;
-
 /// [`run`], with `see` shown each event of the watch before the cache
-/// takes it in (so the cache still holds the version before it): how the
-/// kinds waiting on this one are woken.
-pub async fn run_seen<K, A>(
+/// takes it in (what wakes another kind's resources, say).
+pub async fn run_seeing<K, A>(
     shared: Arc<Ctx<K::Extra>>,
     (writer, wakeups): (Writer<K>, UnboundedReceiver<ObjectRef<K>>),
     kind: &'static str,
-    see: impl Fn(&Seen<K>) + Send + 'static,
+    see: impl Fn(&Result<watcher::Event<K>, watcher::Error>) + Send + 'static,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) where
     K: Kind + HasStatus<Status = ManagedStatus<A>>,
@@ -56,7 +52,7 @@ pub async fn run_seen<K, A>(
     let objects = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
     let objects = watch::unserved_as_empty(kind, objects)
         .inspect(move |event| lifecycle.see(event))
-        .inspect(move |event| see(event))
+        .inspect(see)
         .reflect(writer)
         .applied_objects()
         .predicate_filter(

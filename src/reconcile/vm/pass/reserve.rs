@@ -100,6 +100,9 @@ pub async fn reserve(
             obs,
         )
         .await?;
+        if let Some(host) = &mut obs.host {
+            host.foreign_vnets = ctx.foreign_vnets(&id.namespace);
+        }
     }
     // A slot is taken only when a create or clone may follow: the VM was
     // looked up and is not there.
@@ -186,6 +189,7 @@ async fn host(
         storages: view.storages.get(&node).cloned().unwrap_or_default(),
         untagged_vnets: bridges.as_ref().map(|b| b.1.clone()).unwrap_or_default(),
         bridges: bridges.map(|b| b.0),
+        foreign_vnets: Default::default(),
         node,
     }))
 }

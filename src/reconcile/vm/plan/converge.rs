@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
-use super::firewall::FirewallWrite;
+use super::firewall::{FirewallWrite, NotYet};
 use super::input::{AgentState, ObservedVm, Power};
 use super::late_init;
 use super::observed;
@@ -326,7 +326,7 @@ fn firewall_write(
     ctx: &Ctx,
     out: &Out,
     vm: &ObservedVm,
-    next: Result<(String, FirewallWrite), String>,
+    next: Result<(String, FirewallWrite), NotYet>,
 ) -> Decision {
     match next {
         Ok((doing, write)) => sync_write(
@@ -336,12 +336,17 @@ fn firewall_write(
             doing,
             (TaskAction::ConfigureFirewall, Step::Firewall(write)),
         ),
-        Err(why) => {
-            let say = Say::no(
-                Reason::ReferenceNotReady,
-                format!("spec.forProvider.firewall.rules: {why}"),
-            );
-            Decision::new(Idle::Wait, Some(ctx.timing.poll_interval), say)
+        Err(not_yet) => {
+            // Waiting for a reference that exists is not a failure (its
+            // Ready wakes the VM); a missing one or a refusal is.
+            let say = if not_yet.synced {
+                Say::yes(Reason::ReferenceNotReady, not_yet.why)
+            } else {
+                Say::no(Reason::ReferenceNotReady, not_yet.why)
+            };
+            // The reference becoming Ready wakes the VM (managed::
+            // firewall_wake): its resync is only the fallback.
+            Decision::new(Idle::Wait, Some(ctx.resync_interval()), say)
         }
     }
 }

@@ -7,6 +7,14 @@ use super::context::Ctx;
 use crate::reconcile::common::firewall::next;
 pub use crate::reconcile::common::firewall::{FirewallCall, FirewallNext, FirewallView, observed};
 
+/// Why nothing of the firewall is written: `synced` when only waiting
+/// for a reference that exists to be Ready.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotYet {
+    pub synced: bool,
+    pub why: String,
+}
+
 /// A firewall write to the VM `vmid` on `node`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FirewallWrite {
@@ -17,7 +25,7 @@ pub struct FirewallWrite {
 
 /// What the firewall of this pass's VM (on `node`) needs, when the spec
 /// declares one and it was read.
-pub(super) fn converge(ctx: &Ctx, node: &str) -> Option<Result<(String, FirewallWrite), String>> {
+pub(super) fn converge(ctx: &Ctx, node: &str) -> Option<Result<(String, FirewallWrite), NotYet>> {
     let fw = ctx.spec.firewall.as_ref()?;
     let view = ctx.obs.firewall.as_ref()?;
     let vmid = ctx.vmid()?;
@@ -31,7 +39,8 @@ pub(super) fn converge(ctx: &Ctx, node: &str) -> Option<Result<(String, Firewall
                     call,
                 },
             )),
-            FirewallNext::Waiting(why) => Err(why),
+            FirewallNext::Waiting(why) => Err(NotYet { synced: true, why }),
+            FirewallNext::Refused(why) => Err(NotYet { synced: false, why }),
         },
     )
 }

@@ -12,12 +12,21 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::rule::Env;
+use super::rule::{Env, Known};
 use super::{check, list};
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
 use crate::schema::Param;
 use crate::state::firewall::{Group, Rule, digest, named_list};
+
+/// A group's rules may name the cluster's IP sets (and aliases, which are
+/// not modelled).
+fn known(ipsets: &[String]) -> Known<'_> {
+    Known {
+        ipsets,
+        aliases: &[],
+    }
+}
 
 const NAME: &str = "[A-Za-z][A-Za-z0-9\\-\\_]+";
 const GROUP: Param = Param::string("group").pattern(NAME).max_len(18);
@@ -180,14 +189,14 @@ fn change_rules(
 /// `POST /cluster/firewall/groups/{group}`: a new rule, first in the list.
 pub async fn create_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     change_rules(&inst, &call, |rules, ipsets| {
-        list::create(rules, &call, ipsets, Env::Group)
+        list::create(rules, &call, &known(ipsets), Env::Group)
     })
 }
 
 /// `PUT /cluster/firewall/groups/{group}/{pos}`: a move or a change.
 pub async fn update_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     change_rules(&inst, &call, |rules, ipsets| {
-        list::update(rules, &call, ipsets, Env::Group)
+        list::update(rules, &call, &known(ipsets), Env::Group)
     })
 }
 

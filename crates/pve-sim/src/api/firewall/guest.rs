@@ -7,17 +7,19 @@
 //! a security group's ([`super::list`]), with rule_env `vm`/`ct`: a rule
 //! may name a security group (`type: group`, not looked up: PVE only
 //! warns when compiling one that is missing) and an interface `netN`, and
-//! its `+set` references may name the cluster's IP sets. Reading needs
-//! `VM.Audit` on `/vms/{vmid}`, changing `VM.Config.Network`. The guest's
-//! own aliases and IP sets are not modelled (an alias is unknown).
+//! its `+set` references may name the cluster's IP sets and the guest's
+//! own, its aliases the guest's own ([`super::guest_alias`]; the
+//! cluster's aliases are not modelled). Reading needs `VM.Audit` on
+//! `/vms/{vmid}`, changing `VM.Config.Network`. The guest's IP sets are
+//! served by [`super::ipset`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::rule::Env;
-use super::{check, list};
+use super::rule::{Env, Known};
+use super::{check, guest_alias, ipset, list};
 use crate::http::router::Route;
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
@@ -62,7 +64,73 @@ pub fn routes() -> Vec<Route> {
             const OPTS: &str = concat!("/nodes/{node}/", $kind, "/{vmid}/firewall/options");
             const RULES: &str = concat!("/nodes/{node}/", $kind, "/{vmid}/firewall/rules");
             const RULE: &str = concat!("/nodes/{node}/", $kind, "/{vmid}/firewall/rules/{pos}");
+            const ALIASES: &str = concat!("/nodes/{node}/", $kind, "/{vmid}/firewall/aliases");
+            const ALIAS: &str = concat!("/nodes/{node}/", $kind, "/{vmid}/firewall/aliases/{name}");
+            const SETS: &str = concat!("/nodes/{node}/", $kind, "/{vmid}/firewall/ipset");
+            const SET: &str = concat!("/nodes/{node}/", $kind, "/{vmid}/firewall/ipset/{name}");
+            const ENTRY: &str = concat!(
+                "/nodes/{node}/",
+                $kind,
+                "/{vmid}/firewall/ipset/{name}/{cidr}"
+            );
             [
+                route("GET", ALIASES, &[GUEST], sim_handler!(guest_alias::index)),
+                route(
+                    "POST",
+                    ALIASES,
+                    &[GUEST, guest_alias::CREATE],
+                    sim_handler!(guest_alias::create),
+                ),
+                route(
+                    "GET",
+                    ALIAS,
+                    &[GUEST, guest_alias::ONE],
+                    sim_handler!(guest_alias::one),
+                ),
+                route(
+                    "PUT",
+                    ALIAS,
+                    &[GUEST, guest_alias::UPDATE],
+                    sim_handler!(guest_alias::update),
+                ),
+                route(
+                    "DELETE",
+                    ALIAS,
+                    &[GUEST, guest_alias::DELETE],
+                    sim_handler!(guest_alias::delete),
+                ),
+                route("GET", SETS, &[GUEST], sim_handler!(ipset::index)),
+                route(
+                    "POST",
+                    SETS,
+                    &[GUEST, ipset::CREATE],
+                    sim_handler!(ipset::create),
+                ),
+                route(
+                    "GET",
+                    SET,
+                    &[GUEST, ipset::ONE],
+                    sim_handler!(ipset::entries),
+                ),
+                route("POST", SET, &[GUEST, ipset::ADD], sim_handler!(ipset::add)),
+                route(
+                    "DELETE",
+                    SET,
+                    &[GUEST, ipset::DELETE],
+                    sim_handler!(ipset::delete),
+                ),
+                route(
+                    "PUT",
+                    ENTRY,
+                    &[GUEST, ipset::UPDATE],
+                    sim_handler!(ipset::update),
+                ),
+                route(
+                    "DELETE",
+                    ENTRY,
+                    &[GUEST, ipset::REMOVE],
+                    sim_handler!(ipset::remove),
+                ),
                 route("GET", BASE, &[GUEST], sim_handler!(index)),
                 route("GET", OPTS, &[GUEST], sim_handler!(options)),
                 route("PUT", OPTS, &[GUEST, OPTIONS], sim_handler!(set_options)),
@@ -109,7 +177,7 @@ fn check(inst: &Instance, call: &Call, privilege: &str) -> Result<(), ApiError> 
 }
 
 /// Reads the guest's firewall with `read` (after `VM.Audit`).
-fn read(
+pub(super) fn read(
     inst: &Instance,
     call: &Call,
     read: impl FnOnce(&GuestFirewall) -> Result<Value, ApiError>,
@@ -121,18 +189,24 @@ fn read(
 }
 
 /// Changes the guest's firewall with `change` (after
-/// `VM.Config.Network`); `change` also gets the IP set names its rules
-/// may reference.
-fn write(
+/// `VM.Config.Network`); `change` also gets what its rules may name: the
+/// cluster's IP sets and the guest's own, and the guest's aliases.
+pub(super) fn write(
     inst: &Instance,
     call: &Call,
-    change: impl FnOnce(&mut GuestFirewall, &[String]) -> Result<(), ApiError>,
+    change: impl FnOnce(&mut GuestFirewall, &Known) -> Result<(), ApiError>,
 ) -> Result<Reply, ApiError> {
     check(inst, call, "VM.Config.Network")?;
     let mut cluster = inst.cluster();
-    let ipsets: Vec<String> = cluster.firewall.ipsets.keys().cloned().collect();
+    let mut ipsets: Vec<String> = cluster.firewall.ipsets.keys().cloned().collect();
     let guest = cluster.guest_mut(call.params.node(), call.params.vmid("vmid"), kind(call))?;
-    change(&mut guest.firewall, &ipsets)?;
+    ipsets.extend(guest.firewall.ipsets.keys().cloned());
+    let aliases: Vec<String> = guest.firewall.aliases.keys().cloned().collect();
+    let known = Known {
+        ipsets: &ipsets,
+        aliases: &aliases,
+    };
+    change(&mut guest.firewall, &known)?;
     Ok(Reply::null())
 }
 
@@ -211,15 +285,15 @@ pub async fn rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
 
 /// `POST .../firewall/rules`: a new rule, first.
 pub async fn create_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    write(&inst, &call, |fw, ipsets| {
-        list::create(&mut fw.rules, &call, ipsets, Env::Guest)
+    write(&inst, &call, |fw, known| {
+        list::create(&mut fw.rules, &call, known, Env::Guest)
     })
 }
 
 /// `PUT .../firewall/rules/{pos}`: a move or a change.
 pub async fn update_rule(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    write(&inst, &call, |fw, ipsets| {
-        list::update(&mut fw.rules, &call, ipsets, Env::Guest)
+    write(&inst, &call, |fw, known| {
+        list::update(&mut fw.rules, &call, known, Env::Guest)
     })
 }
 

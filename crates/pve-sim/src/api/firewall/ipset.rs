@@ -1,11 +1,15 @@
-//! `/cluster/firewall/ipset` (pve-firewall `PVE::API2::Firewall::IPSet`,
-//! cluster scope): IP sets and their entries.
+//! `/cluster/firewall/ipset` and a guest's own `.../{vmid}/firewall/ipset`
+//! (pve-firewall `PVE::API2::Firewall::IPSet`, cluster and VM/CT scope):
+//! IP sets and their entries. The cluster's need `Sys.Audit` to read and
+//! `Sys.Modify` to change; a guest's `VM.Audit` and `VM.Config.Network` on
+//! `/vms/{vmid}`.
 //!
 //! As PVE: a new entry goes first, stored clean (`clean_cidr`), a
 //! duplicate or a zero prefix refused; an alias entry must name an alias
 //! (the simulator models none); entry updates and deletions check the
 //! list's `digest`; a set with entries is deleted only with `force`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -14,6 +18,7 @@ use super::check;
 use crate::http::{ApiError, Call, Reply};
 use crate::instance::Instance;
 use crate::schema::Param;
+use crate::state::GuestKind;
 use crate::state::firewall::{Entry, IpSet, digest, named_list};
 
 const PATTERN: &str = "[A-Za-z][A-Za-z0-9\\-\\_]+";
@@ -66,25 +71,55 @@ fn with_digest(list: &[crate::state::firewall::Rule]) -> Vec<Value> {
         .collect()
 }
 
-/// `GET /cluster/firewall/ipset`.
+/// Runs `f` on the IP sets the call's path names (the cluster's, or a
+/// guest's own), after the privilege PVE asks to read or `change` them.
+fn with_sets<T>(
+    inst: &Instance,
+    call: &Call,
+    change: bool,
+    f: impl FnOnce(&mut BTreeMap<String, IpSet>) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    if call.route_key.contains(" /nodes/") {
+        let vmid = call.params.vmid("vmid");
+        let privilege = if change {
+            "VM.Config.Network"
+        } else {
+            "VM.Audit"
+        };
+        inst.auth
+            .check(&call.identity, &format!("/vms/{vmid}"), &[privilege])?;
+        let kind = if call.route_key.contains("/lxc/") {
+            GuestKind::Lxc
+        } else {
+            GuestKind::Qemu
+        };
+        let mut cluster = inst.cluster();
+        let guest = cluster.guest_mut(call.params.node(), vmid, kind)?;
+        return f(&mut guest.firewall.ipsets);
+    }
+    let privilege = if change { "Sys.Modify" } else { "Sys.Audit" };
+    inst.auth.check(&call.identity, "/", &[privilege])?;
+    let mut cluster = inst.cluster();
+    f(&mut cluster.firewall.ipsets)
+}
+
+/// `GET .../ipset`.
 pub async fn index(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    inst.auth.check(&call.identity, "/", &["Sys.Audit"])?;
-    let cluster = inst.cluster();
-    let list = named_list(
-        "name",
-        cluster.firewall.ipsets.iter().map(|(n, s)| (n, &s.comment)),
-    );
-    Ok(Reply::data(with_digest(&list)))
+    with_sets(&inst, &call, false, |sets| {
+        let list = named_list("name", sets.iter().map(|(n, s)| (n, &s.comment)));
+        Ok(Reply::data(with_digest(&list)))
+    })
 }
 
 /// `POST /cluster/firewall/ipset`: a new set, or with `rename` a renamed
 /// one (the same name: only the comment changes).
 pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    inst.auth.check(&call.identity, "/", &["Sys.Modify"])?;
-    let name = name_of(&call);
+    with_sets(&inst, &call, true, |sets| create_in(sets, &call))
+}
+
+fn create_in(sets: &mut BTreeMap<String, IpSet>, call: &Call) -> Result<Reply, ApiError> {
+    let name = name_of(call);
     let comment = call.params.get("comment").map(str::to_owned);
-    let mut cluster = inst.cluster();
-    let sets = &mut cluster.firewall.ipsets;
     if let Some(old) = call.params.get("rename") {
         let list = named_list("name", sets.iter().map(|(n, s)| (n, &s.comment)));
         check::digest(&digest(&list), call.params.get("digest"))?;
@@ -125,36 +160,31 @@ pub async fn create(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> 
 
 /// `DELETE /cluster/firewall/ipset/{name}`.
 pub async fn delete(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    inst.auth.check(&call.identity, "/", &["Sys.Modify"])?;
     let name = name_of(&call);
-    let mut cluster = inst.cluster();
-    let Some(set) = cluster.firewall.ipsets.get(&name) else {
-        return Err(no_such(&name));
-    };
-    if !set.entries.is_empty() && call.params.flag("force") != Some(true) {
-        return Err(ApiError::internal(format!("IPSet '{name}' is not empty")));
-    }
-    cluster.firewall.ipsets.remove(&name);
-    Ok(Reply::null())
+    with_sets(&inst, &call, true, |sets| {
+        let Some(set) = sets.get(&name) else {
+            return Err(no_such(&name));
+        };
+        if !set.entries.is_empty() && call.params.flag("force") != Some(true) {
+            return Err(ApiError::internal(format!("IPSet '{name}' is not empty")));
+        }
+        sets.remove(&name);
+        Ok(Reply::null())
+    })
 }
 
 /// `GET /cluster/firewall/ipset/{name}`: the entries, with the digest.
 pub async fn entries(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    inst.auth.check(&call.identity, "/", &["Sys.Audit"])?;
     let name = name_of(&call);
-    let cluster = inst.cluster();
-    let set = cluster
-        .firewall
-        .ipsets
-        .get(&name)
-        .ok_or_else(|| no_such(&name))?;
-    let list: Vec<_> = set.entries.iter().map(Entry::fields).collect();
-    Ok(Reply::data(with_digest(&list)))
+    with_sets(&inst, &call, false, |sets| {
+        let set = sets.get(&name).ok_or_else(|| no_such(&name))?;
+        let list: Vec<_> = set.entries.iter().map(Entry::fields).collect();
+        Ok(Reply::data(with_digest(&list)))
+    })
 }
 
 /// `POST /cluster/firewall/ipset/{name}`: a new entry, first.
 pub async fn add(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
-    inst.auth.check(&call.identity, "/", &["Sys.Modify"])?;
     let name = name_of(&call);
     let raw = call.params.get("cidr").unwrap_or_default();
     let alias = raw
@@ -167,13 +197,24 @@ pub async fn add(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     } else {
         check::clean_cidr(raw).map_err(ApiError::internal)?
     };
-    let mut cluster = inst.cluster();
-    let set = cluster
-        .firewall
-        .ipsets
-        .get_mut(&name)
-        .ok_or_else(|| no_such(&name))?;
-    if set.entries.iter().any(|e| e.cidr == cidr) {
+    let entry = Entry {
+        cidr,
+        nomatch: call.params.flag("nomatch") == Some(true),
+        comment: call
+            .params
+            .get("comment")
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned),
+    };
+    with_sets(&inst, &call, true, |sets| {
+        let set = sets.get_mut(&name).ok_or_else(|| no_such(&name))?;
+        add_to(set, entry)
+    })
+}
+
+fn add_to(set: &mut IpSet, entry: Entry) -> Result<Reply, ApiError> {
+    let cidr = &entry.cidr;
+    if set.entries.iter().any(|e| e.cidr == *cidr) {
         return Err(ApiError::param(
             "cidr",
             format!("address '{cidr}' already exists"),
@@ -185,15 +226,6 @@ pub async fn add(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
             "a zero prefix is not allowed in ipset entries",
         ));
     }
-    let entry = Entry {
-        cidr,
-        nomatch: call.params.flag("nomatch") == Some(true),
-        comment: call
-            .params
-            .get("comment")
-            .filter(|c| !c.is_empty())
-            .map(str::to_owned),
-    };
     set.entries.insert(0, entry);
     Ok(Reply::null())
 }
@@ -232,17 +264,13 @@ fn change_entry(
     call: &Call,
     change: impl FnOnce(&mut Vec<Entry>, &str) -> Result<(), ApiError>,
 ) -> Result<Reply, ApiError> {
-    inst.auth.check(&call.identity, "/", &["Sys.Modify"])?;
     let name = name_of(call);
     let cidr = call.params.get("cidr").unwrap_or_default();
-    let mut cluster = inst.cluster();
-    let set = cluster
-        .firewall
-        .ipsets
-        .get_mut(&name)
-        .ok_or_else(|| no_such(&name))?;
-    let list: Vec<_> = set.entries.iter().map(Entry::fields).collect();
-    check::digest(&digest(&list), call.params.get("digest"))?;
-    change(&mut set.entries, cidr)?;
-    Ok(Reply::null())
+    with_sets(inst, call, true, |sets| {
+        let set = sets.get_mut(&name).ok_or_else(|| no_such(&name))?;
+        let list: Vec<_> = set.entries.iter().map(Entry::fields).collect();
+        check::digest(&digest(&list), call.params.get("digest"))?;
+        change(&mut set.entries, cidr)?;
+        Ok(Reply::null())
+    })
 }

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::check;
-use super::rule::{Env, verify};
+use super::rule::{Env, Known, verify};
 use crate::http::{ApiError, Call};
 use crate::schema::Param;
 use crate::state::firewall::{Rule, digest};
@@ -123,15 +123,10 @@ fn copy_rule_data(rule: &mut Rule, call: &Call) {
 }
 
 /// `POST ...rules`: a new rule, first in the list.
-pub fn create(
-    rules: &mut Vec<Rule>,
-    call: &Call,
-    ipsets: &[String],
-    env: Env,
-) -> Result<(), ApiError> {
+pub fn create(rules: &mut Vec<Rule>, call: &Call, known: &Known, env: Env) -> Result<(), ApiError> {
     let mut rule = Rule::new();
     copy_rule_data(&mut rule, call);
-    verify(&mut rule, ipsets, env)?;
+    verify(&mut rule, known, env)?;
     rule.entry("enable".into()).or_insert_with(|| "0".into());
     rules.insert(0, rule);
     Ok(())
@@ -139,12 +134,7 @@ pub fn create(
 
 /// `PUT ...rules/{pos}`: a move (`moveto`), or a change of the rule's
 /// properties (`delete` removes some).
-pub fn update(
-    rules: &mut Vec<Rule>,
-    call: &Call,
-    ipsets: &[String],
-    env: Env,
-) -> Result<(), ApiError> {
+pub fn update(rules: &mut Vec<Rule>, call: &Call, known: &Known, env: Env) -> Result<(), ApiError> {
     check::digest(&digest(rules.iter()), call.params.get("digest"))?;
     let pos = position(call, rules.len())?;
     if let Some(moveto) = call
@@ -187,7 +177,7 @@ pub fn update(
         rule.remove(opt);
     }
     rule.remove("ipversion");
-    verify(&mut rule, ipsets, env)?;
+    verify(&mut rule, known, env)?;
     rules[pos] = rule;
     Ok(())
 }

@@ -6,6 +6,7 @@
 pub mod check;
 pub mod groups;
 pub mod guest;
+pub mod guest_alias;
 pub mod ipset;
 pub mod list;
 pub mod rule;

@@ -20,10 +20,19 @@ pub enum Env {
     Guest,
 }
 
-/// Checks `rule` and records its `ipversion` as PVE does; `ipsets`: the
-/// IP set names it may reference (a `+name` reference must exist; for a
-/// guest, the cluster's and the guest's own).
-pub fn verify(rule: &mut Rule, ipsets: &[String], env: Env) -> Result<(), ApiError> {
+/// The names a rule's references may resolve to.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Known<'a> {
+    /// IP sets: the cluster's, and for a guest also its own. As PVE's
+    /// `verify_rule`, a `+guest/`/`+dc/` scope is not checked here.
+    pub ipsets: &'a [String],
+    /// Aliases (lowercased): a guest's own; the cluster's are not modelled.
+    pub aliases: &'a [String],
+}
+
+/// Checks `rule` and records its `ipversion` as PVE does; `known`: the
+/// IP sets and aliases it may reference (a reference must exist).
+pub fn verify(rule: &mut Rule, known: &Known, env: Env) -> Result<(), ApiError> {
     let get = |k: &str| rule.get(k).cloned();
     let (Some(ty), Some(action)) = (get("type"), get("action")) else {
         let missing = if get("type").is_none() {
@@ -135,12 +144,19 @@ pub fn verify(rule: &mut Rule, ipsets: &[String], env: Env) -> Result<(), ApiErr
                 .strip_prefix("dc/")
                 .or_else(|| set.strip_prefix("guest/"))
                 .unwrap_or(set);
-            if !ipsets.iter().any(|s| s == name) {
+            if !known.ipsets.iter().any(|s| s == name) {
                 return Err(refuse(key, format!("no such ipset '{name}'")));
             }
         } else if v.is_none() {
-            // The simulator models no aliases: every alias is unknown.
-            return Err(refuse(key, format!("no such alias '{addr}'")));
+            // A guest's own aliases only: the cluster's are not modelled.
+            let alias = addr
+                .strip_prefix("dc/")
+                .or_else(|| addr.strip_prefix("guest/"))
+                .unwrap_or(&addr)
+                .to_lowercase();
+            if !known.aliases.contains(&alias) {
+                return Err(refuse(key, format!("no such alias '{addr}'")));
+            }
         }
     }
     if let Some(v) = version {
@@ -152,6 +168,13 @@ pub fn verify(rule: &mut Rule, ipsets: &[String], env: Env) -> Result<(), ApiErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn known(ipsets: &[String]) -> Known<'_> {
+        Known {
+            ipsets,
+            aliases: &[],
+        }
+    }
 
     fn rule(pairs: &[(&str, &str)]) -> Rule {
         pairs
@@ -209,7 +232,7 @@ mod tests {
             ),
         ];
         for (pairs, want) in cases {
-            let got = verify(&mut rule(pairs), &ipsets, Env::Group);
+            let got = verify(&mut rule(pairs), &known(&ipsets), Env::Group);
             let key = match &got {
                 Ok(()) => None,
                 Err(ApiError::Param(e)) => e.keys().next().map(String::as_str),
@@ -218,7 +241,7 @@ mod tests {
             assert_eq!(key, *want, "{pairs:?}: {got:?}");
         }
         let mut r = rule(&[("type", "in"), ("action", "ACCEPT"), ("source", "10.0.0.1")]);
-        verify(&mut r, &ipsets, Env::Group).unwrap();
+        verify(&mut r, &known(&ipsets), Env::Group).unwrap();
         assert_eq!(r.get("ipversion").map(String::as_str), Some("4"));
     }
 
@@ -244,7 +267,7 @@ mod tests {
             ),
         ];
         for (pairs, want) in cases {
-            let got = verify(&mut rule(pairs), &ipsets, Env::Guest);
+            let got = verify(&mut rule(pairs), &known(&ipsets), Env::Guest);
             let key = match &got {
                 Ok(()) => None,
                 Err(ApiError::Param(e)) => e.keys().next().map(String::as_str),
@@ -254,6 +277,6 @@ mod tests {
         }
         // A group's rule may name no interface.
         let mut r = rule(&[("type", "in"), ("action", "ACCEPT"), ("iface", "net0")]);
-        assert!(verify(&mut r, &ipsets, Env::Group).is_err());
+        assert!(verify(&mut r, &known(&ipsets), Env::Group).is_err());
     }
 }

@@ -11,7 +11,7 @@ use pve_client::firewall::{Rule, RuleSpec};
 use super::*;
 use crate::api::firewall::{GuestFirewall, GuestFirewallRule, GuestRuleDirection};
 use crate::api::security_group::{Address, RuleAction};
-use crate::reconcile::common::firewall::RulePatch;
+use crate::reconcile::common::firewall::{RulePatch, Unusable};
 use crate::reconcile::vm::plan::{FirewallCall, FirewallView};
 
 fn ssh() -> GuestFirewallRule {
@@ -23,9 +23,8 @@ fn ssh() -> GuestFirewallRule {
         dport: Some("22".into()),
         sport: None,
         source: Some(Address {
-            cidr: None,
             ip_set: Some("office".into()),
-            alias: None,
+            ..Address::default()
         }),
         dest: None,
         iface: Some("net0".into()),
@@ -117,6 +116,7 @@ fn view(options: FirewallOptions, rules: &[RuleSpec]) -> FirewallView {
         rules: as_listed(rules),
         groups: BTreeMap::from([("web".into(), Ok("web-1a2b3c4d".into()))]),
         ip_sets: BTreeMap::from([("office".into(), Ok("office-5e6f7a8b".into()))]),
+        ..FirewallView::default()
     }
 }
 
@@ -239,23 +239,40 @@ fn drift_by_hand_is_corrected_one_write_a_pass() {
 
 #[test]
 fn a_missing_or_unready_reference_waits_and_sends_nothing() {
-    let mut seen = view(FirewallOptions::default(), &[]);
-    seen.groups.insert(
-        "web".into(),
-        Err("ProxmoxSecurityGroup default/web is not Ready".into()),
-    );
-    let plan = world(Some(seen)).run();
-    assert_eq!(plan.step, Step::Idle(Idle::Wait), "{:?}", plan.step);
-    let message = synced_message(&plan);
-    assert!(
-        message.contains("spec.forProvider.firewall.rules")
-            && message.contains("ProxmoxSecurityGroup default/web is not Ready"),
-        "{message}"
-    );
-    assert!(
-        plan.requeue_after.is_some_and(|r| r > Duration::ZERO),
-        "no hot loop"
-    );
+    let not_ready = "ProxmoxSecurityGroup default/web is not Ready";
+    let missing = "ProxmoxSecurityGroup default/web does not exist";
+    let cases = [
+        (
+            Unusable::NotReady(not_ready.into()),
+            ConditionStatus::True,
+            not_ready,
+        ),
+        (
+            Unusable::Missing(missing.into()),
+            ConditionStatus::False,
+            missing,
+        ),
+    ];
+    for (unusable, synced, said) in cases {
+        let mut seen = view(FirewallOptions::default(), &[]);
+        seen.groups.insert("web".into(), Err(unusable));
+        let plan = world(Some(seen)).run();
+        assert_eq!(plan.step, Step::Idle(Idle::Wait), "{:?}", plan.step);
+        let (status, reason, message) = condition(&plan, ConditionType::Synced).expect("Synced");
+        assert_eq!(
+            (status, reason.as_str()),
+            (synced, "ReferenceNotReady"),
+            "waiting for a reference that exists is not a failure; a missing one is"
+        );
+        assert!(
+            message.contains("spec.forProvider.firewall.rules") && message.contains(said),
+            "{message}"
+        );
+        assert!(
+            plan.requeue_after.is_some_and(|r| r > Duration::ZERO),
+            "no hot loop"
+        );
+    }
 }
 
 #[test]

@@ -10,8 +10,8 @@ const GIB: u64 = 1 << 30;
 
 /// Node pve1 as the cluster view and its network list show it: 16 CPUs,
 /// 64 GiB, a thin pool `local-lvm` (400 GiB, 100 used), a thick VG `vg`
-/// (50 GiB, 10 used), bridges vmbr0, the VNet `tenant1` and the
-/// VLAN-aware VNet `tagged1`.
+/// (50 GiB, 10 used), bridges vmbr0, the VNet `tenant1`, the
+/// VLAN-aware VNet `tagged1` and `vb0f1e2d`, another namespace's VNet.
 fn pve1() -> HostView {
     HostView {
         node: "pve1".into(),
@@ -41,10 +41,12 @@ fn pve1() -> HostView {
                 "vmbr0".to_owned(),
                 "tenant1".to_owned(),
                 "tagged1".to_owned(),
+                "vb0f1e2d".to_owned(),
             ]
             .into(),
         ),
-        untagged_vnets: ["tenant1".to_owned()].into(),
+        untagged_vnets: ["tenant1".to_owned(), "vb0f1e2d".to_owned()].into(),
+        foreign_vnets: ["vb0f1e2d".to_owned()].into(),
     }
 }
 
@@ -128,6 +130,23 @@ fn limits_table() {
             expect("CreateVm", (T, Reason::ImportingDisk), creating),
         ),
         (
+            "another namespace's VNet, though the node has it",
+            on_pve1(ready_to_create()).spec(|s| s.networks[0].bridge = "vb0f1e2d".into()),
+            expect("Wait", (F, Reason::BridgeNotFound), creating),
+        ),
+        (
+            "another namespace's VNet, the node's bridges unread",
+            ready_to_create()
+                .spec(|s| s.networks[0].bridge = "vb0f1e2d".into())
+                .observe(|o| {
+                    o.host = Some(HostView {
+                        bridges: None,
+                        ..pve1()
+                    })
+                }),
+            expect("Wait", (F, Reason::BridgeNotFound), creating),
+        ),
+        (
             "a VLAN tag on a VNet that is not VLAN-aware",
             on_pve1(ready_to_create()).spec(|s| {
                 s.networks[0].bridge = "tenant1".into();
@@ -205,6 +224,23 @@ fn limits_table() {
 }
 
 #[test]
+fn another_namespaces_vnet_is_refused_naming_the_field() {
+    let plan = on_pve1(ready_to_create())
+        .spec(|s| s.networks[0].bridge = "vb0f1e2d".into())
+        .run();
+    let message = synced_message(&plan);
+    assert!(
+        message.contains("spec.forProvider.networks[0].bridge \"vb0f1e2d\" is the VNet of a ProxmoxVNet of another namespace"),
+        "{message}"
+    );
+    assert!(
+        !matches!(plan.step, Step::Pve(_)),
+        "nothing sent: {:?}",
+        plan.step
+    );
+}
+
+#[test]
 fn limits_are_named_in_the_message() {
     let plan = on_pve1(ready_to_create())
         .spec(|s| {
@@ -219,7 +255,7 @@ fn limits_are_named_in_the_message() {
         "spec.forProvider.cpu asks for 64 vCPUs (sockets 1 × cores 64) but node pve1 has 16 CPUs",
         "MAX 16 vcpus allowed per VM on this node",
         "spec.forProvider.memory 64 TiB is more than node pve1's 64 GiB of memory",
-        "spec.forProvider.networks[0].bridge \"vmbr9\" is neither a bridge nor a VNet of node pve1 (it has tagged1, tenant1, vmbr0)",
+        "spec.forProvider.networks[0].bridge \"vmbr9\" is neither a bridge nor a VNet of node pve1 (it has tagged1, tenant1, vb0f1e2d, vmbr0)",
         "nothing is created",
     ] {
         assert!(message.contains(part), "{part:?} not in {message}");
