@@ -99,7 +99,11 @@ fn rules(metadata: bool) -> Vec<Value> {
     vec![
         rule(GROUP, "proxmoxvms", vms),
         rule(GROUP, "proxmoxvms/status", &["patch"]),
-        rule(GROUP, "proxmoxcontainers", &["list", "watch", "patch"]),
+        rule(
+            GROUP,
+            "proxmoxcontainers",
+            &["get", "list", "watch", "patch"],
+        ),
         rule(GROUP, "proxmoxcontainers/status", &["patch"]),
         rule(GROUP, "providerconfigs", &["get", "list", "watch", "patch"]),
         rule(GROUP, "providerconfigs/status", &["patch"]),
