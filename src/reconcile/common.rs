@@ -14,5 +14,6 @@ pub mod ip_set;
 pub mod look;
 pub mod owner;
 pub mod provider;
+pub mod restore;
 pub mod tasks;
 pub mod views;

@@ -42,7 +42,8 @@
 //!   a snapshot whose task ended.
 //! * The ProxmoxBackup controller ([`backup`]); the task watcher wakes a
 //!   backup whose task ended, and the VM and container watches one whose
-//!   guest comes, goes or gets its VMID.
+//!   guest comes, goes or gets its VMID; its own watch wakes the VMs and
+//!   containers waiting to restore it (`backup::wake::Restorers`).
 //! * The SDN zone and VNet controllers ([`sdn`]); the applier wakes them
 //!   when their apply state changes, and the VM and container watches wake
 //!   a VNet being deleted when a guest on it leaves it.
@@ -242,6 +243,13 @@ pub async fn run(
     states::count::<ProxmoxSDNZone, _>(metrics.states(), zone_store, states::plain);
     states::count::<ProxmoxVNet, _>(metrics.states(), vnet_store.clone(), states::plain);
     states::count::<ProxmoxBackup, _>(metrics.states(), backup_store.clone(), states::plain);
+    // Guests waiting to restore a backup: woken when it becomes Ready
+    // (seen on the backup watch, before its cache takes it in).
+    let restorers = backup::wake::Restorers::new(
+        backup_store.clone(),
+        (reader.clone(), Waker::new(wake.clone())),
+        (containers.clone(), Waker::new(wake_container.clone())),
+    );
     let ctx = Arc::new(
         Context::new(
             kube.clone(),
@@ -326,6 +334,7 @@ pub async fn run(
     let backups = backup::run(
         Arc::clone(&ctx),
         (backup_writer, backup_wakeups),
+        restorers,
         stop.clone(),
     );
     let fleet = fleet::run(Arc::clone(&ctx), image_writer, fleet_wakeups, stop.clone());

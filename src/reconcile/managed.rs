@@ -10,12 +10,14 @@
 //! | [`reserve`] | a VMID, for the kinds that take one |
 //! | [`states`] | how many of each kind exist, are Ready, are Synced (Crossplane's state metrics) |
 //! | [`images`] | a ProxmoxImage about to be used, read afresh |
+//! | [`backups`] | the ProxmoxBackup a restore names, read afresh |
 //! | [`crud`] | the synchronous path: observe → diff → one call, for kinds made by plain calls |
 //! | [`guests`] | the guest a resource names by reference (a snapshot's, a backup's), and its wake-up |
 //! | [`selector`] | kinds choosing other kinds' objects by label: those of a namespace, and the wake-up when one changes |
 //! | [`guest_firewall`], [`ip_sets`] | a guest's own firewall read and written; an IP set correction sent (the cluster's or a guest's) |
 //! | [`firewall_wake`] | the guests whose firewall names a set or group woken when it becomes Ready |
 
+pub mod backups;
 pub mod connection_secret;
 pub mod crud;
 pub mod envelope;

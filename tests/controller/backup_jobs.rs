@@ -314,3 +314,48 @@ async fn a_job_by_pool_names_the_pool_of_its_namespace_on_proxmox() {
     delete::<provider_proxmox::api::ProxmoxPool>(&ns, "team").await;
     wait_gone::<provider_proxmox::api::ProxmoxPool>(&ns, "team").await;
 }
+
+/// The job's last run in its status: run as the scheduler runs it (the
+/// sim's control), its `vzdump` task is found in the cluster's task list
+/// and named by its log, and the status shows its UPID, end and outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_last_run_is_shown_with_its_outcome() {
+    let env = Env::start("backup-runs").await;
+    let ns = env.ns.name().to_owned();
+    let id = derived(&ns, "nightly", 50);
+    env.apply(&tiered_vm("web-1", "web")).await;
+    env.wait_ready("web-1").await;
+    env.apply(&backup_job("nightly", "mon..fri 02:00")).await;
+    let ready: ProxmoxBackupJob = wait_ready(&ns, "nightly").await;
+    assert_eq!(
+        ready.status.unwrap().at_provider.last_run,
+        None,
+        "never ran"
+    );
+
+    let upids = env.sim.run_backup_job(&id).await;
+    let [upid] = upids.as_slice() else {
+        panic!("one node, one task: {upids:?}");
+    };
+    let run = wait(
+        &ns,
+        "nightly",
+        "shows its last run",
+        |j: &ProxmoxBackupJob| {
+            j.status
+                .as_ref()
+                .and_then(|s| s.at_provider.last_run.clone())
+                .filter(|r| r.upid == *upid)
+                .ok_or_else(|| format!("{:?}", j.status.as_ref().map(|s| &s.at_provider.last_run)))
+        },
+    )
+    .await;
+    assert!(run.succeeded, "{run:?}");
+    assert_eq!((run.status.as_str(), run.node.as_str()), ("OK", "pve"));
+    assert!(run.end_time.is_some(), "{run:?}");
+    let vmid = env.vmid("web-1").await;
+    assert!(
+        upid.contains(&format!(":vzdump:{vmid}:root@pam:")),
+        "{upid}"
+    );
+}

@@ -288,3 +288,85 @@ async fn a_vm_restored_from_a_backup_carries_its_disks_and_its_own_marker() {
     // The source is untouched, still Ready and ours.
     env.wait_ready("web").await;
 }
+
+/// A ProxmoxContainer restored from a ProxmoxBackup of another container:
+/// waits for the backup to be Ready (Synced, naming it), restores it in
+/// one `vzrestore` task with its own hostname and owner marker, applies
+/// its spec; its root filesystem holds what the source's held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_restored_from_a_backup_carries_its_rootfs_and_its_own_marker() {
+    use crate::reconcile::containers::{container, ct_condition, debian};
+    use kube::ResourceExt;
+    let env = Env::start("ct-restores").await;
+    let ns = env.ns.name().to_owned();
+    env.apply(&container("app", debian(json!({"memory": "256Mi"}))))
+        .await;
+    let source = env.wait_container_ready("app").await;
+
+    env.apply(&container(
+        "app-copy",
+        json!({
+            "node": "pve",
+            "restore": {"backupRef": {"name": "app-now"}},
+            "rootfs": {"storage": "local-lvm", "size": "1Gi"},
+            "memory": "1Gi",
+            "networks": [{"slot": "net0", "name": "eth0", "bridge": "vmbr0", "ip": "dhcp"}],
+        }),
+    ))
+    .await;
+    let waiting = env
+        .wait_container("app-copy", "BackupNotReady", |ct| {
+            match ct_condition(ct, "Synced") {
+                Some(c) if c.reason == "BackupNotReady" => Ok(c.clone()),
+                other => Err(format!("Synced {other:?}")),
+            }
+        })
+        .await;
+    assert!(
+        waiting
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("app-now") && m.contains("restore.backupRef")),
+        "{waiting:?}"
+    );
+
+    env.apply(&backup("app-now", ("ProxmoxContainer", "app"), json!({})))
+        .await;
+    let _: ProxmoxBackup = wait_ready(&ns, "app-now").await;
+    let vmid = env.wait_container_ready("app-copy").await;
+    assert_ne!(vmid, source);
+
+    let original = contents(&env, &format!("local-lvm:vm-{source}-disk-0")).await;
+    assert!(original.is_some());
+    assert_eq!(
+        contents(&env, &format!("local-lvm:vm-{vmid}-disk-0")).await,
+        original,
+        "the restored rootfs holds the source's"
+    );
+    let config = env
+        .sim
+        .client()
+        .container_config("pve", vmid)
+        .await
+        .unwrap();
+    let notes = config.get("description").unwrap_or_default();
+    let uid = env.container("app-copy").await.uid().unwrap();
+    let source_uid = env.container("app").await.uid().unwrap();
+    assert!(notes.contains(&uid), "{notes}");
+    assert!(!notes.contains(&source_uid), "{notes}");
+    assert_eq!(config.get("hostname"), Some("app-copy"));
+    assert_eq!(config.get("memory"), Some("1024"), "the spec applied after");
+    let restores = env
+        .sim
+        .tasks()
+        .await
+        .into_iter()
+        .filter(|t| t["type"] == "vzrestore")
+        .count();
+    assert_eq!(restores, 1);
+    let copy = env.container("app-copy").await;
+    let at = copy.status.unwrap_or_default().at_provider;
+    assert_eq!(at.restored_vmid, None, "the proof served once marked");
+    // The source is untouched, still Ready.
+    env.wait_container_ready("app").await;
+}

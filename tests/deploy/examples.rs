@@ -69,6 +69,7 @@ async fn every_example_is_accepted() {
         "examples/snapshot.yaml",
         "examples/backup.yaml",
         "examples/vm-restore.yaml",
+        "examples/container-restore.yaml",
         "examples/sdn-vnet.yaml",
         "examples/providerconfig/cluster-default.yaml",
         "examples/providerconfig/namespaced.yaml",
@@ -244,6 +245,23 @@ fn examples_show_what_their_names_promise() {
         restored[0]["spec"]["forProvider"]["restore"]["backupRef"]["name"],
         on_demand[0]["metadata"]["name"],
         "the VM restores the backup of examples/backup.yaml, by reference"
+    );
+
+    let ct_restore = example("container-restore.yaml");
+    let kind = |k: &str| ct_restore.iter().find(|d| d["kind"] == k).unwrap();
+    let (ct_backup, copy) = (kind("ProxmoxBackup"), kind("ProxmoxContainer"));
+    assert_eq!(
+        ct_backup["spec"]["forProvider"]["guestRef"],
+        json!({"kind": "ProxmoxContainer", "name": example("ct-debian.yaml").iter().find(|d| d["kind"] == "ProxmoxContainer").unwrap()["metadata"]["name"]}),
+        "the backup is of examples/ct-debian.yaml's container, by reference"
+    );
+    assert_eq!(
+        copy["spec"]["forProvider"]["restore"]["backupRef"]["name"], ct_backup["metadata"]["name"],
+        "the container restores that backup, by reference"
+    );
+    assert!(
+        copy["spec"]["forProvider"].get("template").is_none(),
+        "a restore has no template"
     );
 
     let sdn = example("sdn-vnet.yaml");

@@ -74,7 +74,9 @@ pub use task::{
 };
 pub use tls::{Fingerprint, TlsOptions};
 pub use upid::{InvalidUpid, Upid};
-pub use vzdump::{BackupMode, BackupVolume, Compression, Restore, Vzdump, parse_backup_name};
+pub use vzdump::{
+    BackupMode, BackupVolume, Compression, Restore, Vzdump, parse_backup_name, vzdump_job_id,
+};
 pub use wait::WaitOptions;
 
 /// Installs the process-wide rustls crypto provider (ring).

@@ -135,6 +135,17 @@ pub fn parse_backup_name(volid: &str) -> Option<(GuestType, u32)> {
     Some((kind, vmid.parse().ok()?))
 }
 
+/// The backup job a `vzdump` task ran for, from its log's first line:
+/// `PVE::VZDump::exec_backup` logs the command line, which names the job
+/// (`INFO: starting new backup job: vzdump 100 101 --job-id ID ...`) when
+/// the scheduler ran it. `None`: another line, or a backup of no job.
+pub fn vzdump_job_id(first_line: &str) -> Option<&str> {
+    let command = first_line.strip_prefix("INFO: starting new backup job: ")?;
+    let mut words = command.split_whitespace();
+    words.find(|w| *w == "--job-id")?;
+    words.next()
+}
+
 /// A guest made from an archive.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Restore {
@@ -149,8 +160,13 @@ pub struct Restore {
     /// A VM's `name`, set over the archived config (qemu-server applies a
     /// restore call's options but drives over it).
     pub name: Option<String>,
-    /// A VM's `description`, set over the archived config.
+    /// The guest's `description`, set over the archived config.
     pub description: Option<String>,
+    /// A container's `hostname`, set over the archived config
+    /// (pve-container merges the archived config under the call's options).
+    pub hostname: Option<String>,
+    /// A container's `unprivileged`; left out, the archive's.
+    pub unprivileged: Option<bool>,
 }
 
 impl Client {
@@ -226,7 +242,10 @@ impl Client {
             .flag("restore", true)
             .opt("storage", restore.storage.as_deref())
             .opt("pool", restore.pool.as_deref())
-            .opt_flag("unique", restore.unique.then_some(true));
+            .opt_flag("unique", restore.unique.then_some(true))
+            .opt("hostname", restore.hostname.as_deref())
+            .opt("description", restore.description.as_deref())
+            .opt_flag("unprivileged", restore.unprivileged);
         self.start_task(
             Method::POST,
             ApiPath::new("/nodes/{node}/lxc", &[node]),
@@ -239,6 +258,18 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scheduled_runs_log_names_its_job() {
+        let line = "INFO: starting new backup job: vzdump 100 101 --job-id backup-a1 --storage local --mode snapshot";
+        assert_eq!(vzdump_job_id(line), Some("backup-a1"));
+        let by_hand = "INFO: starting new backup job: vzdump 100 --storage local";
+        assert_eq!(vzdump_job_id(by_hand), None);
+        assert_eq!(
+            vzdump_job_id("INFO: Starting Backup of VM 100 (qemu)"),
+            None
+        );
+    }
 
     #[test]
     fn archive_names_read_as_pve_storage_reads_them() {

@@ -301,6 +301,31 @@ pub struct BackupJobAtProvider {
     /// `next-run`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_run: Option<String>,
+    /// The job's last run that ended, from the cluster's task list: the
+    /// `vzdump` task the scheduler started for it (on one node of each
+    /// node it ran on; the newest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<BackupJobRun>,
+}
+
+/// One ended run of a backup job: a `vzdump` task.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupJobRun {
+    /// The task's UPID.
+    pub upid: String,
+    /// The node it ran on.
+    pub node: String,
+    /// When it started (seconds since the epoch, the UPID's).
+    pub start_time: i64,
+    /// When it ended (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<String>,
+    /// Its exit status as Proxmox shows it: `OK`, `WARNINGS: n`, or the
+    /// error (`job errors` when a guest's backup failed).
+    pub status: String,
+    /// Whether it succeeded (`OK` or warnings).
+    pub succeeded: bool,
 }
 
 /// A guest a job covers.

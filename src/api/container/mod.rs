@@ -4,6 +4,7 @@
 
 mod observed;
 mod params;
+mod restore;
 mod status;
 
 use kube::{CustomResource, KubeSchema};
@@ -17,6 +18,7 @@ pub use params::{
     ContainerCpu, ContainerDns, ContainerFeatures, ContainerImage, ContainerNetwork,
     ContainerParameters, ContainerTemplate, MountPoint, OciImage, RootFs,
 };
+pub use restore::ContainerRestore;
 pub use status::{
     ContainerAtProvider, ContainerTask, ContainerTaskAction, ContainerTaskFailure,
     ProxmoxContainerStatus,

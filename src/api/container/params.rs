@@ -29,7 +29,15 @@ use crate::api::vm::PowerState;
     validation = Rule::new("!has(self.networks) || self.networks.all(n, self.networks.exists_one(o, o.slot == n.slot))")
         .message("each network slot may appear only once"),
     validation = Rule::new("!has(self.networks) || self.networks.all(n, self.networks.exists_one(o, o.name == n.name))")
-        .message("each network interface name may appear only once")
+        .message("each network interface name may appear only once"),
+    validation = Rule::new("has(self.template) != has(self.restore)")
+        .message("a container is created from a template or restored from a backup: set exactly one of template and restore"),
+    validation = Rule::new("has(self.restore) == has(oldSelf.restore)")
+        .message("restore cannot be added or removed after the resource is created"),
+    validation = Rule::new("!has(self.restore) || !has(self.mountPoints) || size(self.mountPoints) == 0")
+        .message("a restored container gets its mount points from the archive: mountPoints cannot be set with restore"),
+    validation = Rule::new("!has(self.restore) || ((!has(self.sshKeys) || size(self.sshKeys) == 0) && !has(self.passwordSecretRef))")
+        .message("a restored container keeps the archive's root password and SSH keys: sshKeys and passwordSecretRef cannot be set with restore")
 )]
 pub struct ContainerParameters {
     /// Proxmox node to create the container on. When left out, the
@@ -57,11 +65,24 @@ pub struct ContainerParameters {
     #[schemars(range(min = 100, max = 999_999_999))]
     pub vmid: Option<u32>,
 
-    /// What the root filesystem is unpacked from. Create only.
+    /// What the root filesystem is unpacked from. Create only. Exactly one
+    /// of `template` and `restore`.
+    #[serde(default, skip_serializing_if = "ContainerTemplate::is_empty")]
     pub template: ContainerTemplate,
 
+    /// Create the container by restoring a vzdump backup archive of a
+    /// container (`vzrestore`) instead of unpacking a template. Excludes
+    /// `template`, `mountPoints`, `sshKeys` and `passwordSecretRef` (the
+    /// archive brings them). Cannot be added, removed or changed after
+    /// creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self == oldSelf")
+        .message("the restore source cannot be changed after the resource is created"))]
+    pub restore: Option<super::ContainerRestore>,
+
     /// The root filesystem. Create only (a size change is reported, not
-    /// applied).
+    /// applied). For a restore, the storage the archive's root filesystem
+    /// and mount points are restored to (their sizes are the archive's).
     pub rootfs: RootFs,
 
     /// Extra volumes mounted into the container (`mp0` ... `mp255`).
@@ -184,7 +205,7 @@ fn default_memory() -> Quantity {
 
 /// The template a container's root filesystem is unpacked from: exactly
 /// one of `volume`, `oci` and `image`.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
     validation = Rule::new("[has(self.volume), has(self.oci), has(self.image)].filter(x, x).size() == 1")
@@ -215,6 +236,13 @@ pub struct ContainerTemplate {
     /// deleted while the container names it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<ContainerImage>,
+}
+
+impl ContainerTemplate {
+    /// None of the three: the spec has no `template` (it restores).
+    pub fn is_empty(&self) -> bool {
+        self.volume.is_none() && self.oci.is_none() && self.image.is_none()
+    }
 }
 
 /// A ProxmoxImage a container is created from.

@@ -43,6 +43,12 @@ pub struct ContainerAtProvider {
     /// (create-only fields, features only root@pam may change).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmanaged_drift: Vec<String>,
+    /// The VMID a restore task of this resource created (`restore`), until
+    /// the container carries this resource's owner marker: notes that
+    /// still carry the archive's marker are written over only with this
+    /// proof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_vmid: Option<u32>,
     /// The container's firewall as Proxmox shows it, when the spec
     /// declares one (read in each pass that finds the container).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,6 +70,8 @@ pub enum ContainerTaskAction {
     DownloadImage,
     /// Container create.
     Create,
+    /// Restore of a backup archive (`spec.forProvider.restore`).
+    Restore,
     /// Config update (synchronous; recorded only as a failure).
     Configure,
     /// Start.

@@ -188,3 +188,100 @@ fn proxmox_container_value_rules() {
         assert_verdict(name, &got, want);
     }
 }
+
+/// `restore`: exactly one of template and restore, one archive source of
+/// a container, nothing the archive brings, and fixed once created.
+#[test]
+fn proxmox_container_restore_rules() {
+    let schema = schema_of(ProxmoxContainer::crd());
+    let archive = "local:backup/vzdump-lxc-100-2026_12_05-01_00_00.tar.zst";
+    let restoring = |restore: Value, more: Value| {
+        let mut fp = with(more);
+        if let Some(fp) = fp.as_object_mut() {
+            fp.remove("template");
+            fp.insert("restore".into(), restore);
+        }
+        fp
+    };
+    let cases: Vec<(&str, Value, Option<&str>)> = vec![
+        (
+            "restore by archive",
+            restoring(json!({"archive": archive}), json!({})),
+            None,
+        ),
+        (
+            "restore by a ProxmoxBackup",
+            restoring(json!({"backupRef": {"name": "app-nightly"}}), json!({})),
+            None,
+        ),
+        (
+            "restore naming both",
+            restoring(
+                json!({"archive": archive, "backupRef": {"name": "b"}}),
+                json!({}),
+            ),
+            Some("restore needs exactly one of archive and backupRef"),
+        ),
+        (
+            "restore naming neither",
+            restoring(json!({}), json!({})),
+            Some("restore needs exactly one of archive and backupRef"),
+        ),
+        (
+            "restore of a VM archive",
+            restoring(
+                json!({"archive": "local:backup/vzdump-qemu-100-x.vma.zst"}),
+                json!({}),
+            ),
+            Some("archive must be a container backup volume ID"),
+        ),
+        (
+            "restore with a template",
+            with(json!({"restore": {"archive": archive}})),
+            Some("set exactly one of template and restore"),
+        ),
+        (
+            "neither template nor restore",
+            {
+                let mut fp = with(json!({}));
+                fp.as_object_mut().map(|fp| fp.remove("template"));
+                fp
+            },
+            Some("set exactly one of template and restore"),
+        ),
+        (
+            "restore with mount points",
+            restoring(json!({"archive": archive}), mount("/srv/data")),
+            Some("a restored container gets its mount points from the archive"),
+        ),
+        (
+            "restore with a password",
+            restoring(
+                json!({"archive": archive}),
+                json!({"passwordSecretRef": {"name": "pw", "key": "password"}}),
+            ),
+            Some("keeps the archive's root password and SSH keys"),
+        ),
+    ];
+    for (name, for_provider, want) in cases {
+        let got = refusals(&schema, &container(for_provider), None);
+        assert_verdict(name, &got, want);
+    }
+    // Once created, the source is fixed.
+    let old = container(restoring(json!({"archive": archive}), json!({})));
+    let other = "local:backup/vzdump-lxc-101-2026_12_05-01_00_00.tar.zst";
+    let changed = container(restoring(json!({"archive": other}), json!({})));
+    let got = refusals(&schema, &changed, Some(&old));
+    assert_verdict(
+        "restore changed",
+        &got,
+        Some("the restore source cannot be changed"),
+    );
+    let dropped = container(with(json!({})));
+    let got = refusals(&schema, &dropped, Some(&old));
+    assert_verdict(
+        "restore removed",
+        &got,
+        Some("restore cannot be added or removed"),
+    );
+}

@@ -6,7 +6,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`plan`] | pure: the archive wanted (its protection, the guest it can be taken of), whose an archive is (the owner marker in its notes), the one correction, the status |
-//! | [`wake`] | a guest that comes, goes or gets its VMID wakes its backups |
+//! | [`wake`] | a guest that comes, goes or gets its VMID wakes its backups; a backup whose state changes wakes the guests waiting to restore it |
 //! | [`pass`] | the kind for [`crate::reconcile::managed::crud::pass`]: what it wants, its calls (tasks), the guest's lock, its own running vzdump adopted, its status |
 //!
 //! The guest is read from the VM and container caches at each pass
@@ -42,9 +42,11 @@ pub async fn run(
         Writer<ProxmoxBackup>,
         UnboundedReceiver<ObjectRef<ProxmoxBackup>>,
     ),
+    restorers: wake::Restorers,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     let extra = Guests::of(&ctx);
     let shared = Arc::new(Ctx::new(ctx, extra));
-    controller::run(shared, cache, "ProxmoxBackup", stop).await;
+    let see = move |event: &_| restorers.see(event);
+    controller::run_seeing(shared, cache, "ProxmoxBackup", see, stop).await;
 }

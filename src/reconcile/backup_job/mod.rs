@@ -14,6 +14,7 @@
 pub mod guests;
 pub mod pass;
 pub mod plan;
+pub mod runs;
 pub mod wake;
 
 #[cfg(test)]
@@ -40,6 +41,8 @@ pub struct Caches {
     /// The guests a selector picks from.
     pub vms: Store<DeserializeGuard<ProxmoxVM>>,
     pub containers: Store<DeserializeGuard<ProxmoxContainer>>,
+    /// The jobs' last runs, read from the cluster's task list.
+    pub runs: Arc<runs::Runs>,
 }
 
 impl Caches {
@@ -77,6 +80,7 @@ pub async fn run(
         pools,
         vms: ctx.store.clone(),
         containers: ctx.containers.clone(),
+        runs: Arc::default(),
     };
     let shared = Arc::new(Ctx::new(ctx, extra));
     controller::run(shared, cache, "ProxmoxBackupJob", stop).await;

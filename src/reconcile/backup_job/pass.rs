@@ -1,8 +1,10 @@
 //! The backup job as a CRUD kind: what it wants, its calls, its status.
 //!
 //! Requests per pass: `GET /cluster/backup` (every job with its options,
-//! owner marker and `next-run`: no other read is needed), then at most
-//! one correction. A re-apply of an unchanged spec sends no write.
+//! owner marker and `next-run`), for a job of ours its last run from the
+//! cluster's task list (`GET /cluster/tasks`, shared by every job of the
+//! config for 30 s; see [`super::runs`]), then at most one correction. A
+//! re-apply of an unchanged spec sends no write.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
@@ -12,12 +14,18 @@ use pve_client::{BackupJob, BackupJobOptions};
 use super::Caches;
 use super::plan::{self, Guests, Job};
 use crate::api::ProxmoxBackupJob;
-use crate::api::backup_job::{BackupGuest, BackupJobAtProvider, ProxmoxBackupJobStatus};
+use std::sync::Arc;
+
+use super::runs::Runs;
+use crate::api::backup_job::{
+    BackupGuest, BackupJobAtProvider, BackupJobRun, ProxmoxBackupJobStatus,
+};
 use crate::api::condition::Condition;
 use crate::reconcile::common::owner::{Ownership, owner_of};
 use crate::reconcile::managed::crud::pass::{Kind, Wanted};
 use crate::reconcile::managed::crud::{Call, External, Observed};
 use crate::reconcile::managed::names;
+use crate::reconcile::providers::ConfigKey;
 
 /// The kind's name in owner markers.
 const KIND: &str = "ProxmoxBackupJob";
@@ -31,6 +39,11 @@ pub fn job_id(meta: &ObjectMeta) -> String {
 }
 
 impl ProxmoxBackupJob {
+    /// The last run its status records.
+    fn recorded_run(&self) -> Option<BackupJobRun> {
+        self.status.as_ref()?.at_provider.last_run.clone()
+    }
+
     /// The guests it covers now, for the status and the job.
     fn covered(&self, caches: &Caches) -> Result<Vec<BackupGuest>, String> {
         let spec = &self.spec.for_provider;
@@ -110,14 +123,18 @@ impl Kind for ProxmoxBackupJob {
             node: spec.node.clone(),
             guests: self.guests(caches),
             next_run: None,
+            last_run: None,
         })
     }
 
-    fn external(&self, client: pve_client::Client, _: &Self::Extra) -> JobCalls {
+    fn external(&self, client: pve_client::Client, caches: &Self::Extra) -> JobCalls {
         JobCalls {
             client,
             id: job_id(&self.metadata),
             uid: self.uid().unwrap_or_default(),
+            runs: Arc::clone(&caches.runs),
+            key: ConfigKey::of(self),
+            recorded: self.recorded_run(),
         }
     }
 
@@ -139,8 +156,12 @@ impl Kind for ProxmoxBackupJob {
         conditions: Vec<Condition>,
         observed: Option<&Observed<Job>>,
     ) -> ProxmoxBackupJobStatus {
-        let next_run = observed
-            .and_then(Observed::found)
+        let found = observed.and_then(Observed::found);
+        // A run no longer listed stays what the status recorded.
+        let last_run = found
+            .and_then(|j| j.last_run.clone())
+            .or_else(|| self.recorded_run());
+        let next_run = found
             .and_then(|j| j.next_run)
             .and_then(|s| Timestamp::from_second(i64::try_from(s).ok()?).ok())
             .map(|t| t.to_string());
@@ -149,6 +170,7 @@ impl Kind for ProxmoxBackupJob {
                 id: Some(job_id(&self.metadata)),
                 guests: self.covered(caches).unwrap_or_default(),
                 next_run,
+                last_run,
             },
             conditions,
             observed_generation: self.metadata.generation,
@@ -162,6 +184,10 @@ pub struct JobCalls {
     client: pve_client::Client,
     id: String,
     uid: String,
+    runs: Arc<Runs>,
+    key: ConfigKey,
+    /// The last run the status records: only newer tasks are looked at.
+    recorded: Option<BackupJobRun>,
 }
 
 /// A listed job as managed.
@@ -191,6 +217,7 @@ fn observed(job: BackupJob) -> Job {
         node: job.node,
         guests,
         next_run: job.next_run,
+        last_run: None,
     }
 }
 
@@ -239,10 +266,30 @@ impl External for JobCalls {
             return Observed::NotFound;
         };
         let ours = owner_of(found.comment.as_deref(), &self.uid) == Ownership::Ours;
-        Observed::Found {
-            object: observed(found),
-            ours,
+        let mut object = observed(found);
+        if ours {
+            // Its runs, newer than the one recorded (one shared list read
+            // per config and interval; a log read per new vzdump task).
+            let vmids = match &object.guests {
+                Guests::Vmids(ids) => Some(ids.as_slice()),
+                Guests::Pool(_) | Guests::Nothing(_) => None,
+            };
+            let scope = (&self.key, &self.client);
+            object.last_run = match self
+                .runs
+                .last(scope, &self.id, vmids, self.recorded.as_ref())
+                .await
+            {
+                Ok(run) => run,
+                // The job is corrected all the same; its last run waits
+                // for the next look.
+                Err(e) => {
+                    tracing::warn!(job = %self.id, error = %e, "cannot read the job's runs");
+                    None
+                }
+            };
         }
+        Observed::Found { object, ours }
     }
 
     async fn call(&self, call: &Call<Job>) -> Result<(), String> {

@@ -11,6 +11,9 @@
 
 use std::collections::BTreeMap;
 
+use pve_client::{ExitStatus, TaskListEntry};
+
+use crate::api::backup_job::BackupJobRun;
 use crate::reconcile::managed::crud::Diff;
 
 /// Whom the job backs up.
@@ -24,7 +27,8 @@ pub enum Guests {
     Nothing(String),
 }
 
-/// A job as managed; `next_run`: observed only (seconds since the epoch).
+/// A job as managed; `next_run` (seconds since the epoch) and `last_run`:
+/// observed only.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Job {
     pub comment: String,
@@ -40,6 +44,7 @@ pub struct Job {
     pub node: Option<String>,
     pub guests: Guests,
     pub next_run: Option<u64>,
+    pub last_run: Option<BackupJobRun>,
 }
 
 /// The one correction a pass sends: the job as it should be, and the
@@ -141,4 +146,50 @@ pub fn refusal(message: &str) -> String {
         Some((_, field)) => format!("spec.forProvider.{field}: {message}"),
         None => message.to_owned(),
     }
+}
+
+/// The entries of the cluster's task list that may be a run of a job
+/// newer than `recorded`, newest first: ended `vzdump` tasks of
+/// `root@pam` (as the scheduler starts them) whose ID is empty or one of
+/// `vmids` (when the job names VMIDs: a node's task takes the VMID when it
+/// backs up one guest), started after the recorded run. Which job a task
+/// ran for only its log says (`pve_client::vzdump_job_id`).
+pub fn run_candidates<'a>(
+    tasks: &'a [TaskListEntry],
+    vmids: Option<&[u32]>,
+    recorded: Option<&BackupJobRun>,
+) -> Vec<&'a TaskListEntry> {
+    let mut out: Vec<&TaskListEntry> = tasks
+        .iter()
+        .filter(|t| {
+            let id = t.id.as_deref().unwrap_or_default();
+            t.task_type.as_deref() == Some("vzdump")
+                && t.user.as_deref() == Some("root@pam")
+                && !t.is_running()
+                && (id.is_empty() || vmids.is_none_or(|v| id.parse().is_ok_and(|n| v.contains(&n))))
+                && recorded.is_none_or(|r| {
+                    t.upid != r.upid && t.starttime.unwrap_or_default() >= r.start_time
+                })
+        })
+        .collect();
+    out.sort_by_key(|t| std::cmp::Reverse(t.starttime.unwrap_or_default()));
+    out
+}
+
+/// An ended task as a job's run in the status.
+pub fn run_of(task: &TaskListEntry) -> Option<BackupJobRun> {
+    let upid = pve_client::Upid::parse(&task.upid).ok()?;
+    let status = task.status.clone().unwrap_or_default();
+    let end_time = task
+        .endtime
+        .and_then(|s| k8s_openapi::jiff::Timestamp::from_second(s).ok())
+        .map(|t| t.to_string());
+    Some(BackupJobRun {
+        node: upid.node().to_owned(),
+        start_time: i64::from(upid.starttime()),
+        upid: task.upid.clone(),
+        end_time,
+        succeeded: !matches!(ExitStatus::parse(&status), ExitStatus::Error(_)),
+        status,
+    })
 }

@@ -33,6 +33,7 @@ fn job(vmids: &[u32]) -> Job {
         node: Some("pve".into()),
         guests: Guests::Vmids(vmids.to_vec()),
         next_run: None,
+        last_run: None,
     }
 }
 
@@ -161,6 +162,7 @@ fn a_guest_of_another_namespace_is_never_a_candidate() {
         pools,
         vms,
         containers,
+        runs: Default::default(),
     };
     let job: crate::api::ProxmoxBackupJob = serde_json::from_value(json!({
         "apiVersion": "proxmox.m.crossplane.io/v1alpha1", "kind": "ProxmoxBackupJob",
@@ -292,4 +294,59 @@ fn a_refusal_names_the_spec_field() {
         refusal("forbidden: Permission check failed (/, Sys.Modify)"),
         "forbidden: Permission check failed (/, Sys.Modify)"
     );
+}
+
+fn task(upid_id: &str, start: i64, user: &str, status: Option<&str>) -> pve_client::TaskListEntry {
+    pve_client::TaskListEntry {
+        upid: format!("UPID:pve:0000A1B2:0001C3D4:{start:08X}:vzdump:{upid_id}:{user}:"),
+        task_type: Some("vzdump".into()),
+        id: Some(upid_id.into()),
+        user: Some(user.into()),
+        starttime: Some(start),
+        endtime: status.map(|_| start + 60),
+        status: status.map(str::to_owned),
+    }
+}
+
+#[test]
+fn a_run_is_an_ended_vzdump_of_root_newer_than_the_recorded_one() {
+    use super::plan::{run_candidates, run_of};
+    let tasks = vec![
+        task("100", 1_000, "root@pam", Some("OK")),
+        task("", 2_000, "root@pam", Some("job errors")),
+        task("100", 3_000, "root@pam", None),
+        task("100", 4_000, "ops@pve", Some("OK")),
+        task("999", 5_000, "root@pam", Some("OK")),
+    ];
+    let upids = |c: Vec<&pve_client::TaskListEntry>| -> Vec<i64> {
+        c.iter().filter_map(|t| t.starttime).collect()
+    };
+    assert_eq!(
+        upids(run_candidates(&tasks, Some(&[100, 101]), None)),
+        [2_000, 1_000],
+        "newest first; not running, not a person's, not another guest's"
+    );
+    assert_eq!(
+        upids(run_candidates(&tasks, None, None)),
+        [5_000, 2_000, 1_000],
+        "a pool's job: any guest"
+    );
+    let recorded = run_of(&tasks[1]).expect("a run");
+    assert_eq!(
+        (
+            recorded.start_time,
+            recorded.succeeded,
+            recorded.status.as_str()
+        ),
+        (2_000, false, "job errors")
+    );
+    assert_eq!(recorded.node, "pve");
+    assert!(recorded.end_time.is_some());
+    assert!(
+        run_candidates(&tasks, Some(&[100]), Some(&recorded)).is_empty(),
+        "nothing newer than the recorded run"
+    );
+    assert!(run_of(&tasks[0]).is_some_and(|r| r.succeeded));
+    let warned = task("100", 6_000, "root@pam", Some("WARNINGS: 2"));
+    assert!(run_of(&warned).is_some_and(|r| r.succeeded));
 }

@@ -50,6 +50,7 @@ use crate::reconcile::schedule::{Candidates, LabelCounts};
 /// other dispatch while the node lists one as running.
 const CONTAINER_TASKS: &[&str] = &[
     "vzcreate",
+    "vzrestore",
     "vzstart",
     "vzstop",
     "vzshutdown",
@@ -422,6 +423,13 @@ async fn observe(
                     .then(|| format!("Proxmox VE {}", version.version));
             }
         }
+        if let Some(name) = spec.restore.as_ref().and_then(|r| r.backup_ref.as_ref()) {
+            // About to be restored from it: its archive is what is sent.
+            obs.backup = Some(
+                crate::reconcile::managed::backups::lookup(&ctx.kube, &id.namespace, &name.name)
+                    .await?,
+            );
+        }
         if let Some(image) = &spec.template.image {
             // About to be created from it: read afresh when the cache says
             // it is usable, as a VM's disk image is (`managed::images::named`).
@@ -565,6 +573,7 @@ async fn act(
             | Step::ForgetVmid(_)
             | Step::Pull { .. }
             | Step::Create { .. }
+            | Step::Restore { .. }
             | Step::Firewall { .. }
             | Step::Configure { .. }
             | Step::Start { .. }
@@ -633,6 +642,7 @@ async fn act(
             create.password = password;
             started(client.create_container(node, &create).await)
         }
+        Step::Restore { node, restore } => started(client.restore_container(node, restore).await),
         Step::Firewall { node, vmid, call } => {
             let guest = pve_client::Guest {
                 kind: pve_client::GuestType::Lxc,

@@ -170,6 +170,31 @@ pub fn create(
     })
 }
 
+/// The restore call (`vzrestore`): pve-container merges the archived
+/// config under the call's options, so the container carries this
+/// resource's hostname, notes and owner marker from its first moment;
+/// its root filesystem and mount points go to `rootfs.storage` (without
+/// `storage` pve-container would use `local`). New MAC addresses: the
+/// source may still run. Never `force`.
+pub fn restore(
+    spec: &ContainerParameters,
+    id: &Identity,
+    vmid: u32,
+    archive: String,
+) -> pve_client::vzdump::Restore {
+    pve_client::vzdump::Restore {
+        vmid,
+        archive,
+        storage: Some(spec.rootfs.storage.clone()),
+        pool: spec.pool.clone(),
+        unique: true,
+        name: None,
+        description: Some(wanted_description(spec, id)),
+        hostname: Some(hostname(spec, id)),
+        unprivileged: Some(spec.unprivileged),
+    }
+}
+
 fn hostname(spec: &ContainerParameters, id: &Identity) -> String {
     spec.hostname.clone().unwrap_or_else(|| id.name.clone())
 }

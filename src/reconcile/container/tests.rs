@@ -139,6 +139,7 @@ fn kind(step: &Step) -> &'static str {
         Step::ForgetVmid(_) => "forget-vmid",
         Step::Pull { .. } => "pull",
         Step::Create { .. } => "create",
+        Step::Restore { .. } => "restore",
         Step::Configure { .. } => "configure",
         Step::Firewall { .. } => "firewall",
         Step::Start { .. } => "start",
@@ -795,6 +796,7 @@ fn a_container_from_a_proxmox_image_waits_for_it_on_its_node() {
 
 mod limits;
 mod names;
+mod restore;
 const FORBIDDEN: &str = r#"secrets "pve" is forbidden: User "system:serviceaccount:ns:provider" cannot get resource "secrets" in API group "" in the namespace "ns""#;
 
 /// A config that is missing or cannot be used: the same condition and

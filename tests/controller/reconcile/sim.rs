@@ -258,6 +258,30 @@ impl Sim {
         .await;
     }
 
+    /// `POST /_sim/backup-jobs/{id}/run`: the job runs now, as the
+    /// scheduler runs it; the UPIDs of its `vzdump` tasks.
+    pub async fn run_backup_job(&self, id: &str) -> Vec<String> {
+        let answer = self
+            .control
+            .post(format!(
+                "{}/_sim/backup-jobs/{id}/run",
+                self.handle.base_url()
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "running job {id} refused");
+        let v: Value = answer.json().await.unwrap();
+        v["upids"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|u| u.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Where each VM is: VMID → node (the seeded template included).
     pub async fn placement(&self) -> std::collections::BTreeMap<u32, String> {
         self.client()

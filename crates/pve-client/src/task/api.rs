@@ -60,6 +60,13 @@ impl Client {
         Ok(lines.into_iter().skip(skip).map(|l| l.t).collect())
     }
 
+    /// `GET /cluster/tasks`: every node's recent tasks (running and
+    /// ended), one request for the whole cluster.
+    pub async fn cluster_tasks(&self) -> Result<Vec<TaskListEntry>> {
+        self.get(ApiPath::new("/cluster/tasks", &[]), Params::new())
+            .await
+    }
+
     /// `GET /nodes/{node}/tasks` with filters.
     pub async fn list_tasks(
         &self,

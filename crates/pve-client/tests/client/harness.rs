@@ -151,6 +151,23 @@ impl Harness {
     }
 
     /// `GET /_sim/stats`.
+    /// `POST /_sim/backup-jobs/{id}/run`: the job runs now, as the
+    /// scheduler runs it; the UPIDs of its tasks.
+    pub async fn run_backup_job(&self, id: &str) -> Vec<String> {
+        let path = format!("backup-jobs/{id}/run");
+        let v = self
+            .control_request(reqwest::Method::POST, &path, None)
+            .await;
+        v["upids"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|u| u.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     pub async fn stats(&self) -> Value {
         self.control_request(reqwest::Method::GET, "stats", None)
             .await

@@ -96,10 +96,59 @@ async fn a_guest_backed_up_is_restored_and_its_archive_deleted() {
     let restore = Restore {
         vmid: 241,
         archive: archive[0].volid.clone(),
+        storage: Some("local-lvm".into()),
+        hostname: Some("copy".into()),
+        description: Some("restored".into()),
+        unprivileged: Some(true),
         ..Restore::default()
     };
     let upid = client.restore_container(NODE, &restore).await.unwrap();
     assert_eq!(upid.task_type(), "vzrestore");
     client.wait_task(&upid).await.unwrap();
-    assert!(client.container_config(NODE, 241).await.is_ok());
+    let config = client.container_config(NODE, 241).await.unwrap();
+    assert_eq!(config.get("hostname"), Some("copy"));
+    assert_eq!(config.get("description"), Some("restored"));
+    assert_eq!(config.get("unprivileged"), Some("1"));
+}
+
+/// A backup job run by the scheduler (pve-sim's control): its `vzdump`
+/// task is in the cluster's task list once it ended, and its log's first
+/// line names the job.
+#[tokio::test]
+async fn a_scheduled_run_is_listed_cluster_wide_and_its_log_names_the_job() {
+    let h = Harness::start().await;
+    let client = h.client();
+    let options = pve_client::BackupJobOptions {
+        schedule: "daily".into(),
+        storage: Some("local".into()),
+        vmid: Some(TEMPLATE.to_string()),
+        enabled: true,
+        ..Default::default()
+    };
+    client
+        .create_backup_job("backup-x", &options)
+        .await
+        .unwrap();
+    let ran = h.run_backup_job("backup-x").await;
+    let upid = pve_client::Upid::parse(&ran[0]).unwrap();
+    client.wait_task(&upid).await.unwrap();
+    let listed = loop {
+        let tasks = client.cluster_tasks().await.unwrap();
+        if let Some(t) = tasks
+            .into_iter()
+            .find(|t| t.upid == upid.as_str() && !t.is_running())
+        {
+            break t;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(listed.status.as_deref(), Some("OK"));
+    assert_eq!(listed.user.as_deref(), Some("root@pam"));
+    let log = client.task_log(&upid, 0, 1).await.unwrap();
+    assert_eq!(
+        pve_client::vzdump_job_id(&log.lines[0].t),
+        Some("backup-x"),
+        "{:?}",
+        log.lines
+    );
 }

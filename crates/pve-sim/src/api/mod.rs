@@ -211,6 +211,7 @@ pub fn routes_for(pve_version: u8) -> Vec<Route> {
             &[tasks::LIST],
             sim_handler!(tasks::list),
         ),
+        route("GET", "/cluster/tasks", &[], sim_handler!(tasks::cluster)),
         route(
             "GET",
             "/nodes/{node}/tasks/{upid}",

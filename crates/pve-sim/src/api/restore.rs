@@ -9,8 +9,9 @@
 //! `VM.Backup` on the guest it was taken of; a VM's drives conflict with
 //! `archive`; an existing VMID is refused without `force` (`unable to
 //! restore VM 100 - VM 100 already exists on node 'pve1'`). The task
-//! allocates each archived disk anew (on `storage`, else where it was) with
-//! the contents it held, and writes the archived config without `lock`,
+//! allocates each archived disk anew (on `storage`; without it a VM's where
+//! it was, a container's on `local`, as pve-container) with the contents it
+//! held, and writes the archived config without `lock`,
 //! `parent` and unused volumes, a new `vmgenid`, new MAC addresses and
 //! SMBIOS UUID with `unique`, and the call's other options over it.
 
@@ -149,7 +150,13 @@ pub fn start(
         vmid,
         kind,
         archive: archive.to_owned(),
-        storage: p.get("storage").map(str::to_owned),
+        // pve-container restores a container's volumes to `storage`, else
+        // to `local` (`extract_param($param, 'storage') // 'local'`);
+        // qemu-server puts a VM's where the archive says they were.
+        storage: p.get("storage").map(str::to_owned).or_else(|| match kind {
+            GuestKind::Lxc => Some("local".to_owned()),
+            GuestKind::Qemu => None,
+        }),
         unique: p.flag("unique") == Some(true),
         config: backup.config.clone(),
         disks: backup.disks.clone(),

@@ -160,6 +160,32 @@ pub async fn list(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
     })
 }
 
+/// How many of each node's recent tasks the cluster list shows.
+const CLUSTER_RECENT: usize = 50;
+
+/// `GET /cluster/tasks` ("List recent tasks (cluster wide)", pve-manager
+/// `PVE::API2::Cluster` over `PVE::Cluster::get_tasklist`): every node's
+/// recent tasks, running and ended, as its task list shows them; all of
+/// them with `Sys.Audit` on `/`, else the caller's own.
+pub async fn cluster(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
+    let all = inst.auth.has(&call.identity, "/", "Sys.Audit");
+    let records = inst.tasks.records().clone();
+    let nodes: std::collections::BTreeSet<&str> =
+        records.iter().map(|r| r.upid.node.as_str()).collect();
+    let data: Vec<Value> = nodes
+        .into_iter()
+        .flat_map(|node| {
+            archive::in_list_order(&records, node, "all")
+                .into_iter()
+                .filter(|r| r.is_visible())
+                .take(CLUSTER_RECENT)
+        })
+        .filter(|r| all || started_by(&r.upid.user, &call.identity))
+        .map(list_item)
+        .collect();
+    Ok(Reply::data(Value::Array(data)))
+}
+
 /// The list's filters, in PVE's `$filter_task` order of checks.
 struct ListFilter<'a> {
     caller: &'a Identity,

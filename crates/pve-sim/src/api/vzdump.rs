@@ -145,14 +145,15 @@ pub fn backed_up_disks(vm: &Vm) -> BTreeMap<String, String> {
     }
 }
 
-struct Job {
-    vmid: u32,
-    kind: GuestKind,
-    storage: String,
-    mode: String,
-    compress: String,
-    notes_template: Option<String>,
-    protected: bool,
+/// One guest's backup.
+pub(crate) struct Job {
+    pub vmid: u32,
+    pub kind: GuestKind,
+    pub storage: String,
+    pub mode: String,
+    pub compress: String,
+    pub notes_template: Option<String>,
+    pub protected: bool,
 }
 
 pub async fn vzdump(inst: Arc<Instance>, call: Call) -> Result<Reply, ApiError> {
@@ -240,7 +241,8 @@ struct Taken {
     notes: String,
 }
 
-async fn backup(ctx: &TaskCtx, job: Job) -> Result<(), String> {
+/// Backs up one guest inside a `vzdump` task.
+pub(crate) async fn backup(ctx: &TaskCtx, job: Job) -> Result<(), String> {
     let (vmid, kind) = (job.vmid, job.kind);
     ctx.log(format!(
         "INFO: Starting Backup of VM {vmid} ({})",

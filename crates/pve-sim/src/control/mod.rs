@@ -1,5 +1,7 @@
 //! The control API under `/_sim/` (outside `/api2`, no authentication):
-//! request statistics and log, fault rules, the URL registry, the CA.
+//! request statistics and log, fault rules, the URL registry, the CA,
+//! and what PVE's daemons do by themselves (a migration, a backup job's
+//! scheduled run).
 
 pub mod faults;
 pub mod holds;
@@ -81,6 +83,11 @@ pub fn handle(
         }
         ("POST", ["nodes", node]) => set_node(inst, node, body),
         ("POST", ["migrate"]) => migrate(inst, body),
+        // A backup job run now, as the scheduler runs it.
+        ("POST", ["backup-jobs", id, "run"]) => match crate::api::backup::run::run(inst, id) {
+            Ok(upids) => respond::control(200, &json!({"upids": upids})),
+            Err(e) => respond::control(404, &json!({"error": e})),
+        },
         ("GET", ["state"]) => export_state(inst, query),
         ("POST", ["quorum"]) => match serde_json::from_slice::<Value>(body)
             .ok()

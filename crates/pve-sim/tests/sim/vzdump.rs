@@ -218,10 +218,31 @@ async fn a_container_backed_up_is_restored_with_restore() {
         wrong.reason,
         format!("unable to restore VM 201 - archive '{volid}' is a lxc backup")
     );
-    let restore = sim
+    // Without `storage` pve-container restores to `local`, which holds no
+    // container volumes here: the task fails, and nothing is left.
+    let to_local = sim
         .post(
             "/nodes/pve/lxc",
             &[("vmid", "201"), ("ostemplate", &volid), ("restore", "1")],
+        )
+        .await
+        .upid();
+    let failed = sim.wait_task(&to_local).await;
+    assert!(
+        failed["exitstatus"]
+            .as_str()
+            .is_some_and(|e| e.contains("storage 'local'")),
+        "{failed}"
+    );
+    let restore = sim
+        .post(
+            "/nodes/pve/lxc",
+            &[
+                ("vmid", "201"),
+                ("ostemplate", &volid),
+                ("restore", "1"),
+                ("storage", "local-lvm"),
+            ],
         )
         .await
         .upid();
@@ -240,4 +261,69 @@ async fn a_container_backed_up_is_restored_with_restore() {
         contents(&sim, "local-lvm:vm-201-disk-0").await.as_deref(),
         Some("local-lvm:vm-200-disk-0")
     );
+}
+
+/// A backup job run as the scheduler runs it (`POST
+/// /_sim/backup-jobs/{id}/run`): one `vzdump` task of `root@pam` on the
+/// node (no ID: two guests), its log naming the job, an archive of each
+/// guest; `/cluster/tasks` lists it with its outcome once it ended.
+#[tokio::test]
+async fn a_backup_job_run_now_is_a_vzdump_task_naming_the_job() {
+    let sim = start().await;
+    sim.create_plain("100", &[]).await;
+    sim.create_plain("101", &[]).await;
+    let created = sim
+        .post(
+            "/cluster/backup",
+            &[
+                ("id", "backup-nightly"),
+                ("schedule", "daily"),
+                ("vmid", "100,101"),
+                ("storage", "local"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let ran = sim
+        .control(
+            reqwest::Method::POST,
+            "/backup-jobs/backup-nightly/run",
+            None,
+        )
+        .await;
+    let upids = ran["upids"].as_array().expect("upids");
+    assert_eq!(upids.len(), 1, "one task on the one node: {ran}");
+    let upid = upids[0].as_str().unwrap();
+    assert!(upid.contains(":vzdump::root@pam:"), "{upid}");
+    sim.task_ok(upid).await;
+    let log = sim.task_log(upid).await;
+    assert!(
+        log.first().is_some_and(|l| l
+            .starts_with("INFO: starting new backup job: vzdump 100 101 --job-id backup-nightly")),
+        "{log:?}"
+    );
+    let vmids: Vec<u64> = backups(&sim)
+        .await
+        .iter()
+        .filter_map(|b| b["vmid"].as_u64())
+        .collect();
+    assert_eq!(vmids.len(), 2, "{vmids:?}");
+    sim.eventually("the run listed cluster-wide with its end", || async {
+        let list = sim.get("/cluster/tasks").await.data();
+        list.as_array()?
+            .iter()
+            .find(|t| t["upid"] == upid && t["status"] == "OK" && t["endtime"].is_u64())
+            .map(|_| ())
+    })
+    .await;
+    let missing = sim
+        .client
+        .post(format!(
+            "{}/_sim/backup-jobs/none/run",
+            sim.handle.base_url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
 }

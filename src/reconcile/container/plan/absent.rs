@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use super::{Ctx, Observation, Plan, Step, TASK_FALLBACK, backoff, invalid_spec, limits};
 use crate::api::condition::{ConditionStatus, ConditionType, Reason};
+use crate::api::container::ContainerRestore;
 use crate::api::image::ImageContent;
 use crate::api::vm::ObservedState;
 use crate::reconcile::common::grants::Placement;
 use crate::reconcile::common::images::NamedImage;
+use crate::reconcile::common::restore as shared;
 use crate::reconcile::container::render;
 
 /// How often a container waiting for its image looks again; the image's
@@ -132,6 +134,9 @@ pub(super) fn plan(
         cx.synced(false, reason, &why);
         return cx.done(Step::Idle, LIMITS_RECHECK);
     }
+    if let Some(restore) = &spec.restore {
+        return restoring(cx, obs, (vmid, node), restore);
+    }
     let from_image = match &spec.template.image {
         Some(image) => match image_volume(&cx, obs, &image.name, &node) {
             Ok(volume) => Some(volume),
@@ -222,4 +227,45 @@ pub(super) fn plan(
         }
         Err(invalid) => invalid_spec(cx, &invalid, obs.poll),
     }
+}
+
+/// The create of a container with `restore`: the archive (waited for while
+/// its ProxmoxBackup is not Ready), then one `vzrestore` into the recorded
+/// VMID, never with `force` (Proxmox refuses an existing VMID).
+fn restoring(
+    mut cx: Ctx<'_>,
+    obs: &Observation,
+    (vmid, node): (u32, String),
+    restore: &ContainerRestore,
+) -> Plan {
+    // A proof from an earlier restore does not vouch for the next one.
+    cx.at().restored_vmid = None;
+    let source = shared::Source {
+        archive: restore.archive.as_deref(),
+        backup_ref: restore.backup_ref.as_ref().map(|r| r.name.as_str()),
+    };
+    let ns = cx.id.namespace.clone();
+    let archive = match shared::archive(source, obs.backup.as_ref(), &ns, "the container") {
+        Ok(archive) => archive,
+        Err(why) => {
+            cx.synced(false, Reason::BackupNotReady, &why);
+            cx.ready(false, Reason::Creating, &why);
+            return cx.done(Step::Idle, shared::BACKUP_RECHECK);
+        }
+    };
+    cx.ready(false, Reason::Creating, "the container is being restored");
+    cx.at().node = Some(node.clone());
+    cx.synced(
+        true,
+        Reason::Creating,
+        &format!("restoring {archive} into container {vmid} on {node}"),
+    );
+    let restore = render::restore(&cx.ct.spec.for_provider, cx.id, vmid, archive);
+    cx.done(
+        Step::Restore {
+            node,
+            restore: Box::new(restore),
+        },
+        TASK_FALLBACK,
+    )
 }

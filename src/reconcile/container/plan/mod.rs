@@ -208,7 +208,9 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
                     &format!("waiting for task {} ({})", task.type_, task.upid),
                 );
                 match task.action {
-                    ContainerTaskAction::Create | ContainerTaskAction::DownloadImage => {
+                    ContainerTaskAction::Create
+                    | ContainerTaskAction::Restore
+                    | ContainerTaskAction::DownloadImage => {
                         cx.ready(false, Reason::Creating, "the container is being created");
                     }
                     ContainerTaskAction::Destroy => {
@@ -225,6 +227,13 @@ pub fn plan(ct: &ProxmoxContainer, id: &Identity, obs: &Observation, now: Timest
             Some(TaskSeen::Succeeded) => {
                 cx.at().task = None;
                 cx.at().last_failure = None;
+                if task.action == ContainerTaskAction::Restore {
+                    // The restored notes may carry the archive's marker:
+                    // this record, written with the task's end, is the
+                    // proof that this resource made the container (see
+                    // `present::claim`).
+                    cx.at().restored_vmid = recorded_vmid(ct);
+                }
                 cx.event(
                     false,
                     "TaskSucceeded",

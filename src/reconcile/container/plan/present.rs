@@ -12,6 +12,7 @@ use crate::api::meta::{self, ConfigUser};
 use crate::api::vm::{ObservedState, PowerState};
 use crate::reconcile::common::firewall::{self, FirewallNext};
 use crate::reconcile::common::owner::{Ownership, Takeover, owner_of, takeover};
+use crate::reconcile::common::restore;
 use crate::reconcile::container::{late_init, render};
 
 pub(super) fn plan(
@@ -48,7 +49,13 @@ pub(super) fn plan(
     // import flow's first step). Without Delete nothing is destroyed either.
     let observing = !caps.create && !caps.update && !caps.delete;
     match ownership {
-        Ownership::Ours => {}
+        // Marked ours: a restore's proof has served.
+        Ownership::Ours => cx.at().restored_vmid = None,
+        Ownership::Foreign(_) | Ownership::Unmarked
+            if !deleting && restored_here(&cx, vmid, caps.create) =>
+        {
+            return claim(cx, seen, vmid);
+        }
         Ownership::Foreign(_) if reallocates(&mut cx, vmid, deleting, caps.create) => {
             // Another resource's container (of another provider config of
             // the same cluster) took the VMID allocated to this one.
@@ -222,6 +229,27 @@ fn not_ours(mut cx: Ctx<'_>, why: &str, deleting: bool, poll: Duration) -> Plan 
     cx.done(Step::Idle, poll)
 }
 
+/// Whether this resource's own restore task made the container at `vmid`
+/// (`status.atProvider.restoredVmid`, recorded with the task's end).
+fn restored_here(cx: &Ctx<'_>, vmid: u32, create: bool) -> bool {
+    let restoring = cx.ct.spec.for_provider.restore.is_some();
+    restore::proven(restoring, create, cx.status.at_provider.restored_vmid, vmid)
+}
+
+/// The container this resource restored whose notes still carry the
+/// archive's marker (or none): its owner marker is written over it, after
+/// the notes the spec declares or the archive's, based on the digest read.
+fn claim(mut cx: Ctx<'_>, seen: &Seen, vmid: u32) -> Plan {
+    let note = format!("writing the owner marker of restored container {vmid}");
+    cx.synced(true, Reason::ReconcileSuccess, &note);
+    let description = restore::claimed_description(
+        cx.ct.spec.for_provider.description.as_deref(),
+        seen.config.get("description"),
+        &render::marker(cx.id),
+    );
+    write_description(cx, seen, vmid, description)
+}
+
 /// Takes over an unmarked container the resource asked for: one config
 /// update writing the owner marker after its notes, based on the digest
 /// read. From the next pass on the container is this resource's, as if it
@@ -234,6 +262,12 @@ fn adoption(mut cx: Ctx<'_>, seen: &Seen, vmid: u32, description: String) -> Pla
     );
     cx.event(false, "Adopting", note.clone());
     cx.synced(true, Reason::ReconcileSuccess, &note);
+    write_description(cx, seen, vmid, description)
+}
+
+/// One config update writing `description` (with the owner marker), based
+/// on the digest read.
+fn write_description(cx: Ctx<'_>, seen: &Seen, vmid: u32, description: String) -> Plan {
     let update = ContainerUpdate {
         set: [("description".to_owned(), description)].into(),
         delete: vec![],

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use pve_client::lxc::{ContainerConfig, ContainerUpdate, CreateContainer, OciPull};
+use pve_client::vzdump::Restore;
 
 use crate::api::condition::Reason;
 use crate::api::container::ContainerTaskAction;
@@ -13,6 +14,7 @@ use crate::reconcile::common::firewall::{FirewallCall, FirewallView};
 use crate::reconcile::common::grants::{Placement, VmidGrant};
 use crate::reconcile::common::images::NamedImage;
 use crate::reconcile::common::provider::ProviderState;
+use crate::reconcile::common::restore::BackupLookup;
 use crate::reconcile::common::views::HostView;
 
 /// The container as the pass found it.
@@ -91,6 +93,9 @@ pub struct Observation {
     /// The pool the container is in (`Some(None)`: none), looked at when
     /// the spec names one and the cluster view lists the container.
     pub pool: Option<Option<String>>,
+    /// The ProxmoxBackup `restore.backupRef` names, read afresh (looked at
+    /// only before a restore).
+    pub backup: Option<BackupLookup>,
 }
 
 impl Observation {
@@ -114,6 +119,7 @@ impl Observation {
             proxmox: None,
             firewall: None,
             pool: None,
+            backup: None,
         }
     }
 }
@@ -143,6 +149,11 @@ pub enum Step {
     Create {
         node: String,
         create: Box<CreateContainer>,
+    },
+    /// Restores the container from a backup archive (`vzrestore`).
+    Restore {
+        node: String,
+        restore: Box<Restore>,
     },
     /// Writes the container's firewall options or one rule correction
     /// (synchronous).
@@ -190,6 +201,7 @@ impl Step {
         match self {
             Step::Pull { node, .. } => Some((ContainerTaskAction::DownloadImage, node)),
             Step::Create { node, .. } => Some((ContainerTaskAction::Create, node)),
+            Step::Restore { node, .. } => Some((ContainerTaskAction::Restore, node)),
             Step::Start { node, .. } => Some((ContainerTaskAction::Start, node)),
             Step::Shutdown { node, .. } => Some((ContainerTaskAction::Shutdown, node)),
             Step::Stop { node, .. } => Some((ContainerTaskAction::Stop, node)),

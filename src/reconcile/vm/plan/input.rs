@@ -17,6 +17,7 @@ pub use crate::reconcile::common::grants::{
 pub use crate::reconcile::common::images::{ImageLookup, ImageTemplate, NamedImage};
 pub use crate::reconcile::common::look::Depth;
 pub use crate::reconcile::common::provider::ProviderState;
+pub use crate::reconcile::common::restore::BackupLookup;
 pub use crate::reconcile::common::tasks::{ActiveTask, TaskState, started_at};
 pub use crate::reconcile::common::views::{HostView, StorageView};
 
@@ -139,17 +140,6 @@ pub struct Needs {
     /// VM is known to be absent and its node is known: the limits a create
     /// is checked against ([`Observation::host`]).
     pub host: bool,
-}
-
-/// A ProxmoxBackup a restore names, as read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BackupLookup {
-    /// No such ProxmoxBackup in the namespace.
-    NotFound,
-    /// It exists but is not Ready (or has no archive yet): why.
-    NotReady(String),
-    /// Ready, with its archive's volume ID.
-    Ready(String),
 }
 
 /// A slot to take before dispatching heavy work.

@@ -15,20 +15,15 @@
 //! still pending). Any other VM at the VMID is someone else's, as for
 //! every create.
 
-use std::time::Duration;
-
 use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
-use super::input::{BackupLookup, ObservedVm};
+use super::input::ObservedVm;
 use super::output::{ConfigChanges, Idle, PveCall};
-use super::owner;
 use crate::api::{
     Reason,
     vm::{RestoreSource, TaskAction},
 };
-
-/// How often a restore waiting for its ProxmoxBackup looks again.
-const BACKUP_RECHECK: Duration = Duration::from_secs(10);
+use crate::reconcile::common::restore as shared;
 
 /// The create step of a VM with `restore`: the archive, a node, the
 /// finalizer, then the restore itself.
@@ -70,33 +65,15 @@ pub(super) fn restore_vm(ctx: &Ctx, out: &mut Out, vmid: u32, restore: &RestoreS
 /// The archive to restore: named, or the volume of the Ready ProxmoxBackup
 /// `backupRef` names (waited for, naming it, until it is).
 fn archive(ctx: &Ctx, restore: &RestoreSource) -> Result<String, Box<Decision>> {
-    if let Some(archive) = &restore.archive {
-        return Ok(archive.clone());
-    }
-    let name = restore
-        .backup_ref
-        .as_ref()
-        .map(|r| r.name.as_str())
-        .unwrap_or_default();
-    let ns = ctx.vm.metadata.namespace.as_deref().unwrap_or_default();
-    let why = match &ctx.obs.backup {
-        Some(BackupLookup::Ready(volume)) => return Ok(volume.clone()),
-        Some(BackupLookup::NotReady(why)) => format!(
-            "spec.forProvider.restore.backupRef: ProxmoxBackup {ns}/{name} is not ready ({why}); the VM is restored once it is"
-        ),
-        Some(BackupLookup::NotFound) => format!(
-            "spec.forProvider.restore.backupRef: ProxmoxBackup {ns}/{name} does not exist; the VM is restored once it exists and is Ready"
-        ),
-        None => format!(
-            "spec.forProvider.restore.backupRef: ProxmoxBackup {ns}/{name} was not looked up yet"
-        ),
+    let source = shared::Source {
+        archive: restore.archive.as_deref(),
+        backup_ref: restore.backup_ref.as_ref().map(|r| r.name.as_str()),
     };
-    let say = Say::synced(Reason::BackupNotReady, why);
-    Err(Box::new(Decision::new(
-        Idle::Wait,
-        Some(BACKUP_RECHECK),
-        say,
-    )))
+    let ns = ctx.vm.metadata.namespace.as_deref().unwrap_or_default();
+    shared::archive(source, ctx.obs.backup.as_ref(), ns, "the VM").map_err(|why| {
+        let say = Say::synced(Reason::BackupNotReady, why);
+        Box::new(Decision::new(Idle::Wait, Some(shared::BACKUP_RECHECK), say))
+    })
 }
 
 /// The VM this resource's restore task created, not yet marked ours:
@@ -105,11 +82,9 @@ fn archive(ctx: &Ctx, restore: &RestoreSource) -> Result<String, Box<Decision>> 
 /// `None` for any VM without that proof.
 pub(super) fn claim(ctx: &Ctx, out: &Out, vm: &ObservedVm) -> Option<Decision> {
     let vmid = ctx.vmid()?;
-    let restored = ctx.spec.restore.is_some()
-        && ctx.create_pending()
-        && ctx.caps.create
-        && out.status.at_provider.restored_vmid == Some(vmid);
-    if !restored {
+    let restoring = ctx.spec.restore.is_some() && ctx.create_pending();
+    let recorded = out.status.at_provider.restored_vmid;
+    if !shared::proven(restoring, ctx.caps.create, recorded, vmid) {
         return None;
     }
     let doing = format!("writing the owner marker of restored VM {vmid}");
@@ -117,21 +92,15 @@ pub(super) fn claim(ctx: &Ctx, out: &Out, vm: &ObservedVm) -> Option<Decision> {
         return Some(d);
     }
     let config = vm.config.as_ref()?;
-    let notes = match &ctx.spec.description {
-        Some(declared) => declared.clone(),
-        None => owner::user_part(
-            config
-                .current
-                .get("description")
-                .map(String::as_str)
-                .unwrap_or_default(),
-        ),
-    };
+    let description = shared::claimed_description(
+        ctx.spec.description.as_deref(),
+        config.current.get("description").map(String::as_str),
+        &ctx.marker_line(),
+    );
     let mut changes = ConfigChanges {
         digest: config.current.get("digest").cloned(),
         ..ConfigChanges::default()
     };
-    let description = owner::description(Some(&notes), &ctx.marker_line());
     changes.set.description = Some(description.as_str().into());
     let call = PveCall::Configure {
         node: vm.node.clone(),

@@ -9,6 +9,7 @@
 //! the job's next start after now. Jobs never run here.
 
 pub mod calendar;
+pub mod run;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -80,6 +80,7 @@ pub(super) async fn start(client: &Client, call: &PveCall) -> Result<Upid, ActFa
                 unique: true,
                 name: Some(name.clone()),
                 description: Some(description.clone()),
+                ..Restore::default()
             };
             client.restore_vm(node, &restore).await
         }

@@ -5,7 +5,6 @@
 //! The in-flight task is read before the VM, so the VM is at least as fresh
 //! as the task's outcome.
 
-mod backup;
 pub(crate) mod clones;
 mod downloads;
 mod ha;
@@ -168,7 +167,7 @@ pub async fn observe(
     }
     if let Some(name) = &needs.backup {
         obs.backup = Some(
-            backup::lookup(from.kube, &id.namespace, name)
+            crate::reconcile::managed::backups::lookup(from.kube, &id.namespace, name)
                 .await
                 .map_err(|e| Failure::Kube(e.into()))?,
         );

@@ -1,15 +1,16 @@
-//! The ProxmoxBackup a restore names (`restore.backupRef`): read afresh
-//! before the restore, as its archive is what is sent.
+//! The ProxmoxBackup a restore names (`restore.backupRef` of a VM or a
+//! container): read afresh before the restore, as its archive is what is
+//! sent.
 
 use kube::Api;
 
 use crate::api::ConditionStatus;
 use crate::api::backup::ProxmoxBackup;
 use crate::api::condition::{ConditionType, find};
-use crate::reconcile::vm::plan::BackupLookup;
+use crate::reconcile::common::restore::BackupLookup;
 
 /// Whether the ProxmoxBackup `name` of `namespace` is Ready, and its archive.
-pub(super) async fn lookup(
+pub async fn lookup(
     kube: &kube::Client,
     namespace: &str,
     name: &str,
@@ -23,7 +24,8 @@ pub(super) async fn lookup(
     Ok(of(&backup))
 }
 
-fn of(backup: &ProxmoxBackup) -> BackupLookup {
+/// What a restore reads of `backup`: Ready with its archive, or why not.
+pub fn of(backup: &ProxmoxBackup) -> BackupLookup {
     if backup.metadata.deletion_timestamp.is_some() {
         return BackupLookup::NotReady("it is being deleted".into());
     }
