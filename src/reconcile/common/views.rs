@@ -53,6 +53,13 @@ pub struct HostView {
     pub foreign_vnets: std::collections::BTreeSet<String>,
 }
 
+/// Why NIC `i` may not be on `bridge`, another namespace's VNet.
+pub fn foreign_vnet(i: usize, bridge: &str) -> String {
+    format!(
+        "spec.forProvider.networks[{i}].bridge {bridge:?} is the VNet of a ProxmoxVNet of another namespace: a guest may name only its own namespace's VNets (their status.atProvider.id)"
+    )
+}
+
 impl HostView {
     /// Of a guest's NICs (`spec.forProvider.networks[i]`: its bridge and
     /// VLAN tag), those the node cannot carry as asked: another
@@ -69,9 +76,7 @@ impl HostView {
             .enumerate()
             .filter_map(|(i, (b, tag))| {
                 let why = if self.foreign_vnets.contains(b) {
-                    format!(
-                        "spec.forProvider.networks[{i}].bridge {b:?} is the VNet of a ProxmoxVNet of another namespace: a guest may name only its own namespace's VNets (their status.atProvider.id)"
-                    )
+                    foreign_vnet(i, b)
                 } else if has.is_some_and(|h| !h.contains(b)) {
                     let list = list.as_deref().unwrap_or_default();
                     format!(

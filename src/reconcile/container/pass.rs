@@ -386,6 +386,7 @@ async fn observe(
             )
         });
     let mut password = None;
+    obs.foreign_vnets = ctx.foreign_vnets(&id.namespace);
     if obs.container == Container::Absent && !deleting {
         let mut host = host(ctx, conn, &view, &node).await;
         host.foreign_vnets = ctx.foreign_vnets(&id.namespace);

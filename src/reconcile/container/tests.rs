@@ -98,7 +98,7 @@ fn obs(container: Container) -> Observation {
 }
 
 /// A container as the provider created it: the spec's values, our marker.
-fn ours(running: bool, extra: &[(&str, &str)]) -> Container {
+pub(super) fn ours(running: bool, extra: &[(&str, &str)]) -> Container {
     let marker = marker_line_of("ProxmoxContainer", "ns", "app", UID);
     let mut raw: std::collections::BTreeMap<String, String> = [
         ("cores", "1"),

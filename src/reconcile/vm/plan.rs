@@ -270,7 +270,10 @@ fn decide(ctx: &Ctx, out: &mut Out) -> Decision {
         return delete::decide(ctx, out);
     }
     match &ctx.obs.vm {
-        VmState::Present(vm) => converge::decide(ctx, out, vm),
+        VmState::Present(vm) => match limits::on_foreign_vnet(ctx) {
+            Some(refused) => refused,
+            None => converge::decide(ctx, out, vm),
+        },
         VmState::Absent | VmState::Unknown => create::decide(ctx, out),
     }
 }

@@ -13,6 +13,7 @@ use crate::api::vm::{ObservedState, PowerState};
 use crate::reconcile::common::firewall::{self, FirewallNext};
 use crate::reconcile::common::owner::{Ownership, Takeover, owner_of, takeover};
 use crate::reconcile::common::restore;
+use crate::reconcile::common::views::foreign_vnet;
 use crate::reconcile::container::{late_init, render};
 
 pub(super) fn plan(
@@ -116,6 +117,21 @@ pub(super) fn plan(
         }
         cx.synced(true, Reason::Deleting, "destroying the container");
         return cx.done(Step::Destroy { node, vmid }, TASK_FALLBACK);
+    }
+    // A NIC on another namespace's VNet: nothing of the spec is carried
+    // out (a NIC changed onto it would put the container on another
+    // team's network) until it names its own.
+    let foreign: Vec<String> = (cx.ct.spec.for_provider.networks.iter().enumerate())
+        .filter(|(_, nic)| obs.foreign_vnets.contains(&nic.bridge))
+        .map(|(i, nic)| foreign_vnet(i, &nic.bridge))
+        .collect();
+    if !foreign.is_empty() {
+        let why = format!(
+            "refused: {}; nothing of the spec is changed on the container until it names its own",
+            foreign.join("; ")
+        );
+        cx.synced(false, Reason::BridgeNotFound, &why);
+        return cx.done(Step::Idle, obs.poll);
     }
     if let Some(view) = &obs.firewall {
         cx.at().firewall = Some(firewall::observed(view));

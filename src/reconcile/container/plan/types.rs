@@ -96,6 +96,9 @@ pub struct Observation {
     /// The ProxmoxBackup `restore.backupRef` names, read afresh (looked at
     /// only before a restore).
     pub backup: Option<BackupLookup>,
+    /// The Proxmox IDs of other namespaces' ProxmoxVNets (from their
+    /// cache: no request), which no NIC of this container may name.
+    pub foreign_vnets: std::collections::BTreeSet<String>,
 }
 
 impl Observation {
@@ -120,6 +123,7 @@ impl Observation {
             firewall: None,
             pool: None,
             backup: None,
+            foreign_vnets: Default::default(),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 
-use super::{ct, id, now, obs, recorded};
+use super::{ct, id, now, obs, ours, recorded};
 use crate::api::condition::{ConditionType, Reason, find};
 use crate::reconcile::common::views::{HostView, StorageView};
 use crate::reconcile::container::plan::{Container, Observation, Step, plan};
@@ -251,4 +251,32 @@ fn an_oci_template_on_pve_before_9_1_is_said_and_nothing_is_pulled() {
             .is_some_and(|m| m.contains("spec.forProvider.template.oci") && m.contains("8.4.1")),
         "{synced:?}"
     );
+}
+
+/// An existing container whose spec moves a NIC onto another namespace's
+/// VNet: nothing of the spec is carried out, the field named; without
+/// that VNet in the list the same change would be a config write.
+#[test]
+fn an_existing_container_is_not_moved_onto_another_namespaces_vnet() {
+    let moved = ct(
+        json!({"networks": [{"slot": "net0", "name": "eth0", "bridge": "vb0f1e2d", "ip": "dhcp"}]}),
+        recorded(),
+        json!({}),
+    );
+    let foreign = Observation {
+        foreign_vnets: BTreeSet::from(["vb0f1e2d".to_owned()]),
+        ..obs(ours(true, &[]))
+    };
+    let p = plan(&moved, &id(), &foreign, now());
+    assert_eq!(p.step, Step::Idle, "{:?}", p.step);
+    let synced = find(&p.status.conditions, ConditionType::Synced).unwrap();
+    assert_eq!(synced.reason, Reason::BridgeNotFound.as_str());
+    let message = synced.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("spec.forProvider.networks[0].bridge \"vb0f1e2d\" is the VNet of a ProxmoxVNet of another namespace"),
+        "{message}"
+    );
+    // The same spec, the VNet not another namespace's: written.
+    let p = plan(&moved, &id(), &obs(ours(true, &[])), now());
+    assert!(matches!(p.step, Step::Configure { .. }), "{:?}", p.step);
 }

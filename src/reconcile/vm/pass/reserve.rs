@@ -93,6 +93,7 @@ pub async fn reserve(
                 .place(&conn.key, &id.uid, vmid, &request, candidates),
         );
     }
+    obs.foreign_vnets = ctx.foreign_vnets(&id.namespace);
     if needs.host {
         obs.host = host(
             from,

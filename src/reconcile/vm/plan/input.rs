@@ -229,6 +229,9 @@ pub struct Observation {
     /// The node the VM is to be created on, when [`Needs::host`] asked and
     /// the VM is absent.
     pub host: Option<HostView>,
+    /// The Proxmox IDs of other namespaces' ProxmoxVNets (from their
+    /// cache: no request), which no NIC of this VM may name.
+    pub foreign_vnets: std::collections::BTreeSet<String>,
     /// Disk image URLs whose host name resolves (on the provider's side)
     /// to an address the config's `downloadPolicy` refuses: URL → why,
     /// naming the field. Looked up only while an image volume is missing.

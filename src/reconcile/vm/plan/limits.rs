@@ -32,6 +32,7 @@ use crate::api::{
     quantity::human_bytes,
     vm::VmParameters,
 };
+use crate::reconcile::common::views::foreign_vnet;
 
 /// The shortest poll interval an annotation may ask for.
 pub(super) const MIN_POLL_INTERVAL: Duration = Duration::from_secs(5);
@@ -136,6 +137,27 @@ pub(super) fn on_node(ctx: &Ctx, node: &str, clone: bool) -> Option<Decision> {
         problems.join("; ")
     );
     let d = Decision::new(Idle::Wait, Some(RECHECK), Say::no(reason, message.clone()));
+    Some(ctx.event_on_change(d, reason, reason.as_str(), message))
+}
+
+/// A NIC of the spec on another namespace's VNet while the VM exists: no
+/// change of the spec is carried out (a NIC changed onto that VNet would
+/// put the VM on another team's network) until every NIC names a VNet of
+/// its own namespace or a plain bridge. Ready stays as it was.
+pub fn on_foreign_vnet(ctx: &Ctx) -> Option<Decision> {
+    let problems: Vec<String> = (ctx.spec.networks.iter().enumerate())
+        .filter(|(_, nic)| ctx.obs.foreign_vnets.contains(&nic.bridge))
+        .map(|(i, nic)| foreign_vnet(i, &nic.bridge))
+        .collect();
+    if problems.is_empty() {
+        return None;
+    }
+    let reason = Reason::BridgeNotFound;
+    let message = format!(
+        "refused: {}; nothing of the spec is changed on the VM until it names its own",
+        problems.join("; ")
+    );
+    let d = Decision::new(Idle::Wait, Some(RECHECK), Say::no(reason, message.clone())).keep_ready();
     Some(ctx.event_on_change(d, reason, reason.as_str(), message))
 }
 

@@ -414,3 +414,36 @@ fn ignored_and_clamped_annotations_are_a_warning() {
         assert_eq!(condition(&plan, ConditionType::Warning), None, "{value}");
     }
 }
+
+/// An existing VM whose spec puts a NIC on another namespace's VNet (a
+/// change of `bridge`, or a NIC added): nothing of the spec is carried
+/// out, the field named; the same VM on its own VNet is converged.
+#[test]
+fn an_existing_vm_is_not_moved_onto_another_namespaces_vnet() {
+    let foreign = |o: &mut Observation| o.foreign_vnets = ["vb0f1e2d".to_owned()].into();
+    let existing = || {
+        World::new()
+            .created()
+            .present(our_vm(Power::Running))
+            .observe(foreign)
+    };
+    // The NIC changed onto the other namespace's VNet (its config still
+    // on vmbr0): a config write would follow without the check.
+    let moved = existing()
+        .spec(|s| s.networks[0].bridge = "vb0f1e2d".into())
+        .run();
+    assert_eq!(moved.step, Step::Idle(Idle::Wait), "{:?}", moved.step);
+    let message = synced_message(&moved);
+    assert!(
+        message.contains("spec.forProvider.networks[0].bridge \"vb0f1e2d\" is the VNet of a ProxmoxVNet of another namespace")
+            && message.contains("nothing of the spec is changed"),
+        "{message}"
+    );
+    assert_eq!(
+        condition(&moved, ConditionType::Synced).map(|c| (c.0, c.1)),
+        Some((F, Reason::BridgeNotFound.as_str().to_owned()))
+    );
+    // A NIC of its own VNet: the other namespace's list does not matter.
+    let own = existing().run();
+    assert_eq!(own.step, Step::Idle(Idle::UpToDate), "{:?}", own.step);
+}
