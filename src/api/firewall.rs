@@ -8,6 +8,8 @@
 //! removed (PVE's default applies), a rule changed, added, moved or
 //! deleted on Proxmox is put back.
 
+use std::collections::BTreeMap;
+
 use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -334,6 +336,15 @@ pub struct ObservedFirewall {
     /// The rules in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<ObservedFirewallRule>,
+    /// The guest's own aliases as `name=cidr` (read only when the spec
+    /// has `aliases`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// The guest's own IP sets by name, each with its entries as Proxmox
+    /// keeps them (`!` before a `nomatch` one; read only when the spec has
+    /// `ipSets`, the entries of the sets it names).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ip_sets: BTreeMap<String, Vec<String>>,
 }
 
 /// A rule as Proxmox shows it.

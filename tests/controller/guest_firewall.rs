@@ -393,6 +393,23 @@ async fn a_vms_own_aliases_and_ip_sets_are_kept_and_named_by_its_rules() {
         "the rule names the guest's own, scoped"
     );
     assert!(ready.status.unwrap().at_provider.firewall.is_some());
+    // The status shows them, as Proxmox has them.
+    support::poll(
+        "the status shows the VM's own objects",
+        DEADLINE,
+        || async {
+            let vm = env.vms().get("own").await.map_err(|e| e.to_string())?;
+            let fw = vm
+                .status
+                .and_then(|s| s.at_provider.firewall)
+                .unwrap_or_default();
+            let peers = fw.ip_sets.get("peers").cloned().unwrap_or_default();
+            (fw.aliases == ["gw=10.0.0.1"] && peers.contains(&"!10.0.1.7".to_owned()))
+                .then_some(())
+                .ok_or_else(|| format!("{:?} {:?}", fw.aliases, fw.ip_sets))
+        },
+    )
+    .await;
 
     // By hand: an entry deleted, an alias changed, a set and an alias
     // added. All put back.

@@ -429,5 +429,16 @@ pub fn observed(view: &FirewallView) -> ObservedFirewall {
                 }
             })
             .collect(),
+        aliases: (view.aliases.iter().flatten())
+            .map(|a| format!("{}={}", a.name, a.cidr))
+            .collect(),
+        ip_sets: (view.ip_sets_own.iter().flatten())
+            .map(|(name, set)| {
+                let entries = set.entries.iter();
+                let entries =
+                    entries.map(|e| format!("{}{}", if e.nomatch { "!" } else { "" }, e.cidr));
+                (name.clone(), entries.collect())
+            })
+            .collect(),
     }
 }

@@ -281,3 +281,51 @@ fn an_entry_pve_would_refuse_is_a_refusal_naming_the_field() {
         "{why}"
     );
 }
+
+/// The status shows the guest's own aliases and IP sets as Proxmox has
+/// them (a `nomatch` entry with `!`), only the lists the spec has.
+#[test]
+fn the_status_shows_the_guests_own_objects() {
+    use crate::reconcile::common::firewall::observed;
+    let fw = spec(json!({
+        "aliases": [{"name": "gw", "cidr": "10.0.0.1"}],
+        "ipSets": [{"name": "peers", "entries": [{"cidr": "10.0.1.0/24"}]}],
+    }));
+    let set = Set {
+        comment: String::new(),
+        entries: vec![
+            Entry {
+                cidr: "10.0.1.0/24".into(),
+                nomatch: false,
+                comment: None,
+            },
+            Entry {
+                cidr: "10.0.1.9".into(),
+                nomatch: true,
+                comment: None,
+            },
+        ],
+        digest: None,
+    };
+    let pve = Pve {
+        aliases: vec![WantedAlias {
+            name: "gw".into(),
+            cidr: "10.0.0.1".into(),
+            comment: None,
+        }],
+        sets: BTreeMap::from([("peers".to_owned(), set)]),
+        rules: vec![],
+    };
+    let shown = observed(&pve.view(&fw));
+    assert_eq!(shown.aliases, ["gw=10.0.0.1"]);
+    assert_eq!(
+        shown.ip_sets,
+        BTreeMap::from([(
+            "peers".to_owned(),
+            vec!["10.0.1.0/24".to_owned(), "!10.0.1.9".to_owned()]
+        )])
+    );
+    // Lists the spec does not have are not read, and not shown.
+    let shown = observed(&pve.view(&spec(json!({}))));
+    assert!(shown.aliases.is_empty() && shown.ip_sets.is_empty());
+}
