@@ -348,9 +348,13 @@ async fn an_observed_container_is_taken_over_with_the_opt_in_and_left_as_it_was(
 
 /// Whether the container's status says it is ours (Synced on a pass
 /// after the marker was written).
+/// Synced after the takeover: on the spec that asked for it (the status
+/// written before the patch, while only observing, says Synced too).
 fn taken_over(ct: &provider_proxmox::api::ProxmoxContainer) -> bool {
     ct_condition(ct, "Synced").is_some_and(|c| {
         c.status == ConditionStatus::True
+            && c.observed_generation.is_some()
+            && c.observed_generation == ct.metadata.generation
             && !c
                 .message
                 .as_deref()
