@@ -15,7 +15,7 @@ use pve_client::{Client, Guest, GuestType};
 use serde_json::{Value, json};
 
 use crate::firewall::{delete, group, ip_set, wait, wait_gone, wait_ready};
-use crate::reconcile::{DEADLINE, Env, Options, condition, containers, manifests};
+use crate::reconcile::{DEADLINE, Env, condition, containers, manifests};
 use crate::support;
 
 /// The firewall routes of a VM that write.
@@ -63,16 +63,6 @@ fn guarded_vm(name: &str, group: &str) -> Value {
     )
 }
 
-/// A VM at rest reads its firewall at each full look: every 5 s here, so
-/// a change by hand is found within the test's patience (the default is
-/// 10 minutes).
-fn full_looks() -> Options {
-    Options {
-        provider: json!({"fullLookInterval": "5s"}),
-        ..Options::default()
-    }
-}
-
 fn guest(vmid: u32) -> Guest {
     Guest {
         kind: GuestType::Qemu,
@@ -109,7 +99,7 @@ async fn writes(env: &Env) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vms_firewall_holds_its_rules_and_names_only_its_own_namespaces_groups() {
-    let env = Env::start_with("fw-guest", full_looks()).await;
+    let env = Env::start("fw-guest").await;
     let ns = env.ns.name().to_owned();
     env.apply(&ip_set("office", json!([{"cidr": "10.9.0.0/16"}])))
         .await;
@@ -385,7 +375,7 @@ async fn own_objects(client: &Client, guest: &Guest) -> (Vec<(String, String)>, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vms_own_aliases_and_ip_sets_are_kept_and_named_by_its_rules() {
     use pve_client::ipset::Scope;
-    let env = Env::start_with("fw-own", full_looks()).await;
+    let env = Env::start("fw-own").await;
     env.apply(&vm_with_own_objects("own")).await;
     let ready = env.wait_ready("own").await;
     let vmid = env.vmid("own").await;

@@ -171,20 +171,6 @@ pub struct ProviderSettings {
     #[schemars(length(max = 32), regex(pattern = GO_DURATION))]
     pub resync_interval: String,
 
-    /// How often a ProxmoxVM that is up to date gets a full look, as a Go
-    /// duration: its `status/current`, its guest agent and, when its spec
-    /// declares one, its firewall. Between full looks each
-    /// `resyncInterval` is a cheap look (the cluster view and its config),
-    /// so drift only the full look sees (a firewall rule changed by hand)
-    /// is found within this interval.
-    #[serde(default = "default_full_look_interval")]
-    #[x_kube(
-        validation = Rule::new("duration(self) >= duration('5s') && duration(self) <= duration('24h')")
-            .message("fullLookInterval must be a Go duration between 5s and 24h, such as 10m")
-    )]
-    #[schemars(length(max = 32), regex(pattern = GO_DURATION))]
-    pub full_look_interval: String,
-
     /// Limits that keep Proxmox (and its storage locks) from being swamped.
     #[serde(default)]
     pub limits: Limits,
@@ -496,9 +482,6 @@ fn default_shutdown_timeout() -> String {
 }
 fn default_resync_interval() -> String {
     "1m".into()
-}
-fn default_full_look_interval() -> String {
-    "10m".into()
 }
 
 impl Default for TaskSettings {

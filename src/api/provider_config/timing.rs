@@ -32,8 +32,6 @@ pub struct Timing {
     pub shutdown_timeout: Duration,
     /// Drift-detection interval.
     pub resync_interval: Duration,
-    /// How often an up-to-date VM gets a full look.
-    pub full_look_interval: Duration,
 }
 
 impl Default for Timing {
@@ -43,7 +41,6 @@ impl Default for Timing {
             task_timeout: Duration::from_secs(600),
             shutdown_timeout: Duration::from_secs(120),
             resync_interval: Duration::from_secs(60),
-            full_look_interval: Duration::from_secs(600),
         }
     }
 }
@@ -59,7 +56,6 @@ impl ProviderSettings {
                 &self.tasks.shutdown_timeout,
             )?,
             resync_interval: parse_duration("resyncInterval", &self.resync_interval)?,
-            full_look_interval: parse_duration("fullLookInterval", &self.full_look_interval)?,
         })
     }
 }

@@ -99,6 +99,9 @@ impl Remembered for Kept {
 /// The first backoff after a failed pass, doubling up to [`BACKOFF_MAX`].
 const BACKOFF_BASE: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// The longest an idle VM goes without a full observation (a paused VM,
+/// for one, shows as `running` in the cluster view).
+const FULL_LOOK_EVERY: Duration = Duration::from_secs(600);
 
 /// One resource's entry.
 #[derive(Debug)]
@@ -191,15 +194,13 @@ impl<L: Remembered> Memory<L> {
         self.with(uid, |e| e.last_write = version);
     }
 
-    /// The depth to observe the resource's VM at, given that it looks
-    /// idle and gets a full look `every` (the provider config's
-    /// `fullLookInterval`).
-    pub fn depth(&self, uid: &str, idle: bool, every: Duration) -> Depth {
+    /// The depth to observe the resource's VM at, given that it looks idle.
+    pub fn depth(&self, uid: &str, idle: bool) -> Depth {
         let recent = self
             .lock()
             .get(uid)
             .and_then(|e| e.full_look)
-            .is_some_and(|at| at.elapsed() < every);
+            .is_some_and(|at| at.elapsed() < FULL_LOOK_EVERY);
         if idle && recent {
             Depth::Idle
         } else {
@@ -352,31 +353,15 @@ mod tests {
         assert!(memory.cache_is_current("a", Some("5")));
     }
 
-    /// The default `fullLookInterval`.
-    const EVERY: Duration = Duration::from_secs(600);
-
     #[test]
     fn an_idle_vm_is_looked_at_cheaply_only_after_a_recent_full_look() {
         let memory = Memory::<()>::default();
-        assert_eq!(
-            memory.depth("a", true, EVERY),
-            Depth::Full,
-            "never looked at"
-        );
+        assert_eq!(memory.depth("a", true), Depth::Full, "never looked at");
         memory.looked_in_full("a");
-        assert_eq!(memory.depth("a", true, EVERY), Depth::Idle);
-        assert_eq!(memory.depth("a", false, EVERY), Depth::Full, "not idle");
-        assert_eq!(
-            memory.depth("a", true, Duration::ZERO),
-            Depth::Full,
-            "the config's full-look interval has passed"
-        );
+        assert_eq!(memory.depth("a", true), Depth::Idle);
+        assert_eq!(memory.depth("a", false), Depth::Full, "not idle");
         memory.look_closer("a");
-        assert_eq!(
-            memory.depth("a", true, EVERY),
-            Depth::Full,
-            "asked to look closer"
-        );
+        assert_eq!(memory.depth("a", true), Depth::Full, "asked to look closer");
     }
 
     #[test]
@@ -394,17 +379,9 @@ mod tests {
         memory.looked_in_full("d");
         memory.looked_in_full("e");
         memory.forget_config(&config("one"));
-        assert_eq!(memory.depth("b", true, EVERY), Depth::Full, "forgotten");
+        assert_eq!(memory.depth("b", true), Depth::Full, "forgotten");
         assert!(!memory.lock().contains_key("c"), "forgotten");
-        assert_eq!(
-            memory.depth("d", true, EVERY),
-            Depth::Idle,
-            "another config's"
-        );
-        assert_eq!(
-            memory.depth("e", true, EVERY),
-            Depth::Idle,
-            "never looked at one"
-        );
+        assert_eq!(memory.depth("d", true), Depth::Idle, "another config's");
+        assert_eq!(memory.depth("e", true), Depth::Idle, "never looked at one");
     }
 }

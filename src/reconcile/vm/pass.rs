@@ -314,9 +314,7 @@ async fn observe_and_reserve<'a>(
         .as_ref()
         .and_then(|s| s.at_provider.node.clone())
         .or_else(|| vm.spec.for_provider.node.clone());
-    let depth = ctx
-        .memory
-        .depth(&id.uid, needs.idle, connection.timing.full_look_interval);
+    let depth = ctx.memory.depth(&id.uid, needs.idle);
     let mut input = input(vm, connection.state(), Observation::default(), now);
     let observed = match observe(from, (vm, id), needs, node_hint.as_deref(), depth).await {
         Ok(mut observed) => match reserve(ctx, from, connection, id, needs, &mut observed).await {

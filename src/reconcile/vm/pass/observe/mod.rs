@@ -128,17 +128,15 @@ pub async fn observe(
         obs.depth = look.depth;
         sure = look.sure;
     }
-    // Only when the spec declares a firewall, in a pass that looks at the
-    // VM in full: while it is created or changed, and at rest once per
-    // `fullLookInterval` (a cheap look may only conclude that nothing is
-    // to be done, and the status keeps the firewall last seen).
+    // Only when the spec declares a firewall, in a pass that sees the VM
+    // (at rest: each timed pass, as its config): a pass that did not read
+    // it could not tell whether it is as asked.
     if let (true, Some(vmid), Some(spec), VmState::Present(seen)) = (
         needs.firewall,
         needs.vmid,
         vm.spec.for_provider.firewall.as_ref(),
         &obs.vm,
     ) && seen.config.is_some()
-        && obs.depth == Depth::Full
     {
         let guest = pve_client::Guest {
             kind: pve_client::GuestType::Qemu,
