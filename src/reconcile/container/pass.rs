@@ -706,7 +706,7 @@ async fn report(
         // another holder) is never overwritten.
         let api: Api<ProxmoxContainer> = Api::namespaced(ctx.kube.clone(), &id.namespace);
         let status: &ProxmoxContainerStatus = &plan.status;
-        let base = ctx.memory.last_write(&id.uid).or(ct.resource_version());
+        let base = fresh::base(&ctx.memory, ct);
         ctx.shards.fence(hold)?;
         apply_on(&api, &id.name, status, base.as_deref()).await
     };

@@ -49,3 +49,10 @@ where
 pub fn wrote<K: Resource, L: Remembered>(memory: &Memory<L>, obj: &K, written: &K) {
     memory.saw(&obj.uid().unwrap_or_default(), written.resource_version());
 }
+
+/// The version a status write of `obj` goes on: this replica's last write
+/// of it in this pass or before, else the version the pass read.
+pub fn base<K: Resource, L: Remembered>(memory: &Memory<L>, obj: &K) -> Option<String> {
+    let uid = obj.uid().unwrap_or_default();
+    memory.last_write(&uid).or(obj.resource_version())
+}

@@ -785,7 +785,7 @@ async fn report<K: Kind>(
     // On the version this pass read: a fresher status (of another holder)
     // is never overwritten.
     let uid = obj.uid().unwrap_or_default();
-    let base = ctx.memory.last_write(&uid).or(obj.resource_version());
+    let base = fresh::base(&ctx.memory, obj);
     ctx.shards.fence(hold)?;
     if let Some(version) = status::apply_on(api, &obj.name_any(), &status, base.as_deref()).await? {
         ctx.memory.saw(&uid, Some(version));
