@@ -68,19 +68,27 @@ impl Events {
         }
     }
 
+    /// Publishes `event` about `object` unless this process published an
+    /// identical one already (same reason and message): an announcement
+    /// that a plan finds to make on every pass, said once.
+    pub async fn publish_once<K>(&self, object: &K, event: &event::Event)
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        let uid = object.uid().unwrap_or_default();
+        if self.correlator().seen(&occurrence(&uid, event)) {
+            return;
+        }
+        self.publish(object, event).await;
+    }
+
     async fn try_publish<K>(&self, object: &K, event: &event::Event) -> Result<(), kube::Error>
     where
         K: Resource<DynamicType = ()>,
     {
         let uid = object.uid().unwrap_or_default();
-        let occurrence = Occurrence {
-            object: &uid,
-            warning: event.warning,
-            reason: event.reason,
-            message: &event.note,
-        };
         let now = Timestamp::now();
-        let outcome = self.correlator().correlate(&occurrence, now);
+        let outcome = self.correlator().correlate(&occurrence(&uid, event), now);
         let (series, write) = match outcome {
             Outcome::Write(series, write) => (series, write),
             Outcome::Dropped => {
@@ -179,6 +187,16 @@ impl Events {
             count: Some(write.count),
             ..Event::default()
         }
+    }
+}
+
+/// `event` about the object with UID `uid`, as the correlator sees it.
+fn occurrence<'a>(uid: &'a str, event: &'a event::Event) -> Occurrence<'a> {
+    Occurrence {
+        object: uid,
+        warning: event.warning,
+        reason: event.reason,
+        message: &event.note,
     }
 }
 

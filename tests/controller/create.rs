@@ -13,19 +13,7 @@ async fn import_flow_reaches_ready_with_the_disk_imported_and_the_ip_reported() 
     vm["spec"]["writeConnectionSecretToRef"] = json!({"name": "web-conn"});
     env.apply(&vm).await;
 
-    let vm = env
-        .wait_vm("web", "Ready with an IP address", |vm| {
-            let ready = condition(vm, "Ready").is_some_and(is_true);
-            let ip = vm
-                .status
-                .as_ref()
-                .and_then(|s| s.at_provider.ip_address.clone());
-            match (ready, ip) {
-                (true, Some(ip)) => Ok(ip),
-                _ => Err("not Ready with an IP yet".into()),
-            }
-        })
-        .await;
+    let vm = ready_with_ip(&env, "web").await.1;
     let obj = env.vm("web").await;
     let status = obj.status.clone().unwrap();
     let vmid = env.vmid("web").await;
@@ -79,17 +67,29 @@ async fn import_flow_reaches_ready_with_the_disk_imported_and_the_ip_reported() 
     let owner = &secret.metadata.owner_references.unwrap()[0];
     assert_eq!(owner.uid, obj.metadata.uid.clone().unwrap());
 
-    // Core v1 events for the tasks started and finished.
-    let events = env.events("web").await;
-    let reasons: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
-    assert!(reasons.contains(&"TaskStarted"), "{events:?}");
-    assert!(reasons.contains(&"TaskSucceeded"), "{events:?}");
-    assert!(
-        events
+    // Core v1 events: one per task, when it ends, naming its UPID (a task
+    // found running 15 s after its start is announced too: `TaskStarted`).
+    // The start's end is said right after the status that shows it Ready.
+    let events = support::poll("each task said once", reconcile::DEADLINE, || async {
+        let events = env.events("web").await;
+        let said = |task: &str| {
+            events
+                .iter()
+                .any(|e| e.1 == "TaskSucceeded" && e.2.contains(task))
+        };
+        said(":qmstart:")
+            .then_some(events.clone())
+            .ok_or(format!("{events:?}"))
+    })
+    .await;
+    for task in [":qmcreate:", ":resize:", ":qmstart:"] {
+        let said: Vec<_> = events
             .iter()
-            .any(|e| e.1 == "TaskStarted" && e.2.contains(":qmcreate:")),
-        "{events:?}"
-    );
+            .filter(|e| e.1 == "TaskSucceeded" && e.2.contains(task))
+            .collect();
+        assert_eq!(said.len(), 1, "{task} {events:?}");
+        assert_eq!(said[0].3, 1, "said once: {events:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,26 +264,8 @@ async fn a_linked_clone_applied_with_its_template_waits_and_is_cloned_once_it_is
         ..reconcile::Options::default()
     };
     let env = Env::start_with("clonewake", options).await;
-    // Every Synced reason the clone ever shows.
-    let reasons = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let watch = {
-        let reasons = std::sync::Arc::clone(&reasons);
-        let events = kube::runtime::watcher(
-            env.vms(),
-            kube::runtime::watcher::Config::default().fields("metadata.name=web"),
-        );
-        tokio::spawn(async move {
-            use futures::StreamExt;
-            let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(events));
-            while let Some(event) = events.next().await {
-                if let Ok(vm) = event
-                    && let Some(synced) = condition(&vm, "Synced")
-                {
-                    reasons.lock().unwrap().push(synced.reason.clone());
-                }
-            }
-        })
-    };
+    // Every version of the clone, for every Synced reason it ever shows.
+    let (versions, watch) = watch_versions(&env, "web");
 
     // The conversion is held until the test has seen the clone wait: at
     // time scale 0.01 it could end before the clone's first pass.
@@ -335,7 +317,12 @@ async fn a_linked_clone_applied_with_its_template_waits_and_is_cloned_once_it_is
     assert_eq!(clones.len(), 1, "{clones:?}");
     assert_eq!(clones[0]["params"]["vmid"], template.to_string());
     assert_eq!(clones[0]["params"]["full"], "0");
-    let reasons = reasons.lock().unwrap().clone();
+    let reasons: Vec<String> = versions
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|vm| condition(vm, "Synced").map(|c| c.reason.clone()))
+        .collect();
     assert!(
         reasons.iter().any(|r| r == "WaitingForTemplate"),
         "{reasons:?}"
@@ -351,4 +338,110 @@ async fn a_linked_clone_applied_with_its_template_waits_and_is_cloned_once_it_is
             && l.contains(&woken)),
         "woken by the template's resource"
     );
+}
+
+/// A VM's creation writes the resource only as often as what changed is
+/// worth (issue 36): every version the watch shows from the apply until it
+/// is Ready with its address, by what changed. The metadata: the VMID with
+/// the finalizer in one patch, the creation recorded in another. The status
+/// (the spec names the node: nothing to place): each task (create, resize,
+/// start: its UPID before anything else is sent, the last one's end in the
+/// same write), Ready and the agent's address; no write only rewords a
+/// message or moves a progress figure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_is_created_in_a_handful_of_kubernetes_writes() {
+    use provider_proxmox::reconcile::managed::status::Change;
+    use provider_proxmox::reconcile::vm::pass::status::change;
+
+    let env = Env::start("writes").await;
+    let (versions, watch) = watch_versions(&env, "web");
+    env.apply(&manifests::vm("web", manifests::imported(json!({}))))
+        .await;
+    let last = ready_with_ip(&env, "web").await.0;
+    support::poll(
+        "the watch to show that version",
+        reconcile::DEADLINE,
+        || {
+            let seen = versions
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|vm| vm.metadata.resource_version == last);
+            async move { seen.then_some(()).ok_or_else(|| "not yet".to_owned()) }
+        },
+    )
+    .await;
+    watch.abort();
+
+    let versions = versions.lock().unwrap().clone();
+    let (mut metadata, mut status) = (0, vec![]);
+    for pair in versions.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        if before.metadata.resource_version == after.metadata.resource_version {
+            continue;
+        }
+        if (&before.metadata.annotations, &before.metadata.finalizers)
+            != (&after.metadata.annotations, &after.metadata.finalizers)
+        {
+            metadata += 1;
+        }
+        if before.status != after.status {
+            status.push(change(
+                before.status.as_ref(),
+                after.status.as_ref().unwrap(),
+            ));
+        }
+    }
+    assert_eq!(metadata, 2, "the VMID with the finalizer, the creation");
+    assert!(
+        !status
+            .iter()
+            .any(|c| matches!(c, Change::Wording | Change::Progress(_))),
+        "{status:?}"
+    );
+    // The create, the resize (with the create's end), the start (with the
+    // resize's), Ready (the start's end); then the address.
+    let records = status.iter().filter(|c| **c == Change::Record).count();
+    assert_eq!(records, 4, "{status:?}");
+    assert!(status.len() <= 5, "{status:?}");
+}
+
+/// Every version of the ProxmoxVM `name` the watch shows from now on, until
+/// the task returned is aborted.
+fn watch_versions(env: &Env, name: &str) -> (Versions, tokio::task::JoinHandle<()>) {
+    let versions = Versions::default();
+    let seen = std::sync::Arc::clone(&versions);
+    let events = kube::runtime::watcher(
+        env.vms(),
+        kube::runtime::watcher::Config::default().fields(&format!("metadata.name={name}")),
+    );
+    let watch = tokio::spawn(async move {
+        use futures::StreamExt;
+        let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(events));
+        while let Some(event) = events.next().await {
+            if let Ok(vm) = event {
+                seen.lock().unwrap().push(vm);
+            }
+        }
+    });
+    (versions, watch)
+}
+
+type Versions = std::sync::Arc<std::sync::Mutex<Vec<provider_proxmox::api::ProxmoxVM>>>;
+
+/// Waits for the ProxmoxVM `name` to be Ready with an IP address: the
+/// resourceVersion that shows it, and the address.
+async fn ready_with_ip(env: &Env, name: &str) -> (Option<String>, String) {
+    env.wait_vm(name, "Ready with an IP address", |vm| {
+        let ready = condition(vm, "Ready").is_some_and(is_true);
+        let ip = vm
+            .status
+            .as_ref()
+            .and_then(|s| s.at_provider.ip_address.clone());
+        match (ready, ip) {
+            (true, Some(ip)) => Ok((vm.metadata.resource_version.clone(), ip)),
+            _ => Err("not Ready with an IP yet".into()),
+        }
+    })
+    .await
 }

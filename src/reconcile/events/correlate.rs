@@ -207,6 +207,27 @@ impl Correlator {
         }
     }
 
+    /// Whether an event identical to `event` (object, type, reason and
+    /// message) occurred already, as far as the tables remember (an entry
+    /// evicted or a restart forgets it: then it is said again).
+    pub fn seen(&self, event: &Occurrence<'_>) -> bool {
+        let group = Group {
+            object: event.object.to_owned(),
+            warning: event.warning,
+            reason: event.reason,
+        };
+        let hash = message_hash(event.message);
+        let series = Series {
+            group: group.clone(),
+            message: Some(hash),
+        };
+        self.logged.peek(&series).is_some()
+            || self
+                .similar
+                .peek(&group)
+                .is_some_and(|s| s.messages.contains(&hash))
+    }
+
     /// Remembers the Event object created for `series`, so that its next
     /// occurrence patches it.
     pub fn created(&mut self, series: &Series, name: String) {
@@ -283,6 +304,26 @@ mod tests {
             reason,
             message,
         }
+    }
+
+    #[test]
+    fn an_event_is_seen_once_it_occurred() {
+        let mut c = Correlator::default();
+        let e = event("uid-a", "TaskStarted", "started qmcreate");
+        assert!(!c.seen(&e));
+        send(&mut c, &e, at(0));
+        assert!(c.seen(&e));
+        assert!(!c.seen(&event("uid-b", "TaskStarted", "started qmcreate")));
+        assert!(!c.seen(&event("uid-a", "TaskStarted", "started qmstart")));
+        // Aggregated from the 10th distinct message on: still seen.
+        for i in 0..12 {
+            send(
+                &mut c,
+                &event("uid-a", "TaskSucceeded", &format!("m{i}")),
+                at(i),
+            );
+        }
+        assert!(c.seen(&event("uid-a", "TaskSucceeded", "m11")));
     }
 
     /// Correlates and, like the publisher, records a create under a name

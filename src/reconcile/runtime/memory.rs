@@ -116,6 +116,9 @@ struct Entry<L> {
     known: Option<L>,
     /// The provider config whose Proxmox that look was at.
     config: Option<ConfigKey>,
+    /// When this process last wrote the resource's status (what spaces
+    /// out the writes that only reword it or move its progress).
+    status_written: Option<Instant>,
 }
 
 impl<L> Default for Entry<L> {
@@ -126,6 +129,7 @@ impl<L> Default for Entry<L> {
             full_look: None,
             known: None,
             config: None,
+            status_written: None,
         }
     }
 }
@@ -192,6 +196,20 @@ impl<L: Remembered> Memory<L> {
     /// Records the version a write (or a fresh read) produced.
     pub fn saw(&self, uid: &str, version: Option<String>) {
         self.with(uid, |e| e.last_write = version);
+    }
+
+    /// This process just wrote the resource's status.
+    pub fn wrote_status(&self, uid: &str) {
+        self.with(uid, |e| e.status_written = Some(Instant::now()));
+    }
+
+    /// How long ago this process last wrote the resource's status, if it
+    /// did (a restarted process wrote nothing yet).
+    pub fn since_status_written(&self, uid: &str) -> Option<Duration> {
+        self.lock()
+            .get(uid)
+            .and_then(|e| e.status_written)
+            .map(|at| at.elapsed())
     }
 
     /// The depth to observe the resource's VM at, given that it looks idle.
@@ -362,6 +380,17 @@ mod tests {
         assert_eq!(memory.depth("a", false), Depth::Full, "not idle");
         memory.look_closer("a");
         assert_eq!(memory.depth("a", true), Depth::Full, "asked to look closer");
+    }
+
+    #[test]
+    fn the_last_status_write_is_remembered_per_resource() {
+        let memory = Memory::<()>::default();
+        assert_eq!(memory.since_status_written("a"), None, "never written");
+        memory.wrote_status("a");
+        assert!(memory.since_status_written("a").is_some());
+        assert_eq!(memory.since_status_written("b"), None, "per resource");
+        memory.forget("a");
+        assert_eq!(memory.since_status_written("a"), None);
     }
 
     #[test]

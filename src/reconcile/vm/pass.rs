@@ -11,7 +11,7 @@
 //! reservations.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
 use kube::core::DeserializeGuard;
@@ -34,6 +34,7 @@ use crate::reconcile::error::{Error, forbidden_message};
 use crate::reconcile::identity::Identity;
 use crate::reconcile::managed::connection_secret;
 use crate::reconcile::managed::envelope::{self, run_held};
+use crate::reconcile::managed::status::{Moment, due};
 use crate::reconcile::providers::{ConfigKey, Connection};
 use crate::reconcile::runtime::shards::Hold;
 use act::{act, act_local};
@@ -474,14 +475,34 @@ async fn report(
         Ok(Done::Written(version)) => version.clone(),
         Ok(Done::Started(_) | Done::Nothing) | Err(_) => vm.metadata.resource_version.clone(),
     };
-    ctx.shards.fence(hold)?;
-    let written = status::write(&ctx.kube, (vm, id), &plan.status, base.as_deref()).await;
+    // Written when what changed is worth a write (`managed::status::due`):
+    // a task recorded or its end consumed always, here; what a pass that
+    // wrote metadata found is left to the pass that follows at once, which
+    // finds it again; a rewording or progress at most every 15 s.
+    let moment = Moment {
+        since_written: ctx.memory.since_status_written(&id.uid),
+        next_pass_at_once: matches!(outcome, Ok(Done::Written(_)))
+            && plan.requeue_after == Some(Duration::ZERO),
+        passes_again: plan.requeue_after.is_some(),
+    };
+    let change = status::change(vm.status.as_ref(), &plan.status);
+    let written = if due(change, &moment) {
+        ctx.shards.fence(hold)?;
+        status::write(&ctx.kube, id, &plan.status, base.as_deref()).await
+    } else {
+        Ok(None)
+    };
     for event in &plan.events {
         ctx.shards.fence(hold)?;
         ctx.events.publish(vm, event).await;
     }
+    for event in &plan.announced {
+        ctx.shards.fence(hold)?;
+        ctx.events.publish_once(vm, event).await;
+    }
     if let Ok(Some(version)) = &written {
         ctx.memory.saw(&id.uid, Some(version.clone()));
+        ctx.memory.wrote_status(&id.uid);
     }
     let written = written?.is_some();
     published?;

@@ -159,7 +159,7 @@ pub enum ActFailure {
 
 /// The plan as it stands once its step was carried out: a started task is
 /// recorded in the status (so later passes observe it instead of starting
-/// another) with a `TaskStarted` event; a failed step makes Synced False
+/// another); a failed step makes Synced False
 /// with the error, recorded for backoff, and a retry. The events of the plan
 /// come first.
 pub fn settle(input: &PlanInput, mut plan: Plan, outcome: Result<Done, ActFailure>) -> Plan {
@@ -173,16 +173,8 @@ pub fn settle(input: &PlanInput, mut plan: Plan, outcome: Result<Done, ActFailur
                 task.upid = upid.to_string();
                 plan.status.at_provider.task = Some(task);
             }
-            let doing = plan.step.action().map(|a| format!(" ({})", a.describe()));
-            plan.events.push(Event {
-                warning: false,
-                reason: "TaskStarted",
-                note: format!(
-                    "started {}{}: {upid}",
-                    upid.task_type(),
-                    doing.unwrap_or_default()
-                ),
-            });
+            // No event yet: a task is said once, when it ends, unless it
+            // runs long enough to be announced (see `task::in_flight`).
             plan
         }
         Ok(Done::Written(_) | Done::Nothing) => plan,

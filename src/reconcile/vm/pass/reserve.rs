@@ -310,11 +310,24 @@ impl Reserved {
         {
             ctx.scheduler.light_task(key, node, upid);
         }
-        // The heavy task this pass saw end gives its slot back at once.
-        if let Some(done) = &plan.finished_task
+        // The heavy task this pass saw end gives its slot back at once:
+        // consumed, or left to the next pass while its creation is recorded
+        // first (`plan::converge::record_creation_first`; the task is still
+        // recorded, the step records the creation).
+        let ended = match (&plan.finished_task, &plan.step) {
+            (Some(done), _) => Some(done.type_.as_str()),
+            (None, Step::Kube(KubeWrite::RecordCreateSucceeded)) => plan
+                .status
+                .at_provider
+                .task
+                .as_ref()
+                .map(|t| t.type_.as_str()),
+            (None, _) => None,
+        };
+        if let Some(ended) = ended
             && let Some(task) = vm.status.as_ref().and_then(|s| s.at_provider.task.as_ref())
             && matches!(task.action, TaskAction::Create | TaskAction::Clone)
-            && done.type_ == task.type_
+            && ended == task.type_
         {
             wake(
                 ctx,

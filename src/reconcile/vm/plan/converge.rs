@@ -10,7 +10,7 @@ use super::context::Ctx;
 use super::decision::{Decision, Out, Say};
 use super::drift::{self, Diff};
 use super::firewall::{FirewallWrite, NotYet};
-use super::input::{AgentState, ObservedVm, Power};
+use super::input::{AgentState, ObservedVm, Power, VmState};
 use super::late_init;
 use super::observed;
 use super::output::{ConfigChanges, Idle, KubeWrite, PveCall, Step};
@@ -69,11 +69,7 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
     if !ctx.create_succeeded() {
         // Our VM exists but its creation was never recorded (the write was
         // lost, or the create task was not observed to its end).
-        let say = Say::yes(
-            Reason::ReconcileSuccess,
-            format!("VM {vmid} exists; recording its creation"),
-        );
-        return Decision::new(KubeWrite::RecordCreateSucceeded, Some(Duration::ZERO), say);
+        return recording_creation(ctx);
     }
     if !ctx.caps.update {
         let say = Say::yes(
@@ -88,6 +84,36 @@ pub(super) fn decide(ctx: &Ctx, out: &mut Out, vm: &ObservedVm) -> Decision {
     };
     out.status.at_provider.pending_changes = diff.pending.clone();
     change(ctx, out, vm, diff)
+}
+
+/// Records the creation of our VM (`external-create-succeeded`).
+fn recording_creation(ctx: &Ctx) -> Decision {
+    let say = Say::yes(
+        Reason::ReconcileSuccess,
+        format!("VM {} exists; recording its creation", ctx.vmid_text()),
+    );
+    Decision::new(KubeWrite::RecordCreateSucceeded, Some(Duration::ZERO), say)
+}
+
+/// A create or clone that ended OK, of a VM that is ours and whose
+/// creation is not recorded yet: the creation is recorded first, and the
+/// task's end is left to the next pass (it follows at once, and the
+/// observer keeps the end). That pass consumes the end and goes on (the
+/// resize, the start) in one status write: consumed here, the end would
+/// need a status write of its own before the metadata write's pass.
+pub(super) fn record_creation_first(ctx: &Ctx, action: TaskAction) -> Option<Decision> {
+    if !matches!(action, TaskAction::Create | TaskAction::Clone)
+        || ctx.create_succeeded()
+        || ctx.deleting()
+        || !ctx.caps.create
+    {
+        return None;
+    }
+    let config = match &ctx.obs.vm {
+        VmState::Present(vm) => vm.config.as_ref()?,
+        VmState::Absent | VmState::Unknown => return None,
+    };
+    (ownership(config, ctx.uid()) == Ownership::Ours).then(|| recording_creation(ctx))
 }
 
 /// The VM is locked `create`/`clone` and its config cannot be read yet.

@@ -559,8 +559,11 @@ fn taken(ctx: &Ctx, out: &mut Out, vmid: u32) -> Option<Decision> {
     Some(Decision::new(Idle::Wait, Some(ctx.resync_interval()), say))
 }
 
-/// The finalizer goes on just before the first create is sent: only then can
-/// a VM exist that deletion must clean up.
+/// The finalizer must be on before the first create is sent: only then can
+/// a VM exist that deletion must clean up. It goes on with the VMID's
+/// record (`RecordExternalName` with `create_pending`, in the same write);
+/// this is for a resource whose VMID was recorded without it (by an older
+/// version, or by hand).
 pub(super) fn finalizer(ctx: &Ctx, vmid: u32) -> Option<Decision> {
     if ctx.has_finalizer() {
         return None;

@@ -149,6 +149,8 @@ impl From<Decision<LocalStep>> for Decision {
 pub(super) struct Out {
     pub status: ProxmoxVMStatus,
     pub events: Vec<Event>,
+    /// Events said once (see [`Plan::announced`]).
+    pub announced: Vec<Event>,
     /// The task this pass saw end (see [`super::task`]).
     pub finished_task: Option<super::output::FinishedTask>,
 }
@@ -158,6 +160,7 @@ impl Out {
         Self {
             status: ctx.status.clone(),
             events: vec![],
+            announced: vec![],
             finished_task: None,
         }
     }
@@ -168,6 +171,7 @@ impl Out {
         Self {
             status: plan.status,
             events: plan.events,
+            announced: plan.announced,
             finished_task: plan.finished_task,
         }
     }
@@ -222,6 +226,7 @@ impl Out {
             status: self.status,
             requeue_after: requeue,
             events: self.events,
+            announced: self.announced,
             connection,
             finished_task: self.finished_task,
             pending_task,

@@ -28,6 +28,10 @@ pub struct Plan<S = Step> {
     pub requeue_after: Option<Duration>,
     /// Kubernetes events to publish (failures to publish are not errors).
     pub events: Vec<Event>,
+    /// Events said once: one that this process published already, word for
+    /// word, is not published again (a long task's `TaskStarted`, which
+    /// every look at it while it runs finds to say).
+    pub announced: Vec<Event>,
     /// Data for the `writeConnectionSecretToRef` Secret, when set and known.
     pub connection: Option<BTreeMap<String, String>>,
     /// The task this pass saw end, for the metrics.
@@ -44,6 +48,7 @@ impl From<Plan<LocalStep>> for Plan {
             status: plan.status,
             requeue_after: plan.requeue_after,
             events: plan.events,
+            announced: plan.announced,
             connection: plan.connection,
             finished_task: plan.finished_task,
             pending_task: plan.pending_task,
@@ -189,7 +194,11 @@ impl From<Idle> for LocalStep {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KubeWrite {
     /// Set `crossplane.io/external-name` to `vmid` and, when
-    /// `create_pending`, `crossplane.io/external-create-pending` to now.
+    /// `create_pending`, `crossplane.io/external-create-pending` to now and
+    /// add the finalizer (a create may follow, whose VM deletion must clean
+    /// up). A write of its own before the create: the status, a
+    /// subresource, cannot carry metadata (docs/architecture.md, "The
+    /// Kubernetes writes of a VM's creation").
     RecordExternalName {
         /// The VMID.
         vmid: u32,
@@ -201,7 +210,10 @@ pub enum KubeWrite {
     ForgetExternalName,
     /// Add the finalizer.
     AddFinalizer,
-    /// Set `crossplane.io/external-create-succeeded` to now.
+    /// Set `crossplane.io/external-create-succeeded` to now. A write of its
+    /// own: the VMID's write came before the create, and the status is
+    /// another subresource (its pass leaves the create's end to the next
+    /// pass, so it costs no status write: see `converge::record_creation_first`).
     RecordCreateSucceeded,
     /// Remove the finalizer; the resource may go.
     RemoveFinalizer,

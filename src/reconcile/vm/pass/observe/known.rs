@@ -137,6 +137,18 @@ pub fn look(
         return fallback;
     };
     if let Some(task) = task {
+        // The pass before saw this task end and only wrote the metadata
+        // (the creation recorded before the end is consumed, see
+        // `plan::converge::record_creation_first`): its look, seconds old
+        // and taken after the end, is this pass's.
+        if known.written
+            && !known.touched
+            && matches!(task.state, TaskState::Finished(_))
+            && matches!(known.vm, VmState::Present(_))
+            && now.saturating_duration_since(known.at) < REUSE_FOR
+        {
+            return Look::Known(known.vm.clone());
+        }
         return after_task(known, task).unwrap_or(Look::Full);
     }
     if known.touched {
@@ -487,6 +499,13 @@ mod tests {
                 None,
                 Depth::Idle,
                 Look::Idle,
+            ),
+            (
+                "our create ended and the pass after it only recorded the creation: its look",
+                Some(known(stopped.clone(), s(1), false, now)),
+                task(TaskAction::Create, &ok),
+                Depth::Full,
+                Look::Known(stopped.clone()),
             ),
             (
                 "our create ended: stopped on the task's node, config read",

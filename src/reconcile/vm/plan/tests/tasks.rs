@@ -322,6 +322,7 @@ fn a_failed_task_backs_off_and_says_why() {
 #[test]
 fn a_success_clears_the_failure_record() {
     let plan = importing()
+        .created()
         .failed(TaskAction::Create, 2, 5)
         .task_state(finished("OK"))
         .present(our_vm(Power::Stopped))
@@ -384,4 +385,74 @@ fn a_failed_password_update_is_sent_again() {
         .present(our_vm(Power::Running))
         .run();
     assert_eq!(plan.status.at_provider.password_version, None);
+}
+
+#[test]
+fn a_create_that_ended_is_recorded_first_and_its_end_consumed_by_the_next_pass() {
+    // The pass that sees the create end on our VM records the creation (a
+    // metadata write) and leaves the task recorded: its status holds
+    // nothing the next pass will not find again, so it is not written.
+    let first = importing()
+        .task_state(finished("OK"))
+        .present(our_vm(Power::Stopped))
+        .run();
+    assert_eq!(first.step, Step::Kube(KubeWrite::RecordCreateSucceeded));
+    assert!(
+        first.status.at_provider.task.is_some(),
+        "left to the next pass"
+    );
+    assert!(first.events.is_empty(), "{:?}", first.events);
+    assert_eq!(first.finished_task, None);
+    // The next pass consumes the end, says it, and goes on in the same
+    // pass (one status write: the end and the next task).
+    let next = importing()
+        .created()
+        .task_state(finished("OK"))
+        .present(our_vm(Power::Stopped))
+        .run();
+    assert_eq!(next.status.at_provider.task, None);
+    assert!(
+        next.events
+            .iter()
+            .any(|e| e.reason == "TaskSucceeded" && e.note.contains(":qmcreate:")),
+        "{:?}",
+        next.events
+    );
+    assert!(next.finished_task.is_some());
+    assert!(matches!(next.step, Step::Pve(_)), "{:?}", next.step);
+    // Not ours (yet): consumed as before, and the VM decides.
+    let foreign = importing()
+        .task_state(finished("OK"))
+        .present(ObservedVm {
+            config: Some(VmConfig::default()),
+            ..our_vm(Power::Stopped)
+        })
+        .run();
+    assert!(foreign.finished_task.is_some(), "{:?}", foreign.step);
+}
+
+#[test]
+fn a_task_is_announced_once_it_ran_15_seconds_and_said_when_it_ends() {
+    let at = |now| {
+        World::new()
+            .created()
+            .node("pve1")
+            .present(our_vm(Power::Stopped))
+            .task(TaskAction::Start, 90)
+            .task_state(running(None))
+            .at(now)
+            .run()
+    };
+    let short = at(104);
+    assert!(short.announced.is_empty(), "{:?}", short.announced);
+    assert!(short.events.is_empty(), "{:?}", short.events);
+    let long = at(105);
+    assert_eq!(long.announced.len(), 1, "{:?}", long.announced);
+    assert_eq!(long.announced[0].reason, "TaskStarted");
+    assert!(long.announced[0].note.contains(":qmstart:100:"));
+    assert_eq!(
+        at(200).announced,
+        long.announced,
+        "the same words each time"
+    );
 }
