@@ -611,7 +611,9 @@ fn wake_users(ctx: &Context, image: &ProxmoxImage, status: &crate::api::ProxmoxI
     let namespace = image.namespace();
     for obj in ctx.store.state() {
         let Ok(vm) = &obj.0 else { continue };
-        if vm.namespace() == namespace && refs::image_references(vm).any(|n| n == name) {
+        // A clone of the image's template waits for the template, not the
+        // file: the fleet's watch wakes it when one is ready to clone.
+        if vm.namespace() == namespace && refs::disk_images(vm).any(|n| n == name) {
             ctx.waker.wake(vm_ref(vm));
         }
     }
