@@ -63,6 +63,24 @@ pub struct VmView {
     pub pool: Option<String>,
     /// Its tags.
     pub tags: Vec<String>,
+    /// Its memory in bytes (`maxmem`).
+    pub memory: Option<u64>,
+    /// Its vCPUs (`maxcpu`).
+    pub cpus: Option<u64>,
+    /// The size of its boot disk in bytes (`maxdisk`).
+    pub disk: Option<u64>,
+}
+
+impl VmView {
+    /// What the view shows of the VM that does not change while it is at
+    /// rest (all but its uptime): a VM whose shape is as at its last full
+    /// look was not changed in any way the view can tell.
+    pub fn shape(&self) -> VmView {
+        VmView {
+            uptime: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// The cluster at one moment.
@@ -113,6 +131,9 @@ impl ClusterView {
                             uptime: r.uptime,
                             pool: r.pool.filter(|p| !p.is_empty()),
                             tags: split_tags(r.tags.as_deref()),
+                            memory: r.maxmem,
+                            cpus: r.maxcpu.map(|c| c.round() as u64),
+                            disk: r.maxdisk,
                         },
                     );
                 }

@@ -2,6 +2,7 @@
 //! metrics and their server, fair admission, settings, the provider
 //! configs' Leases ([`shards`]) and wake-ups.
 
+pub mod cycle;
 pub mod memory;
 pub mod metrics;
 pub mod queue;

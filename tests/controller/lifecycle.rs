@@ -4,7 +4,7 @@
 use pve_client::vm::{Tags, VmParams};
 use serde_json::json;
 
-use crate::reconcile::{DEADLINE, Env, condition, is_true, manifests};
+use crate::reconcile::{DEADLINE, Env, Options, condition, is_true, manifests};
 use crate::support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -154,4 +154,69 @@ async fn without_the_delete_policy_the_vm_is_orphaned() {
     );
     let events = env.events("kept").await;
     assert!(events.iter().any(|e| e.1 == "Orphaned"), "{events:?}");
+}
+
+/// At rest, between its full looks, an up-to-date VM costs no request of
+/// its own: the cluster view its config's VMs share shows whether it is as
+/// its last full look found it. A change that view shows (the memory of a
+/// stopped VM, here; a running VM's memory changed by hand is pending until
+/// it restarts, and the view shows the running value) is looked at in full
+/// and corrected at once, with no full look due for a day.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_rest_a_vm_is_read_only_through_the_shared_view_which_shows_drift_at_once() {
+    let options = Options {
+        provider: json!({"fullLookInterval": "24h"}),
+        ..Options::default()
+    };
+    let env = Env::start_with("coarse", options).await;
+    let vmid = env
+        .create_ready("web", manifests::imported(json!({"powerState": "Stopped"})))
+        .await;
+    let counts = || async {
+        let own = env
+            .sim
+            .count("GET", "/nodes/{node}/qemu/{vmid}/config")
+            .await
+            + env
+                .sim
+                .count("GET", "/nodes/{node}/qemu/{vmid}/status/current")
+                .await;
+        (own, env.sim.count("GET", "/cluster/resources").await)
+    };
+    // Three views read by its passes (a resync each 5 s), and nothing of
+    // the VM's own meanwhile (a window with a read of its own, a full look
+    // after its creation, starts over).
+    let deadline = std::time::Instant::now() + DEADLINE;
+    let mut start = counts().await;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let now = counts().await;
+        if now.0 != start.0 {
+            start = now;
+        } else if now.1 >= start.1 + 3 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no three coarse looks in a row: {now:?} since {start:?} (VM reads, views)"
+        );
+    }
+
+    env.sim
+        .edit(
+            vmid,
+            VmParams {
+                memory: Some(512),
+                ..VmParams::default()
+            },
+        )
+        .await;
+    support::poll("the memory put back", DEADLINE, || async {
+        let memory = env.sim.config(vmid).await.memory;
+        (memory == Some(2048))
+            .then_some(())
+            .ok_or_else(|| format!("memory {memory:?}"))
+    })
+    .await;
+    env.wait_ready("web").await;
 }

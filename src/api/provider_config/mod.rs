@@ -171,6 +171,25 @@ pub struct ProviderSettings {
     #[schemars(length(max = 32), regex(pattern = GO_DURATION))]
     pub resync_interval: String,
 
+    /// How often a ProxmoxVM that is up to date gets a full look, as a Go
+    /// duration: its power state, its config, its guest agent and, when
+    /// its spec declares one, its firewall (two to six Proxmox requests).
+    /// Between full looks, each `resyncInterval` is a coarse look from the
+    /// cluster view the config's VMs share (one request per config, not
+    /// per VM): a VM whose power state, node, lock, name, tags, pool,
+    /// memory, vCPUs or boot disk size changed is looked at in full at
+    /// once; drift only the full look sees (another config key, a firewall
+    /// rule changed by hand, a pause) is found within this interval. Each
+    /// VM has its own phase in the interval, so the full looks of many VMs
+    /// are spread evenly over it.
+    #[serde(default = "default_full_look_interval")]
+    #[x_kube(
+        validation = Rule::new("duration(self) >= duration('5s') && duration(self) <= duration('24h')")
+            .message("fullLookInterval must be a Go duration between 5s and 24h, such as 15m")
+    )]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION))]
+    pub full_look_interval: String,
+
     /// Limits that keep Proxmox (and its storage locks) from being swamped.
     #[serde(default)]
     pub limits: Limits,
@@ -482,6 +501,9 @@ fn default_shutdown_timeout() -> String {
 }
 fn default_resync_interval() -> String {
     "1m".into()
+}
+fn default_full_look_interval() -> String {
+    "15m".into()
 }
 
 impl Default for TaskSettings {

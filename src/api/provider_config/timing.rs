@@ -32,6 +32,8 @@ pub struct Timing {
     pub shutdown_timeout: Duration,
     /// Drift-detection interval.
     pub resync_interval: Duration,
+    /// How often an up-to-date VM gets a full look.
+    pub full_look_interval: Duration,
 }
 
 impl Default for Timing {
@@ -41,6 +43,7 @@ impl Default for Timing {
             task_timeout: Duration::from_secs(600),
             shutdown_timeout: Duration::from_secs(120),
             resync_interval: Duration::from_secs(60),
+            full_look_interval: Duration::from_secs(900),
         }
     }
 }
@@ -56,6 +59,7 @@ impl ProviderSettings {
                 &self.tasks.shutdown_timeout,
             )?,
             resync_interval: parse_duration("resyncInterval", &self.resync_interval)?,
+            full_look_interval: parse_duration("fullLookInterval", &self.full_look_interval)?,
         })
     }
 }

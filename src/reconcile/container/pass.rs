@@ -30,6 +30,7 @@ use crate::api::rules::PASSWORD_MAX_BYTES;
 use crate::api::vm::PlacementPolicy;
 use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
 use crate::reconcile::common::grants::{Placement, PlacementRequest};
+use crate::reconcile::common::look::Depth;
 use crate::reconcile::common::views::HostView;
 use crate::reconcile::common::{finalizer, provider};
 use crate::reconcile::context::Context;
@@ -181,8 +182,8 @@ async fn pass(
         Err(_) => crate::api::provider_config::Timing::default().task_timeout,
     };
     let (plan, conn, password) = match connection {
-        Ok(conn) => match observe(ct, id, ctx, &conn).await {
-            Ok((obs, password)) => (plan::plan(ct, id, &obs, now), Some(conn), password),
+        Ok(conn) => match observe_and_plan(ct, id, ctx, &conn, now).await {
+            Ok((plan, password)) => (plan, Some(conn), password),
             // A Secret the spec names that the RBAC does not let it read.
             Err(Failure::Kube(e)) if is_forbidden(&e) => {
                 let mut obs = Observation::unobserved(ctx.providers.default_resync());
@@ -240,12 +241,46 @@ async fn pass(
     Ok(plan.requeue)
 }
 
-/// Looks at what the plan will decide from.
+/// Observes and plans. A container at rest has its firewall read only at
+/// its full look, once per the config's `fullLookInterval`: a plan made
+/// without it may only conclude that nothing is to be done (anything else
+/// is planned again from a full look, in the same pass), and full looks
+/// may be skipped only after one that found everything as asked.
+async fn observe_and_plan(
+    ct: &ProxmoxContainer,
+    id: &Identity,
+    ctx: &Context,
+    conn: &Connection,
+    now: Timestamp,
+) -> Result<(Plan, Option<pve_client::Secret>), Failure> {
+    let every = conn.timing.full_look_interval;
+    let at_rest = plan::at_rest(ct);
+    let mut depth = ctx.memory.depth(&id.uid, at_rest, every);
+    loop {
+        let (obs, password) = observe(ct, id, ctx, conn, depth).await?;
+        let plan = plan::plan(ct, id, &obs, now);
+        match (depth, &plan.step) {
+            (Depth::Idle, Step::Idle) => return Ok((plan, password)),
+            (Depth::Idle, _) => depth = Depth::Full,
+            (Depth::Full, step) => {
+                if matches!(step, Step::Idle) && at_rest && obs.proxmox.is_none() {
+                    ctx.memory.looked_in_full(&id.uid);
+                } else {
+                    ctx.memory.look_closer(&id.uid);
+                }
+                return Ok((plan, password));
+            }
+        }
+    }
+}
+
+/// Looks at what the plan will decide from (the firewall only at `Depth::Full`).
 async fn observe(
     ct: &ProxmoxContainer,
     id: &Identity,
     ctx: &Context,
     conn: &Connection,
+    depth: Depth,
 ) -> Result<(Observation, Option<pve_client::Secret>), Failure> {
     let client = &conn.client;
     let poll = conn.timing.poll_interval;
@@ -345,7 +380,9 @@ async fn observe(
     let Some(node) = node else {
         return Ok((obs, None));
     };
-    if let (Container::Present(_), Some(fw), false) = (&obs.container, &spec.firewall, deleting) {
+    if let (Container::Present(_), Some(fw), false, Depth::Full) =
+        (&obs.container, &spec.firewall, deleting, depth)
+    {
         let guest = pve_client::Guest {
             kind: pve_client::GuestType::Lxc,
             node: node.clone(),

@@ -6,10 +6,10 @@ use k8s_openapi::jiff::Timestamp;
 use pve_client::lxc::ContainerConfig;
 use serde_json::{Value, json};
 
-use super::plan::{Container, Observation, Outcome, Seen, Step, TaskSeen, plan, settle};
-use crate::api::ProxmoxContainer;
+use super::plan::{Container, Observation, Outcome, Seen, Step, TaskSeen, at_rest, plan, settle};
 use crate::api::condition::{ConditionStatus, ConditionType, Reason, find};
 use crate::api::container::ContainerTaskAction;
+use crate::api::{ProxmoxContainer, ProxmoxContainerStatus};
 use crate::reconcile::common::grants::{Placement, VmidGrant};
 use crate::reconcile::common::owner::marker_line_of;
 use crate::reconcile::common::provider::ProviderState;
@@ -726,6 +726,38 @@ fn ready_follows_the_container_and_carries_the_generation() {
     );
     let synced = find(&refused.status.conditions, ConditionType::Synced).unwrap();
     assert_eq!(synced.status, ConditionStatus::False);
+}
+
+/// At rest (its firewall read only at full looks): Ready and Synced for
+/// this generation, nothing in flight, not deleted.
+#[test]
+fn a_container_is_at_rest_only_when_up_to_date_for_its_generation() {
+    let c = ct(json!({}), recorded(), json!({}));
+    let p = plan(&c, &id(), &obs(ours(true, &[])), now());
+    let with = |status: &ProxmoxContainerStatus| {
+        let mut c = c.clone();
+        c.status = Some(status.clone());
+        c
+    };
+    let up_to_date = with(&p.status);
+    assert!(at_rest(&up_to_date));
+    assert!(!at_rest(&c), "no status yet");
+    let mut changed = up_to_date.clone();
+    changed.metadata.generation = Some(2);
+    assert!(!at_rest(&changed), "a spec not observed yet");
+    let mut busy = p.status.clone();
+    busy.at_provider.task = Some(
+        serde_json::from_value(task("Start", "vzstart")["atProvider"]["task"].clone()).unwrap(),
+    );
+    assert!(!at_rest(&with(&busy)), "a task in flight");
+    let failed = settle(
+        p.clone(),
+        &Outcome::Failed("500 boom".into()),
+        now(),
+        Duration::from_secs(600),
+    );
+    assert!(!at_rest(&with(&failed.status)), "not Synced");
+    assert!(!at_rest(&deleting(up_to_date)), "being deleted");
 }
 
 /// `template.image`: waits (ImageNotFound, ImageNotReady, the node

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::cycle;
 use crate::reconcile::common::look::Depth;
 use crate::reconcile::providers::ConfigKey;
 
@@ -99,9 +100,6 @@ impl Remembered for Kept {
 /// The first backoff after a failed pass, doubling up to [`BACKOFF_MAX`].
 const BACKOFF_BASE: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
-/// The longest an idle VM goes without a full observation (a paused VM,
-/// for one, shows as `running` in the cluster view).
-const FULL_LOOK_EVERY: Duration = Duration::from_secs(600);
 
 /// One resource's entry.
 #[derive(Debug)]
@@ -134,12 +132,15 @@ impl<L> Default for Entry<L> {
 #[derive(Debug)]
 pub struct Memory<L = ()> {
     entries: Mutex<HashMap<String, Entry<L>>>,
+    /// Where the full-look cycles are measured from ([`cycle`]).
+    origin: Instant,
 }
 
 impl<L> Default for Memory<L> {
     fn default() -> Self {
         Self {
             entries: Mutex::new(HashMap::new()),
+            origin: Instant::now(),
         }
     }
 }
@@ -194,21 +195,28 @@ impl<L: Remembered> Memory<L> {
         self.with(uid, |e| e.last_write = version);
     }
 
-    /// The depth to observe the resource's VM at, given that it looks idle.
-    pub fn depth(&self, uid: &str, idle: bool) -> Depth {
-        let recent = self
-            .lock()
-            .get(uid)
-            .and_then(|e| e.full_look)
-            .is_some_and(|at| at.elapsed() < FULL_LOOK_EVERY);
-        if idle && recent {
+    /// The depth to observe the resource's VM at, given whether it looks
+    /// idle and that it gets a full look `every` (the provider config's
+    /// `fullLookInterval`), at its own phase of that interval.
+    pub fn depth(&self, uid: &str, idle: bool, every: Duration) -> Depth {
+        self.depth_at(uid, idle, every, Instant::now())
+    }
+
+    fn depth_at(&self, uid: &str, idle: bool, every: Duration, now: Instant) -> Depth {
+        let Some(last) = self.lock().get(uid).and_then(|e| e.full_look) else {
+            return Depth::Full;
+        };
+        let since = |at: Instant| at.saturating_duration_since(self.origin);
+        let due = cycle::due(since(last), every, cycle::phase(uid, every));
+        if idle && since(now) < due {
             Depth::Idle
         } else {
             Depth::Full
         }
     }
 
-    /// The resource's VM was just observed in full.
+    /// The resource's VM was just observed in full, and found as asked:
+    /// until its next full look, a coarse look may do.
     pub fn looked_in_full(&self, uid: &str) {
         self.with(uid, |e| e.full_look = Some(Instant::now()));
     }
@@ -353,15 +361,42 @@ mod tests {
         assert!(memory.cache_is_current("a", Some("5")));
     }
 
+    /// The default `fullLookInterval`.
+    const EVERY: Duration = Duration::from_secs(900);
+
     #[test]
     fn an_idle_vm_is_looked_at_cheaply_only_after_a_recent_full_look() {
         let memory = Memory::<()>::default();
-        assert_eq!(memory.depth("a", true), Depth::Full, "never looked at");
+        assert_eq!(
+            memory.depth("a", true, EVERY),
+            Depth::Full,
+            "never looked at"
+        );
         memory.looked_in_full("a");
-        assert_eq!(memory.depth("a", true), Depth::Idle);
-        assert_eq!(memory.depth("a", false), Depth::Full, "not idle");
+        assert_eq!(memory.depth("a", true, EVERY), Depth::Idle);
+        assert_eq!(memory.depth("a", false, EVERY), Depth::Full, "not idle");
         memory.look_closer("a");
-        assert_eq!(memory.depth("a", true), Depth::Full, "asked to look closer");
+        assert_eq!(
+            memory.depth("a", true, EVERY),
+            Depth::Full,
+            "asked to look closer"
+        );
+        memory.looked_in_full("a");
+        let last = memory.lock().get("a").and_then(|e| e.full_look).unwrap();
+        let since = last.saturating_duration_since(memory.origin);
+        let due = cycle::due(since, EVERY, cycle::phase("a", EVERY));
+        let at = |d: Duration| memory.origin + d;
+        assert_eq!(
+            memory.depth_at("a", true, EVERY, at(due - Duration::from_millis(1))),
+            Depth::Idle,
+            "just before its full look is due"
+        );
+        assert_eq!(
+            memory.depth_at("a", true, EVERY, at(due)),
+            Depth::Full,
+            "due: a full look"
+        );
+        assert!(due >= since + EVERY / 2 && due < since + EVERY * 3 / 2);
     }
 
     #[test]
@@ -379,9 +414,17 @@ mod tests {
         memory.looked_in_full("d");
         memory.looked_in_full("e");
         memory.forget_config(&config("one"));
-        assert_eq!(memory.depth("b", true), Depth::Full, "forgotten");
+        assert_eq!(memory.depth("b", true, EVERY), Depth::Full, "forgotten");
         assert!(!memory.lock().contains_key("c"), "forgotten");
-        assert_eq!(memory.depth("d", true), Depth::Idle, "another config's");
-        assert_eq!(memory.depth("e", true), Depth::Idle, "never looked at one");
+        assert_eq!(
+            memory.depth("d", true, EVERY),
+            Depth::Idle,
+            "another config's"
+        );
+        assert_eq!(
+            memory.depth("e", true, EVERY),
+            Depth::Idle,
+            "never looked at one"
+        );
     }
 }

@@ -305,6 +305,7 @@ async fn observe_and_reserve<'a>(
         inventory: &ctx.inventory,
         key: &connection.key,
         max_age: connection.timing.poll_interval,
+        rest_age: connection.timing.resync_interval / 4,
         store: &ctx.store,
         memory: &ctx.memory,
         images: &ctx.images,
@@ -314,7 +315,9 @@ async fn observe_and_reserve<'a>(
         .as_ref()
         .and_then(|s| s.at_provider.node.clone())
         .or_else(|| vm.spec.for_provider.node.clone());
-    let depth = ctx.memory.depth(&id.uid, needs.idle);
+    let depth = ctx
+        .memory
+        .depth(&id.uid, needs.idle, connection.timing.full_look_interval);
     let mut input = input(vm, connection.state(), Observation::default(), now);
     let observed = match observe(from, (vm, id), needs, node_hint.as_deref(), depth).await {
         Ok(mut observed) => match reserve(ctx, from, connection, id, needs, &mut observed).await {
@@ -325,9 +328,6 @@ async fn observe_and_reserve<'a>(
     };
     let reserved = match observed {
         Ok((observed, reserved)) => {
-            if observed.depth == plan::Depth::Full {
-                ctx.memory.looked_in_full(&id.uid);
-            }
             input.observed = observed;
             let downloading = input.observed.images.values().any(|present| !present);
             input.observed.resolved_refusals =
@@ -422,8 +422,16 @@ async fn report(
         Ok(Done::Started(_) | Done::Nothing) => {}
         Err(failure) => tracing::info!(%step, ?failure, "the step failed"),
     }
-    if plan.step == Step::Idle(Idle::LookCloser) {
-        ctx.memory.look_closer(&id.uid);
+    // Coarse looks may follow only a full look that found the VM as asked:
+    // after anything else (a write, a wait, a failure) the next look is a
+    // full one, which sees what the coarse one could not (the firewall,
+    // the rest of the config).
+    match (&plan.step, input.observed.depth) {
+        (Step::Idle(Idle::UpToDate), plan::Depth::Full) if input.observe_error.is_none() => {
+            ctx.memory.looked_in_full(&id.uid);
+        }
+        (Step::Idle(Idle::UpToDate), _) => {}
+        (_, _) => ctx.memory.look_closer(&id.uid),
     }
     if let Some(task) = &plan.finished_task {
         ctx.metrics

@@ -23,6 +23,11 @@ pub fn provider_config(sim: &Sim, extra: &Value) -> Value {
         "tls": {"fingerprint": sim.handle.fingerprint()},
         "tasks": {"pollInterval": "500ms", "timeout": "10m", "shutdownTimeout": "5s"},
         "resyncInterval": "5s",
+        // A full look at each VM at rest every 5 s (the default is 15
+        // minutes): drift made by hand that only a full look sees (the
+        // rest of the config, the firewall) is found within the tests'
+        // patience. `lifecycle::at_rest_…` sets a day for the coarse look.
+        "fullLookInterval": "5s",
         "limits": {"maxConcurrentRequests": 16, "requestsPerSecond": 200},
     });
     if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {

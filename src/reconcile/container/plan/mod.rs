@@ -129,6 +129,25 @@ fn holds(ok: bool) -> ConditionStatus {
     }
 }
 
+/// Whether the container is at rest: up to date as its status says (Ready
+/// and Synced for this generation), nothing in flight, not being deleted.
+/// Such a container's firewall is read only at its full looks (see the
+/// pass).
+pub fn at_rest(ct: &ProxmoxContainer) -> bool {
+    let Some(status) = &ct.status else {
+        return false;
+    };
+    let holds = |type_| {
+        crate::api::condition::find(&status.conditions, type_)
+            .is_some_and(|c| c.status == ConditionStatus::True)
+    };
+    ct.metadata.deletion_timestamp.is_none()
+        && status.at_provider.task.is_none()
+        && status.observed_generation == ct.metadata.generation
+        && holds(ConditionType::Ready)
+        && holds(ConditionType::Synced)
+}
+
 /// The VMID recorded in the annotation, if it is one.
 pub fn recorded_vmid(ct: &ProxmoxContainer) -> Option<u32> {
     ct.external_name()?.parse().ok()

@@ -19,9 +19,14 @@
 //!   after a create, a resize or a config update; the guest agent after a
 //!   start.
 //!
-//! The guest agent is asked until it answers, then again only when the VM
+//! An idle VM (up to date, nothing in flight) is looked at coarsely
+//! between its full looks: from the shared cluster view alone, which shows
+//! whether it is as its last full look found it ([`coarse`]).
+//!
+//! The guest agent is asked at full looks when it has not answered, the VM
 //! restarted (its uptime went down, or a start of ours ended) or its answer
-//! is [`AGENT_EVERY`] old.
+//! is [`AGENT_EVERY`] old; and at coarse looks while a VM that just started
+//! has not answered yet.
 //!
 //! Everything else is a full look. This memory is the process's own: a new
 //! leader starts with none and looks at every VM once, which is always
@@ -62,6 +67,9 @@ pub struct Known {
     /// When the guest agent last answered, and the VM's uptime (seconds, as
     /// the cluster view shows it) then.
     pub agent: Option<(Instant, Option<u64>)>,
+    /// What the cluster view showed of the VM when it was read in full
+    /// (a view read before the VM, never after: see [`coarse`]).
+    pub shape: Option<VmView>,
 }
 
 impl Remembered for Known {
@@ -84,6 +92,7 @@ impl Known {
             touched: false,
             written: false,
             agent: None,
+            shape: None,
         }
     }
 }
@@ -100,7 +109,8 @@ pub enum Look {
         read_config: bool,
         ask_agent: bool,
     },
-    /// The cheap look of an idle VM (the cluster view and its config).
+    /// The coarse look of an idle VM: the cluster view only (see
+    /// [`coarse`]).
     Idle,
     /// `status/current`, the config and the agent.
     Full,
@@ -289,24 +299,50 @@ fn agent_due(known: &Known, agent: &AgentState, now: Instant) -> bool {
     }
 }
 
-/// What an idle VM's agent said last, if that still holds given the VM's
-/// uptime now; `None`: the agent is to be asked again (never answered, the
-/// VM restarted, or the answer is old).
-pub fn idle_agent(
-    known: Option<&Known>,
-    vmid: u32,
-    uptime: Option<u64>,
-    now: Instant,
-) -> Option<AgentState> {
+/// How long after a start the guest agent is asked at coarse looks while
+/// it has not answered (an agent that never answers is asked again only at
+/// full looks after that).
+pub const AGENT_WAIT: Duration = Duration::from_secs(600);
+
+/// The coarse look of an idle VM: the VM as its last full look found it,
+/// when the cluster view (`listed`, no request of its own) shows it as it
+/// was then: on the same node, unlocked, in the same power state, with the
+/// same name, tags, pool, memory, vCPUs and boot disk size, and not
+/// restarted since (its uptime did not go down). `None`: look in full.
+///
+/// The shape kept is from a view read before the full look: a change made
+/// after that look shows in a later view, so it is never taken for the
+/// shape the look confirmed. What the view does not show (the rest of the
+/// config, the firewall, a pause) waits for the next full look.
+///
+/// A running VM whose guest agent has not answered yet has its agent asked
+/// (only that) for [`AGENT_WAIT`] after its start, so its addresses show
+/// without waiting for a full look.
+pub fn coarse(known: Option<&Known>, vmid: u32, listed: Option<&VmView>) -> Option<Look> {
     let known = known.filter(|k| k.vmid == vmid && !k.touched)?;
-    let VmState::Present(vm) = &known.vm else {
+    let (VmState::Present(vm), Some(was), Some(now)) = (&known.vm, &known.shape, listed) else {
         return None;
     };
-    let restarted = match (known.agent, uptime) {
-        (Some((_, Some(then))), Some(now_up)) => now_up < then,
-        (Some((_, None)) | None, _) | (Some((_, Some(_))), None) => false,
+    let restarted = matches!((was.uptime, now.uptime), (Some(then), Some(up)) if up < then);
+    let power = match (vm.power, now.status.as_str()) {
+        (Power::Running, "running") | (Power::Stopped, "stopped") => true,
+        (_, _) => false,
     };
-    (!restarted && !agent_due(known, &vm.agent, now)).then(|| vm.agent.clone())
+    if restarted || !power || vm.lock.is_some() || now.lock.is_some() || was.shape() != now.shape()
+    {
+        return None;
+    }
+    let waiting = matches!(vm.agent, AgentState::NoAnswer(_))
+        && now.uptime.is_some_and(|up| up < AGENT_WAIT.as_secs());
+    Some(if waiting {
+        Look::AfterTask {
+            vm: vm.clone(),
+            read_config: false,
+            ask_agent: true,
+        }
+    } else {
+        Look::Known(known.vm.clone())
+    })
 }
 
 /// The memory of this look, for the next pass.
@@ -342,6 +378,7 @@ pub fn remember(
         touched: false,
         written: false,
         agent,
+        shape: None,
     })
 }
 
@@ -378,6 +415,7 @@ mod tests {
             touched,
             written: true,
             agent: None,
+            shape: None,
         }
     }
 
@@ -638,35 +676,156 @@ mod tests {
     }
 
     #[test]
-    fn the_agent_is_asked_again_after_a_restart_or_when_its_answer_is_old() {
+    fn a_coarse_look_takes_the_last_full_one_only_while_the_view_shows_the_vm_as_then() {
         let now = Instant::now();
-        let mut k = known(
-            VmState::Present(vm(Power::Running, interfaces())),
-            Duration::from_secs(60),
-            false,
-            now,
-        );
-        k.agent = Some((now - Duration::from_secs(60), Some(500)));
+        let listed = |status: &str, uptime: u64| VmView {
+            node: "pve1".into(),
+            running: status == "running",
+            status: status.into(),
+            uptime: Some(uptime),
+            memory: Some(2 << 30),
+            cpus: Some(2),
+            disk: Some(8 << 30),
+            ..VmView::default()
+        };
+        let at_rest = |power: Power, agent: AgentState, shape: VmView| Known {
+            shape: Some(shape),
+            ..known(
+                VmState::Present(vm(power, agent)),
+                Duration::from_secs(300),
+                false,
+                now,
+            )
+        };
+        let running = at_rest(Power::Running, interfaces(), listed("running", 500));
+        let same = Some(Look::Known(running.vm.clone()));
+        let changed = |f: fn(&mut VmView)| {
+            let mut v = listed("running", 800);
+            f(&mut v);
+            v
+        };
+        let no_answer = AgentState::NoAnswer(JUST_STARTED.into());
+        let starting = at_rest(Power::Running, no_answer.clone(), listed("running", 5));
+        let ask_agent = Some(Look::AfterTask {
+            vm: vm(Power::Running, no_answer.clone()),
+            read_config: false,
+            ask_agent: true,
+        });
+        let cases: Vec<(&str, Known, VmView, Option<Look>)> = vec![
+            (
+                "as at the full look",
+                running.clone(),
+                listed("running", 800),
+                same,
+            ),
+            (
+                "memory changed by hand",
+                running.clone(),
+                changed(|v| v.memory = Some(4 << 30)),
+                None,
+            ),
+            (
+                "vCPUs changed",
+                running.clone(),
+                changed(|v| v.cpus = Some(4)),
+                None,
+            ),
+            (
+                "disk grown",
+                running.clone(),
+                changed(|v| v.disk = Some(9 << 30)),
+                None,
+            ),
+            (
+                "renamed",
+                running.clone(),
+                changed(|v| v.name = Some("x".into())),
+                None,
+            ),
+            (
+                "tagged",
+                running.clone(),
+                changed(|v| v.tags = vec!["t".into()]),
+                None,
+            ),
+            (
+                "moved",
+                running.clone(),
+                changed(|v| v.node = "pve2".into()),
+                None,
+            ),
+            (
+                "locked",
+                running.clone(),
+                changed(|v| v.lock = Some("backup".into())),
+                None,
+            ),
+            (
+                "stopped by hand",
+                running.clone(),
+                listed("stopped", 0),
+                None,
+            ),
+            (
+                "restarted: uptime went down",
+                running.clone(),
+                listed("running", 20),
+                None,
+            ),
+            (
+                "stopped and still stopped",
+                at_rest(Power::Stopped, AgentState::NotAsked, listed("stopped", 0)),
+                listed("stopped", 0),
+                Some(Look::Known(VmState::Present(vm(
+                    Power::Stopped,
+                    AgentState::NotAsked,
+                )))),
+            ),
+            (
+                "paused at the full look (the view shows running): looked at in full",
+                at_rest(Power::Paused, AgentState::NotAsked, listed("running", 500)),
+                listed("running", 800),
+                None,
+            ),
+            (
+                "just started, the agent has not answered: asked, nothing else",
+                starting.clone(),
+                listed("running", 60),
+                ask_agent,
+            ),
+            (
+                "an agent silent long after the start waits for the full look",
+                starting.clone(),
+                listed("running", AGENT_WAIT.as_secs() + 1),
+                Some(Look::Known(starting.vm.clone())),
+            ),
+            (
+                "something was sent to the VM since",
+                Known {
+                    touched: true,
+                    ..running.clone()
+                },
+                listed("running", 800),
+                None,
+            ),
+            (
+                "no shape kept",
+                Known {
+                    shape: None,
+                    ..running.clone()
+                },
+                listed("running", 800),
+                None,
+            ),
+        ];
+        for (name, known, view, want) in cases {
+            assert_eq!(coarse(Some(&known), 100, Some(&view)), want, "{name}");
+        }
+        assert_eq!(coarse(Some(&running), 100, None), None, "not listed");
         assert_eq!(
-            idle_agent(Some(&k), 100, Some(560), now),
-            Some(interfaces()),
-            "answered, running on: the answer holds"
-        );
-        assert_eq!(
-            idle_agent(Some(&k), 100, Some(20), now),
+            coarse(Some(&running), 101, Some(&listed("running", 800))),
             None,
-            "uptime went down: restarted"
-        );
-        k.agent = Some((now - AGENT_EVERY, Some(500)));
-        assert_eq!(
-            idle_agent(Some(&k), 100, Some(1100), now),
-            None,
-            "old answer"
-        );
-        assert_eq!(
-            idle_agent(None, 100, Some(1100), now),
-            None,
-            "nothing known"
+            "another VMID"
         );
     }
 

@@ -66,6 +66,9 @@ pub struct Sources<'a> {
     pub key: &'a ConfigKey,
     /// How old a cluster view may be (the poll interval).
     pub max_age: Duration,
+    /// How old a cluster view may be for a coarse look at an idle VM (a
+    /// fraction of the resync interval).
+    pub rest_age: Duration,
     /// The controller's cache of ProxmoxVMs (a clone's template may be
     /// declared by one).
     pub store: &'a Store<DeserializeGuard<ProxmoxVM>>,
@@ -83,6 +86,14 @@ impl Sources<'_> {
     ) -> Result<Arc<ClusterView>, pve_client::Error> {
         self.inventory
             .view_since(self.key, self.client, since)
+            .await
+    }
+
+    /// The cluster as a coarse look may see it (read at most
+    /// [`Sources::rest_age`] ago).
+    pub async fn rest_view(&self) -> Result<Arc<ClusterView>, pve_client::Error> {
+        self.inventory
+            .view(self.key, self.client, self.rest_age)
             .await
     }
 
@@ -128,15 +139,19 @@ pub async fn observe(
         obs.depth = look.depth;
         sure = look.sure;
     }
-    // Only when the spec declares a firewall, in a pass that sees the VM
-    // (at rest: each timed pass, as its config): a pass that did not read
-    // it could not tell whether it is as asked.
+    // Only when the spec declares a firewall, in a pass that looks at the
+    // VM in full: while it is created or changed, after any write, and at
+    // rest once per `fullLookInterval`. A coarse look, which does not read
+    // it, follows only a full look that found it as asked, and may only
+    // conclude that nothing is to be done (the status keeps the firewall
+    // last seen).
     if let (true, Some(vmid), Some(spec), VmState::Present(seen)) = (
         needs.firewall,
         needs.vmid,
         vm.spec.for_provider.firewall.as_ref(),
         &obs.vm,
     ) && seen.config.is_some()
+        && obs.depth == Depth::Full
     {
         let guest = pve_client::Guest {
             kind: pve_client::GuestType::Qemu,
@@ -307,8 +322,6 @@ async fn look_at_vm(
     let sure = before
         .as_ref()
         .is_some_and(|k| k.vmid == vmid && (!k.touched || recorded.is_some()));
-    let mut asked_agent = true;
-    let mut uptime = None;
     let mut look = known::look(before.as_ref(), vmid, recorded, depth, now);
     if look == known::Look::Full && recorded.is_none() && vm.metadata.deletion_timestamp.is_some() {
         let view = from.view().await?;
@@ -318,46 +331,43 @@ async fn look_at_vm(
             look = deleting;
         }
     }
-    let (state, depth) = match look {
-        known::Look::Known(state) => {
-            asked_agent = false;
-            (state, Depth::Full)
+    // What the view showed before the VM is read: the shape a later coarse
+    // look compares with (read after, it could hide a change made between).
+    let mut depth = Depth::Full;
+    let mut shape = before.as_ref().and_then(|k| k.shape.clone());
+    if !matches!(look, known::Look::Known(_)) {
+        let listed = from.rest_view().await?.vms.get(&vmid).cloned();
+        if look == known::Look::Idle {
+            look = match known::coarse(before.as_ref(), vmid, listed.as_ref()) {
+                Some(coarse) => {
+                    depth = Depth::Idle;
+                    coarse
+                }
+                None => known::Look::Full,
+            };
         }
+        if depth == Depth::Full {
+            shape = listed;
+        }
+    }
+    let uptime = shape.as_ref().and_then(|s| s.uptime);
+    let (state, asked_agent) = match look {
+        known::Look::Known(state) => (state, false),
         known::Look::AfterTask {
             vm,
             read_config,
             ask_agent,
-        } => {
-            asked_agent = ask_agent;
-            match vm::carried(from.client, vmid, vm, read_config, ask_agent).await? {
-                Some(state) => (state, Depth::Full),
-                None => {
-                    asked_agent = true;
-                    (vm::vm_state(from, vmid, node_hint).await?, Depth::Full)
-                }
+        } => match vm::carried(from.client, vmid, vm, read_config, ask_agent).await? {
+            Some(state) => (state, ask_agent),
+            None => {
+                depth = Depth::Full;
+                (vm::vm_state(from, vmid, node_hint).await?, true)
             }
-        }
-        known::Look::Idle => {
-            let agent = |up: Option<u64>| match known::idle_agent(before.as_ref(), vmid, up, now) {
-                Some(answer) => vm::Agent::Keep(answer),
-                None => vm::Agent::Ask,
-            };
-            let idle = match node_hint {
-                Some(node) => vm::idle_vm_state(from, vmid, node, agent).await?,
-                None => None,
-            };
-            match idle {
-                Some((state, up, asked)) => {
-                    asked_agent = asked;
-                    uptime = up;
-                    (state, Depth::Idle)
-                }
-                None => (vm::vm_state(from, vmid, node_hint).await?, Depth::Full),
-            }
-        }
-        known::Look::Full => (vm::vm_state(from, vmid, node_hint).await?, Depth::Full),
+        },
+        known::Look::Idle | known::Look::Full => (vm::vm_state(from, vmid, node_hint).await?, true),
     };
-    let kept = known::remember(before.as_ref(), vmid, &state, asked_agent, uptime, now);
+    let kept = known::remember(before.as_ref(), vmid, &state, asked_agent, uptime, now)
+        .map(|k| known::Known { shape, ..k });
     from.memory.remember(&id.uid, from.key, kept.map(Kept::new));
     Ok(Looked { state, depth, sure })
 }

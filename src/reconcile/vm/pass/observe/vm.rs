@@ -68,58 +68,10 @@ pub(super) async fn vm_state(
         lock,
         template: status.template,
     };
-    match read_vm(client, vmid, seen, Agent::Ask).await {
+    match read_vm(client, vmid, seen).await {
         Err(pve_client::Error::NotFound { .. }) => Ok(VmState::Absent),
         other => other.map(VmState::Present),
     }
-}
-
-/// An idle VM, checked cheaply: where it is, its power state and lock from
-/// the shared cluster view (no request of its own), then its config, and
-/// its agent when `agent` says so for the uptime the view shows. `None`
-/// when the view does not show it as expected (on `node`, unlocked, running
-/// or stopped): then the VM is observed in full. Also gives the uptime and
-/// whether the agent was asked.
-pub(super) async fn idle_vm_state(
-    from: Sources<'_>,
-    vmid: u32,
-    node: &str,
-    agent: impl FnOnce(Option<u64>) -> Agent,
-) -> Result<Option<(VmState, Option<u64>, bool)>, pve_client::Error> {
-    let view = from.view().await?;
-    let Some(listed) = view.vms.get(&vmid) else {
-        return Ok(None);
-    };
-    let power = if listed.status == "running" {
-        Power::Running
-    } else if listed.status == "stopped" {
-        Power::Stopped
-    } else {
-        return Ok(None);
-    };
-    if listed.node != node || listed.lock.is_some() {
-        return Ok(None);
-    }
-    let seen = Seen {
-        node: node.to_owned(),
-        power,
-        lock: None,
-        template: listed.template,
-    };
-    let uptime = listed.uptime;
-    let agent = agent(uptime);
-    let asked = agent == Agent::Ask;
-    match read_vm(from.client, vmid, seen, agent).await {
-        Err(pve_client::Error::NotFound { .. }) => Ok(None),
-        other => other.map(|vm| Some((VmState::Present(vm), uptime, asked))),
-    }
-}
-
-/// Whether a look asks the guest agent, or keeps what it said last.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Agent {
-    Ask,
-    Keep(AgentState),
 }
 
 /// A VM whose state is known but for its config (read when `read_config`)
@@ -169,12 +121,7 @@ fn power(status: &VmStatus) -> Power {
     }
 }
 
-async fn read_vm(
-    client: &Client,
-    vmid: u32,
-    seen: Seen,
-    asked: Agent,
-) -> Result<ObservedVm, pve_client::Error> {
+async fn read_vm(client: &Client, vmid: u32, seen: Seen) -> Result<ObservedVm, pve_client::Error> {
     let Seen {
         node,
         power,
@@ -190,10 +137,7 @@ async fn read_vm(
     let agent = if power != Power::Running || !agent_enabled(config.as_ref()) {
         AgentState::NotAsked
     } else {
-        match asked {
-            Agent::Ask => agent(client, &node, vmid).await,
-            Agent::Keep(answer) => answer,
-        }
+        agent(client, &node, vmid).await
     };
     Ok(ObservedVm {
         node,
@@ -295,6 +239,7 @@ mod tests {
             inventory: &inventory,
             key: &key,
             max_age: std::time::Duration::from_secs(600),
+            rest_age: std::time::Duration::from_secs(600),
         };
         // The view is read while template 9000 is on pve ...
         assert_eq!(from.view().await.unwrap().vms[&9000].node, "pve");
