@@ -69,7 +69,8 @@ pub async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Ac
         Ok(hold) => hold,
         Err(action) => return Ok(action),
     };
-    let _admitted = ctx.queue.admit(&ctx.metrics).await;
+    // Every VM cloning or importing it waits for its next step.
+    let _admitted = ctx.queue.admit_first(&ctx.metrics).await;
     let span = tracing::info_span!("image", image = %format!("{}/{}", image.namespace().unwrap_or_default(), image.name_any()));
     let pass = tracing::Instrument::instrument(pass(image, &ctx, &hold), span);
     let action = run_held(&hold, pass).await?;
