@@ -110,7 +110,7 @@ BENCH_BINS := --workspace --bin proxmox-provider --bin pve-sim --bin provider-be
 BENCH_SMOKE_VMS ?= 20
 
 .PHONY: bench
-bench: ## N ProxmoxVMs against pve-sim, measured; writes BENCHMARKS.md (BENCH_VMS=1000, BENCH_QUICK=1: 100; BENCH_LABEL, BENCH_VARIANTS (batched,sharded: 3 configs × 3 replicas; batched,fleet: linked clones of one ProxmoxImage), BENCH_IDLE, BENCH_TIMEOUT, BENCH_FIREWALL=1: every VM with a guest firewall)
+bench: ## N ProxmoxVMs against pve-sim, measured; writes BENCHMARKS.md (BENCH_VMS=1000, BENCH_QUICK=1: 100; BENCH_LABEL, BENCH_VARIANTS (batched,sharded: 3 configs × 3 replicas; batched,fleet: linked clones of one ProxmoxImage), BENCH_IDLE, BENCH_TIMEOUT, BENCH_FIREWALL=1: every VM with a guest firewall; BENCH_SETTLE, BENCH_FULL_LOOK (the config's fullLookInterval), BENCH_DRIFT: VMs whose tags are changed by hand after the idle window)
 	$(CARGO) build --release $(BENCH_BINS)
 	$(TARGET_DIR)/release/provider-bench run --markdown BENCHMARKS.md
 

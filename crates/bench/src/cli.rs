@@ -133,9 +133,26 @@ pub struct RunArgs {
     #[arg(long, env = "BENCH_FLEET_CLONE_SLOTS", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub fleet_clone_slots: u32,
-    /// Seconds measured while idle, after all VMs are Ready.
+    /// Seconds measured while idle, after all VMs are Ready (and the
+    /// `--settle` seconds).
     #[arg(long, env = "BENCH_IDLE", default_value_t = 180)]
     pub idle: u64,
+    /// Seconds between all Ready and the idle window, not measured: the
+    /// VMs' full looks settle on their phases of the full-look interval
+    /// (1.5 times it), so the window shows the cost at rest in steady
+    /// state rather than the first cycle's.
+    #[arg(long, env = "BENCH_SETTLE", default_value_t = 0)]
+    pub settle: u64,
+    /// The ProviderConfig's `fullLookInterval` (a Go duration; unset: the
+    /// provider's default, 20m). A short one shows what the full looks
+    /// cost at rest within a short window.
+    #[arg(long, env = "BENCH_FULL_LOOK")]
+    pub full_look_interval: Option<String>,
+    /// VMs whose tags are changed by hand on Proxmox after the idle window
+    /// (a change the shared cluster view shows): how soon the provider
+    /// puts them back (`drift.rs`). 0: none.
+    #[arg(long, env = "BENCH_DRIFT", default_value_t = 0)]
+    pub drift: usize,
     /// Seconds allowed from apply to all Ready; past it the run reports
     /// where the VMs stuck and moves on (to deleting them).
     #[arg(long, env = "BENCH_TIMEOUT", default_value_t = 1800)]

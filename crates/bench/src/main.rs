@@ -14,6 +14,7 @@ mod child;
 mod cli;
 mod clock;
 mod cluster;
+mod drift;
 mod fleet;
 mod fleetmd;
 mod headline;

@@ -111,6 +111,16 @@ const ROWS: &[Row] = &[
         "… to VMs whose guest agent had answered before the window",
         |s| num(s.headline.status_writes_idle_settled_per_minute, 1),
     ),
+    (
+        "tags changed by hand at rest: VMs put back / changed, then p50 / p90 / max (s)",
+        |s| {
+            text(s.drift.as_ref().map_or("–".into(), |d| {
+                let f = |d: &Dist| format!("{:.1} / {:.1} / {:.1}", d.p50, d.p90, d.max);
+                let times = d.seconds.as_ref().map_or("–".into(), f);
+                format!("{} / {}, {times}", d.corrected, d.vms)
+            }))
+        },
+    ),
     ("peak RSS (MiB)", |s| num(Some(s.process.peak_rss_mib), 1)),
     ("CPU while creating (s)", |s| {
         num(s.process.cpu_seconds_creating, 1)

@@ -96,6 +96,7 @@ pub async fn drive_all(
             label: lane.label,
             api: lane.api,
             tracker: lane.tracker,
+            referee: lane.referee,
             n,
         };
         anyhow::Ok((lane, outcome))
@@ -103,6 +104,14 @@ pub async fn drive_all(
     .await?;
     let (lanes, mut outcomes): (Vec<Created>, Vec<Outcome>) = created.into_iter().unzip();
     if outcomes.iter().all(|o| o.phases.all_ready.is_some()) {
+        if args.settle > 0 {
+            eprintln!("    settling for {} s (not measured)", args.settle);
+            tokio::time::sleep(Duration::from_secs(args.settle)).await;
+            let idle_start = now();
+            for o in &mut outcomes {
+                o.phases.idle_start = Some(idle_start);
+            }
+        }
         mark(samplers);
         eprintln!("    idle for {} s", args.idle);
         tokio::time::sleep(Duration::from_secs(args.idle)).await;
@@ -111,6 +120,17 @@ pub async fn drive_all(
             o.phases.idle_end = Some(idle_end);
         }
         mark(samplers);
+        if args.drift > 0 {
+            for (lane, o) in lanes.iter().zip(&mut outcomes) {
+                let probe = crate::drift::probe(
+                    lane.referee,
+                    &o.sim_vms,
+                    args.drift,
+                    Duration::from_secs(300),
+                );
+                o.phases.drift = Some(probe.await?);
+            }
+        }
     }
     let delete_start = now();
     let gone = futures::future::try_join_all(lanes.iter().map(|lane| async move {
@@ -142,6 +162,7 @@ struct Created<'a> {
     label: String,
     api: &'a Api<DynamicObject>,
     tracker: &'a Tracker,
+    referee: &'a Client,
     n: usize,
 }
 

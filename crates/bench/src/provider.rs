@@ -56,7 +56,10 @@ pub async fn run_fleet(
         &name,
         &arena.actor,
         &arena.sim,
-        fleet.map(FleetLimits::spec),
+        (
+            fleet.map(FleetLimits::spec),
+            args.full_look_interval.as_deref(),
+        ),
     )
     .await?;
 
@@ -160,16 +163,17 @@ pub fn provider_command(binary: &Path, kubeconfig: &Path, variant: Variant) -> C
 /// The variant's namespace, credentials Secret and ClusterProviderConfig
 /// (default limits and timings; the simulator's certificate pinned).
 pub async fn configure(admin: &Client, name: &str, token: &Token, sim: &Sim) -> anyhow::Result<()> {
-    configure_with(admin, name, token, sim, None).await
+    configure_with(admin, name, token, sim, (None, None)).await
 }
 
-/// [`configure`] with the config's `spec.limits` set.
+/// [`configure`] with the config's `spec.limits` and `fullLookInterval`
+/// set.
 pub async fn configure_with(
     admin: &Client,
     name: &str,
     token: &Token,
     sim: &Sim,
-    limits: Option<serde_json::Value>,
+    (limits, full_look): (Option<serde_json::Value>, Option<&str>),
 ) -> anyhow::Result<()> {
     let ssa = PatchParams::apply(FIELD_MANAGER).force();
     let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
@@ -200,6 +204,9 @@ pub async fn configure_with(
     });
     if let Some(limits) = limits {
         config["spec"]["limits"] = limits;
+    }
+    if let Some(every) = full_look {
+        config["spec"]["fullLookInterval"] = json!(every);
     }
     let config: DynamicObject = serde_json::from_value(config)?;
     configs(admin)

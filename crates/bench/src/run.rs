@@ -22,6 +22,14 @@ pub struct Phases {
     pub start: f64,
     /// Every VM Ready.
     pub all_ready: Option<f64>,
+    /// Start of the idle window, when it does not start at `all_ready`
+    /// (`--settle`).
+    #[serde(default)]
+    pub idle_start: Option<f64>,
+    /// Drift made by hand after the idle window, and how soon it was put
+    /// back (`--drift`).
+    #[serde(default)]
+    pub drift: Option<crate::drift::DriftProbe>,
     /// End of the idle window.
     pub idle_end: Option<f64>,
     /// Delete sent.

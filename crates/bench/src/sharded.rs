@@ -490,6 +490,11 @@ impl Windows {
             .map(|p| p.all_ready.or(p.delete_start).unwrap_or(last)));
         let all_ready = phases.iter().all(|p| p.all_ready.is_some());
         let idle_end = phases.iter().find_map(|p| p.idle_end);
+        // After `--settle`, when there was one.
+        let idle_start = phases
+            .iter()
+            .find_map(|p| p.idle_start)
+            .unwrap_or(create_end);
         let delete_start = phases.iter().find_map(|p| p.delete_start);
         let gone = phases.iter().all(|p| p.all_gone.is_some());
         let delete_end = if gone {
@@ -499,7 +504,7 @@ impl Windows {
         };
         Self {
             creating: (start, create_end),
-            idle: idle_end.filter(|_| all_ready).map(|end| (create_end, end)),
+            idle: idle_end.filter(|_| all_ready).map(|end| (idle_start, end)),
             deleting: delete_start.map(|d| (d, delete_end.max(d))),
         }
     }
@@ -837,6 +842,7 @@ mod tests {
             idle_end,
             delete_start: Some(delete),
             all_gone: gone,
+            ..Phases::default()
         }
     }
 

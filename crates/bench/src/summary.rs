@@ -111,6 +111,9 @@ pub struct Summary {
     #[serde(default)]
     pub idle_status_writes_settled: Option<u64>,
     pub stalls: Vec<String>,
+    /// Drift made by hand after the idle window (`--drift`).
+    #[serde(default)]
+    pub drift: Option<crate::drift::DriftProbe>,
     /// The run's logs and raw records, relative to the repository root
     /// when they are inside it ([`repo_relative`]).
     pub dir: String,
@@ -144,7 +147,7 @@ fn figures(
     let p = &run.phases;
     let last_request = run.requests.last().map_or(p.start, |r| r.time) + 1.0;
     let create_end = p.all_ready.or(p.delete_start).unwrap_or(last_request);
-    let idle = p.all_ready.zip(p.idle_end);
+    let idle = p.idle_start.or(p.all_ready).zip(p.idle_end);
     let delete = p
         .delete_start
         .map(|d| (d, p.all_gone.unwrap_or(last_request)));
@@ -204,6 +207,7 @@ fn figures(
             .filter(|_| run.variant != Variant::Predecessor)
             .map(|(a, b)| settled_writes(&run.audit, &run.per_vm, a, b)),
         stalls: run.stalls.clone(),
+        drift: p.drift.clone(),
         dir: repo_relative(&run.dir, &testenv::repo_root()),
         headline: Headline::default(),
     }

@@ -172,8 +172,9 @@ pub struct ProviderSettings {
     pub resync_interval: String,
 
     /// How often a ProxmoxVM that is up to date gets a full look, as a Go
-    /// duration: its power state, its config, its guest agent and, when
-    /// its spec declares one, its firewall (two to six Proxmox requests).
+    /// duration: its power state, its config and, when its spec declares
+    /// one, its firewall (two to six Proxmox requests; its guest agent too
+    /// when its answer is 30 minutes old).
     /// Between full looks, each `resyncInterval` is a coarse look from the
     /// cluster view the config's VMs share (one request per config, not
     /// per VM): a VM whose power state, node, lock, name, tags, pool,
@@ -185,7 +186,7 @@ pub struct ProviderSettings {
     #[serde(default = "default_full_look_interval")]
     #[x_kube(
         validation = Rule::new("duration(self) >= duration('5s') && duration(self) <= duration('24h')")
-            .message("fullLookInterval must be a Go duration between 5s and 24h, such as 15m")
+            .message("fullLookInterval must be a Go duration between 5s and 24h, such as 20m")
     )]
     #[schemars(length(max = 32), regex(pattern = GO_DURATION))]
     pub full_look_interval: String,
@@ -503,7 +504,7 @@ fn default_resync_interval() -> String {
     "1m".into()
 }
 fn default_full_look_interval() -> String {
-    "15m".into()
+    "20m".into()
 }
 
 impl Default for TaskSettings {

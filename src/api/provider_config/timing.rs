@@ -43,7 +43,7 @@ impl Default for Timing {
             task_timeout: Duration::from_secs(600),
             shutdown_timeout: Duration::from_secs(120),
             resync_interval: Duration::from_secs(60),
-            full_look_interval: Duration::from_secs(900),
+            full_look_interval: Duration::from_secs(1200),
         }
     }
 }

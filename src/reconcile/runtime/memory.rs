@@ -362,7 +362,7 @@ mod tests {
     }
 
     /// The default `fullLookInterval`.
-    const EVERY: Duration = Duration::from_secs(900);
+    const EVERY: Duration = Duration::from_secs(1200);
 
     #[test]
     fn an_idle_vm_is_looked_at_cheaply_only_after_a_recent_full_look() {

@@ -42,8 +42,10 @@ use crate::reconcile::vm::plan::{AgentState, Depth, ObservedVm, Power, TaskState
 /// How long a look is reused by a pass that follows one that only wrote to
 /// Kubernetes, or waits for the guest agent.
 pub const REUSE_FOR: Duration = Duration::from_secs(30);
-/// How long the guest agent's answer is trusted while the VM keeps running.
-pub const AGENT_EVERY: Duration = Duration::from_secs(600);
+/// How long the guest agent's answer is trusted while the VM keeps running
+/// (a restart, seen as its uptime going down, asks again at once): at rest
+/// it is asked at every other full look of the default 20-minute cycle.
+pub const AGENT_EVERY: Duration = Duration::from_secs(1800);
 
 /// What the agent "said" right after a start of ours, before it is asked.
 pub const JUST_STARTED: &str = "the VM has just started; its guest agent is asked shortly";
@@ -156,23 +158,23 @@ pub fn look(
         // Nothing was sent since it was found missing: it still is.
         VmState::Absent => Look::Known(VmState::Absent),
         VmState::Present(vm) if now.saturating_duration_since(known.at) < REUSE_FOR => {
-            // Only the agent is asked again: after a metadata write when its
-            // answer is due, or on any pass while a VM just started does not
-            // answer yet.
-            let running = vm.power == Power::Running;
-            let ask_agent = if known.written {
-                running && agent_due(known, &vm.agent, now)
-            } else {
-                running && matches!(vm.agent, AgentState::NoAnswer(_)) && depth == Depth::Full
-            };
-            match (ask_agent, known.written) {
-                (true, _) => Look::AfterTask {
+            // After a metadata write, the pass that write triggers takes
+            // the look as its own, asking only the agent when its answer is
+            // due. A pass on a timer looks (a full look asks the agent too,
+            // a coarse one while a VM just started has not answered): one
+            // that only asked the agent again at the node last seen would
+            // renew the look without ever finding a VM that moved.
+            if !known.written {
+                return fallback;
+            }
+            if vm.power == Power::Running && agent_due(known, &vm.agent, now) {
+                Look::AfterTask {
                     vm: vm.clone(),
                     read_config: false,
                     ask_agent: true,
-                },
-                (false, true) => Look::Known(known.vm.clone()),
-                (false, false) => fallback,
+                }
+            } else {
+                Look::Known(known.vm.clone())
             }
         }
         VmState::Present(_) | VmState::Unknown => fallback,
@@ -343,6 +345,28 @@ pub fn coarse(known: Option<&Known>, vmid: u32, listed: Option<&VmView>) -> Opti
     } else {
         Look::Known(known.vm.clone())
     })
+}
+
+/// What the VM's agent said last, if that still holds given the VM's
+/// uptime now (`uptime`, from the cluster view): a full look keeps it
+/// rather than ask again. `None`: the agent is to be asked (never answered,
+/// the VM restarted, something was sent to it since, or the answer is
+/// [`AGENT_EVERY`] old).
+pub fn kept_agent(
+    known: Option<&Known>,
+    vmid: u32,
+    uptime: Option<u64>,
+    now: Instant,
+) -> Option<AgentState> {
+    let known = known.filter(|k| k.vmid == vmid && !k.touched)?;
+    let VmState::Present(vm) = &known.vm else {
+        return None;
+    };
+    let restarted = match (known.agent, uptime) {
+        (Some((_, Some(then))), Some(now_up)) => now_up < then,
+        (Some((_, None)) | None, _) | (Some((_, Some(_))), None) => false,
+    };
+    (!restarted && !agent_due(known, &vm.agent, now)).then(|| vm.agent.clone())
 }
 
 /// The memory of this look, for the next pass.
@@ -610,7 +634,22 @@ mod tests {
                 Look::Full,
             ),
             (
-                "a running VM whose agent has not answered: only the agent",
+                "a timer pass while the agent has not answered: a full look, not the agent alone",
+                Some(Known {
+                    written: false,
+                    ..known(
+                        VmState::Present(vm(Power::Running, AgentState::NoAnswer("no".into()))),
+                        s(15),
+                        false,
+                        now,
+                    )
+                }),
+                None,
+                Depth::Full,
+                Look::Full,
+            ),
+            (
+                "after a metadata write, a running VM whose agent has not answered: only the agent",
                 Some(known(
                     VmState::Present(vm(Power::Running, AgentState::NoAnswer("no".into()))),
                     s(15),
@@ -826,6 +865,39 @@ mod tests {
             coarse(Some(&running), 101, Some(&listed("running", 800))),
             None,
             "another VMID"
+        );
+    }
+
+    #[test]
+    fn the_agent_is_asked_again_after_a_restart_or_when_its_answer_is_old() {
+        let now = Instant::now();
+        let mut k = known(
+            VmState::Present(vm(Power::Running, interfaces())),
+            Duration::from_secs(60),
+            false,
+            now,
+        );
+        k.agent = Some((now - Duration::from_secs(60), Some(500)));
+        assert_eq!(
+            kept_agent(Some(&k), 100, Some(560), now),
+            Some(interfaces()),
+            "answered, running on: the answer holds"
+        );
+        assert_eq!(
+            kept_agent(Some(&k), 100, Some(20), now),
+            None,
+            "uptime went down: restarted"
+        );
+        k.agent = Some((now - AGENT_EVERY, Some(500)));
+        assert_eq!(
+            kept_agent(Some(&k), 100, Some(2400), now),
+            None,
+            "old answer"
+        );
+        assert_eq!(
+            kept_agent(None, 100, Some(1100), now),
+            None,
+            "nothing known"
         );
     }
 

@@ -351,6 +351,12 @@ async fn look_at_vm(
         }
     }
     let uptime = shape.as_ref().and_then(|s| s.uptime);
+    // A full look keeps the agent's answer while it holds (see `known`).
+    let agent = match known::kept_agent(before.as_ref(), vmid, uptime, now) {
+        Some(answer) => vm::Agent::Keep(answer),
+        None => vm::Agent::Ask,
+    };
+    let asks = agent == vm::Agent::Ask;
     let (state, asked_agent) = match look {
         known::Look::Known(state) => (state, false),
         known::Look::AfterTask {
@@ -361,10 +367,12 @@ async fn look_at_vm(
             Some(state) => (state, ask_agent),
             None => {
                 depth = Depth::Full;
-                (vm::vm_state(from, vmid, node_hint).await?, true)
+                (vm::vm_state(from, vmid, node_hint, agent).await?, asks)
             }
         },
-        known::Look::Idle | known::Look::Full => (vm::vm_state(from, vmid, node_hint).await?, true),
+        known::Look::Idle | known::Look::Full => {
+            (vm::vm_state(from, vmid, node_hint, agent).await?, asks)
+        }
     };
     let kept = known::remember(before.as_ref(), vmid, &state, asked_agent, uptime, now)
         .map(|k| known::Known { shape, ..k });

@@ -16,6 +16,7 @@ pub(super) async fn vm_state(
     from: Sources<'_>,
     vmid: u32,
     node_hint: Option<&str>,
+    asked: Agent,
 ) -> Result<VmState, pve_client::Error> {
     let client = from.client;
     let looked = Instant::now();
@@ -68,10 +69,17 @@ pub(super) async fn vm_state(
         lock,
         template: status.template,
     };
-    match read_vm(client, vmid, seen).await {
+    match read_vm(client, vmid, seen, asked).await {
         Err(pve_client::Error::NotFound { .. }) => Ok(VmState::Absent),
         other => other.map(VmState::Present),
     }
+}
+
+/// Whether a look asks the guest agent, or keeps what it said last.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Agent {
+    Ask,
+    Keep(AgentState),
 }
 
 /// A VM whose state is known but for its config (read when `read_config`)
@@ -121,7 +129,12 @@ fn power(status: &VmStatus) -> Power {
     }
 }
 
-async fn read_vm(client: &Client, vmid: u32, seen: Seen) -> Result<ObservedVm, pve_client::Error> {
+async fn read_vm(
+    client: &Client,
+    vmid: u32,
+    seen: Seen,
+    asked: Agent,
+) -> Result<ObservedVm, pve_client::Error> {
     let Seen {
         node,
         power,
@@ -137,7 +150,10 @@ async fn read_vm(client: &Client, vmid: u32, seen: Seen) -> Result<ObservedVm, p
     let agent = if power != Power::Running || !agent_enabled(config.as_ref()) {
         AgentState::NotAsked
     } else {
-        agent(client, &node, vmid).await
+        match asked {
+            Agent::Ask => agent(client, &node, vmid).await,
+            Agent::Keep(answer) => answer,
+        }
     };
     Ok(ObservedVm {
         node,
@@ -266,7 +282,7 @@ mod tests {
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        let seen = vm_state(from, 9000, Some("pve")).await;
+        let seen = vm_state(from, 9000, Some("pve"), Agent::Ask).await;
         match seen {
             Ok(VmState::Present(vm)) => assert_eq!(vm.node, "pve2"),
             other => panic!("want the VM on pve2, got {other:?}"),
