@@ -114,6 +114,7 @@ pub async fn run(
     // changed (seen on the VM watch, before the cache takes it in).
     let (images, image_writer) = reflector::store();
     let (image_waker, image_wakeups) = ImageWaker::new(reader.clone());
+    let wake_image = image_waker.sender();
     // Pools: a VM naming one that gets created or goes wakes it.
     let (pools, pool_writer) = pool::store();
     let (pool_wake, pool_wakeups) = mpsc::unbounded();
@@ -302,6 +303,10 @@ pub async fn run(
         Box::new(task_watch::Plain {
             store: backup_store,
             wake: wake_backup,
+        }),
+        Box::new(image::Downloads {
+            store: ctx.images.clone(),
+            wake: wake_image,
         }),
     ];
     let tasks = watch_tasks(Arc::clone(&ctx), followed, stop.clone());

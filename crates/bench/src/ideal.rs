@@ -186,5 +186,7 @@ mod tests {
         assert!((delete(10, 0.1, Some(50.0)) - 0.7).abs() < 1e-9);
         // Without a budget only the tasks count.
         assert!((delete(1000, 0.1, None) - 0.7).abs() < 1e-9);
+        // The fleet's config lets 200 through per second after 400.
+        assert!((delete(1000, 0.1, Some(200.0)) - 8.2).abs() < 1e-9);
     }
 }

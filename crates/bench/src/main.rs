@@ -139,7 +139,14 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
                 };
                 let (run, image) =
                     provider::run_fleet(&cluster, &args, variant, &binaries, Some(limits)).await?;
-                let summary = summary::summarize(&run, import_limit, &args.nodes, args.time_scale);
+                // Its delete goes through the fleet's own request budget.
+                let budget = Some(f64::from(limits.requests_per_second.max(1)));
+                let summary = summary::summarize_within(
+                    &run,
+                    (import_limit, budget),
+                    &args.nodes,
+                    args.time_scale,
+                );
                 fleet = Some(fleet::Fleet::of(
                     &run,
                     image.unwrap_or_default(),

@@ -150,7 +150,12 @@ pub fn provider_command(binary: &Path, kubeconfig: &Path, variant: Variant) -> C
             },
         ])
         .env("POD_NAMESPACE", PROVIDER_NAMESPACE)
-        .env("RUST_LOG", "info")
+        // `BENCH_PROVIDER_LOG` (a `RUST_LOG` filter) to follow the
+        // provider's hand-offs in its log; the figures do not depend on it.
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_PROVIDER_LOG").unwrap_or_else(|_| "info".to_owned()),
+        )
         .env_remove("KUBECONFIG");
     command
 }

@@ -121,12 +121,29 @@ pub struct Summary {
 }
 
 pub fn summarize(run: &Run, import_limit: usize, nodes: &[String], time_scale: f64) -> Summary {
-    let mut summary = figures(run, import_limit, nodes, time_scale);
+    summarize_within(run, (import_limit, budget(run.variant)), nodes, time_scale)
+}
+
+/// [`summarize`] for a run whose config has a request budget of its own
+/// (`rps`, the fleet's): the delete's ideal lets its writes through at
+/// that rate, not the default's.
+pub fn summarize_within(
+    run: &Run,
+    (import_limit, rps): (usize, Option<f64>),
+    nodes: &[String],
+    time_scale: f64,
+) -> Summary {
+    let mut summary = figures(run, (import_limit, rps), nodes, time_scale);
     summary.headline = Headline::of(&summary);
     summary
 }
 
-fn figures(run: &Run, import_limit: usize, nodes: &[String], time_scale: f64) -> Summary {
+fn figures(
+    run: &Run,
+    (import_limit, rps): (usize, Option<f64>),
+    nodes: &[String],
+    time_scale: f64,
+) -> Summary {
     let p = &run.phases;
     let last_request = run.requests.last().map_or(p.start, |r| r.time) + 1.0;
     let create_end = p.all_ready.or(p.delete_start).unwrap_or(last_request);
@@ -157,7 +174,7 @@ fn figures(run: &Run, import_limit: usize, nodes: &[String], time_scale: f64) ->
         create_seconds: create_end - p.start,
         ideal: Ideal::of(
             n,
-            (import_limit, budget(run.variant)),
+            (import_limit, rps),
             time_scale,
             &vms_per_node,
             &run.tasks,

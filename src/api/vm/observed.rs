@@ -50,6 +50,10 @@ pub struct VmObserved {
     /// SCSI controller model (`scsihw`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scsi_controller: Option<ScsiController>,
+    /// `true` once the VM is a template (set by the pass that sees its
+    /// conversion end; a ProxmoxImage's clones wait for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<bool>,
 }
 
 /// Virtual CPUs as observed.

@@ -102,6 +102,15 @@ pub fn ready(vm: &ProxmoxVM) -> bool {
             .is_some_and(|c| c.status == ConditionStatus::True)
 }
 
+/// Whether the template ProxmoxVM's status shows its VM converted: the
+/// pass that saw the conversion task end OK wrote it, so the template is
+/// ready from that write, not from a later cluster view.
+pub fn converted(vm: &ProxmoxVM) -> bool {
+    vm.status
+        .as_ref()
+        .is_some_and(|s| s.at_provider.config.template == Some(true))
+}
+
 /// Whether clones of a template on storage of `plugin` can be linked:
 /// the storage can snapshot a base volume (PVE's `clone` feature of a base
 /// image: thin LVM, ZFS, Ceph RBD, Btrfs, and qcow2 files on directory

@@ -190,8 +190,9 @@ fn config_key(image: &ProxmoxImage) -> ConfigKey {
 
 /// The config's cluster view as the VM passes last read it (no request);
 /// read again, at most every [`RECHECK`] and shared with every pass, only
-/// while a template's ProxmoxVM is Ready but the view does not show its VM
-/// converted yet (it may lag the conversion by a poll interval).
+/// while a template's ProxmoxVM is Ready but neither its status (written
+/// by the pass that saw the conversion end, [`child::converted`]) nor the
+/// view shows its VM converted yet.
 async fn view(
     ctx: &Context,
     key: &ConfigKey,
@@ -201,7 +202,7 @@ async fn view(
     let last = ctx.inventory.last_view(key).await;
     let unsure = vms
         .iter()
-        .filter(|vm| child::owned_by(vm, image) && child::ready(vm))
+        .filter(|vm| child::owned_by(vm, image) && child::ready(vm) && !child::converted(vm))
         .filter_map(|vm| child::vmid(vm))
         .any(|vmid| {
             !last

@@ -48,7 +48,10 @@ pub trait Seen {
     fn plugin(&self, node: &str, storage: &str) -> Option<String>;
     /// Whether VM `vmid` is a template. A template's ProxmoxVM is Ready
     /// before its conversion (the VM exists, stopped as asked), so its
-    /// status alone does not say.
+    /// Ready condition alone does not say; its status says once the pass
+    /// that saw the conversion end wrote it ([`child::converted`]), and
+    /// this is asked only while it does not (a status written before it
+    /// said so).
     fn template(&self, vmid: u32) -> bool;
 }
 
@@ -121,7 +124,8 @@ pub fn work(image: &ProxmoxImage, vms: &[&ProxmoxVM], seen: &dyn Seen) -> Work {
         }
         let plugin = seen.plugin(node, &template.storage);
         let vmid = existing.and_then(|c| child::vmid(c));
-        let converted = vmid.is_some_and(|v| seen.template(v));
+        let converted =
+            existing.is_some_and(|c| child::converted(c)) || vmid.is_some_and(|v| seen.template(v));
         let ready = existing.is_some_and(|c| child::ready(c));
         // Ready, but not seen converted (or its storage not seen) yet.
         if ready && (plugin.is_none() || !converted) {
@@ -412,6 +416,22 @@ mod tests {
         assert_eq!(
             plan.status.unwrap()["status"]["atProvider"]["templates"][0]["ready"],
             false
+        );
+        // Its status says converted (the pass that saw the conversion end
+        // wrote it): ready at once, whatever the cluster view shows.
+        let mut converted = converting.clone();
+        converted
+            .status
+            .as_mut()
+            .unwrap()
+            .at_provider
+            .config
+            .template = Some(true);
+        let plan = work(&image, &[&converted], &lvm_thin_everywhere());
+        assert!(!plan.recheck);
+        assert_eq!(
+            plan.status.unwrap()["status"]["atProvider"]["templates"][0]["ready"],
+            true
         );
         // Not seen yet: not ready until it is known, and looked at again.
         let unseen = work(&image, &[&one], &Storages(HashMap::new()));

@@ -21,6 +21,7 @@ use crate::api::meta::EXTERNAL_CREATE_SUCCEEDED;
 use crate::api::vm::vm_ref;
 use crate::api::{ProxmoxImage, ProxmoxVM};
 use crate::reconcile::common::image_cache::{self as cache, Images as ImageStore};
+use crate::reconcile::common::images::ImageLookup;
 use crate::reconcile::runtime::wake::Waker;
 
 /// Wakes the clones waiting for an image when it changes.
@@ -64,19 +65,31 @@ impl Clones {
     }
 }
 
-/// What of an image a waiting clone decides from.
-fn progress(
-    image: &ProxmoxImage,
-) -> (
-    Option<i64>,
-    bool,
-    crate::reconcile::common::images::ImageLookup,
-) {
+/// What of an image ends a clone's wait: its spec, its deletion, and the
+/// templates that can be cloned. A template listed, given its VMID or
+/// anything else short of ready wakes nobody: with a thousand clones
+/// waiting, each such wake-up was a thousand passes queued ahead of the
+/// template's own (their messages catch up at the next wake-up or resync).
+fn progress(image: &ProxmoxImage) -> (Option<i64>, bool, ImageLookup) {
     (
         image.metadata.generation,
         image.metadata.deletion_timestamp.is_some(),
-        cache::of(image),
+        clonable(cache::of(image)),
     )
+}
+
+/// The part of a lookup a waiting clone acts on: the templates ready to
+/// clone (with their VMID and whether clones link), not those on the way.
+fn clonable(lookup: ImageLookup) -> ImageLookup {
+    match lookup {
+        ImageLookup::Templates(templates) => ImageLookup::Templates(
+            templates
+                .into_iter()
+                .filter(|t| t.ready && t.vmid.is_some())
+                .collect(),
+        ),
+        other @ (ImageLookup::NotFound | ImageLookup::NoTemplate | ImageLookup::Deleting) => other,
+    }
 }
 
 /// The ProxmoxVMs in `vms` that clone `image` and are not created yet.
@@ -166,4 +179,59 @@ fn placement(vm: &ProxmoxVM) -> (Option<&str>, bool) {
             .and_then(|s| s.at_provider.node.as_deref()),
         vm.metadata.deletion_timestamp.is_some(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::common::images::ImageTemplate;
+
+    fn template(node: &str, vmid: Option<u32>, ready: bool) -> ImageTemplate {
+        ImageTemplate {
+            node: node.into(),
+            vmid,
+            ready,
+            linkable: true,
+        }
+    }
+
+    #[test]
+    fn only_a_template_becoming_clonable_ends_a_wait() {
+        let on_the_way = ImageLookup::Templates(vec![template("pve1", None, false)]);
+        let with_vmid = ImageLookup::Templates(vec![template("pve1", Some(200), false)]);
+        let ready = ImageLookup::Templates(vec![template("pve1", Some(200), true)]);
+        let table = [
+            (
+                "listed, then its VMID recorded",
+                &on_the_way,
+                &with_vmid,
+                false,
+            ),
+            (
+                "nothing, then listed",
+                &ImageLookup::Templates(vec![]),
+                &on_the_way,
+                false,
+            ),
+            ("ready", &with_vmid, &ready, true),
+            ("ready no more", &ready, &with_vmid, true),
+            ("being deleted", &with_vmid, &ImageLookup::Deleting, true),
+            (
+                "its template spec gone",
+                &on_the_way,
+                &ImageLookup::NoTemplate,
+                true,
+            ),
+            (
+                "the image appears",
+                &ImageLookup::NotFound,
+                &ImageLookup::Templates(vec![]),
+                true,
+            ),
+        ];
+        for (what, before, after, wakes) in table {
+            let changed = clonable(before.clone()) != clonable(after.clone());
+            assert_eq!(changed, wakes, "{what}");
+        }
+    }
 }

@@ -9,6 +9,7 @@
 //! | [`plan`] | the decisions, pure: per location, the task, the file, the next call; the deletion |
 //! | [`pass`] | one pass: connect, observe, plan, act, settle, write the status (its own fields only) |
 //! | [`refs`] | who refers to an image: `disks[].image.name`, its template VMs |
+//! | [`Downloads`] | its downloads, for the task watcher to wake it when one ends |
 //!
 //! It runs beside the VM controller and shares its context: the provider
 //! configs and their clients, the shards (a pass only for a config this
@@ -38,6 +39,8 @@ use kube::core::DeserializeGuard;
 use crate::api::{ProxmoxContainer, ProxmoxImage, ProxmoxVM};
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::states::{self, Lifecycle};
+use crate::reconcile::managed::task_watch::{Followed, See};
+use crate::reconcile::providers::ConfigKey;
 
 pub use crate::reconcile::managed::images::{lookup, named};
 
@@ -96,6 +99,40 @@ impl ImageWaker {
             // Closed only when the controller stopped.
             let _ = self.sender.unbounded_send(image);
         }
+    }
+}
+
+/// The images' downloads for the task watcher (one task per location):
+/// an image is woken when one of them ended, so its file is Ready, and
+/// the template made from it created, without waiting for the image's
+/// poll interval.
+pub struct Downloads {
+    /// The images (the fleet controller's cache, the same objects).
+    pub store: Store<ProxmoxImage>,
+    /// The image controller's wake-ups.
+    pub wake: UnboundedSender<ObjectRef<ProxmoxImage>>,
+}
+
+impl Followed for Downloads {
+    fn each(&self, see: &mut See<'_>) {
+        for image in self.store.state() {
+            let key = ConfigKey::of(image.as_ref());
+            let locations = image.status.as_ref().map(|s| &s.at_provider.locations);
+            for task in locations
+                .into_iter()
+                .flatten()
+                .filter_map(|l| l.task.as_ref())
+            {
+                see(&image.metadata, key.clone(), Some(task.started()));
+            }
+        }
+    }
+
+    fn wake(&self, namespace: &str, name: &str) {
+        // Closed only when the controller stopped.
+        let _ = self
+            .wake
+            .unbounded_send(ObjectRef::new(name).within(namespace));
     }
 }
 

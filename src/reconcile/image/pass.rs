@@ -69,7 +69,8 @@ pub async fn reconcile(image: Arc<ProxmoxImage>, ctx: Arc<Context>) -> Result<Ac
         Ok(hold) => hold,
         Err(action) => return Ok(action),
     };
-    let _admitted = ctx.queue.admit(&ctx.metrics).await;
+    // Every VM cloning or importing it waits for its next step.
+    let _admitted = ctx.queue.admit_first(&ctx.metrics).await;
     let span = tracing::info_span!("image", image = %format!("{}/{}", image.namespace().unwrap_or_default(), image.name_any()));
     let pass = tracing::Instrument::instrument(pass(image, &ctx, &hold), span);
     let action = run_held(&hold, pass).await?;
@@ -611,7 +612,9 @@ fn wake_users(ctx: &Context, image: &ProxmoxImage, status: &crate::api::ProxmoxI
     let namespace = image.namespace();
     for obj in ctx.store.state() {
         let Ok(vm) = &obj.0 else { continue };
-        if vm.namespace() == namespace && refs::image_references(vm).any(|n| n == name) {
+        // A clone of the image's template waits for the template, not the
+        // file: the fleet's watch wakes it when one is ready to clone.
+        if vm.namespace() == namespace && refs::disk_images(vm).any(|n| n == name) {
             ctx.waker.wake(vm_ref(vm));
         }
     }

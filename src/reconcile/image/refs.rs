@@ -26,10 +26,17 @@ pub use crate::reconcile::common::images::IMAGE_LABEL;
 /// `disks[].image.name` and `clone.image`.
 pub fn image_references(vm: &ProxmoxVM) -> impl Iterator<Item = &str> {
     let p = &vm.spec.for_provider;
-    p.disks
+    disk_images(vm).chain(p.clone.as_ref().and_then(|c| c.image.as_deref()))
+}
+
+/// The images `vm`'s disks import (`disks[].image.name`), not the one it
+/// clones the template of.
+pub fn disk_images(vm: &ProxmoxVM) -> impl Iterator<Item = &str> {
+    vm.spec
+        .for_provider
+        .disks
         .iter()
         .filter_map(|d| d.image.as_ref()?.name.as_deref())
-        .chain(p.clone.as_ref().and_then(|c| c.image.as_deref()))
 }
 
 /// Whether the VM is one of the image's template VMs (labelled and owned

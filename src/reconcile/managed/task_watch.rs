@@ -7,12 +7,16 @@
 //! client already fetches for task observation (one request per node per
 //! list interval, a second by default, shared, with the exit statuses of
 //! the tasks that ended), and wakes each resource whose task the list
-//! shows ended (or does not show at all). So the next step follows a
-//! task's end within about a second, and a resource waiting on its task
-//! needs no pass of its own meanwhile. A resource that is never woken (the
-//! list could not be read) still has its timer.
+//! shows ended (at any age: a linked clone ends within the second it
+//! started) or does not show at all (only once the task is old enough for
+//! its absence to mean something). So the next step follows a task's end
+//! within about a second, and a resource waiting on its task needs no pass
+//! of its own meanwhile. An ended task's import or clone slot is given
+//! back here too, and the next waiter for it woken, without waiting for
+//! the pass of the resource that started it. A resource that is never
+//! woken (the list could not be read) still has its timer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
@@ -42,7 +46,8 @@ pub type See<'s> = dyn FnMut(&ObjectMeta, ConfigKey, Option<(&str, &Time)>) + 's
 /// what their status records, and a way to wake one.
 pub trait Followed: Send + Sync {
     /// Shows `see` each cached resource: its metadata, its config and the
-    /// task its status records (UPID, start).
+    /// task its status records (UPID, start); once per task for a resource
+    /// that records several.
     fn each(&self, see: &mut See<'_>);
     /// Asks for a pass of `namespace/name`.
     fn wake(&self, namespace: &str, name: &str);
@@ -121,8 +126,32 @@ where
 /// How often the watcher looks. The task lists it reads are refetched at
 /// most once per list interval, whatever this is.
 const TICK: Duration = Duration::from_millis(250);
-/// A task younger than this may not be in a list fetched before it started.
+/// A task younger than this may not be in a list fetched before it started
+/// (by another replica, before a restart): its absence from the list says
+/// nothing yet. A list that shows it ended says so at any age (a linked
+/// clone ends in a fraction of a second).
 const JUST_STARTED: Duration = Duration::from_secs(2);
+
+/// What the watcher does about one followed task, from what the node's
+/// list says of it and whether it is younger than [`JUST_STARTED`]. Pure,
+/// so every case is table-tested; a wake-up is a hint, the pass decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// It ended (listed with an exit status, or known ended): wake now.
+    Ended,
+    /// Not in a list that should show it: wake, the pass looks into it.
+    Missing,
+    /// Running, or too young for its absence to mean anything: look again.
+    Wait,
+}
+
+fn verdict(listed: ListedTask, young: bool) -> Verdict {
+    match listed {
+        ListedTask::Finished => Verdict::Ended,
+        ListedTask::NotListed if !young => Verdict::Missing,
+        ListedTask::NotListed | ListedTask::Running => Verdict::Wait,
+    }
+}
 
 /// Runs the task watcher over the kinds of `followed` until `stop`
 /// resolves.
@@ -131,7 +160,7 @@ pub async fn watch_tasks(
     followed: Vec<Box<dyn Followed>>,
     stop: impl Future<Output = ()>,
 ) {
-    let mut woken: HashMap<String, Upid> = HashMap::new();
+    let mut woken: HashSet<(String, Upid)> = HashSet::new();
     let run = async {
         loop {
             tokio::time::sleep(TICK).await;
@@ -150,14 +179,18 @@ struct InFlight {
     who: (usize, String, String),
     uid: String,
     upid: Upid,
+    /// Younger than [`JUST_STARTED`].
+    young: bool,
 }
 
 /// One look: wakes the resources whose task ended.
-async fn look(ctx: &Context, followed: &[Box<dyn Followed>], woken: &mut HashMap<String, Upid>) {
+async fn look(ctx: &Context, followed: &[Box<dyn Followed>], woken: &mut HashSet<(String, Upid)>) {
     let now = Timestamp::now();
     // (config, node) → the resources with a task there
     let mut in_flight: HashMap<(ConfigKey, String), Vec<InFlight>> = HashMap::new();
-    let mut live = HashMap::new();
+    // (resource UID, UPID): a resource may follow several tasks (an
+    // image's downloads, one per node).
+    let mut live = HashSet::new();
     let mut see = |kind: usize, meta: &ObjectMeta, key: ConfigKey, task: Option<(&str, &Time)>| {
         let Some((upid, started_at)) = task else {
             return;
@@ -166,10 +199,10 @@ async fn look(ctx: &Context, followed: &[Box<dyn Followed>], woken: &mut HashMap
         let (Some(id), Ok(upid)) = (Identity::of(meta), Upid::parse(upid)) else {
             return;
         };
-        live.insert(id.uid.clone(), upid.clone());
+        live.insert((id.uid.clone(), upid.clone()));
         let young = Duration::try_from(now.duration_since(started_at.0))
             .is_ok_and(|age| age < JUST_STARTED);
-        if young || woken.get(&id.uid) == Some(&upid) {
+        if woken.contains(&(id.uid.clone(), upid.clone())) {
             return;
         }
         in_flight
@@ -179,13 +212,14 @@ async fn look(ctx: &Context, followed: &[Box<dyn Followed>], woken: &mut HashMap
                 who: (kind, id.namespace, id.name),
                 uid: id.uid,
                 upid,
+                young,
             });
     };
     for (kind, source) in followed.iter().enumerate() {
         source.each(&mut |meta, key, task| see(kind, meta, key, task));
     }
-    // Forget resources whose task is no longer recorded.
-    woken.retain(|uid, upid| live.get(uid) == Some(upid));
+    // Forget the tasks no longer recorded.
+    woken.retain(|task| live.contains(task));
     for ((key, _node), tasks) in in_flight {
         // Another replica's config: its holder watches its tasks.
         if !ctx.shards.holds(&key) {
@@ -196,19 +230,60 @@ async fn look(ctx: &Context, followed: &[Box<dyn Followed>], woken: &mut HashMap
         };
         // All of them into the node's next list, before it is fetched.
         client.follow_tasks(tasks.iter().map(|t| &t.upid));
-        for InFlight { who, uid, upid } in tasks {
-            match client.listed_task(&upid).await {
-                Ok(ListedTask::Running) => {}
-                Ok(ListedTask::Finished | ListedTask::NotListed) => {
-                    woken.insert(uid, upid);
-                    let (kind, namespace, name) = who;
-                    if let Some(source) = followed.get(kind) {
-                        source.wake(&namespace, &name);
-                    }
-                }
+        for InFlight {
+            who,
+            uid,
+            upid,
+            young,
+        } in tasks
+        {
+            let listed = match client.listed_task(&upid).await {
+                Ok(listed) => listed,
                 // The list could not be read: the resource's timer stays.
                 Err(_) => break,
+            };
+            let verdict = verdict(listed, young);
+            if verdict == Verdict::Wait {
+                continue;
             }
+            if verdict == Verdict::Ended {
+                // Its slot (an import or clone) is free now: the next
+                // waiter is woken from here, not after this resource's own
+                // pass has waited for its turn.
+                for vm in ctx.scheduler.task_ended(&key, &upid) {
+                    ctx.waker.wake(vm);
+                }
+            }
+            woken.insert((uid, upid));
+            let (kind, namespace, name) = who;
+            if let Some(source) = followed.get(kind) {
+                source.wake(&namespace, &name);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_the_list_shows_wakes_at_any_age_an_absence_only_when_old() {
+        use ListedTask::*;
+        let table = [
+            (Finished, false, Verdict::Ended),
+            (Finished, true, Verdict::Ended),
+            (NotListed, false, Verdict::Missing),
+            (NotListed, true, Verdict::Wait),
+            (Running, false, Verdict::Wait),
+            (Running, true, Verdict::Wait),
+        ];
+        for (listed, young, expected) in table {
+            assert_eq!(
+                verdict(listed, young),
+                expected,
+                "{listed:?}, young {young}"
+            );
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Fair admission of passes: at most `max_concurrent_reconciles` run at
-//! once, and due passes are admitted in the order they arrived.
+//! once, and due passes are admitted in the order they arrived; beside
+//! them, a small lane for the passes many others wait for
+//! ([`Queue::admit_first`]).
 //!
 //! kube-runtime's own concurrency limit holds due objects back and picks
 //! among them in hash order when a slot frees, so under saturation some
@@ -15,6 +17,10 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::metrics::Metrics;
 
+/// Passes admitted at once in the lane of passes many others wait for
+/// ([`Queue::admit_first`]), beside the queue's own limit.
+const LANE: usize = 2;
+
 /// A wait for admission longer than this is worth a warning.
 const SLOW_ADMISSION: Duration = Duration::from_secs(30);
 /// At most one such warning per this many seconds.
@@ -24,6 +30,8 @@ const WARN_EVERY_SECS: u64 = 60;
 #[derive(Debug)]
 pub struct Queue {
     permits: Semaphore,
+    /// The lane of [`Queue::admit_first`].
+    lane: Semaphore,
     limit: usize,
     last_warning: AtomicU64,
 }
@@ -34,6 +42,7 @@ impl Queue {
         let limit = limit.max(1);
         Self {
             permits: Semaphore::new(limit),
+            lane: Semaphore::new(LANE),
             limit,
             last_warning: AtomicU64::new(0),
         }
@@ -54,6 +63,21 @@ impl Queue {
                 "due ProxmoxVMs wait for a reconcile slot; raise --max-concurrent-reconciles or the provider configs' request limits"
             );
         }
+        permit
+    }
+
+    /// Admits a pass that many others wait for (a ProxmoxImage, a
+    /// template's VM: every clone of it waits on its next step) through a
+    /// lane of its own, first come first served among such passes, so it
+    /// does not wait behind the passes of the resources waiting for it (a
+    /// thousand clones after a bulk apply). At most [`LANE`] such passes
+    /// run beside the queue's limit; the request budget bounds what they
+    /// send.
+    pub async fn admit_first(&self, metrics: &Metrics) -> Option<SemaphorePermit<'_>> {
+        metrics.queue_entered();
+        let since = Instant::now();
+        let permit = self.lane.acquire().await.ok();
+        metrics.queue_left(since.elapsed());
         permit
     }
 
@@ -98,5 +122,10 @@ mod tests {
             w.await.unwrap();
         }
         assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
+        // The queue is full (`first` was dropped, but take it again): a
+        // pass that others wait for is admitted through its lane.
+        let _full = queue.admit(&metrics).await;
+        let lane = tokio::time::timeout(Duration::from_secs(5), queue.admit_first(&metrics)).await;
+        assert!(lane.is_ok_and(|p| p.is_some()), "the lane admits it");
     }
 }

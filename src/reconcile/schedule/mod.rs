@@ -44,6 +44,9 @@ struct Books {
     placement: placement::PlacementBook,
     /// Node → its slots.
     slots: HashMap<String, slots::NodeSlots>,
+    /// The config's limits as the last slot request gave them (a task's
+    /// end seen by the task watcher frees its slot with them).
+    limits: Option<Limits>,
 }
 
 /// The scheduling state of every provider config.
@@ -104,6 +107,7 @@ impl Scheduler {
         running: Option<&[RunningTask]>,
     ) -> (SlotGrant, Vec<VmRef>) {
         self.with(key, |b| {
+            b.limits = Some(limits.clone());
             let slots = b.slots.entry(node.to_owned()).or_default();
             let limit = limit_of(limits, kind);
             let grant = slots.acquire(node, (uid, who), kind, limit, running, Instant::now());
@@ -146,6 +150,22 @@ impl Scheduler {
                 slots.to_wake(|k| limit_of(limits, k))
             }
             None => vec![],
+        })
+    }
+
+    /// Task `upid` ended (a node's task list says so): the slot it held is
+    /// free; returns the waiters to wake for it. The pass of the resource
+    /// that started it still sees the end and settles it (giving back a
+    /// slot twice is harmless).
+    pub fn task_ended(&self, key: &ConfigKey, upid: &Upid) -> Vec<VmRef> {
+        self.with(key, |b| {
+            let (Some(limits), Some(slots)) = (&b.limits, b.slots.get_mut(upid.node())) else {
+                return vec![];
+            };
+            if !slots.ended(upid) {
+                return vec![];
+            }
+            slots.to_wake(|k| limit_of(limits, k))
         })
     }
 

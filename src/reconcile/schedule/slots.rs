@@ -171,6 +171,14 @@ impl NodeSlots {
         self.taken.remove(uid);
     }
 
+    /// Task `upid` ended: the slot it held is given back. Whether it held
+    /// one.
+    pub fn ended(&mut self, upid: &Upid) -> bool {
+        let before = self.taken.len();
+        self.taken.retain(|_, t| t.upid.as_ref() != Some(upid));
+        self.taken.len() != before
+    }
+
     /// The resource stops waiting (it is gone, or no longer needs a slot).
     pub fn forget(&mut self, uid: &str) {
         self.taken.remove(uid);
@@ -378,6 +386,28 @@ mod tests {
         // b asked again and got it; c is still waiting.
         assert!(import(&mut slots, "b", 1, later));
         assert!(slots.to_wake(|_| 1).is_empty());
+    }
+
+    #[test]
+    fn a_task_seen_ended_frees_its_slot_before_its_pass() {
+        let mut slots = NodeSlots::default();
+        let now = Instant::now();
+        assert!(import(&mut slots, "a", 1, now));
+        assert!(!slots.ended(&upid("a")), "granted, not dispatched: no task");
+        slots.dispatched("a", &upid("a"), now);
+        assert!(!import(&mut slots, "b", 1, now));
+        assert!(!slots.ended(&upid("other")), "another task frees nothing");
+        assert!(slots.to_wake(|_| 1).is_empty());
+        assert!(slots.ended(&upid("a")));
+        let woken = slots.to_wake(|_| 1);
+        assert_eq!(
+            woken.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            ["b"]
+        );
+        // a's own pass gives it back again: nothing more is freed.
+        slots.release("a");
+        assert!(slots.to_wake(|_| 1).is_empty());
+        assert!(import(&mut slots, "b", 1, now));
     }
 
     #[test]

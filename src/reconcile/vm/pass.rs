@@ -63,7 +63,15 @@ pub async fn reconcile(
         // Not readable: reported without any config (see `error_policy`).
         Err(_) => None,
     };
-    let _admitted = ctx.queue.admit(&ctx.metrics).await;
+    // A template's clones wait for its every step: its passes do not wait
+    // behind theirs (templates are few).
+    let template =
+        matches!(&obj.0, Ok(vm) if vm.spec.for_provider.lifecycle.template == Some(true));
+    let _admitted = if template {
+        ctx.queue.admit_first(&ctx.metrics).await
+    } else {
+        ctx.queue.admit(&ctx.metrics).await
+    };
     // Boxed, so that a pass waiting above is small: every due pass waits
     // for its turn there (a thousand at once after a bulk apply or a
     // restart), and a future is as large as its largest state. Unboxed,

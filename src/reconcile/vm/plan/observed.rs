@@ -59,6 +59,8 @@ pub(super) fn config(config: &VmConfig, power: Power) -> VmObserved {
         scsi_controller: get("scsihw")
             .and_then(|s| s.parse::<ScsiHw>().ok())
             .map(scsi_controller),
+        // From the VM's status, read in every look (`report::observed`).
+        template: None,
     }
 }
 
@@ -237,6 +239,7 @@ mod tests {
             description: Some("hand made".into()),
             on_boot: Some(true),
             scsi_controller: Some(ScsiController::VirtioScsiSingle),
+            template: None,
         };
         assert_eq!(seen, want);
     }

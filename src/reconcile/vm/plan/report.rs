@@ -72,6 +72,10 @@ pub(super) fn observed(ctx: &Ctx, out: &mut Out) {
             if let Some(config) = &vm.config {
                 at.config = super::observed::config(config, vm.power);
             }
+            // Every look says whether it is a template (not only a config
+            // read): the pass that sees the conversion end writes it, and
+            // the image's clones go on from that write.
+            at.config.template = vm.template.then_some(true);
             // Read only when the spec declares a firewall: a pass that did
             // not read it keeps what was shown.
             if ctx.spec.firewall.is_none() {

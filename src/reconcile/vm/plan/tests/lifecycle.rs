@@ -83,6 +83,25 @@ fn templates() {
 }
 
 #[test]
+fn the_pass_that_sees_the_conversion_end_says_it_is_a_template() {
+    // The conversion ended OK and the VM is a template now: the status
+    // says so in this pass (a ProxmoxImage's clones go on from it).
+    let ended = template_spec(World::new().created())
+        .task(TaskAction::Template, 70)
+        .task_state(task_ok())
+        .present(a_template(Power::Stopped))
+        .run();
+    assert_eq!(ended.status.at_provider.task, None);
+    assert_eq!(ended.status.at_provider.config.template, Some(true));
+    // Not converted yet: nothing said.
+    let before = template_spec(World::new().created())
+        .present(our_vm(Power::Stopped))
+        .run();
+    assert_eq!(before.step.name(), "ConvertToTemplate");
+    assert_eq!(before.status.at_provider.config.template, None);
+}
+
+#[test]
 fn a_conversion_found_running_is_adopted() {
     let plan = template_spec(World::new().created())
         .present(our_vm(Power::Stopped))
