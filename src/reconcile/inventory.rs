@@ -72,6 +72,33 @@ pub struct VmView {
 }
 
 impl VmView {
+    /// A guest as `/cluster/resources` lists it.
+    fn listed(r: &Resource) -> VmView {
+        let status = r.status.clone().unwrap_or_default();
+        VmView {
+            node: r.node.clone().unwrap_or_default(),
+            running: status == "running",
+            status,
+            lock: r.lock.clone().filter(|l| !l.is_empty()),
+            template: r.template,
+            name: r.name.clone(),
+            uptime: r.uptime,
+            pool: r.pool.clone().filter(|p| !p.is_empty()),
+            tags: split_tags(r.tags.as_deref()),
+            memory: r.maxmem,
+            cpus: r.maxcpu.map(|c| c.round() as u64),
+            disk: r.maxdisk,
+        }
+    }
+
+    /// Whether the guest is as `then` showed it, as far as the view can
+    /// tell: the same shape, unlocked, and not restarted since (its uptime
+    /// did not go down).
+    pub fn unchanged_since(&self, then: &VmView) -> bool {
+        let restarted = matches!((then.uptime, self.uptime), (Some(was), Some(up)) if up < was);
+        !restarted && self.lock.is_none() && self.shape() == then.shape()
+    }
+
     /// What the view shows of the VM that does not change while it is at
     /// rest (all but its uptime): a VM whose shape is as at its last full
     /// look was not changed in any way the view can tell.
@@ -94,6 +121,9 @@ pub struct ClusterView {
     pub vmids: BTreeSet<u32>,
     /// LXC containers by VMID: their node.
     pub containers: HashMap<u32, String>,
+    /// LXC containers by VMID, as listed (what a coarse look compares;
+    /// the struct is the same for both kinds of guest).
+    pub lxcs: HashMap<u32, VmView>,
     /// The pool of each LXC container in one, by VMID.
     pub container_pools: HashMap<u32, String>,
     /// The storages shared by the nodes (a volume on one is on every node).
@@ -118,24 +148,7 @@ impl ClusterView {
                 }),
                 ("qemu", Some(vmid)) => {
                     view.vmids.insert(vmid);
-                    let status = r.status.unwrap_or_default();
-                    view.vms.insert(
-                        vmid,
-                        VmView {
-                            node: r.node.unwrap_or_default(),
-                            running: status == "running",
-                            status,
-                            lock: r.lock.filter(|l| !l.is_empty()),
-                            template: r.template,
-                            name: r.name,
-                            uptime: r.uptime,
-                            pool: r.pool.filter(|p| !p.is_empty()),
-                            tags: split_tags(r.tags.as_deref()),
-                            memory: r.maxmem,
-                            cpus: r.maxcpu.map(|c| c.round() as u64),
-                            disk: r.maxdisk,
-                        },
-                    );
+                    view.vms.insert(vmid, VmView::listed(&r));
                 }
                 ("storage", None) => {
                     let Some(storage) = r.storage else { continue };
@@ -153,10 +166,12 @@ impl ClusterView {
                 }
                 ("lxc", Some(vmid)) => {
                     view.vmids.insert(vmid);
-                    view.containers.insert(vmid, r.node.unwrap_or_default());
-                    if let Some(pool) = r.pool.filter(|p| !p.is_empty()) {
-                        view.container_pools.insert(vmid, pool);
+                    let seen = VmView::listed(&r);
+                    view.containers.insert(vmid, seen.node.clone());
+                    if let Some(pool) = &seen.pool {
+                        view.container_pools.insert(vmid, pool.clone());
                     }
+                    view.lxcs.insert(vmid, seen);
                 }
                 (_, Some(vmid)) => {
                     view.vmids.insert(vmid);

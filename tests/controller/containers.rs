@@ -389,3 +389,43 @@ async fn the_examples_are_accepted_and_mistakes_refused_with_what_is_wrong() {
         );
     }
 }
+
+/// At rest, between its full looks, a container costs no request of its
+/// own: the shared cluster view shows whether it is as its last full look
+/// found it. Its memory changed by hand shows there, and is corrected at
+/// once, with no full look due for a day.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_rest_a_container_is_read_only_through_the_shared_view_which_shows_drift_at_once() {
+    let options = Options {
+        provider: json!({"fullLookInterval": "24h"}),
+        ..Options::default()
+    };
+    let env = Env::start_with("ct-coarse", options).await;
+    env.apply(&container("app", debian(json!({"hostname": "app"}))))
+        .await;
+    let vmid = env.wait_container_ready("app").await;
+    env.wait_coarse_looks(&[
+        "/nodes/{node}/lxc/{vmid}/config",
+        "/nodes/{node}/lxc/{vmid}/status/current",
+    ])
+    .await;
+    let client = env.sim.client();
+    client
+        .update_container_config(
+            "pve",
+            vmid,
+            &ContainerUpdate {
+                set: BTreeMap::from([("memory".to_owned(), "2048".to_owned())]),
+                ..ContainerUpdate::default()
+            },
+        )
+        .await
+        .unwrap();
+    support::poll("the memory put back", DEADLINE, || async {
+        let c = client.container_config("pve", vmid).await.unwrap();
+        (c.get("memory") == Some("512"))
+            .then_some(())
+            .ok_or_else(|| format!("memory {:?}", c.get("memory")))
+    })
+    .await;
+}

@@ -172,35 +172,12 @@ async fn at_rest_a_vm_is_read_only_through_the_shared_view_which_shows_drift_at_
     let vmid = env
         .create_ready("web", manifests::imported(json!({"powerState": "Stopped"})))
         .await;
-    let counts = || async {
-        let own = env
-            .sim
-            .count("GET", "/nodes/{node}/qemu/{vmid}/config")
-            .await
-            + env
-                .sim
-                .count("GET", "/nodes/{node}/qemu/{vmid}/status/current")
-                .await;
-        (own, env.sim.count("GET", "/cluster/resources").await)
-    };
-    // Three views read by its passes (a resync each 5 s), and nothing of
-    // the VM's own meanwhile (a window with a read of its own, a full look
-    // after its creation, starts over).
-    let deadline = std::time::Instant::now() + DEADLINE;
-    let mut start = counts().await;
-    loop {
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-        let now = counts().await;
-        if now.0 != start.0 {
-            start = now;
-        } else if now.1 >= start.1 + 3 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no three coarse looks in a row: {now:?} since {start:?} (VM reads, views)"
-        );
-    }
+    env.wait_coarse_looks(&[
+        "/nodes/{node}/qemu/{vmid}/config",
+        "/nodes/{node}/qemu/{vmid}/pending",
+        "/nodes/{node}/qemu/{vmid}/status/current",
+    ])
+    .await;
 
     env.sim
         .edit(

@@ -13,6 +13,7 @@
 
 pub mod connection;
 pub mod controller;
+pub mod known;
 pub mod late_init;
 pub mod observed;
 pub mod pass;

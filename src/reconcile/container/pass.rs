@@ -23,7 +23,7 @@ use pve_client::lxc::ContainerConfig;
 use pve_client::{ErrorClass, TaskObservation, TaskOutcome, Upid};
 
 use super::plan::{self, Container, Observation, Outcome, Plan, Seen, Step, TaskSeen};
-use super::{connection, render};
+use super::{connection, known, render};
 use crate::api::condition::Reason;
 use crate::api::meta;
 use crate::api::rules::PASSWORD_MAX_BYTES;
@@ -44,6 +44,7 @@ use crate::reconcile::managed::reserve::allocate_vmid;
 use crate::reconcile::managed::status::apply_on;
 use crate::reconcile::managed::{connection_secret, fresh, pools};
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
+use crate::reconcile::runtime::memory::Kept;
 use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::schedule::{Candidates, LabelCounts};
 
@@ -241,11 +242,13 @@ async fn pass(
     Ok(plan.requeue)
 }
 
-/// Observes and plans. A container at rest has its firewall read only at
-/// its full look, once per the config's `fullLookInterval`: a plan made
-/// without it may only conclude that nothing is to be done (anything else
-/// is planned again from a full look, in the same pass), and full looks
-/// may be skipped only after one that found everything as asked.
+/// Observes and plans. A container at rest is looked at coarsely between
+/// its full looks (once per the config's `fullLookInterval`): from the
+/// shared cluster view and what its last full look found, without its
+/// firewall. A plan made from a coarse look may only conclude that nothing
+/// is to be done (anything else is planned again from a full look, in the
+/// same pass), and full looks may be skipped only after one that found
+/// everything as asked.
 async fn observe_and_plan(
     ct: &ProxmoxContainer,
     id: &Identity,
@@ -257,7 +260,9 @@ async fn observe_and_plan(
     let at_rest = plan::at_rest(ct);
     let mut depth = ctx.memory.depth(&id.uid, at_rest, every);
     loop {
-        let (obs, password) = observe(ct, id, ctx, conn, depth).await?;
+        let (obs, password, looked) = observe(ct, id, ctx, conn, depth).await?;
+        // A coarse look that found the container changed looked in full.
+        depth = looked;
         let plan = plan::plan(ct, id, &obs, now);
         match (depth, &plan.step) {
             (Depth::Idle, Step::Idle) => return Ok((plan, password)),
@@ -274,14 +279,17 @@ async fn observe_and_plan(
     }
 }
 
-/// Looks at what the plan will decide from (the firewall only at `Depth::Full`).
+/// Looks at what the plan will decide from: at `Depth::Idle` coarsely
+/// (the container as its last full look found it, while the shared
+/// cluster view shows it as then: see [`known`]), else in full, with the
+/// firewall. Returns the depth looked at.
 async fn observe(
     ct: &ProxmoxContainer,
     id: &Identity,
     ctx: &Context,
     conn: &Connection,
-    depth: Depth,
-) -> Result<(Observation, Option<pve_client::Secret>), Failure> {
+    mut depth: Depth,
+) -> Result<(Observation, Option<pve_client::Secret>, Depth), Failure> {
     let client = &conn.client;
     let poll = conn.timing.poll_interval;
     let status = ct.status.clone().unwrap_or_default();
@@ -306,7 +314,7 @@ async fn observe(
             Err(e) => TaskSeen::Failed(format!("the recorded UPID does not parse: {e}")),
         });
         if obs.task == Some(TaskSeen::Running) {
-            return Ok((obs, None));
+            return Ok((obs, None, Depth::Full));
         }
     }
     let deleting = ct.metadata.deletion_timestamp.is_some();
@@ -316,10 +324,16 @@ async fn observe(
             if !deleting && spec.vmid.is_none() {
                 obs.vmid = Some(allocate_vmid(ctx, conn, id).await);
             }
-            return Ok((obs, None));
+            return Ok((obs, None, Depth::Full));
         }
     };
-    let view = ctx.inventory.view(&conn.key, client, poll).await?;
+    // A coarse look takes a view up to a quarter of the resync interval
+    // old: one read per config serves every container's.
+    let age = match depth {
+        Depth::Idle => conn.timing.resync_interval / 4,
+        Depth::Full => poll,
+    };
+    let view = ctx.inventory.view(&conn.key, client, age).await?;
     // Where to look: where the cluster lists it, else where it was
     // created, else where the spec puts it.
     let listed = view.containers.get(&vmid).cloned();
@@ -327,10 +341,37 @@ async fn observe(
         .clone()
         .or(status.at_provider.node.clone())
         .or(spec.node.clone());
-    obs.container = match &node {
-        Some(node) => look(client, node, vmid).await?,
-        None => Container::Absent,
+    let before = ctx
+        .memory
+        .known(&id.uid)
+        .and_then(|k| k.get::<known::Looked>());
+    let shape = view.lxcs.get(&vmid);
+    let coarse = match depth {
+        Depth::Idle => known::coarse(before.as_ref(), vmid, shape),
+        Depth::Full => None,
     };
+    depth = if coarse.is_some() {
+        Depth::Idle
+    } else {
+        Depth::Full
+    };
+    obs.container = match (coarse, &node) {
+        (Some(seen), _) => Container::Present(seen),
+        (None, Some(node)) => look(client, node, vmid).await?,
+        (None, None) => Container::Absent,
+    };
+    if depth == Depth::Full {
+        let looked = match (&obs.container, shape) {
+            (Container::Present(seen), Some(shape)) => Some(Kept::new(known::Looked {
+                vmid,
+                seen: seen.clone(),
+                shape: shape.clone(),
+                touched: false,
+            })),
+            (_, _) => None,
+        };
+        ctx.memory.remember(&id.uid, &conn.key, looked);
+    }
     if obs.container == Container::Absent && view.vmids.contains(&vmid) && listed.is_none() {
         obs.container = Container::Taken(format!(
             "VMID {vmid} belongs to a VM, not a container; it is left untouched"
@@ -378,7 +419,7 @@ async fn observe(
         Container::Absent | Container::Unknown | Container::Taken(_) => None,
     };
     let Some(node) = node else {
-        return Ok((obs, None));
+        return Ok((obs, None, Depth::Full));
     };
     if let (Container::Present(_), Some(fw), false, Depth::Full) =
         (&obs.container, &spec.firewall, deleting, depth)
@@ -401,7 +442,12 @@ async fn observe(
         .oci
         .as_ref()
         .map(|oci| pve_client::lxc::oci_file_name(&render::oci_pull(oci).filename));
-    let active = client.active_tasks(&node).await?;
+    // Not at a coarse look: it follows a full look that found nothing in
+    // flight and nothing to do, and the view shows no lock since.
+    let active = match depth {
+        Depth::Full => client.active_tasks(&node).await?,
+        Depth::Idle => vec![],
+    };
     let vmid_text = vmid.to_string();
     obs.busy = active
         .iter()
@@ -517,7 +563,7 @@ async fn observe(
             });
         }
     }
-    Ok((obs, password))
+    Ok((obs, password, depth))
 }
 
 /// What `node` has, as a create is checked against it: the cluster view

@@ -229,6 +229,35 @@ impl Env {
         .await
     }
 
+    /// Waits until the guest's passes read three cluster views in a row
+    /// with no request to its `own` routes (GET) meanwhile: coarse looks
+    /// at rest. A window with a read of its own (a full look after its
+    /// creation) starts over.
+    pub async fn wait_coarse_looks(&self, own: &[&str]) {
+        let counts = || async {
+            let mut reads = 0;
+            for route in own {
+                reads += self.sim.count("GET", route).await;
+            }
+            (reads, self.sim.count("GET", "/cluster/resources").await)
+        };
+        let deadline = std::time::Instant::now() + DEADLINE;
+        let mut start = counts().await;
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = counts().await;
+            if now.0 != start.0 {
+                start = now;
+            } else if now.1 >= start.1 + 3 {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no three coarse looks in a row: {now:?} since {start:?} (own reads, views)"
+            );
+        }
+    }
+
     /// Waits for Ready=True and Synced=True.
     pub async fn wait_ready(&self, name: &str) -> ProxmoxVM {
         self.wait_vm(name, "Ready and Synced", |vm| {

@@ -337,13 +337,11 @@ pub fn coarse(known: Option<&Known>, vmid: u32, listed: Option<&VmView>) -> Opti
     let (VmState::Present(vm), Some(was), Some(now)) = (&known.vm, &known.shape, listed) else {
         return None;
     };
-    let restarted = matches!((was.uptime, now.uptime), (Some(then), Some(up)) if up < then);
     let power = match (vm.power, now.status.as_str()) {
         (Power::Running, "running") | (Power::Stopped, "stopped") => true,
         (_, _) => false,
     };
-    if restarted || !power || vm.lock.is_some() || now.lock.is_some() || was.shape() != now.shape()
-    {
+    if !power || vm.lock.is_some() || !now.unchanged_since(was) {
         return None;
     }
     let waiting = matches!(vm.agent, AgentState::NoAnswer(_))
