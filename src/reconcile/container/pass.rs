@@ -327,13 +327,10 @@ async fn observe(
             return Ok((obs, None, Depth::Full));
         }
     };
-    // A coarse look takes a view up to a quarter of the resync interval
-    // old: one read per config serves every container's.
-    let age = match depth {
-        Depth::Idle => conn.timing.resync_interval / 4,
-        Depth::Full => poll,
-    };
-    let view = ctx.inventory.view(&conn.key, client, age).await?;
+    // At most one poll interval old, as the VM's: a coarse look must not
+    // take a view from before what woke its pass (a rollback's stop, for
+    // one), and one read per interval serves every guest of the config.
+    let view = ctx.inventory.view(&conn.key, client, poll).await?;
     // Where to look: where the cluster lists it, else where it was
     // created, else where the spec puts it.
     let listed = view.containers.get(&vmid).cloned();

@@ -21,16 +21,19 @@ pub struct Guests {
     pub containers: Store<DeserializeGuard<ProxmoxContainer>>,
     pub vm_waker: Waker<DeserializeGuard<ProxmoxVM>>,
     pub container_waker: Waker<DeserializeGuard<ProxmoxContainer>>,
+    /// What the guests' passes remember of their looks.
+    pub context: std::sync::Arc<Context>,
 }
 
 impl Guests {
     /// The VM and container caches and wakers of the context.
-    pub fn of(ctx: &Context) -> Self {
+    pub fn of(ctx: &std::sync::Arc<Context>) -> Self {
         Self {
             vms: ctx.store.clone(),
             containers: ctx.containers.clone(),
             vm_waker: ctx.waker.clone(),
             container_waker: ctx.container_waker.clone(),
+            context: std::sync::Arc::clone(ctx),
         }
     }
 
@@ -70,9 +73,30 @@ impl Guests {
         resolve(kind, name, self.seen(namespace, kind, name))
     }
 
-    /// Asks for a pass of the guest `name` of `kind` in `namespace` (a
-    /// rollback stopped it: its own resource brings it back to its
-    /// declared state now rather than at its resync).
+    /// Another resource's task changed the guest (a rollback stopped it:
+    /// its own resource brings it back to its declared state now rather
+    /// than at its resync): what its
+    /// last look showed no longer holds, so its next look is a full one
+    /// (never a coarse look from a view that may predate the change), and
+    /// it is woken.
+    pub fn changed(&self, kind: GuestKind, namespace: &str, name: &str) {
+        let uid = match kind {
+            GuestKind::ProxmoxVM => self
+                .vms
+                .get(&ObjectRef::new(name).within(namespace))
+                .and_then(|vm| vm.0.as_ref().ok()?.metadata.uid.clone()),
+            GuestKind::ProxmoxContainer => self
+                .containers
+                .get(&ObjectRef::new(name).within(namespace))
+                .and_then(|ct| ct.0.as_ref().ok()?.metadata.uid.clone()),
+        };
+        if let Some(uid) = uid {
+            self.context.memory.forget_look(&uid);
+        }
+        self.wake(kind, namespace, name);
+    }
+
+    /// Asks for a pass of the guest `name` of `kind` in `namespace`.
     pub fn wake(&self, kind: GuestKind, namespace: &str, name: &str) {
         match kind {
             GuestKind::ProxmoxVM => self.vm_waker.wake(ObjectRef::new(name).within(namespace)),

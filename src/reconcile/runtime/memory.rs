@@ -239,6 +239,16 @@ impl<L: Remembered> Memory<L> {
         self.with(uid, |e| e.full_look = Some(Instant::now()));
     }
 
+    /// Something outside this resource's passes changed its guest (another
+    /// resource's task): what the last look showed is forgotten, and the
+    /// next look is a full one.
+    pub fn forget_look(&self, uid: &str) {
+        if let Some(entry) = self.lock().get_mut(uid) {
+            entry.known = None;
+            entry.full_look = None;
+        }
+    }
+
     /// The next look at the resource's VM must be a full one.
     pub fn look_closer(&self, uid: &str) {
         self.with(uid, |e| e.full_look = None);

@@ -141,7 +141,7 @@ impl Kind for ProxmoxSnapshot {
     fn task_ended(&self, guests: &Guests, ended: &crate::api::task::EndedTask) {
         if plan::is_rollback(&ended.type_) {
             let r = &self.spec.for_provider.guest_ref;
-            guests.wake(r.kind, &self.namespace().unwrap_or_default(), &r.name);
+            guests.changed(r.kind, &self.namespace().unwrap_or_default(), &r.name);
         }
     }
 

@@ -314,7 +314,6 @@ async fn observe_and_reserve<'a>(
         inventory: &ctx.inventory,
         key: &connection.key,
         max_age: connection.timing.poll_interval,
-        rest_age: connection.timing.resync_interval / 4,
         store: &ctx.store,
         memory: &ctx.memory,
         images: &ctx.images,

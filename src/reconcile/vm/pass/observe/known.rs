@@ -155,6 +155,7 @@ pub fn look(
         // and taken after the end, is this pass's.
         if known.written
             && !known.touched
+            && task.action == TaskAction::Create
             && matches!(task.state, TaskState::Finished(_))
             && matches!(known.vm, VmState::Present(_))
             && now.saturating_duration_since(known.at) < REUSE_FOR

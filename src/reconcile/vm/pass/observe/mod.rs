@@ -66,9 +66,6 @@ pub struct Sources<'a> {
     pub key: &'a ConfigKey,
     /// How old a cluster view may be (the poll interval).
     pub max_age: Duration,
-    /// How old a cluster view may be for a coarse look at an idle VM (a
-    /// fraction of the resync interval).
-    pub rest_age: Duration,
     /// The controller's cache of ProxmoxVMs (a clone's template may be
     /// declared by one).
     pub store: &'a Store<DeserializeGuard<ProxmoxVM>>,
@@ -86,14 +83,6 @@ impl Sources<'_> {
     ) -> Result<Arc<ClusterView>, pve_client::Error> {
         self.inventory
             .view_since(self.key, self.client, since)
-            .await
-    }
-
-    /// The cluster as a coarse look may see it (read at most
-    /// [`Sources::rest_age`] ago).
-    pub async fn rest_view(&self) -> Result<Arc<ClusterView>, pve_client::Error> {
-        self.inventory
-            .view(self.key, self.client, self.rest_age)
             .await
     }
 
@@ -336,7 +325,7 @@ async fn look_at_vm(
     let mut depth = Depth::Full;
     let mut shape = before.as_ref().and_then(|k| k.shape.clone());
     if !matches!(look, known::Look::Known(_)) {
-        let listed = from.rest_view().await?.vms.get(&vmid).cloned();
+        let listed = from.view().await?.vms.get(&vmid).cloned();
         if look == known::Look::Idle {
             look = match known::coarse(before.as_ref(), vmid, listed.as_ref()) {
                 Some(coarse) => {

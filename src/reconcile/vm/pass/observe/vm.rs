@@ -255,7 +255,6 @@ mod tests {
             inventory: &inventory,
             key: &key,
             max_age: std::time::Duration::from_secs(600),
-            rest_age: std::time::Duration::from_secs(600),
         };
         // The view is read while template 9000 is on pve ...
         assert_eq!(from.view().await.unwrap().vms[&9000].node, "pve");
