@@ -119,13 +119,10 @@ pub struct ClusterView {
     pub vms: HashMap<u32, VmView>,
     /// Every guest's VMID (QEMU and LXC: they share the VMID space).
     pub vmids: BTreeSet<u32>,
-    /// LXC containers by VMID: their node.
-    pub containers: HashMap<u32, String>,
-    /// LXC containers by VMID, as listed (what a coarse look compares;
-    /// the struct is the same for both kinds of guest).
+    /// LXC containers by VMID, as listed: their node and pool, and what a
+    /// coarse look compares (the struct is the same for both kinds of
+    /// guest).
     pub lxcs: HashMap<u32, VmView>,
-    /// The pool of each LXC container in one, by VMID.
-    pub container_pools: HashMap<u32, String>,
     /// The storages shared by the nodes (a volume on one is on every node).
     pub shared_storages: BTreeSet<String>,
     /// Per node, its storages by ID.
@@ -166,12 +163,7 @@ impl ClusterView {
                 }
                 ("lxc", Some(vmid)) => {
                     view.vmids.insert(vmid);
-                    let seen = VmView::listed(&r);
-                    view.containers.insert(vmid, seen.node.clone());
-                    if let Some(pool) = &seen.pool {
-                        view.container_pools.insert(vmid, pool.clone());
-                    }
-                    view.lxcs.insert(vmid, seen);
+                    view.lxcs.insert(vmid, VmView::listed(&r));
                 }
                 (_, Some(vmid)) => {
                     view.vmids.insert(vmid);

@@ -333,7 +333,8 @@ async fn observe(
     let view = ctx.inventory.view(&conn.key, client, poll).await?;
     // Where to look: where the cluster lists it, else where it was
     // created, else where the spec puts it.
-    let listed = view.containers.get(&vmid).cloned();
+    let shape = view.lxcs.get(&vmid);
+    let listed = shape.map(|l| l.node.clone());
     let node = listed
         .clone()
         .or(status.at_provider.node.clone())
@@ -342,7 +343,6 @@ async fn observe(
         .memory
         .known(&id.uid)
         .and_then(|k| k.get::<known::Looked>());
-    let shape = view.lxcs.get(&vmid);
     let coarse = match depth {
         Depth::Idle => known::coarse(before.as_ref(), vmid, shape),
         Depth::Full => None,
@@ -377,7 +377,7 @@ async fn observe(
     // Its pool: from the view (no request), checked against the pool's
     // members when the view disagrees (it lags a move).
     if let (Some(wanted), Container::Present(_), Some(_)) = (&spec.pool, &obs.container, &listed) {
-        let listed = view.container_pools.get(&vmid).cloned();
+        let listed = shape.and_then(|l| l.pool.clone());
         obs.pool = Some(pools::member_of(client, ("lxc", vmid), listed, wanted).await?);
     }
     let node = match &obs.container {

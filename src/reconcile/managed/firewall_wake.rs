@@ -75,11 +75,11 @@ where
             return;
         };
         let name = obj.name_any();
-        let vms = of_namespace(&self.guests.vms, Some(&namespace), |vm: &ProxmoxVM| {
+        let vms = of_namespace(self.guests.vms(), Some(&namespace), |vm: &ProxmoxVM| {
             Some((vm.name_any(), vm.spec.for_provider.firewall.clone()?))
         });
         let containers = of_namespace(
-            &self.guests.containers,
+            self.guests.containers(),
             Some(&namespace),
             |ct: &ProxmoxContainer| Some((ct.name_any(), ct.spec.for_provider.firewall.clone()?)),
         );

@@ -3,6 +3,8 @@
 //! guest's resource shows it, and its wake-up; shared by the kinds that
 //! act on another resource's guest.
 
+use std::sync::Arc;
+
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 use pve_client::{Guest, GuestType};
@@ -10,31 +12,32 @@ use pve_client::{Guest, GuestType};
 use crate::api::snapshot::GuestKind;
 use crate::api::{ProxmoxContainer, ProxmoxVM};
 use crate::reconcile::context::Context;
-use crate::reconcile::runtime::wake::Waker;
 
 /// What a guest's resource shows: node, VMID, being deleted.
 pub type Seen = (Option<String>, Option<u32>, bool);
 
-/// The guests such a kind's pass reads, and wakes.
+/// The guests such a kind's pass reads, and wakes: the VM and container
+/// caches, their wakers and what their passes remember, all the context's.
 pub struct Guests {
-    pub vms: Store<DeserializeGuard<ProxmoxVM>>,
-    pub containers: Store<DeserializeGuard<ProxmoxContainer>>,
-    pub vm_waker: Waker<DeserializeGuard<ProxmoxVM>>,
-    pub container_waker: Waker<DeserializeGuard<ProxmoxContainer>>,
-    /// What the guests' passes remember of their looks.
-    pub context: std::sync::Arc<Context>,
+    context: Arc<Context>,
 }
 
 impl Guests {
-    /// The VM and container caches and wakers of the context.
-    pub fn of(ctx: &std::sync::Arc<Context>) -> Self {
+    /// The guests of the context.
+    pub fn of(ctx: &Arc<Context>) -> Self {
         Self {
-            vms: ctx.store.clone(),
-            containers: ctx.containers.clone(),
-            vm_waker: ctx.waker.clone(),
-            container_waker: ctx.container_waker.clone(),
-            context: std::sync::Arc::clone(ctx),
+            context: Arc::clone(ctx),
         }
+    }
+
+    /// The cache of ProxmoxVMs.
+    pub fn vms(&self) -> &Store<DeserializeGuard<ProxmoxVM>> {
+        &self.context.store
+    }
+
+    /// The cache of ProxmoxContainers.
+    pub fn containers(&self) -> &Store<DeserializeGuard<ProxmoxContainer>> {
+        &self.context.containers
     }
 
     /// The guest `name` of `kind` in `namespace`, as its status shows it.
@@ -43,7 +46,7 @@ impl Guests {
         let key = ObjectRef::new(name).within(namespace);
         Some(match kind {
             GuestKind::ProxmoxVM => {
-                let vm = self.vms.get(&key)?;
+                let vm = self.vms().get(&key)?;
                 let vm = vm.0.as_ref().ok()?;
                 let at = vm.status.as_ref().map(|s| &s.at_provider);
                 (
@@ -54,7 +57,7 @@ impl Guests {
             }
             GuestKind::ProxmoxContainer => {
                 let ct = self
-                    .containers
+                    .containers()
                     .get(&ObjectRef::new(name).within(namespace))?;
                 let ct = ct.0.as_ref().ok()?;
                 let at = ct.status.as_ref().map(|s| &s.at_provider);
@@ -82,11 +85,11 @@ impl Guests {
     pub fn changed(&self, kind: GuestKind, namespace: &str, name: &str) {
         let uid = match kind {
             GuestKind::ProxmoxVM => self
-                .vms
+                .vms()
                 .get(&ObjectRef::new(name).within(namespace))
                 .and_then(|vm| vm.0.as_ref().ok()?.metadata.uid.clone()),
             GuestKind::ProxmoxContainer => self
-                .containers
+                .containers()
                 .get(&ObjectRef::new(name).within(namespace))
                 .and_then(|ct| ct.0.as_ref().ok()?.metadata.uid.clone()),
         };
@@ -99,8 +102,12 @@ impl Guests {
     /// Asks for a pass of the guest `name` of `kind` in `namespace`.
     pub fn wake(&self, kind: GuestKind, namespace: &str, name: &str) {
         match kind {
-            GuestKind::ProxmoxVM => self.vm_waker.wake(ObjectRef::new(name).within(namespace)),
+            GuestKind::ProxmoxVM => self
+                .context
+                .waker
+                .wake(ObjectRef::new(name).within(namespace)),
             GuestKind::ProxmoxContainer => self
+                .context
                 .container_waker
                 .wake(ObjectRef::new(name).within(namespace)),
         }
