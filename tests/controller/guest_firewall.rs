@@ -349,16 +349,18 @@ fn vm_with_own_objects(name: &str) -> Value {
     )
 }
 
-/// The guest's aliases as (name, cidr) and its sets as name: entries.
+/// The guest's aliases as (name, cidr) and its sets as name: entries. A
+/// set listed and gone when its entries are read is left out: the
+/// provider may delete it in between, as it does once the spec drops it.
 async fn own_objects(client: &Client, guest: &Guest) -> (Vec<(String, String)>, Vec<String>) {
     use pve_client::ipset::Scope;
     let aliases = client.guest_aliases(guest).await.unwrap();
     let mut sets = vec![];
     for set in client.ip_sets(Scope::Guest(guest)).await.unwrap() {
-        let entries = client
-            .ip_set_entries(Scope::Guest(guest), &set.name)
-            .await
-            .unwrap();
+        let entries = match client.ip_set_entries(Scope::Guest(guest), &set.name).await {
+            Err(pve_client::Error::NotFound { .. }) => continue,
+            read => read.unwrap(),
+        };
         let mut cidrs: Vec<String> = entries
             .iter()
             .map(|e| format!("{}{}", if e.nomatch { "!" } else { "" }, e.cidr))

@@ -172,16 +172,15 @@ pub struct ProviderSettings {
     pub resync_interval: String,
 
     /// How often a ProxmoxVM that is up to date gets a full look, as a Go
-    /// duration: its power state and its config (two Proxmox requests; its
-    /// guest agent too when its answer is 30 minutes old), and a
-    /// ProxmoxContainer's firewall when its spec declares one (a
-    /// ProxmoxVM's firewall is read at each pass).
+    /// duration: its power state, its config and, when its spec declares
+    /// one, its firewall (two to six Proxmox requests; its guest agent too
+    /// when its answer is 30 minutes old).
     /// Between full looks, each `resyncInterval` is a coarse look from the
     /// cluster view the config's VMs share (one request per config, not
     /// per VM): a VM whose power state, node, lock, name, tags, pool,
     /// memory, vCPUs or boot disk size changed is looked at in full at
-    /// once; drift only the full look sees (another config key, a pause)
-    /// is found within this interval. Each
+    /// once; drift only the full look sees (another config key, a firewall
+    /// rule changed by hand, a pause) is found within this interval. Each
     /// VM has its own phase in the interval, so the full looks of many VMs
     /// are spread evenly over it.
     #[serde(default = "default_full_look_interval")]

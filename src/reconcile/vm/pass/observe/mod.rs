@@ -128,16 +128,19 @@ pub async fn observe(
         obs.depth = look.depth;
         sure = look.sure;
     }
-    // Only when the spec declares a firewall, in every pass that sees the
-    // VM (at rest too: reading it at full looks only made
-    // `guest_firewall::a_vms_own_aliases_…` fail in two fresh-clone runs,
-    // cause not found yet; issue 32).
+    // Only when the spec declares a firewall, in a pass that looks at the
+    // VM in full: while it is created or changed, after any write, and at
+    // rest once per `fullLookInterval`. A coarse look, which does not read
+    // it, follows only a full look that found it as asked, and may only
+    // conclude that nothing is to be done (the status keeps the firewall
+    // last seen).
     if let (true, Some(vmid), Some(spec), VmState::Present(seen)) = (
         needs.firewall,
         needs.vmid,
         vm.spec.for_provider.firewall.as_ref(),
         &obs.vm,
     ) && seen.config.is_some()
+        && obs.depth == Depth::Full
     {
         let guest = pve_client::Guest {
             kind: pve_client::GuestType::Qemu,
