@@ -16,7 +16,9 @@
 //!   the task watcher). The list is fetched by one caller while the others
 //!   wait for it (single flight per node) and then reused until the
 //!   interval has passed; it is asked for only while tasks are observed or
-//!   followed there;
+//!   followed there; once more at the expected end of a long task started
+//!   here (as long as the last tasks of its type took on that node:
+//!   [`ends`]), so that its end is known within a fraction of the interval;
 //! * only a task missing from the list (newer than the list, or started
 //!   before the `since` it was fetched with) costs a `GET .../status` of
 //!   its own; a failed task costs one more request for its log tail;
@@ -26,6 +28,8 @@
 //! that *finish*, not with the number of tasks in flight.
 //! [`ObserveMode::PerTask`] asks `status` for every observation and exists
 //! for comparison and as a fallback.
+
+mod ends;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -67,6 +71,9 @@ pub(crate) struct ObserverState {
     nodes: Mutex<HashMap<String, Arc<NodeSlot>>>,
     tasks: Mutex<HashMap<Upid, TaskBook>>,
     last_prune: Mutex<Option<Instant>>,
+    /// How long tasks took, for the list read at a long task's expected
+    /// end ([`ends`]).
+    ends: Mutex<ends::Ends>,
 }
 
 #[derive(Debug, Default)]
@@ -81,6 +88,10 @@ struct NodeSlot {
 #[derive(Debug)]
 pub(crate) struct ActiveSnapshot {
     fetched_at: Instant,
+    /// Where the list interval runs from: the fetch, or for a read made
+    /// at a task's expected end that showed no end, the read before
+    /// (that read is one more, not one instead).
+    cadence_from: Instant,
     /// The entries as listed.
     listed: Vec<TaskListEntry>,
     /// UPID → its entry's index in `listed`.
@@ -96,6 +107,7 @@ impl ActiveSnapshot {
             .collect();
         Self {
             fetched_at,
+            cadence_from: fetched_at,
             listed,
             by_upid,
         }
@@ -157,6 +169,10 @@ struct TaskBook {
     progress: Option<crate::task::Progress>,
     /// When the log was last read for progress.
     progress_read: Option<Instant>,
+    /// When the latest node list that showed it running was asked for.
+    listed_running: Option<Instant>,
+    /// A node list showed its end.
+    end_listed: bool,
 }
 
 impl TaskBook {
@@ -169,6 +185,8 @@ impl TaskBook {
             log_cursor: 0,
             progress: None,
             progress_read: None,
+            listed_running: None,
+            end_listed: false,
         }
     }
 
@@ -254,6 +272,64 @@ impl ObserverState {
             .dispatched
             .lock()
             .expect("observer node slot poisoned")
+    }
+
+    /// Whether a task started here on `node` was expected to end after the
+    /// list of `fetched_at` and by `now` (one more read of the list is
+    /// due for it; see [`ends`]).
+    fn end_due(
+        &self,
+        node: &str,
+        fetched_at: Instant,
+        now: Instant,
+        interval: std::time::Duration,
+    ) -> bool {
+        let tasks = self.tasks.lock().expect("observer task map poisoned");
+        let ends = self.ends.lock().expect("observer task ends poisoned");
+        tasks.iter().any(|(upid, book)| {
+            let (Some(started), false, None) = (book.started_here, book.end_listed, &book.outcome)
+            else {
+                return false;
+            };
+            upid.node() == node
+                && ends
+                    .expected(node, upid.task_type())
+                    .and_then(|took| ends::due(started, took, interval))
+                    .is_some_and(|due| fetched_at < due && due <= now)
+        })
+    }
+
+    /// What a new list of `node`, asked for at `asked`, shows of the tasks
+    /// started here: running (the latest such list is kept) or ended (how
+    /// long it took is recorded). Returns how many it shows ended.
+    fn saw_list(&self, node: &str, snapshot: &ActiveSnapshot, asked: Instant) -> usize {
+        let mut samples = vec![];
+        {
+            let mut tasks = self.tasks.lock().expect("observer task map poisoned");
+            for (upid, book) in tasks.iter_mut() {
+                let (Some(started), false, None) =
+                    (book.started_here, book.end_listed, &book.outcome)
+                else {
+                    continue;
+                };
+                if upid.node() != node || started > asked {
+                    continue;
+                }
+                match snapshot.lookup(upid, book.started_here) {
+                    Listed::Running => book.listed_running = Some(asked),
+                    Listed::Finished(_) => {
+                        book.end_listed = true;
+                        samples.push((upid.task_type().to_owned(), started, book.listed_running));
+                    }
+                    Listed::Absent => {}
+                }
+            }
+        }
+        let mut ends = self.ends.lock().expect("observer task ends poisoned");
+        for (kind, started, running) in &samples {
+            ends.record((node, kind), *started, *running, snapshot.fetched_at);
+        }
+        samples.len()
     }
 
     /// The start of the oldest task on `node` whose end is not known yet:
@@ -401,16 +477,25 @@ impl Client {
         node: &str,
         after: Option<Instant>,
     ) -> Result<Arc<ActiveSnapshot>> {
-        let slot = self.observer_state().node_slot(node);
+        let state = self.observer_state();
+        let slot = state.node_slot(node);
         let mut guard = slot.snapshot.lock().await;
         let options = self.task_options();
         let interval = options.list_every.min(options.poll_interval);
-        if let Some(snapshot) = guard.as_ref()
-            && snapshot.fetched_at.elapsed() < interval
-            && after.is_none_or(|after| snapshot.fetched_at > after)
-        {
-            return Ok(Arc::clone(snapshot));
-        }
+        let asked = Instant::now();
+        // Read again once the interval has passed, after a task started
+        // here since, or at a long task's expected end.
+        let (regular, cadence) = match guard.as_ref() {
+            None => (true, asked),
+            Some(snapshot) => {
+                let regular = asked.saturating_duration_since(snapshot.cadence_from) >= interval
+                    || after.is_some_and(|after| snapshot.fetched_at <= after);
+                if !regular && !state.end_due(node, snapshot.fetched_at, asked, interval) {
+                    return Ok(Arc::clone(snapshot));
+                }
+                (regular, snapshot.cadence_from)
+            }
+        };
         // Finished tasks too, as far back as a task observed here whose end
         // is not known: their exit status comes with the list.
         let since = self.observer_state().oldest_unfinished(node);
@@ -421,7 +506,11 @@ impl Client {
             ..TaskListFilter::default()
         };
         let entries = self.list_tasks(node, &filter).await?;
-        let snapshot = Arc::new(ActiveSnapshot::from_entries(entries, Instant::now()));
+        let mut snapshot = ActiveSnapshot::from_entries(entries, Instant::now());
+        if state.saw_list(node, &snapshot, asked) == 0 && !regular {
+            snapshot.cadence_from = cadence;
+        }
+        let snapshot = Arc::new(snapshot);
         if !snapshot.complete() {
             tracing::warn!(node, "active task list hit its limit; observing per task");
             *guard = None;
@@ -573,5 +662,70 @@ mod tests {
         );
         state.forget(&b);
         assert_eq!(state.tracked(), 0);
+    }
+
+    /// A long task's node is due for one more read at its expected end,
+    /// once three tasks of its kind there were seen to end; and no longer
+    /// once a list shows its end.
+    #[tokio::test(start_paused = true)]
+    async fn a_long_tasks_node_is_read_again_at_its_expected_end() {
+        let state = ObserverState::default();
+        let second = Duration::from_secs(1);
+        let list =
+            |entries: Vec<TaskListEntry>| ActiveSnapshot::from_entries(entries, Instant::now());
+        // Three tasks, each listed running 1 s after its dispatch and
+        // ended 3 s after it: each took 2 s (the middle of [1 s, 3 s]).
+        for pid in 1..=3 {
+            let u = upid(pid);
+            state.dispatched("pve", Some(&u));
+            tokio::time::advance(second).await;
+            let running = list(vec![entry(&u, Some("RUNNING"))]);
+            assert_eq!(state.saw_list("pve", &running, Instant::now()), 0);
+            tokio::time::advance(2 * second).await;
+            let ended = list(vec![entry(&u, Some("OK"))]);
+            assert_eq!(state.saw_list("pve", &ended, Instant::now()), 1);
+        }
+        let u = upid(4);
+        state.dispatched("pve", Some(&u));
+        let t = Instant::now();
+        let fetched = t + Duration::from_millis(500);
+        let due = |now: Instant| state.end_due("pve", fetched, now, second);
+        assert!(!due(t + Duration::from_millis(1900)), "before its end");
+        assert!(due(t + Duration::from_millis(2100)), "at its end");
+        assert!(
+            !state.end_due("other", fetched, t + 3 * second, second),
+            "another node's list is not due"
+        );
+        assert!(
+            !state.end_due(
+                "pve",
+                t + Duration::from_millis(2100),
+                t + 3 * second,
+                second
+            ),
+            "once read at its end, not again"
+        );
+        // A list showing it ended: nothing is due for it any more.
+        tokio::time::advance(Duration::from_millis(2100)).await;
+        let ended = list(vec![entry(&u, Some("OK"))]);
+        assert_eq!(state.saw_list("pve", &ended, Instant::now()), 1);
+        assert!(!due(t + 3 * second));
+    }
+
+    /// A task shorter than the list interval gets no read of its own: the
+    /// next regular list shows its end as soon.
+    #[tokio::test(start_paused = true)]
+    async fn a_short_task_gets_no_read_of_its_own() {
+        let state = ObserverState::default();
+        for pid in 1..=4 {
+            let u = upid(pid);
+            state.dispatched("pve", Some(&u));
+            tokio::time::advance(Duration::from_millis(300)).await;
+            let ended = ActiveSnapshot::from_entries(vec![entry(&u, Some("OK"))], Instant::now());
+            state.saw_list("pve", &ended, Instant::now());
+        }
+        let t = Instant::now();
+        state.dispatched("pve", Some(&upid(5)));
+        assert!(!state.end_due("pve", t, t + Duration::from_secs(5), Duration::from_secs(1)));
     }
 }
