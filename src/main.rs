@@ -19,6 +19,12 @@ use anyhow::Context;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use provider_proxmox::reconcile::{self, LeaderElection, Settings};
 
+/// With the `mimalloc` feature, mimalloc serves every allocation (see the
+/// feature's note in Cargo.toml).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Crossplane-style Kubernetes provider for Proxmox VE virtual machines.
 #[derive(Parser, Debug)]
 #[command(name = "proxmox-provider", version, about)]

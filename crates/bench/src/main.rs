@@ -173,9 +173,11 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
                 continue;
             }
         };
-        summaries.push(summary::summarize(
+        // A budget of its own (`--rps`): its delete's ideal at that rate.
+        let budget = args.rps.map(f64::from).or_else(|| summary::budget(variant));
+        summaries.push(summary::summarize_within(
             &run,
-            import_limit,
+            (import_limit, budget),
             &args.nodes,
             args.time_scale,
         ));

@@ -190,7 +190,7 @@ pub fn section(report: &Report) -> String {
     let _ = writeln!(
         md,
         "Machine: {} cores ({}), {:.1} GiB, Linux {}, load average {:.1} at the start. Commit {}, {} binaries, {}, kube-apiserver {}, {}.  \n\
-         pve-sim `--nodes {} --time-scale {}`; default limits (import slots per node: {}); \
+         pve-sim `--nodes {} --time-scale {}`; {} limits (import slots per node: {}{}); \
          idle window {} s; timeouts {} s to Ready, {} s to gone.  \n\
          Command: `{}`\n",
         machine.cores,
@@ -205,7 +205,16 @@ pub fn section(report: &Report) -> String {
         machine.rustc,
         report.nodes.join(","),
         report.time_scale,
+        if report.requests_per_second.is_some() {
+            "the"
+        } else {
+            "default"
+        },
         import_limit,
+        report
+            .requests_per_second
+            .map(|r| format!(", requests per second: {r}"))
+            .unwrap_or_default(),
         report.idle_seconds,
         report.timeout_seconds,
         report

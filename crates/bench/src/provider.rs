@@ -57,7 +57,11 @@ pub async fn run_fleet(
         &arena.actor,
         &arena.sim,
         (
-            fleet.map(FleetLimits::spec),
+            match (fleet, args.rps) {
+                (Some(fleet), _) => Some(fleet.spec()),
+                (None, Some(rps)) => Some(serde_json::json!({"requestsPerSecond": rps})),
+                (None, None) => None,
+            },
             args.full_look_interval.as_deref(),
         ),
     )

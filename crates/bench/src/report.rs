@@ -25,6 +25,10 @@ pub struct Report {
     /// `timeout_seconds`.
     #[serde(default)]
     pub delete_timeout_seconds: Option<u64>,
+    /// The `batched`/`per-task` config's request budget when `--rps` set
+    /// one (absent: the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_second: Option<u32>,
     pub machine: Machine,
     pub variants: Vec<Summary>,
     /// The `sharded` variant's figures, when it ran (absent in results
@@ -53,6 +57,7 @@ impl Report {
             idle_seconds: args.idle,
             timeout_seconds: args.timeout,
             delete_timeout_seconds: Some(args.delete_timeout()),
+            requests_per_second: args.rps,
             machine,
             variants,
             sharded,

@@ -215,7 +215,7 @@ fn figures(
 
 /// The provider's request budget (requests per second, default limits);
 /// the naive loop has none.
-fn budget(variant: Variant) -> Option<f64> {
+pub fn budget(variant: Variant) -> Option<f64> {
     (variant != Variant::Predecessor).then(|| {
         f64::from(provider_proxmox::api::provider_config::Limits::default().requests_per_second)
     })
