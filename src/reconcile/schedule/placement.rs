@@ -20,6 +20,12 @@ use crate::reconcile::common::grants::{Placement, PlacementRequest};
 
 /// How long an assumption waits for its VM to run before it is dropped.
 const ASSUMED_FOR: Duration = Duration::from_secs(1800);
+/// How often the assumptions are pruned: each prune reads every one of
+/// them, and a pass of every VM being placed asks for a placement (at
+/// 10,000 VMs, pruning at each made placement quadratic). An assumption
+/// kept up to this long after its VM runs counts its memory twice on its
+/// node for that while: nothing is placed wrong by it, only less tightly.
+const PRUNE_EVERY: Duration = Duration::from_secs(1);
 
 /// A placement the cluster view does not reflect yet.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +43,8 @@ struct Assumed {
 pub struct PlacementBook {
     /// Resource UID → its placement.
     assumed: HashMap<String, Assumed>,
+    /// When the assumptions were last pruned.
+    pruned: Option<Instant>,
 }
 
 /// What `SpreadByLabel` counts besides the assumptions: how many
@@ -102,6 +110,13 @@ impl PlacementBook {
     /// Drops assumptions whose VM the view shows running (its memory is in
     /// the node's numbers now) or that waited too long.
     fn prune(&mut self, view: &ClusterView, now: Instant) {
+        if self
+            .pruned
+            .is_some_and(|at| now.saturating_duration_since(at) < PRUNE_EVERY)
+        {
+            return;
+        }
+        self.pruned = Some(now);
         self.assumed.retain(|_, a| {
             let running = view
                 .vms
@@ -190,6 +205,45 @@ fn no_node(request: &PlacementRequest, view: &ClusterView) -> Placement {
 /// Chooses a node as the request's policy says, counting `assumed`
 /// placements as if their VMs already ran. Ties go to the node that sorts
 /// first, so the choice is deterministic.
+/// What each node holds besides its own figures in the view: its VMs in
+/// the view, and the assumptions placed on it. Counted in one walk over
+/// the VMs and one over the assumptions, not one per node.
+#[derive(Clone, Copy, Debug, Default)]
+struct Load {
+    /// Memory of the VMs assumed there.
+    pending_memory: u64,
+    /// Its VMs (templates aside) and those assumed there the view does not
+    /// list yet.
+    vms: u64,
+    /// Assumed there with the request's `spreadBy` label value.
+    same_label: u64,
+}
+
+impl Load {
+    fn of<'v>(
+        request: &PlacementRequest,
+        view: &'v ClusterView,
+        assumed: &'v HashMap<String, Assumed>,
+    ) -> HashMap<&'v str, Load> {
+        let mut load: HashMap<&str, Load> = HashMap::new();
+        for vm in view.vms.values().filter(|vm| !vm.template) {
+            load.entry(vm.node.as_str()).or_default().vms += 1;
+        }
+        let value = request.spread_by.as_ref();
+        for a in assumed.values() {
+            let here = load.entry(a.node.as_str()).or_default();
+            here.pending_memory += a.memory;
+            if !view.vms.contains_key(&a.vmid) {
+                here.vms += 1;
+            }
+            if a.label.as_ref() == value {
+                here.same_label += 1;
+            }
+        }
+        load
+    }
+}
+
 fn choose(
     request: &PlacementRequest,
     from: Candidates<'_>,
@@ -209,28 +263,26 @@ fn choose(
             why: "the template's node".into(),
         };
     }
+    let load = Load::of(request, view, assumed);
     let mut best: Option<(String, (u64, u64))> = None;
     for node in view
         .nodes
         .iter()
         .filter(|n| candidate(request, view, &n.name))
     {
-        let pending = assumed.values().filter(|a| a.node == node.name);
-        let pending_memory: u64 = pending.clone().map(|a| a.memory).sum();
+        let here = load.get(node.name.as_str()).copied().unwrap_or_default();
         let free = node
             .max_memory
             .saturating_sub(node.memory)
-            .saturating_sub(pending_memory);
-        let not_listed = pending.clone().filter(|a| !view.vms.contains_key(&a.vmid));
-        let vms = view.vm_count(&node.name) + not_listed.count() as u64;
+            .saturating_sub(here.pending_memory);
+        let vms = here.vms;
         // Lower is better: (primary, secondary).
         let score = match request.policy {
             PlacementPolicy::MostFreeMemory => (u64::MAX - free, vms),
             PlacementPolicy::FewestVms => (vms, u64::MAX - free),
             PlacementPolicy::SpreadByLabel => {
-                let value = request.spread_by.as_ref();
                 let same = u64::from(labelled.get(&node.name).copied().unwrap_or_default())
-                    + pending.filter(|a| a.label.as_ref() == value).count() as u64;
+                    + here.same_label;
                 (same, u64::MAX - free)
             }
         };
@@ -373,8 +425,16 @@ mod tests {
                 ..VmView::default()
             },
         );
+        // Within a second of the last prune, a is still assumed.
+        let soon = now + PRUNE_EVERY / 2;
         assert_eq!(
-            node_of(&book.place("b", 101, &req, from(&v, &LabelCounts::new()), now)),
+            node_of(&book.place("b", 101, &req, from(&v, &LabelCounts::new()), soon)),
+            "pve2"
+        );
+        assert_eq!(book.assumed.len(), 2, "not pruned yet");
+        let later = now + PRUNE_EVERY;
+        assert_eq!(
+            node_of(&book.place("b", 101, &req, from(&v, &LabelCounts::new()), later)),
             "pve2"
         );
         assert_eq!(book.assumed.len(), 1, "only b is assumed");
