@@ -96,5 +96,7 @@ pub enum SlotGrant {
         limit: u32,
         /// How long this resource has been waiting for a slot.
         waiting: std::time::Duration,
+        /// Resources waiting for a slot of the kind there since before it.
+        ahead: u32,
     },
 }

@@ -1,7 +1,10 @@
 //! Fair admission of passes: at most `max_concurrent_reconciles` run at
 //! once, and due passes are admitted in the order they arrived; beside
 //! them, a small lane for the passes many others wait for
-//! ([`Queue::admit_first`]).
+//! ([`Queue::admit_first`]); and the first passes of resources never
+//! reconciled ([`Queue::admit_fresh`]) queue a few at a time, so that after
+//! a bulk apply the next steps of the resources under way (an import
+//! slot's next create among them) do not wait behind thousands of them.
 //!
 //! kube-runtime's own concurrency limit holds due objects back and picks
 //! among them in hash order when a slot frees, so under saturation some
@@ -21,6 +24,10 @@ use super::metrics::Metrics;
 /// ([`Queue::admit_first`]), beside the queue's own limit.
 const LANE: usize = 2;
 
+/// At most one in this many of the queue's limit are first passes waiting
+/// for a permit or holding one (at least one).
+const FRESH_SHARE: usize = 4;
+
 /// A wait for admission longer than this is worth a warning.
 const SLOW_ADMISSION: Duration = Duration::from_secs(30);
 /// At most one such warning per this many seconds.
@@ -32,6 +39,8 @@ pub struct Queue {
     permits: Semaphore,
     /// The lane of [`Queue::admit_first`].
     lane: Semaphore,
+    /// The first passes queued for `permits` at once ([`Queue::admit_fresh`]).
+    fresh: Semaphore,
     limit: usize,
     last_warning: AtomicU64,
 }
@@ -43,6 +52,7 @@ impl Queue {
         Self {
             permits: Semaphore::new(limit),
             lane: Semaphore::new(LANE),
+            fresh: Semaphore::new(limit.div_ceil(FRESH_SHARE)),
             limit,
             last_warning: AtomicU64::new(0),
         }
@@ -64,6 +74,19 @@ impl Queue {
             );
         }
         permit
+    }
+
+    /// Admits the first pass of a resource never reconciled: in arrival
+    /// order among such passes, and only [`FRESH_SHARE`]th of the queue's
+    /// limit of them wait for or hold its permits at once, so a pass of a
+    /// resource under way waits behind at most that many of them.
+    pub async fn admit_fresh(
+        &self,
+        metrics: &Metrics,
+    ) -> Option<(SemaphorePermit<'_>, Option<SemaphorePermit<'_>>)> {
+        let fresh = self.fresh.acquire().await.ok()?;
+        let permit = self.admit(metrics).await;
+        Some((fresh, permit))
     }
 
     /// Admits a pass that many others wait for (a ProxmoxImage, a
@@ -127,5 +150,50 @@ mod tests {
         let _full = queue.admit(&metrics).await;
         let lane = tokio::time::timeout(Duration::from_secs(5), queue.admit_first(&metrics)).await;
         assert!(lane.is_ok_and(|p| p.is_some()), "the lane admits it");
+    }
+
+    /// After a bulk apply, a pass of a resource under way waits behind at
+    /// most a quarter of the limit of first passes, not all of them.
+    #[tokio::test]
+    async fn a_pass_under_way_waits_behind_few_first_passes() {
+        let queue = Arc::new(Queue::new(4));
+        let metrics = Arc::new(Metrics::default());
+        let mut held = vec![];
+        for _ in 0..4 {
+            held.push(queue.admit(&metrics).await);
+        }
+        let order = Arc::new(std::sync::Mutex::new(vec![]));
+        let mut waiting = vec![];
+        let settle = || async {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        for i in 0..5 {
+            let (queue, metrics, order) = (queue.clone(), metrics.clone(), order.clone());
+            waiting.push(tokio::spawn(async move {
+                let _permit = queue.admit_fresh(&metrics).await;
+                order.lock().unwrap().push(format!("fresh-{i}"));
+                // Held until the test has seen who came first.
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            }));
+            settle().await;
+        }
+        let (q, m, o) = (queue.clone(), metrics.clone(), order.clone());
+        waiting.push(tokio::spawn(async move {
+            let _permit = q.admit(&m).await;
+            o.lock().unwrap().push("under-way".to_owned());
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }));
+        settle().await;
+        // Two permits free: the one first pass already queued, then the
+        // pass under way, before the four other first passes.
+        held.pop();
+        settle().await;
+        held.pop();
+        settle().await;
+        assert_eq!(*order.lock().unwrap(), ["fresh-0", "under-way"]);
+        for w in waiting {
+            w.abort();
+        }
     }
 }

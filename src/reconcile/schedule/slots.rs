@@ -117,11 +117,18 @@ impl NodeSlots {
         });
         // Asked and refused: wake it again when the next slot frees.
         waiter.woken = false;
+        let since = waiter.since;
+        let ahead = self
+            .waiting
+            .values()
+            .filter(|w| w.kind == kind && w.since < since)
+            .count();
         SlotGrant::Busy {
             node: node.to_owned(),
             in_use,
             limit,
-            waiting: now.saturating_duration_since(waiter.since),
+            waiting: now.saturating_duration_since(since),
+            ahead: u32::try_from(ahead).unwrap_or(u32::MAX),
         }
     }
 
@@ -300,7 +307,8 @@ mod tests {
                 node: "pve".into(),
                 in_use: 2,
                 limit: 2,
-                waiting: Duration::ZERO
+                waiting: Duration::ZERO,
+                ahead: 0,
             }
         );
         // a's task ended: the list no longer shows it, so its slot is free

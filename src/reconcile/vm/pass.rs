@@ -67,10 +67,17 @@ pub async fn reconcile(
     // behind theirs (templates are few).
     let template =
         matches!(&obj.0, Ok(vm) if vm.spec.for_provider.lifecycle.template == Some(true));
+    // A VM never reconciled (no status yet) queues among the first passes.
+    let fresh = matches!(&obj.0, Ok(vm) if vm.status.is_none());
     let _admitted = if template {
-        ctx.queue.admit_first(&ctx.metrics).await
+        (None, ctx.queue.admit_first(&ctx.metrics).await)
+    } else if fresh {
+        match ctx.queue.admit_fresh(&ctx.metrics).await {
+            Some((fresh, permit)) => (Some(fresh), permit),
+            None => (None, None),
+        }
     } else {
-        ctx.queue.admit(&ctx.metrics).await
+        (None, ctx.queue.admit(&ctx.metrics).await)
     };
     // Boxed, so that a pass waiting above is small: every due pass waits
     // for its turn there (a thousand at once after a bulk apply or a

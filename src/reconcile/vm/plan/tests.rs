@@ -332,14 +332,21 @@ impl World {
         self.observe(|o| o.slot = Some(SlotGrant::Granted { node: node.into() }))
     }
 
-    /// Every slot on `node` is in use; this resource has waited `secs`.
+    /// Every slot on `node` is in use; this resource has waited `secs`,
+    /// first in line.
     pub fn slot_busy(self, node: &str, secs: u64) -> Self {
+        self.slot_busy_behind(node, secs, 0)
+    }
+
+    /// [`Self::slot_busy`] with `ahead` resources waiting before it.
+    pub fn slot_busy_behind(self, node: &str, secs: u64, ahead: u32) -> Self {
         self.observe(|o| {
             o.slot = Some(SlotGrant::Busy {
                 node: node.into(),
                 in_use: 2,
                 limit: 2,
                 waiting: std::time::Duration::from_secs(secs),
+                ahead,
             })
         })
     }

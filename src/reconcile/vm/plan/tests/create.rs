@@ -489,3 +489,26 @@ fn a_disk_image_larger_than_the_free_space_is_not_downloaded() {
         );
     }
 }
+
+/// A resource far back in line for a slot looks again by itself less
+/// often (a freed slot wakes its next waiter anyway); near the front every
+/// 30 s; never later than 5 minutes.
+#[test]
+fn a_waiter_further_back_in_line_rechecks_less_often() {
+    let secs = |s| Some(Duration::from_secs(s));
+    let cases = [
+        (0, secs(30)),
+        (7, secs(30)),
+        (8, secs(60)),
+        (80, secs(300)),
+        (5000, secs(300)),
+    ];
+    for (ahead, want) in cases {
+        let plan = ready_to_create().slot_busy_behind("pve1", 60, ahead).run();
+        assert_eq!(plan.requeue_after, want, "{ahead} ahead");
+    }
+    // The line is measured in rounds of the node's slots (4 here).
+    let recheck = super::super::create::capacity_recheck;
+    assert_eq!(recheck(15, 4), Duration::from_secs(30));
+    assert_eq!(recheck(16, 4), Duration::from_secs(60));
+}
