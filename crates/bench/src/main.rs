@@ -173,8 +173,9 @@ async fn bench(args: RunArgs) -> anyhow::Result<bool> {
                 continue;
             }
         };
-        // A budget of its own (`--rps`): its delete's ideal at that rate.
-        let budget = args.rps.map(f64::from).or_else(|| summary::budget(variant));
+        // The provider's budget, `--rps` when set: its delete's ideal at
+        // that rate (the naive loop has none).
+        let budget = summary::budget(variant).map(|default| args.rps.map_or(default, f64::from));
         summaries.push(summary::summarize_within(
             &run,
             (import_limit, budget),
