@@ -175,12 +175,13 @@ impl ClusterView {
         view
     }
 
-    /// VMs (not templates) on `node`.
-    pub fn vm_count(&self, node: &str) -> u64 {
-        self.vms
-            .values()
-            .filter(|vm| vm.node == node && !vm.template)
-            .count() as u64
+    /// VMs (not templates) per node, in one walk over the VMs.
+    pub fn vm_counts(&self) -> HashMap<&str, u64> {
+        let mut counts = HashMap::new();
+        for vm in self.vms.values().filter(|vm| !vm.template) {
+            *counts.entry(vm.node.as_str()).or_default() += 1;
+        }
+        counts
     }
 }
 
@@ -393,7 +394,8 @@ mod tests {
         assert_eq!(view.vmids, [100, 101, 9000].into());
         assert!(view.vms[&100].running && view.vms[&100].lock.is_none());
         assert!(view.vms[&9000].template);
-        assert_eq!(view.vm_count("pve2"), 1);
-        assert_eq!(view.vm_count("pve1"), 0, "templates are not VMs to spread");
+        let counts = view.vm_counts();
+        assert_eq!(counts.get("pve2"), Some(&1));
+        assert_eq!(counts.get("pve1"), None, "templates are not VMs to spread");
     }
 }

@@ -190,6 +190,14 @@ impl TaskBook {
         }
     }
 
+    /// When this client started the task, while a node list has not shown
+    /// its end and its outcome is not known: the tasks whose end the
+    /// lists are watched for ([`ends`]).
+    fn awaiting_end(&self) -> Option<Instant> {
+        self.started_here
+            .filter(|_| !self.end_listed && self.outcome.is_none())
+    }
+
     /// Whether the progress is worth a log read now: once the task has run
     /// for `every` since it was first seen, then every `every`. A task that
     /// ends sooner costs no log read at all (its progress would be out of
@@ -287,8 +295,7 @@ impl ObserverState {
         let tasks = self.tasks.lock().expect("observer task map poisoned");
         let ends = self.ends.lock().expect("observer task ends poisoned");
         tasks.iter().any(|(upid, book)| {
-            let (Some(started), false, None) = (book.started_here, book.end_listed, &book.outcome)
-            else {
+            let Some(started) = book.awaiting_end() else {
                 return false;
             };
             upid.node() == node
@@ -307,9 +314,7 @@ impl ObserverState {
         {
             let mut tasks = self.tasks.lock().expect("observer task map poisoned");
             for (upid, book) in tasks.iter_mut() {
-                let (Some(started), false, None) =
-                    (book.started_here, book.end_listed, &book.outcome)
-                else {
+                let Some(started) = book.awaiting_end() else {
                     continue;
                 };
                 if upid.node() != node || started > asked {
@@ -498,7 +503,7 @@ impl Client {
         };
         // Finished tasks too, as far back as a task observed here whose end
         // is not known: their exit status comes with the list.
-        let since = self.observer_state().oldest_unfinished(node);
+        let since = state.oldest_unfinished(node);
         let filter = TaskListFilter {
             source: Some(if since.is_some() { "all" } else { "active" }.to_owned()),
             limit: Some(ACTIVE_LIST_LIMIT),

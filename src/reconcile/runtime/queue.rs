@@ -80,13 +80,13 @@ impl Queue {
     /// order among such passes, and only [`FRESH_SHARE`]th of the queue's
     /// limit of them wait for or hold its permits at once, so a pass of a
     /// resource under way waits behind at most that many of them.
+    /// Both permits admit it until dropped.
     pub async fn admit_fresh(
         &self,
         metrics: &Metrics,
-    ) -> Option<(SemaphorePermit<'_>, Option<SemaphorePermit<'_>>)> {
-        let fresh = self.fresh.acquire().await.ok()?;
-        let permit = self.admit(metrics).await;
-        Some((fresh, permit))
+    ) -> (Option<SemaphorePermit<'_>>, Option<SemaphorePermit<'_>>) {
+        let fresh = self.fresh.acquire().await.ok();
+        (fresh, self.admit(metrics).await)
     }
 
     /// Admits a pass that many others wait for (a ProxmoxImage, a

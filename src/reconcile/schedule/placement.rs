@@ -225,10 +225,19 @@ impl Load {
         view: &'v ClusterView,
         assumed: &'v HashMap<String, Assumed>,
     ) -> HashMap<&'v str, Load> {
-        let mut load: HashMap<&str, Load> = HashMap::new();
-        for vm in view.vms.values().filter(|vm| !vm.template) {
-            load.entry(vm.node.as_str()).or_default().vms += 1;
-        }
+        let mut load: HashMap<&str, Load> = view
+            .vm_counts()
+            .into_iter()
+            .map(|(node, vms)| {
+                (
+                    node,
+                    Load {
+                        vms,
+                        ..Load::default()
+                    },
+                )
+            })
+            .collect();
         let value = request.spread_by.as_ref();
         for a in assumed.values() {
             let here = load.entry(a.node.as_str()).or_default();

@@ -72,10 +72,7 @@ pub async fn reconcile(
     let _admitted = if template {
         (None, ctx.queue.admit_first(&ctx.metrics).await)
     } else if fresh {
-        match ctx.queue.admit_fresh(&ctx.metrics).await {
-            Some((fresh, permit)) => (Some(fresh), permit),
-            None => (None, None),
-        }
+        ctx.queue.admit_fresh(&ctx.metrics).await
     } else {
         (None, ctx.queue.admit(&ctx.metrics).await)
     };
