@@ -339,10 +339,8 @@ async fn observe(
         .clone()
         .or(status.at_provider.node.clone())
         .or(spec.node.clone());
-    let before = ctx
-        .memory
-        .known(&id.uid)
-        .and_then(|k| k.get::<known::Looked>());
+    let (before, mark) = ctx.memory.recall(&id.uid);
+    let before = before.and_then(|k| k.get::<known::Looked>());
     let coarse = match depth {
         Depth::Idle => known::coarse(before.as_ref(), vmid, shape),
         Depth::Full => None,
@@ -367,7 +365,7 @@ async fn observe(
             })),
             (_, _) => None,
         };
-        ctx.memory.remember(&id.uid, &conn.key, looked);
+        ctx.memory.remember(&id.uid, &conn.key, looked, mark);
     }
     if obs.container == Container::Absent && view.vmids.contains(&vmid) && listed.is_none() {
         obs.container = Container::Taken(format!(

@@ -13,6 +13,7 @@
 //! panic cannot leave half-written.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -138,6 +139,9 @@ pub struct Memory<L = ()> {
     entries: Mutex<HashMap<String, Entry<L>>>,
     /// Where the full-look cycles are measured from ([`cycle`]).
     origin: Instant,
+    /// How many times looks were forgotten ([`Memory::forget_look`],
+    /// [`Memory::forget_config`]); changed only under the `entries` lock.
+    forgotten: AtomicU64,
 }
 
 impl<L> Default for Memory<L> {
@@ -145,9 +149,21 @@ impl<L> Default for Memory<L> {
         Self {
             entries: Mutex::new(HashMap::new()),
             origin: Instant::now(),
+            forgotten: AtomicU64::new(0),
         }
     }
 }
+
+/// When a look began, as the memory counts it ([`Memory::recall`]): what
+/// the look finds is kept only if no look was forgotten since. A pass in
+/// flight when another resource's task changed its guest (a rollback
+/// stopped it) read the guest before the change; were its look kept, the
+/// pass woken for the change would take that look for the guest's state.
+/// Any forgetting counts, not only the resource's own: forgetting is rare
+/// (a rollback, a Lease gained or lost), and a look not kept costs one
+/// full look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark(u64);
 
 impl<L: Remembered> Memory<L> {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry<L>>> {
@@ -243,7 +259,9 @@ impl<L: Remembered> Memory<L> {
     /// resource's task): what the last look showed is forgotten, and the
     /// next look is a full one.
     pub fn forget_look(&self, uid: &str) {
-        if let Some(entry) = self.lock().get_mut(uid) {
+        let mut entries = self.lock();
+        self.forgotten.fetch_add(1, Ordering::SeqCst);
+        if let Some(entry) = entries.get_mut(uid) {
             entry.known = None;
             entry.full_look = None;
         }
@@ -254,18 +272,28 @@ impl<L: Remembered> Memory<L> {
         self.with(uid, |e| e.full_look = None);
     }
 
-    /// What the last look at the resource's VM showed.
-    pub fn known(&self, uid: &str) -> Option<L> {
-        self.lock().get(uid).and_then(|e| e.known.clone())
+    /// What the last look at the resource's VM showed, and the mark of a
+    /// look that begins now.
+    pub fn recall(&self, uid: &str) -> (Option<L>, Mark) {
+        let entries = self.lock();
+        let mark = Mark(self.forgotten.load(Ordering::SeqCst));
+        (entries.get(uid).and_then(|e| e.known.clone()), mark)
     }
 
-    /// Keeps what this look at `config`'s Proxmox showed (`None`: nothing
-    /// worth keeping).
-    pub fn remember(&self, uid: &str, config: &ConfigKey, known: Option<L>) {
-        self.with(uid, |e| {
+    /// Keeps what the look at `config`'s Proxmox begun at `since` showed
+    /// (`None`: nothing worth keeping), unless a look was forgotten since
+    /// it began: then nothing is kept and the next look is a full one.
+    pub fn remember(&self, uid: &str, config: &ConfigKey, known: Option<L>, since: Mark) {
+        let mut entries = self.lock();
+        let current = self.forgotten.load(Ordering::SeqCst) == since.0;
+        let e = entries.entry(uid.to_owned()).or_default();
+        e.config = Some(config.clone());
+        if current {
             e.known = known;
-            e.config = Some(config.clone());
-        });
+        } else {
+            e.known = None;
+            e.full_look = None;
+        }
     }
 
     /// Something was sent to the resource's VM (or may have been): what
@@ -298,7 +326,9 @@ impl<L: Remembered> Memory<L> {
     /// them afresh and looks in full. (Entries that never kept a look hold
     /// only a failure count and a resourceVersion hint, both safe to keep.)
     pub fn forget_config(&self, config: &ConfigKey) {
-        self.lock().retain(|_, e| e.config.as_ref() != Some(config));
+        let mut entries = self.lock();
+        self.forgotten.fetch_add(1, Ordering::SeqCst);
+        entries.retain(|_, e| e.config.as_ref() != Some(config));
     }
 }
 
@@ -346,19 +376,52 @@ mod tests {
             touched: false,
             written: false,
         };
-        memory.remember("a", &config("one"), Some(Kept::new(fresh.clone())));
-        assert_eq!(memory.known("a").and_then(|k| k.get::<Seen>()), Some(fresh));
+        let (_, mark) = memory.recall("a");
+        memory.remember("a", &config("one"), Some(Kept::new(fresh.clone())), mark);
+        assert_eq!(
+            memory.recall("a").0.and_then(|k| k.get::<Seen>()),
+            Some(fresh)
+        );
         memory.touched("a");
         memory.wrote_metadata("a");
         assert_eq!(
-            memory.known("a").and_then(|k| k.get::<Seen>()),
+            memory.recall("a").0.and_then(|k| k.get::<Seen>()),
             Some(Seen {
                 touched: true,
                 written: true
             })
         );
-        assert_eq!(memory.known("a").and_then(|k| k.get::<u32>()), None);
-        assert!(memory.known("b").is_none());
+        assert_eq!(memory.recall("a").0.and_then(|k| k.get::<u32>()), None);
+        assert!(memory.recall("b").0.is_none());
+    }
+
+    /// A pass that began its look before another resource's task changed
+    /// the guest (and its look was forgotten) keeps nothing: the pass woken
+    /// for the change looks in full, and the look after that is kept.
+    #[test]
+    fn a_look_begun_before_a_forgetting_is_not_kept() {
+        let memory = Memory::<Kept>::default();
+        let seen = || {
+            Some(Kept::new(Seen {
+                touched: false,
+                written: false,
+            }))
+        };
+        let (_, before) = memory.recall("a");
+        memory.remember("a", &config("one"), seen(), before);
+        memory.looked_in_full("a");
+        let (_, in_flight) = memory.recall("a");
+        memory.forget_look("a");
+        memory.remember("a", &config("one"), seen(), in_flight);
+        memory.looked_in_full("a");
+        assert!(memory.recall("a").0.is_none(), "taken before the change");
+        let (_, other) = memory.recall("b");
+        memory.forget_config(&config("two"));
+        memory.remember("b", &config("one"), seen(), other);
+        assert!(memory.recall("b").0.is_none(), "any forgetting counts");
+        let (_, after) = memory.recall("a");
+        memory.remember("a", &config("one"), seen(), after);
+        assert!(memory.recall("a").0.is_some(), "taken after it");
     }
 
     #[test]
@@ -446,10 +509,10 @@ mod tests {
         memory.looked_in_full("a");
         memory.forget("a");
         assert!(memory.lock().is_empty());
-        memory.remember("b", &config("one"), None);
+        memory.remember("b", &config("one"), None, memory.recall("b").1);
         memory.looked_in_full("b");
-        memory.remember("c", &config("one"), None);
-        memory.remember("d", &config("two"), None);
+        memory.remember("c", &config("one"), None, memory.recall("c").1);
+        memory.remember("d", &config("two"), None, memory.recall("d").1);
         memory.looked_in_full("d");
         memory.looked_in_full("e");
         memory.forget_config(&config("one"));

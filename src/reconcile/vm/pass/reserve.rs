@@ -59,8 +59,15 @@ pub async fn reserve(
             // Free on the cluster as just listed: no VM to look up until a
             // create is sent (which Proxmox refuses if the VMID was taken
             // meanwhile).
-            ctx.memory
-                .remember(&id.uid, &conn.key, Some(Kept::new(Known::absent(vmid))));
+            // (No look of a guest another task could change: the mark is
+            // now's.)
+            let (_, now) = ctx.memory.recall(&id.uid);
+            ctx.memory.remember(
+                &id.uid,
+                &conn.key,
+                Some(Kept::new(Known::absent(vmid))),
+                now,
+            );
         }
         obs.allocated_vmid = Some(grant);
     }

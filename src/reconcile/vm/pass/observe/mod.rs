@@ -292,10 +292,8 @@ async fn look_at_vm(
     node_hint: Option<&str>,
     depth: Depth,
 ) -> Result<Looked, Failure> {
-    let before = from
-        .memory
-        .known(&id.uid)
-        .and_then(|l| l.get::<known::Known>());
+    let (before, mark) = from.memory.recall(&id.uid);
+    let before = before.and_then(|l| l.get::<known::Known>());
     let recorded = vm.status.as_ref().and_then(|s| s.at_provider.task.as_ref());
     let recorded = match (recorded, task) {
         (Some(t), Some(state)) => Some(known::RecordedTask {
@@ -365,7 +363,8 @@ async fn look_at_vm(
     };
     let kept = known::remember(before.as_ref(), vmid, &state, asked_agent, uptime, now)
         .map(|k| known::Known { shape, ..k });
-    from.memory.remember(&id.uid, from.key, kept.map(Kept::new));
+    from.memory
+        .remember(&id.uid, from.key, kept.map(Kept::new), mark);
     Ok(Looked { state, depth, sure })
 }
 
