@@ -117,7 +117,13 @@ pub async fn reserve(
     let Some(request) = needs.slot.as_ref().filter(|_| obs.vm == VmState::Absent) else {
         return Ok(reserved);
     };
-    let Some(node) = request.node.clone().or(template_node) else {
+    // An import's node: recorded, or placed this pass (see
+    // `Ctx::creates_where_placed`); a clone's: its template's.
+    let placed = match (&obs.placement, request.kind) {
+        (Some(Placement::Chosen { node, .. }), Heavy::Import) => Some(node.clone()),
+        (_, _) => None,
+    };
+    let Some(node) = request.node.clone().or(placed).or(template_node) else {
         return Ok(reserved);
     };
     let running = running_heavy(from.client, &node).await;

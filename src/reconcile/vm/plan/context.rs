@@ -192,6 +192,26 @@ impl<'a> Ctx<'a> {
         })
     }
 
+    /// Whether a create may follow its placement in the same pass: nothing
+    /// it needs is looked up on the node before (no image volume to find
+    /// or download there, no seed ISO to upload, neither a clone nor a
+    /// restore). The pass that places the VM then also takes its import
+    /// slot and creates it, or waits for the slot, and one status write
+    /// records the placement with what came of it: a status write and a
+    /// pass per VM fewer on a bulk apply (docs/scaling.md). Otherwise the
+    /// placement is recorded first and the next pass looks on the node.
+    pub fn creates_where_placed(&self) -> bool {
+        self.spec.clone.is_none()
+            && self.spec.restore.is_none()
+            && self.spec.custom_cloud_init.is_none()
+            && self
+                .spec
+                .disks
+                .iter()
+                .filter_map(|d| d.image.as_ref())
+                .all(|image| image.volume().is_none())
+    }
+
     /// The Synced reason the resource had before this pass.
     pub fn previous_synced_reason(&self) -> Option<&str> {
         crate::api::condition::find(&self.status.conditions, ConditionType::Synced)
@@ -362,8 +382,11 @@ impl<'a> Ctx<'a> {
                 .and_then(|ci| ci.password_secret_ref.as_ref())
                 .filter(|_| !self.deleting())
                 .map(|r| (r.name.clone(), r.key.clone())),
-            // An import waits for its node to be placed first.
-            slot: slot.filter(|s| s.kind == Heavy::Clone || s.node.is_some()),
+            // An import takes its slot on its node: recorded, or placed
+            // this pass when the create may follow at once.
+            slot: slot.filter(|s| {
+                s.kind == Heavy::Clone || s.node.is_some() || self.creates_where_placed()
+            }),
             ha: self.spec.ha.is_some() && self.vmid().is_some(),
             firewall: self.spec.firewall.is_some() && self.vmid().is_some() && !self.deleting(),
             pool: self.spec.pool.is_some() && self.vmid().is_some() && !self.deleting(),

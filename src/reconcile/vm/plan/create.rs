@@ -148,7 +148,7 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
     if let Some(why) = tenancy::import_refusal(ctx, ctx.spec.disks.iter().enumerate()) {
         return not_copied(why);
     }
-    let node = match placement(ctx, out) {
+    let node = match placement(ctx, out, ctx.creates_where_placed()) {
         Ok(node) => node,
         Err(d) => return *d,
     };
@@ -225,7 +225,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
         // No node is placed yet (else `image_clone` would not ask): this
         // records the one placement chose, or says why there is none.
         Some(ImageClone::Place) => {
-            return match placement(ctx, out) {
+            return match placement(ctx, out, false) {
                 Ok(_) => Decision::new(
                     Idle::Wait,
                     Some(Duration::ZERO),
@@ -286,7 +286,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
     let node = match ctx.placed_node() {
         Some(node) => node,
         None if ctx.allowed(&template_node) => template_node.clone(),
-        None => match placement(ctx, out) {
+        None => match placement(ctx, out, false) {
             Ok(node) => node,
             Err(d) => return *d,
         },
@@ -325,13 +325,19 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
 
 /// The node to create on: `node`, the placement recorded in the status
 /// (so a download and the create land on the same node), or the one the
-/// provider's placement chose among `allowedNodes` this pass (recorded
-/// first, then acted on).
-pub(super) fn placement(ctx: &Ctx, out: &mut Out) -> Result<String, Box<Decision>> {
+/// provider's placement chose among `allowedNodes` this pass: recorded
+/// first, then acted on, unless the pass may `go_on` to create there (see
+/// [`Ctx::creates_where_placed`]; the status then records it with what
+/// came of it).
+pub(super) fn placement(ctx: &Ctx, out: &mut Out, go_on: bool) -> Result<String, Box<Decision>> {
     if let Some(node) = ctx.placed_node() {
         return Ok(node);
     }
     let decision = match &ctx.obs.placement {
+        Some(Placement::Chosen { node, .. }) if go_on => {
+            out.status.at_provider.node = Some(node.clone());
+            return Ok(node.clone());
+        }
         Some(Placement::Chosen { node, why }) => {
             out.status.at_provider.node = Some(node.clone());
             let say = Say::yes(

@@ -208,6 +208,50 @@ fn placement_is_recorded_before_anything_lands_on_a_node() {
     assert_eq!(plan.status.at_provider.node.as_deref(), Some("pve2"));
 }
 
+/// A VM whose create needs nothing looked up on its node (it imports a
+/// volume already there) is placed, given its import slot and created in
+/// one pass, the placement written with the create's record; waiting for
+/// the slot, one write says both.
+#[test]
+fn a_vm_needing_nothing_on_its_node_is_placed_and_created_in_one_pass() {
+    let world = World::new()
+        .pending()
+        .absent()
+        .finalizer()
+        .spec(|s| {
+            s.disks[0].image = None;
+            s.disks[0].import_from = Some("local:import/jammy.qcow2".into());
+        });
+    let needs = match preflight(&world.vm, world.now) {
+        Preflight::Observe(needs) => needs,
+        Preflight::Decided(p) => panic!("{:?}", p.step),
+    };
+    assert!(needs.placement.is_some(), "placed this pass");
+    let slot = needs.slot.expect("its slot taken where it is placed");
+    assert_eq!((slot.kind, slot.node), (Heavy::Import, None));
+
+    let placed = world.placed("pve2");
+    let plan = placed.clone().slot_granted("pve2").run();
+    let Step::Pve(PveCall::CreateVm { node, .. }) = &plan.step else {
+        panic!("{:?}", plan.step);
+    };
+    assert_eq!(node, "pve2");
+    assert_eq!(plan.status.at_provider.node.as_deref(), Some("pve2"));
+
+    let plan = placed.slot_busy("pve2", 1).run();
+    assert_eq!(plan.step, Step::Idle(Idle::Wait));
+    assert_eq!(plan.status.at_provider.node.as_deref(), Some("pve2"));
+    let synced = crate::api::condition::find(&plan.status.conditions, ConditionType::Synced);
+    assert_eq!(
+        synced.map(|c| c.reason.as_str()),
+        Some(Reason::WaitingForCapacity.as_str())
+    );
+
+    // An image to download there: the placement is recorded first.
+    let plan = World::new().pending().absent().finalizer().placed("pve2").run();
+    assert_eq!(plan.step, Step::Idle(Idle::SaveStatus));
+}
+
 #[test]
 fn the_create_goes_to_spec_node_whatever_the_status_recorded() {
     // A status written before the fix could hold a node borrowed from a VM
