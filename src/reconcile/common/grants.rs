@@ -94,8 +94,10 @@ pub enum SlotGrant {
         in_use: u32,
         /// The limit.
         limit: u32,
-        /// How long this resource has been waiting for a slot.
-        waiting: std::time::Duration,
+        /// How long the line stood still while this resource waited: the
+        /// time since a slot of the kind there last went to anyone, or
+        /// its own wait if shorter.
+        stalled: std::time::Duration,
         /// Resources waiting for a slot of the kind there since before it.
         ahead: u32,
     },

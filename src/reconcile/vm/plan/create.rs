@@ -36,7 +36,8 @@ const CAPACITY_RECHECK: Duration = Duration::from_secs(30);
 /// after the stall).
 const CAPACITY_RECHECK_MAX: Duration = Duration::from_secs(300);
 
-/// How long a resource may wait for a slot before it says it is stalled.
+/// How long a resource may wait for a slot while none goes to anyone on
+/// its node before it says it is stalled.
 const CAPACITY_STALLED_AFTER: Duration = Duration::from_secs(600);
 
 /// Records the VMID the scheduler reserved before the plan.
@@ -496,15 +497,15 @@ fn download_images(ctx: &Ctx, out: &Out, node: &str) -> Option<Decision> {
 /// The per-node slot for an import or clone: taken (go on), or every slot
 /// is in use by work actually in flight (wait; the message says since when).
 fn slot(ctx: &Ctx, what: &str) -> Option<Decision> {
-    let (node, in_use, limit, waiting, ahead) = match &ctx.obs.slot {
+    let (node, in_use, limit, stalled, ahead) = match &ctx.obs.slot {
         Some(SlotGrant::Granted { .. }) => return None,
         Some(SlotGrant::Busy {
             node,
             in_use,
             limit,
-            waiting,
+            stalled,
             ahead,
-        }) => (node.as_str(), *in_use, *limit, *waiting, *ahead),
+        }) => (node.as_str(), *in_use, *limit, *stalled, *ahead),
         None => {
             let say = Say::no(
                 Reason::ReconcileError,
@@ -519,10 +520,12 @@ fn slot(ctx: &Ctx, what: &str) -> Option<Decision> {
     };
     let mut message =
         format!("waiting for a free {what} slot on node {node} ({in_use} of {limit} in use)");
-    let say = if waiting >= CAPACITY_STALLED_AFTER {
+    // Stalled: no slot went to anyone there for that long (a long line
+    // that keeps moving is only waiting).
+    let say = if stalled >= CAPACITY_STALLED_AFTER {
         message.push_str(&format!(
-            " for {}; the work in flight there is not finishing (see the node's tasks in Proxmox)",
-            super::secs(waiting)
+            "; none has freed for {}: the work in flight there is not finishing (see the node's tasks in Proxmox)",
+            super::secs(stalled)
         ));
         Say::no(Reason::CapacityStalled, message)
     } else {

@@ -345,7 +345,7 @@ impl World {
                 node: node.into(),
                 in_use: 2,
                 limit: 2,
-                waiting: std::time::Duration::from_secs(secs),
+                stalled: std::time::Duration::from_secs(secs),
                 ahead,
             })
         })

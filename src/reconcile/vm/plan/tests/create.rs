@@ -214,14 +214,10 @@ fn placement_is_recorded_before_anything_lands_on_a_node() {
 /// the slot, one write says both.
 #[test]
 fn a_vm_needing_nothing_on_its_node_is_placed_and_created_in_one_pass() {
-    let world = World::new()
-        .pending()
-        .absent()
-        .finalizer()
-        .spec(|s| {
-            s.disks[0].image = None;
-            s.disks[0].import_from = Some("local:import/jammy.qcow2".into());
-        });
+    let world = World::new().pending().absent().finalizer().spec(|s| {
+        s.disks[0].image = None;
+        s.disks[0].import_from = Some("local:import/jammy.qcow2".into());
+    });
     let needs = match preflight(&world.vm, world.now) {
         Preflight::Observe(needs) => needs,
         Preflight::Decided(p) => panic!("{:?}", p.step),
@@ -248,7 +244,12 @@ fn a_vm_needing_nothing_on_its_node_is_placed_and_created_in_one_pass() {
     );
 
     // An image to download there: the placement is recorded first.
-    let plan = World::new().pending().absent().finalizer().placed("pve2").run();
+    let plan = World::new()
+        .pending()
+        .absent()
+        .finalizer()
+        .placed("pve2")
+        .run();
     assert_eq!(plan.step, Step::Idle(Idle::SaveStatus));
 }
 
