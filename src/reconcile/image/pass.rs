@@ -292,7 +292,26 @@ async fn observe(
             }),
             None => None,
         };
-        let files = match content(client, &target.node, &spec.storage, spec.content).await {
+        // A location at rest (its file made and Ready, nothing in flight,
+        // the image not being deleted) takes a listing up to a poll
+        // interval old; anything else is looked at now.
+        let at_rest = !deleting
+            && recorded.is_none()
+            && made
+            && here.is_some_and(|l| l.phase == LocationPhase::Ready);
+        let max_age = if at_rest {
+            connection.timing.poll_interval
+        } else {
+            std::time::Duration::ZERO
+        };
+        let files = match content(
+            (ctx, connection),
+            &target.node,
+            &spec.storage,
+            (spec.content, max_age),
+        )
+        .await
+        {
             Ok(files) => files,
             Err(e) => {
                 sites.push((target, Site::Unreadable(e.to_string())));
@@ -461,18 +480,26 @@ async fn oci_pull_missing(client: &Client) -> Result<Option<String>, pve_client:
     Ok((!version.has_oci_registry_pull()).then(|| format!("Proxmox VE {}", version.version)))
 }
 
-/// The volumes of `content` on the storage at `node`, with their sizes.
+/// The volumes of `content` on the storage at `node`, with their sizes,
+/// listed at most `max_age` ago (see [`crate::reconcile::inventory::Inventory::content`]).
 async fn content(
-    client: &Client,
+    (ctx, connection): (&Context, &Connection),
     node: &str,
     storage: &str,
-    content: ImageContent,
+    (content, max_age): (ImageContent, std::time::Duration),
 ) -> Result<BTreeMap<String, u64>, pve_client::Error> {
-    Ok(client
-        .storage_content(node, storage, Some(content.as_str()))
-        .await?
-        .into_iter()
-        .map(|c| (c.volid, c.size.unwrap_or_default()))
+    let listing = ctx
+        .inventory
+        .content(
+            &connection.key,
+            &connection.client,
+            (node, storage, content.as_str()),
+            max_age,
+        )
+        .await?;
+    Ok(listing
+        .iter()
+        .map(|c| (c.volid.clone(), c.size.unwrap_or_default()))
         .collect())
 }
 
