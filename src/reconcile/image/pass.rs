@@ -114,7 +114,10 @@ async fn pass(image: &ProxmoxImage, ctx: &Context, hold: &Hold) -> Result<Action
     let (timing, world, client) = match connection {
         Ok(connection) => {
             let timing = timing_of(&connection);
-            let world = observe(ctx, &connection, image, &user_nodes).await;
+            // A deletion waiting for its users decides nothing from what
+            // the storages show (`plan::delete`).
+            let waiting = image.metadata.deletion_timestamp.is_some() && users.any();
+            let world = observe(ctx, &connection, image, (&user_nodes, waiting)).await;
             (timing, world, Some(connection.client))
         }
         Err(state) => {
@@ -213,7 +216,7 @@ async fn observe(
     ctx: &Context,
     connection: &Connection,
     image: &ProxmoxImage,
-    user_nodes: &std::collections::BTreeSet<String>,
+    (user_nodes, waiting): (&std::collections::BTreeSet<String>, bool),
 ) -> World {
     let client = &connection.client;
     let spec = &image.spec.for_provider;
@@ -293,12 +296,12 @@ async fn observe(
             None => None,
         };
         // A location at rest (its file made and Ready, nothing in flight,
-        // the image not being deleted) takes a listing up to a poll
-        // interval old; anything else is looked at now.
-        let at_rest = !deleting
-            && recorded.is_none()
-            && made
-            && here.is_some_and(|l| l.phase == LocationPhase::Ready);
+        // the image not being deleted, or its deletion waiting for its
+        // users) takes a listing up to a poll interval old; anything else
+        // is looked at now.
+        let at_rest = recorded.is_none()
+            && (waiting
+                || !deleting && made && here.is_some_and(|l| l.phase == LocationPhase::Ready));
         let max_age = if at_rest {
             connection.timing.poll_interval
         } else {

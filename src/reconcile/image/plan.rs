@@ -60,6 +60,14 @@ pub struct Users {
     pub children: Vec<String>,
 }
 
+impl Users {
+    /// Whether anything refers to the image: a deletion waits for it to
+    /// go, whatever Proxmox shows.
+    pub fn any(&self) -> bool {
+        !self.vms.is_empty() || !self.containers.is_empty() || !self.children.is_empty()
+    }
+}
+
 /// One location to serve.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
@@ -897,7 +905,7 @@ fn delete(
     caps: Capabilities,
 ) -> Plan {
     let users = &input.users;
-    if !users.vms.is_empty() || !users.containers.is_empty() || !users.children.is_empty() {
+    if users.any() {
         let mut why = vec![];
         if !users.vms.is_empty() {
             why.push(format!(
