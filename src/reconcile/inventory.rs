@@ -340,10 +340,7 @@ impl Inventory {
     /// The volumes of `content` type on `storage` at `node`
     /// (`/nodes/{node}/storage/{storage}/content`), read at most `max_age`
     /// ago (`Duration::ZERO`: read now); one read serves every pass
-    /// waiting meanwhile. A ProxmoxImage at rest takes a listing a poll
-    /// interval old: a fleet's thousand clones each wake their image as
-    /// they appear, are placed and created, and each of those passes read
-    /// every location's listing (3.5 reads per VM at 1,000).
+    /// waiting meanwhile.
     pub async fn content(
         &self,
         key: &ConfigKey,

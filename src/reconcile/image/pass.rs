@@ -298,7 +298,9 @@ async fn observe(
         // A location at rest (its file made and Ready, nothing in flight,
         // the image not being deleted, or its deletion waiting for its
         // users) takes a listing up to a poll interval old; anything else
-        // is looked at now.
+        // is looked at now. A fleet's clones each wake their image as they
+        // appear, are placed, created and go: at 1,000 VMs those passes
+        // listed every location 3.5 times per VM.
         let at_rest = recorded.is_none()
             && (waiting
                 || !deleting && made && here.is_some_and(|l| l.phase == LocationPhase::Ready));

@@ -276,8 +276,13 @@ impl<L: Remembered> Memory<L> {
     /// look that begins now.
     pub fn recall(&self, uid: &str) -> (Option<L>, Mark) {
         let entries = self.lock();
-        let mark = Mark(self.forgotten.load(Ordering::SeqCst));
-        (entries.get(uid).and_then(|e| e.known.clone()), mark)
+        (entries.get(uid).and_then(|e| e.known.clone()), self.mark())
+    }
+
+    /// The mark of a look that begins now, for what is kept without a
+    /// look before it.
+    pub fn mark(&self) -> Mark {
+        Mark(self.forgotten.load(Ordering::SeqCst))
     }
 
     /// Keeps what the look at `config`'s Proxmox begun at `since` showed
@@ -509,10 +514,10 @@ mod tests {
         memory.looked_in_full("a");
         memory.forget("a");
         assert!(memory.lock().is_empty());
-        memory.remember("b", &config("one"), None, memory.recall("b").1);
+        memory.remember("b", &config("one"), None, memory.mark());
         memory.looked_in_full("b");
-        memory.remember("c", &config("one"), None, memory.recall("c").1);
-        memory.remember("d", &config("two"), None, memory.recall("d").1);
+        memory.remember("c", &config("one"), None, memory.mark());
+        memory.remember("d", &config("two"), None, memory.mark());
         memory.looked_in_full("d");
         memory.looked_in_full("e");
         memory.forget_config(&config("one"));

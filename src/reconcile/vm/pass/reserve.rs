@@ -61,12 +61,11 @@ pub async fn reserve(
             // meanwhile).
             // (No look of a guest another task could change: the mark is
             // now's.)
-            let (_, now) = ctx.memory.recall(&id.uid);
             ctx.memory.remember(
                 &id.uid,
                 &conn.key,
                 Some(Kept::new(Known::absent(vmid))),
-                now,
+                ctx.memory.mark(),
             );
         }
         obs.allocated_vmid = Some(grant);

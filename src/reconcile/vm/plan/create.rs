@@ -149,7 +149,7 @@ fn create_vm(ctx: &Ctx, out: &mut Out, vmid: u32) -> Decision {
     if let Some(why) = tenancy::import_refusal(ctx, ctx.spec.disks.iter().enumerate()) {
         return not_copied(why);
     }
-    let node = match placement(ctx, out, ctx.creates_where_placed()) {
+    let node = match placement(ctx, out) {
         Ok(node) => node,
         Err(d) => return *d,
     };
@@ -226,7 +226,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
         // No node is placed yet (else `image_clone` would not ask): this
         // records the one placement chose, or says why there is none.
         Some(ImageClone::Place) => {
-            return match placement(ctx, out, false) {
+            return match placement(ctx, out) {
                 Ok(_) => Decision::new(
                     Idle::Wait,
                     Some(Duration::ZERO),
@@ -287,7 +287,7 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
     let node = match ctx.placed_node() {
         Some(node) => node,
         None if ctx.allowed(&template_node) => template_node.clone(),
-        None => match placement(ctx, out, false) {
+        None => match placement(ctx, out) {
             Ok(node) => node,
             Err(d) => return *d,
         },
@@ -327,20 +327,19 @@ fn clone_vm(ctx: &Ctx, out: &mut Out, vmid: u32, clone: &CloneSource) -> Decisio
 /// The node to create on: `node`, the placement recorded in the status
 /// (so a download and the create land on the same node), or the one the
 /// provider's placement chose among `allowedNodes` this pass: recorded
-/// first, then acted on, unless the pass may `go_on` to create there (see
+/// first, then acted on, unless the create may follow in this pass (see
 /// [`Ctx::creates_where_placed`]; the status then records it with what
 /// came of it).
-pub(super) fn placement(ctx: &Ctx, out: &mut Out, go_on: bool) -> Result<String, Box<Decision>> {
+pub(super) fn placement(ctx: &Ctx, out: &mut Out) -> Result<String, Box<Decision>> {
     if let Some(node) = ctx.placed_node() {
         return Ok(node);
     }
     let decision = match &ctx.obs.placement {
-        Some(Placement::Chosen { node, .. }) if go_on => {
-            out.status.at_provider.node = Some(node.clone());
-            return Ok(node.clone());
-        }
         Some(Placement::Chosen { node, why }) => {
             out.status.at_provider.node = Some(node.clone());
+            if ctx.creates_where_placed() {
+                return Ok(node.clone());
+            }
             let say = Say::yes(
                 Reason::ReconcileSuccess,
                 format!("placing the VM on node {node} ({why})"),

@@ -34,7 +34,7 @@ pub(super) fn restore_vm(ctx: &Ctx, out: &mut Out, vmid: u32, restore: &RestoreS
         Ok(archive) => archive,
         Err(d) => return *d,
     };
-    let node = match super::create::placement(ctx, out, false) {
+    let node = match super::create::placement(ctx, out) {
         Ok(node) => node,
         Err(d) => return *d,
     };
