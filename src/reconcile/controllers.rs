@@ -72,6 +72,7 @@ use super::managed::states::{self, Lifecycle};
 use super::managed::task_watch::{self, Followed, watch_tasks};
 use super::managed::watch::{scoped, unserved_as_empty};
 use super::runtime::metrics::{Metrics, States};
+use super::runtime::own_task::OwnTask;
 use super::runtime::server::Readiness;
 use super::runtime::settings::Settings;
 use super::runtime::shards::leases;
@@ -279,7 +280,11 @@ pub async fn run(
         .graceful_shutdown_on(stop.clone());
     tracing::info!(concurrency, "controller started");
     let vms = controller
-        .run(reconcile, error_policy, Arc::clone(&ctx))
+        .run(
+            |vm, ctx| OwnTask::spawn(reconcile(vm, ctx)),
+            error_policy,
+            Arc::clone(&ctx),
+        )
         .for_each(|result| async move {
             match result {
                 Ok((vm, action)) => tracing::trace!(vm = %vm, ?action, "reconciled"),

@@ -26,6 +26,7 @@ use crate::api::ProxmoxContainer;
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::connection_secret::MANAGED_BY;
 use crate::reconcile::managed::watch::{never_listed, scoped};
+use crate::reconcile::runtime::own_task::OwnTask;
 
 /// The cache of ProxmoxContainers, made before the [`Context`] that holds
 /// its reader.
@@ -79,7 +80,11 @@ pub async fn run(
         // The shared admission queue caps passes, as for VMs.
         .with_config(Config::default().concurrency(0))
         .graceful_shutdown_on(stop.clone())
-        .run(reconcile, error_policy, Arc::clone(&ctx))
+        .run(
+            |ct, ctx| OwnTask::spawn(reconcile(ct, ctx)),
+            error_policy,
+            Arc::clone(&ctx),
+        )
         .for_each(|result| async move {
             match result {
                 Ok((ct, action)) => tracing::trace!(container = %ct, ?action, "reconciled"),

@@ -10,8 +10,9 @@
 //! among them in hash order when a slot frees, so under saturation some
 //! objects can wait indefinitely. The controller therefore lets the runtime
 //! start every due pass (it still never runs two passes of one object at
-//! once) and each pass waits here, on tokio's semaphore, which grants
-//! permits first come, first served.
+//! once), each on a task of its own ([`super::own_task`]), and each pass
+//! waits here, on tokio's semaphore, which grants permits first come,
+//! first served.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
