@@ -117,14 +117,17 @@ pub struct Downloads {
 impl Followed for Downloads {
     fn each(&self, see: &mut See<'_>) {
         for image in self.store.state() {
-            let key = ConfigKey::of(image.as_ref());
             let locations = image.status.as_ref().map(|s| &s.at_provider.locations);
             for task in locations
                 .into_iter()
                 .flatten()
                 .filter_map(|l| l.task.as_ref())
             {
-                see(&image.metadata, key.clone(), Some(task.started()));
+                see(
+                    &image.metadata,
+                    ConfigKey::of(image.as_ref()),
+                    task.started(),
+                );
             }
         }
     }

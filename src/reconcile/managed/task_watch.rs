@@ -38,16 +38,18 @@ use crate::reconcile::identity::Identity;
 use crate::reconcile::providers::ConfigKey;
 use crate::reconcile::runtime::wake::Waker;
 
-/// What a [`Followed`] kind shows of each resource: its metadata, its
-/// config and the task its status records (UPID, start).
-pub type See<'s> = dyn FnMut(&ObjectMeta, ConfigKey, Option<(&str, &Time)>) + 's;
+/// What a [`Followed`] kind shows of each resource that records a task:
+/// its metadata, its config and the task (UPID, start).
+pub type See<'s> = dyn FnMut(&ObjectMeta, ConfigKey, (&str, &Time)) + 's;
 
 /// What the watcher needs of a kind that runs tasks: its resources with
 /// what their status records, and a way to wake one.
 pub trait Followed: Send + Sync {
-    /// Shows `see` each cached resource: its metadata, its config and the
-    /// task its status records (UPID, start); once per task for a resource
-    /// that records several.
+    /// Shows `see` each cached resource whose status records a task: its
+    /// metadata, its config and the task (UPID, start); once per task for
+    /// a resource that records several. Only those: the watcher looks four
+    /// times a second, and most resources (every settled one) record none,
+    /// so nothing is made for them (a config key is two strings).
     fn each(&self, see: &mut See<'_>);
     /// Asks for a pass of `namespace/name`.
     fn wake(&self, namespace: &str, name: &str);
@@ -76,7 +78,9 @@ where
     fn each(&self, see: &mut See<'_>) {
         for obj in self.store.state() {
             let Ok(k) = &obj.0 else { continue };
-            see(ConfigUser::meta(k), ConfigKey::of(k), k.recorded_task());
+            if let Some(task) = k.recorded_task() {
+                see(ConfigUser::meta(k), ConfigKey::of(k), task);
+            }
         }
     }
 
@@ -107,11 +111,13 @@ where
 {
     fn each(&self, see: &mut See<'_>) {
         for k in self.store.state() {
-            see(
-                ConfigUser::meta(k.as_ref()),
-                ConfigKey::of(k.as_ref()),
-                k.recorded_task(),
-            );
+            if let Some(task) = k.recorded_task() {
+                see(
+                    ConfigUser::meta(k.as_ref()),
+                    ConfigKey::of(k.as_ref()),
+                    task,
+                );
+            }
         }
     }
 
@@ -191,30 +197,28 @@ async fn look(ctx: &Context, followed: &[Box<dyn Followed>], woken: &mut HashSet
     // (resource UID, UPID): a resource may follow several tasks (an
     // image's downloads, one per node).
     let mut live = HashSet::new();
-    let mut see = |kind: usize, meta: &ObjectMeta, key: ConfigKey, task: Option<(&str, &Time)>| {
-        let Some((upid, started_at)) = task else {
-            return;
+    let mut see =
+        |kind: usize, meta: &ObjectMeta, key: ConfigKey, (upid, started_at): (&str, &Time)| {
+            // A recorded UPID that does not parse is the pass's to report.
+            let (Some(id), Ok(upid)) = (Identity::of(meta), Upid::parse(upid)) else {
+                return;
+            };
+            live.insert((id.uid.clone(), upid.clone()));
+            let young = Duration::try_from(now.duration_since(started_at.0))
+                .is_ok_and(|age| age < JUST_STARTED);
+            if woken.contains(&(id.uid.clone(), upid.clone())) {
+                return;
+            }
+            in_flight
+                .entry((key, upid.node().to_owned()))
+                .or_default()
+                .push(InFlight {
+                    who: (kind, id.namespace, id.name),
+                    uid: id.uid,
+                    upid,
+                    young,
+                });
         };
-        // A recorded UPID that does not parse is the pass's to report.
-        let (Some(id), Ok(upid)) = (Identity::of(meta), Upid::parse(upid)) else {
-            return;
-        };
-        live.insert((id.uid.clone(), upid.clone()));
-        let young = Duration::try_from(now.duration_since(started_at.0))
-            .is_ok_and(|age| age < JUST_STARTED);
-        if woken.contains(&(id.uid.clone(), upid.clone())) {
-            return;
-        }
-        in_flight
-            .entry((key, upid.node().to_owned()))
-            .or_default()
-            .push(InFlight {
-                who: (kind, id.namespace, id.name),
-                uid: id.uid,
-                upid,
-                young,
-            });
-    };
     for (kind, source) in followed.iter().enumerate() {
         source.each(&mut |meta, key, task| see(kind, meta, key, task));
     }
