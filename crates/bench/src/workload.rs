@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde::{Deserialize, Serialize};
@@ -128,13 +128,6 @@ impl Tracker {
     /// Whether the run's VMs are being deleted.
     pub fn deleting(&self) -> bool {
         self.deleting.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    fn list_params(&self) -> ListParams {
-        match &self.selector {
-            Some(s) => ListParams::default().labels(s),
-            None => ListParams::default(),
-        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, VmState>> {
@@ -282,15 +275,28 @@ pub async fn apply(
     Ok(())
 }
 
-/// Deletes every ProxmoxVM of the run (of the namespace, or those the
-/// tracker selects) in one request.
+/// Deletes every ProxmoxVM the tracker follows (those of the run), 16
+/// requests at a time as they were created. Not one delete-collection
+/// request: the API server deletes a collection's objects one after the
+/// other within that request, and at 10,000 ProxmoxVMs it outlasted the
+/// server's 60 s request timeout (the connection closed before the answer).
 pub async fn delete_all(api: &Api<DynamicObject>, tracker: &Tracker) -> anyhow::Result<()> {
     tracker
         .deleting
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    api.delete_collection(&DeleteParams::default(), &tracker.list_params())
-        .await
-        .context("deleting the ProxmoxVMs")?;
+    let names: Vec<String> = tracker.lock().keys().cloned().collect();
+    futures::stream::iter(names)
+        .map(|name| async move {
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => anyhow::Ok(()),
+                // Gone already: nothing left to delete.
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                Err(e) => Err(e).with_context(|| format!("deleting ProxmoxVM {name}")),
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>()
+        .await?;
     Ok(())
 }
 
