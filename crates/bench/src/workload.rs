@@ -251,7 +251,10 @@ impl Tracker {
     }
 }
 
-/// Creates the VMs (16 at a time, as `kubectl apply` of a large file
+/// Requests to the API server at once while applying or deleting the run.
+const IN_FLIGHT: usize = 16;
+
+/// Creates the VMs ([`IN_FLIGHT`] at a time, as `kubectl apply` of a large file
 /// would be about as fast) and records when each was accepted.
 pub async fn apply(
     api: &Api<DynamicObject>,
@@ -269,14 +272,14 @@ pub async fn apply(
             tracker.created(&name, now());
             anyhow::Ok(())
         })
-        .buffer_unordered(16)
+        .buffer_unordered(IN_FLIGHT)
         .try_collect::<Vec<()>>()
         .await?;
     Ok(())
 }
 
-/// Deletes every ProxmoxVM the tracker follows (those of the run), 16
-/// requests at a time as they were created. Not one delete-collection
+/// Deletes every ProxmoxVM the tracker follows (those of the run),
+/// [`IN_FLIGHT`] requests at a time as they were created. Not one delete-collection
 /// request: the API server deletes a collection's objects one after the
 /// other within that request, and at 10,000 ProxmoxVMs it outlasted the
 /// server's 60 s request timeout (the connection closed before the answer).
@@ -294,7 +297,7 @@ pub async fn delete_all(api: &Api<DynamicObject>, tracker: &Tracker) -> anyhow::
                 Err(e) => Err(e).with_context(|| format!("deleting ProxmoxVM {name}")),
             }
         })
-        .buffer_unordered(16)
+        .buffer_unordered(IN_FLIGHT)
         .try_collect::<Vec<()>>()
         .await?;
     Ok(())

@@ -203,12 +203,14 @@ async fn look(ctx: &Context, followed: &[Box<dyn Followed>], woken: &mut HashSet
             let (Some(id), Ok(upid)) = (Identity::of(meta), Upid::parse(upid)) else {
                 return;
             };
-            live.insert((id.uid.clone(), upid.clone()));
-            let young = Duration::try_from(now.duration_since(started_at.0))
-                .is_ok_and(|age| age < JUST_STARTED);
-            if woken.contains(&(id.uid.clone(), upid.clone())) {
+            let task = (id.uid.clone(), upid.clone());
+            let ended_seen = woken.contains(&task);
+            live.insert(task);
+            if ended_seen {
                 return;
             }
+            let young = Duration::try_from(now.duration_since(started_at.0))
+                .is_ok_and(|age| age < JUST_STARTED);
             in_flight
                 .entry((key, upid.node().to_owned()))
                 .or_default()
