@@ -1,7 +1,7 @@
 //! ProxmoxSDNZones and ProxmoxVNets on the real control plane and pve-sim:
-//! a zone and two VNets (one with a subnet) applied together are written
-//! pending and applied by exactly one `PUT /cluster/sdn` (one
-//! `reloadnetworkall` task); a change is pending, then applied by one more;
+//! two VNets (one with a subnet) applied before their zone wait for it,
+//! and all three are written pending and applied by exactly one
+//! `PUT /cluster/sdn` (one `reloadnetworkall` task); a change is pending, then applied by one more;
 //! a VNet a VM is on is not deleted while the VM names it; deleting them
 //! waits for the deletion to be applied.
 
@@ -75,9 +75,24 @@ async fn three_objects_are_one_apply_a_change_another_and_a_used_vnet_waits() {
     let ns = env.ns.name().to_owned();
     let (zid, web, db) = (zone_id(&ns, "lan"), vnet_id(&ns, "web"), vnet_id(&ns, "db"));
 
-    env.apply(&zone("lan")).await;
+    // The VNets first, as a GitOps tool may apply them: they wait for
+    // their zone (nothing sent), and are woken when it is written, so
+    // that all three join one apply.
     env.apply(&vnet("web", 10, web_subnet("10.10.0.1"))).await;
     env.apply(&vnet("db", 20, json!([]))).await;
+    wait(&ns, "db", "waits for its zone", |v: &ProxmoxVNet| {
+        let synced = v
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Synced"));
+        synced
+            .and_then(|c| c.message.as_deref())
+            .filter(|m| m.contains("no ProxmoxSDNZone lan"))
+            .map(|_| ())
+            .ok_or_else(|| format!("{synced:?}"))
+    })
+    .await;
+    env.apply(&zone("lan")).await;
     let z: ProxmoxSDNZone = wait_ready(&ns, "lan").await;
     let w: ProxmoxVNet = wait_ready(&ns, "web").await;
     let d: ProxmoxVNet = wait_ready(&ns, "db").await;
@@ -96,6 +111,11 @@ async fn three_objects_are_one_apply_a_change_another_and_a_used_vnet_waits() {
     assert_eq!(state_of_vnet(&d), Some(ApplyState::Applied));
     assert_eq!(applies(&env).await, 1, "three objects, one apply");
     assert_eq!(reload_tasks(&env).await, 1, "one reloadnetworkall task");
+    assert_eq!(
+        env.sim.count("POST", "/cluster/sdn/vnets").await,
+        2,
+        "no VNet create sent before its zone was written"
+    );
     let client = env.sim.client();
     let vnets = client.sdn_vnets().await.unwrap();
     let running = |id: &str| vnets.iter().any(|v| v.id == id && v.state.is_none());

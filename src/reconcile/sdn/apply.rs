@@ -159,6 +159,18 @@ impl Applier {
         shown
     }
 
+    /// The resources `uids` will be looked at again before anything they
+    /// last said counts as settled (a VNet that waited for its zone, once
+    /// the zone is written).
+    pub fn unsettle<'a>(&self, uids: impl IntoIterator<Item = &'a str>) {
+        let mut state = self.lock();
+        for uid in uids {
+            if let Some(seen) = state.seen.get_mut(uid) {
+                seen.settled = false;
+            }
+        }
+    }
+
     fn busy(&self) -> bool {
         let state = self.lock();
         !state.in_flight.is_empty() || state.seen.values().any(|s| s.pending)

@@ -7,6 +7,7 @@
 //! | [`plan`] | pure: the Proxmox IDs, the managed fields, the corrections, when to apply, the state shown |
 //! | [`zone`], [`vnet`] | the kinds for [`crate::reconcile::managed::crud::pass`]: what they want, their calls, their users, their status |
 //! | [`apply`] | one `PUT /cluster/sdn` per provider config for the pending changes, its task observed |
+//! | [`wake`] | the VNets woken by their zone being written, and by the guests that leave one being deleted |
 
 pub mod apply;
 pub mod plan;
@@ -102,6 +103,12 @@ pub async fn run(
         containers: ctx.containers.clone(),
         applier: apply::Applier::default(),
     });
+    // A VNet applied with its zone waits for it: woken when it is written.
+    let vnets_of_zone = wake::ZoneWaker {
+        sender: wake.1.clone(),
+        zones: extra.zones.clone(),
+        vnets: extra.vnets.clone(),
+    };
     let wake = apply::Wake {
         zones: wake.0,
         vnets: wake.1,
@@ -110,7 +117,13 @@ pub async fn run(
     let vnet_ctx = Arc::new(Ctx::new(Arc::clone(&ctx), Arc::clone(&extra)));
     let applier = apply::run(Arc::clone(&ctx), extra, wake, stop.clone());
     futures::join!(
-        controller::run(zone_ctx, zones, "ProxmoxSDNZone", stop.clone()),
+        controller::run_seeing(
+            zone_ctx,
+            zones,
+            "ProxmoxSDNZone",
+            move |event| vnets_of_zone.see(event),
+            stop.clone()
+        ),
         controller::run(vnet_ctx, vnets, "ProxmoxVNet", stop),
         applier,
     );

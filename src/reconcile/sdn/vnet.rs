@@ -4,7 +4,8 @@
 //! Requests per pass: `GET /cluster/sdn/vnets?pending=1` and, when the
 //! VNet is there, `GET .../vnets/{vnet}/subnets?pending=1`; then at most
 //! one correction (the VNet's options, then each subnet's; a VNet is
-//! deleted after its subnets, as PVE requires).
+//! deleted after its subnets, as PVE requires). None while its zone is on
+//! its way to Proxmox: it waits, and is woken when the zone is written.
 
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
@@ -36,18 +37,22 @@ impl ProxmoxVNet {
             .get(&ObjectRef::new(name).within(&self.namespace().unwrap_or_default()))
     }
 
-    /// Whether its zone is still on its way to Proxmox (no pass yet, or
-    /// just created): the VNet's own create then joins the same apply.
+    /// Whether its zone is still on its way to Proxmox (see [`coming`]).
     fn zone_coming(&self, extra: &Shared) -> bool {
-        self.zone(extra).is_some_and(|z| {
-            let Some(status) = z.status.as_ref() else {
-                return true;
-            };
-            let ready = status.conditions.iter().find(|c| c.type_ == "Ready");
-            let creating = ready.is_some_and(|c| c.reason == "Creating");
-            status.at_provider.state.is_none() && (ready.is_none() || creating)
-        })
+        self.zone(extra).is_some_and(|z| coming(&z))
     }
+}
+
+/// Whether a zone is still on its way to Proxmox (no pass yet, or just
+/// created): a VNet of it then waits, and its own create joins the same
+/// apply.
+pub(super) fn coming(zone: &ProxmoxSDNZone) -> bool {
+    let Some(status) = zone.status.as_ref() else {
+        return true;
+    };
+    let ready = status.conditions.iter().find(|c| c.type_ == "Ready");
+    let creating = ready.is_some_and(|c| c.reason == "Creating");
+    status.at_provider.state.is_none() && (ready.is_none() || creating)
 }
 
 impl Kind for ProxmoxVNet {
@@ -74,6 +79,19 @@ impl Kind for ProxmoxVNet {
             Some(why) => Err((why, want)),
             None => Ok(want),
         }
+    }
+
+    /// Its zone is on its way to Proxmox: PVE refuses a VNet of a zone it
+    /// does not have, and the VNet's create joins the zone's apply when it
+    /// is written while the zone's change is pending. The zone's watch
+    /// wakes it once the zone is written (see [`super::wake::ZoneWaker`]).
+    fn waiting_for(&self, extra: &Shared) -> Option<String> {
+        self.zone_coming(extra).then(|| {
+            format!(
+                "spec.forProvider.zoneRef: waiting for ProxmoxSDNZone {} to be written to Proxmox",
+                self.spec.for_provider.zone_ref.name
+            )
+        })
     }
 
     fn external(&self, client: pve_client::Client, _: &Self::Extra) -> VnetCalls {
@@ -139,11 +157,12 @@ impl Kind for ProxmoxVNet {
             written,
             &conditions,
         );
-        // Waiting for its zone (its create refused or not sent yet): not
-        // settled, whatever its pass said; it is looked at again with the
-        // backoff.
+        // Waiting for its zone (see `waiting_for`; Proxmox was not asked):
+        // not settled, so the zone's change waits for its create, unless
+        // it is paused or its policies refuse (nothing will be written).
         let deleting = self.metadata.deletion_timestamp.is_some();
-        if observed.is_some() && want.is_ok() && !deleting && self.zone_coming(extra) {
+        let acting = observed.is_some() || self.spec.managed.capabilities(&self.metadata).is_ok();
+        if acting && want.is_ok() && !deleting && self.zone_coming(extra) {
             let seen = super::apply::Seen {
                 config: crate::reconcile::providers::ConfigKey::of(self),
                 generation: self.metadata.generation,

@@ -47,14 +47,11 @@ impl Kind for ProxmoxSDNZone {
     /// The VNets of its namespace in it: Proxmox refuses to delete a zone
     /// with VNets.
     fn users(&self, extra: &Shared) -> Vec<String> {
-        let namespace = self.namespace();
         extra
             .vnets
             .state()
             .iter()
-            .filter(|v| {
-                v.namespace() == namespace && v.spec.for_provider.zone_ref.name == self.name_any()
-            })
+            .filter(|v| super::wake::names(v, self))
             .map(|v| format!("ProxmoxVNet {}", v.name_any()))
             .collect()
     }
@@ -75,6 +72,16 @@ impl Kind for ProxmoxSDNZone {
         let seen = observed.and_then(Observed::found);
         let before = self.status.as_ref().map(|s| &s.at_provider);
         let want = plan::zone_want(&self.spec.for_provider);
+        if super::vnet::coming(self) {
+            // Its VNets' last passes saw it on its way (they wait, and
+            // are woken once its status says it is written): their creates
+            // join its apply only if the applier waits for their next.
+            let vnets = extra.vnets.state();
+            let of_it = vnets.iter().filter(|v| super::wake::names(v, self));
+            extra
+                .applier
+                .unsettle(of_it.filter_map(|v| v.metadata.uid.as_deref()));
+        }
         let shown = record(
             extra,
             self,
