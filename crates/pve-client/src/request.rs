@@ -153,11 +153,14 @@ pub(crate) struct Envelope {
 }
 
 impl Envelope {
-    pub(crate) fn data<T: DeserializeOwned>(&self, endpoint: &str) -> Result<T> {
+    /// Takes `data` out (the rest of the body stays): decoding a copy
+    /// would double the answer in memory for as long as it is decoded,
+    /// and the cluster view of a large cluster is megabytes as a tree.
+    pub(crate) fn data<T: DeserializeOwned>(&mut self, endpoint: &str) -> Result<T> {
         let data = self
             .body
-            .get("data")
-            .cloned()
+            .get_mut("data")
+            .map(serde_json::Value::take)
             .unwrap_or(serde_json::Value::Null);
         serde_json::from_value(data)
             .map_err(|e| Error::protocol(format!("unexpected answer from {endpoint}: {e}")))
@@ -184,6 +187,22 @@ pub(crate) fn upid_from_envelope(endpoint: &str, body: &serde_json::Value) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_is_taken_out_and_the_other_keys_stay() {
+        let mut envelope = Envelope {
+            body: serde_json::json!({"data": [{"n": 1, "t": "a"}], "total": 7}),
+        };
+        let lines: Vec<serde_json::Value> = envelope.data("GET /log").unwrap();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(envelope.body["total"], 7, "the rest of the body is kept");
+        let missing: Option<u32> = Envelope {
+            body: serde_json::json!({}),
+        }
+        .data("GET /x")
+        .unwrap();
+        assert_eq!(missing, None, "no data reads as null");
+    }
     use serde_json::json;
 
     #[test]

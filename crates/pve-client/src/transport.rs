@@ -227,7 +227,7 @@ impl Client {
         let mut attempt = 1;
         loop {
             match self.execute(self.builder(&req)?, &req, &secrets).await {
-                Ok(envelope) => {
+                Ok(mut envelope) => {
                     let data: LoginData = envelope.data("POST /access/ticket")?;
                     if data.need_tfa.unwrap_or(0) != 0 {
                         return Err(Error::Unauthorized {

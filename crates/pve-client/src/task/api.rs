@@ -36,7 +36,7 @@ impl Client {
             ),
             Params::new().text("start", start).text("limit", limit),
         );
-        let envelope = self.call(&req).await?;
+        let mut envelope = self.call(&req).await?;
         let lines: Vec<TaskLogLine> = envelope.data("GET /nodes/{node}/tasks/{upid}/log")?;
         let total = envelope
             .body
