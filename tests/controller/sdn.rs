@@ -1,9 +1,9 @@
 //! ProxmoxSDNZones and ProxmoxVNets on the real control plane and pve-sim:
 //! two VNets (one with a subnet) applied before their zone wait for it,
 //! and all three are written pending and applied by exactly one
-//! `PUT /cluster/sdn` (one `reloadnetworkall` task); a change is pending, then applied by one more;
-//! a VNet a VM is on is not deleted while the VM names it; deleting them
-//! waits for the deletion to be applied.
+//! `PUT /cluster/sdn` (one `reloadnetworkall` task); a change is pending,
+//! then applied by one more; a VNet a VM is on is not deleted while the VM
+//! names it; deleting them waits for the deletion to be applied.
 
 use provider_proxmox::api::sdn::ApplyState;
 use provider_proxmox::api::{ProxmoxSDNZone, ProxmoxVNet};
@@ -65,6 +65,20 @@ async fn reload_tasks(env: &Env) -> usize {
         .count()
 }
 
+/// The VNet's `type_` condition says `text` in its message (else the
+/// condition as it is).
+fn says(v: &ProxmoxVNet, type_: &str, text: &str) -> Result<(), String> {
+    let condition = v
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_));
+    condition
+        .and_then(|c| c.message.as_deref())
+        .filter(|m| m.contains(text))
+        .map(|_| ())
+        .ok_or_else(|| format!("{condition:?}"))
+}
+
 fn state_of_vnet(v: &ProxmoxVNet) -> Option<ApplyState> {
     v.status.as_ref().and_then(|s| s.at_provider.state)
 }
@@ -81,15 +95,7 @@ async fn three_objects_are_one_apply_a_change_another_and_a_used_vnet_waits() {
     env.apply(&vnet("web", 10, web_subnet("10.10.0.1"))).await;
     env.apply(&vnet("db", 20, json!([]))).await;
     wait(&ns, "db", "waits for its zone", |v: &ProxmoxVNet| {
-        let synced = v
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Synced"));
-        synced
-            .and_then(|c| c.message.as_deref())
-            .filter(|m| m.contains("no ProxmoxSDNZone lan"))
-            .map(|_| ())
-            .ok_or_else(|| format!("{synced:?}"))
+        says(v, "Synced", "no ProxmoxSDNZone lan")
     })
     .await;
     env.apply(&zone("lan")).await;
@@ -191,16 +197,8 @@ async fn three_objects_are_one_apply_a_change_another_and_a_used_vnet_waits() {
     env.apply(&manifests::vm("app", fp)).await;
     env.wait_ready("app").await;
     delete::<ProxmoxVNet>(&ns, "db").await;
-    let _: ProxmoxVNet = wait(&ns, "db", "held by its VM", |v: &ProxmoxVNet| {
-        let ready = v
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
-        ready
-            .and_then(|c| c.message.clone())
-            .filter(|m| m.contains("ProxmoxVM app"))
-            .map(|_| v.clone())
-            .ok_or_else(|| format!("{ready:?}"))
+    wait(&ns, "db", "held by its VM", |v: &ProxmoxVNet| {
+        says(v, "Ready", "ProxmoxVM app")
     })
     .await;
     assert!(

@@ -11,7 +11,7 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::plan::{self, SubnetChange, Vnet, VnetPatch};
-use super::zone::{record, shown_state, zone_id};
+use super::zone::{coming, record, shown_state, zone_id};
 use super::{Shared, condition_for};
 use crate::api::condition::Condition;
 use crate::api::sdn::{ProxmoxVNetStatus, VNetAtProvider};
@@ -41,18 +41,6 @@ impl ProxmoxVNet {
     fn zone_coming(&self, extra: &Shared) -> bool {
         self.zone(extra).is_some_and(|z| coming(&z))
     }
-}
-
-/// Whether a zone is still on its way to Proxmox (no pass yet, or just
-/// created): a VNet of it then waits, and its own create joins the same
-/// apply.
-pub(super) fn coming(zone: &ProxmoxSDNZone) -> bool {
-    let Some(status) = zone.status.as_ref() else {
-        return true;
-    };
-    let ready = status.conditions.iter().find(|c| c.type_ == "Ready");
-    let creating = ready.is_some_and(|c| c.reason == "Creating");
-    status.at_provider.state.is_none() && (ready.is_none() || creating)
 }
 
 impl Kind for ProxmoxVNet {

@@ -16,7 +16,7 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-use super::vnet::coming;
+use super::zone::coming;
 use crate::api::{ProxmoxContainer, ProxmoxSDNZone, ProxmoxVM, ProxmoxVNet};
 use crate::reconcile::managed::selector::Waker;
 

@@ -72,7 +72,7 @@ impl Kind for ProxmoxSDNZone {
         let seen = observed.and_then(Observed::found);
         let before = self.status.as_ref().map(|s| &s.at_provider);
         let want = plan::zone_want(&self.spec.for_provider);
-        if super::vnet::coming(self) {
+        if coming(self) {
             // Its VNets' last passes saw it on its way (they wait, and
             // are woken once its status says it is written): their creates
             // join its apply only if the applier waits for their next.
@@ -115,6 +115,18 @@ impl Kind for ProxmoxSDNZone {
     fn object_name(&self) -> String {
         format!("SDN zone {}", id_of(self))
     }
+}
+
+/// Whether a zone is still on its way to Proxmox (no pass yet, or just
+/// created): a VNet of it then waits, and its own create joins the same
+/// apply.
+pub(super) fn coming(zone: &ProxmoxSDNZone) -> bool {
+    let Some(status) = zone.status.as_ref() else {
+        return true;
+    };
+    let ready = status.conditions.iter().find(|c| c.type_ == "Ready");
+    let creating = ready.is_some_and(|c| c.reason == "Creating");
+    status.at_provider.state.is_none() && (ready.is_none() || creating)
 }
 
 /// The apply state and task a status shows: what the applier says of an
