@@ -196,3 +196,65 @@ async fn a_container_naming_a_config_it_may_not_use_costs_a_few_requests_a_minut
         "no finalizer without a usable config"
     );
 }
+
+/// What deleting a running VM costs the API server, counted on the
+/// controller's client: its status written when each of its two tasks (the
+/// shutdown, the destroy) is recorded, the finalizer removed, one event per
+/// task's end. Not read again (the cache holds the deletion, a later version
+/// than our last write), and no status written after the finalizer went (it
+/// found the resource gone: one request per VM for nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_vm_costs_two_status_writes_and_one_patch() {
+    let mut env = Env::without_controller("requests-delete", Options::default()).await;
+    let counts: Counts = Arc::default();
+    let controller = Controller::start(counting_client(counts.clone()), env.settings()).await;
+    env.apply(&manifests::vm("gone", manifests::imported(json!({}))))
+        .await;
+    env.wait_ready("gone").await;
+    // Let the creation's last writes (the guest agent's address) settle.
+    env.wait_vm("gone", "its guest agent's address", |vm| {
+        match vm
+            .status
+            .as_ref()
+            .and_then(|s| s.at_provider.ip_address.as_ref())
+        {
+            Some(_) => Ok(()),
+            None => Err("no address yet".into()),
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    counts.lock().unwrap().clear();
+    env.vms()
+        .delete("gone", &Default::default())
+        .await
+        .expect("the delete is accepted");
+    env.wait_gone("gone").await;
+    // Anything sent after the resource went would be counted here too.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let seen = counts.lock().unwrap().clone();
+    controller.stop().await;
+    env.controller = None;
+    let report = format!("{seen:#?}");
+    let on = |verb: &str, ends: &str| -> u32 {
+        seen.iter()
+            .filter(|((v, path), _)| {
+                v == verb && path.contains("/proxmoxvms/gone") && path.ends_with(ends)
+            })
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert_eq!(on("GET", "gone"), 0, "read from the cache: {report}");
+    assert_eq!(
+        on("PATCH", "/status"),
+        2,
+        "the shutdown and the destroy recorded: {report}"
+    );
+    assert_eq!(on("PATCH", "gone"), 1, "the finalizer removed: {report}");
+    let events: u32 = seen
+        .iter()
+        .filter(|((v, path), _)| v == "POST" && path.ends_with("/events"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(events <= 2, "an event per task's end at most: {report}");
+}

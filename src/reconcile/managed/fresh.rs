@@ -6,10 +6,10 @@
 //! pass that decided from the older copy would write a status without
 //! what the pass before recorded: a task's end never told, or a task
 //! sent again. So each write's resourceVersion is remembered
-//! ([`Memory::saw`]) and a cached copy at another version is read afresh
-//! (one GET, only while the cache lags); the status is then written on
-//! that version ([`super::status::apply_on`]), so nothing newer is
-//! overwritten either.
+//! ([`Memory::saw`]) and a cached copy older than it is read afresh (one
+//! GET, only while the cache lags; see [`Memory::cache_is_current`]); the
+//! status is then written on the version decided from
+//! ([`super::status::apply_on`]), so nothing newer is overwritten either.
 
 use std::fmt::Debug;
 
@@ -30,7 +30,12 @@ where
     L: Remembered,
 {
     let uid = cached.uid().unwrap_or_default();
-    if memory.cache_is_current(&uid, cached.resource_version().as_deref()) {
+    let version = cached.resource_version();
+    if memory.cache_is_current(&uid, version.as_deref()) {
+        // Maybe later than our last write: the status goes on this one.
+        if version.is_some() && memory.last_write(&uid).is_some() {
+            memory.saw(&uid, version);
+        }
         return Ok(Some(cached.clone()));
     }
     match api.get_opt(&cached.name_any()).await? {

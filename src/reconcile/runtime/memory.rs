@@ -98,6 +98,23 @@ impl Remembered for Kept {
     }
 }
 
+/// Whether resourceVersion `a` is `b` or later. kube-apiserver's versions
+/// of one resource type, custom resources' too, are integers that only
+/// grow, and clients may compare them so (Kubernetes 1.35, "API concepts:
+/// resource versions", KEP-5504; what the servers before it did without
+/// saying so). A version that is not such an integer (another kind of API
+/// server) is only ever equal.
+///
+/// Why it matters: equality alone made every pass after someone else's
+/// write (the user's edit, the deletion's timestamp) read the object again
+/// though the cache already held it: one GET per VM deleted.
+fn at_least(a: &str, b: &str) -> bool {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(a), Ok(b)) => a >= b,
+        _ => a == b,
+    }
+}
+
 /// The first backoff after a failed pass, doubling up to [`BACKOFF_MAX`].
 const BACKOFF_BASE: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
@@ -193,13 +210,13 @@ impl<L: Remembered> Memory<L> {
     }
 
     /// Whether the cached object (`cached` resourceVersion) is at least as
-    /// new as our last write: it is that very version, or we wrote nothing.
-    /// resourceVersions are compared for equality only, as Kubernetes asks:
-    /// any difference costs one GET, never a wrong decision.
+    /// new as our last write: we wrote nothing, or it is that version or a
+    /// later one ([`at_least`]). Anything else costs one GET, never a wrong
+    /// decision.
     pub fn cache_is_current(&self, uid: &str, cached: Option<&str>) -> bool {
         match self.lock().get(uid).and_then(|e| e.last_write.as_deref()) {
             None => true,
-            Some(ours) => cached == Some(ours),
+            Some(ours) => cached.is_some_and(|cached| at_least(cached, ours)),
         }
     }
 
@@ -448,13 +465,29 @@ mod tests {
         );
         memory.saw("a", Some("7".into()));
         assert!(!memory.cache_is_current("a", Some("5")), "the cache lags");
-        assert!(
-            !memory.cache_is_current("a", Some("9")),
-            "another write: read afresh"
-        );
+        assert!(!memory.cache_is_current("a", None), "no version: read");
         assert!(memory.cache_is_current("a", Some("7")));
+        assert!(
+            memory.cache_is_current("a", Some("9")),
+            "a later write (someone else's): the cache has ours and more"
+        );
+        assert!(
+            memory.cache_is_current("a", Some("10")),
+            "compared as numbers, not as text"
+        );
         memory.forget("a");
         assert!(memory.cache_is_current("a", Some("5")));
+    }
+
+    #[test]
+    fn versions_that_are_not_numbers_are_only_ever_equal() {
+        let memory = Memory::<()>::default();
+        memory.saw("a", Some("b7".into()));
+        assert!(memory.cache_is_current("a", Some("b7")));
+        assert!(!memory.cache_is_current("a", Some("b9")));
+        assert!(!memory.cache_is_current("a", Some("9")));
+        memory.saw("a", Some("7".into()));
+        assert!(!memory.cache_is_current("a", Some("x8")));
     }
 
     /// The default `fullLookInterval`.

@@ -422,8 +422,13 @@ async fn report(
 ) -> Result<Outcome, Error> {
     let vm = input.vm;
     let step = plan.step.name();
+    // Our finalizer removed: the resource goes (or waits for others' work,
+    // which our status does not describe). A status written after it would
+    // find it gone: one request per VM deleted, for nothing.
+    let released = matches!(outcome, Ok(Done::Written(_)))
+        && plan.step == Step::Kube(KubeWrite::RemoveFinalizer);
     match outcome {
-        Ok(Done::Written(_)) if plan.step == Step::Kube(KubeWrite::RemoveFinalizer) => {
+        Ok(Done::Written(_)) if released => {
             // The resource may be gone any moment now.
             ctx.memory.forget(&id.uid);
         }
@@ -505,7 +510,7 @@ async fn report(
         passes_again: plan.requeue_after.is_some(),
     };
     let change = status::change(vm.status.as_ref(), &plan.status);
-    let written = if due(change, &moment) {
+    let written = if !released && due(change, &moment) {
         ctx.shards.fence(hold)?;
         status::write(&ctx.kube, id, &plan.status, base.as_deref()).await
     } else {
