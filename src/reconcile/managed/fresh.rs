@@ -30,12 +30,7 @@ where
     L: Remembered,
 {
     let uid = cached.uid().unwrap_or_default();
-    let version = cached.resource_version();
-    if memory.cache_is_current(&uid, version.as_deref()) {
-        // Maybe later than our last write: the status goes on this one.
-        if version.is_some() && memory.last_write(&uid).is_some() {
-            memory.saw(&uid, version);
-        }
+    if memory.cache_is_current(&uid, cached.resource_version().as_deref()) {
         return Ok(Some(cached.clone()));
     }
     match api.get_opt(&cached.name_any()).await? {

@@ -212,11 +212,23 @@ impl<L: Remembered> Memory<L> {
     /// Whether the cached object (`cached` resourceVersion) is at least as
     /// new as our last write: we wrote nothing, or it is that version or a
     /// later one ([`at_least`]). Anything else costs one GET, never a wrong
-    /// decision.
+    /// decision. A later one (someone else's write) becomes the version the
+    /// next write is conditional on ([`Memory::last_write`]): the pass
+    /// decides from it.
     pub fn cache_is_current(&self, uid: &str, cached: Option<&str>) -> bool {
-        match self.lock().get(uid).and_then(|e| e.last_write.as_deref()) {
-            None => true,
-            Some(ours) => cached.is_some_and(|cached| at_least(cached, ours)),
+        let mut entries = self.lock();
+        let Some(ours) = entries.get_mut(uid).map(|e| &mut e.last_write) else {
+            return true;
+        };
+        match (ours.as_deref(), cached) {
+            (None, _) => true,
+            (Some(last), Some(cached)) if at_least(cached, last) => {
+                if cached != last {
+                    *ours = Some(cached.to_owned());
+                }
+                true
+            }
+            (Some(_), _) => false,
         }
     }
 
@@ -474,6 +486,15 @@ mod tests {
         assert!(
             memory.cache_is_current("a", Some("10")),
             "compared as numbers, not as text"
+        );
+        assert_eq!(
+            memory.last_write("a").as_deref(),
+            Some("10"),
+            "the next write goes on the version decided from"
+        );
+        assert!(
+            !memory.cache_is_current("a", Some("9")),
+            "older than what was decided from: read"
         );
         memory.forget("a");
         assert!(memory.cache_is_current("a", Some("5")));
