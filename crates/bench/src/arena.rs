@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::child::Neighbour;
 use crate::cli::RunArgs;
 use crate::sim::{Request, Sim, SimOptions, Task, Token};
 
@@ -38,8 +39,9 @@ impl Arena {
         })
     }
 
-    /// The actor's requests and tasks; stops the simulator.
-    pub async fn finish(self) -> anyhow::Result<(Vec<Request>, Vec<Task>)> {
+    /// The actor's requests and tasks, and the simulator's CPU and memory
+    /// over the run; stops the simulator.
+    pub async fn finish(self) -> anyhow::Result<(Vec<Request>, Vec<Task>, Neighbour)> {
         let id = &self.actor.id;
         let requests = self
             .sim
@@ -55,8 +57,12 @@ impl Arena {
             .into_iter()
             .filter(|t| &t.user == id)
             .collect();
-        self.sim.stop().await;
-        Ok((requests, tasks))
+        let samples = self.sim.stop().await;
+        let sim = Neighbour {
+            name: "pve-sim".to_owned(),
+            samples,
+        };
+        Ok((requests, tasks, sim))
     }
 }
 

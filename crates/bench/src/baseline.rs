@@ -10,7 +10,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::process::Command;
 
 use crate::arena::Arena;
-use crate::child::Sampler;
+use crate::child::{Neighbours, Sampler};
 use crate::cli::{RunArgs, Variant};
 use crate::predecessor::{PROGRESS, READY_LINE, Report};
 use crate::run::Run;
@@ -21,6 +21,8 @@ pub async fn run(args: &RunArgs, bench: &Path, sim_binary: &Path) -> anyhow::Res
     let dir = sim::variant_dir(&args.work_dir, variant.name())?;
     let arena = Arena::start(args, sim_binary, "predecessor", &dir).await?;
     let (sim, token, referee_client) = (&arena.sim, &arena.actor, &arena.referee);
+    // No control plane: the loop talks to the simulator alone.
+    let neighbours = Neighbours::start(&[]);
     let out = dir.join("predecessor.json");
     let slots =
         provider_proxmox::api::provider_config::Limits::default().max_concurrent_imports_per_node;
@@ -88,7 +90,8 @@ pub async fn run(args: &RunArgs, bench: &Path, sim_binary: &Path) -> anyhow::Res
     if sim_vms.is_empty() {
         sim_vms = crate::phases::sim_vms(referee_client, &args.nodes).await?;
     }
-    let (requests, tasks) = arena.finish().await?;
+    let (requests, tasks, sim) = arena.finish().await?;
+    let neighbours = neighbours.finish(Some(sim));
     let run = Run {
         variant,
         vms: args.vm_count(),
@@ -98,6 +101,7 @@ pub async fn run(args: &RunArgs, bench: &Path, sim_binary: &Path) -> anyhow::Res
         tasks,
         audit: Vec::new(),
         samples,
+        neighbours,
         sim_vms,
         stalls: report.stalls,
         dir,

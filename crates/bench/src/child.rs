@@ -148,6 +148,62 @@ impl Sampler {
     }
 }
 
+/// The processes the provider shares the machine with, sampled beside it:
+/// the API server and etcd, the simulator, the bench itself. Their CPU per
+/// phase says what bounds a phase that the provider's own does not explain
+/// (docs/scaling.md: the 10,000-VM delete is the machine's CPU, most of it
+/// the API server's).
+pub struct Neighbours(Vec<(String, Sampler)>);
+
+/// One neighbour's readings, named after its command.
+#[derive(Clone, Debug, Serialize)]
+pub struct Neighbour {
+    pub name: String,
+    pub samples: Vec<Sample>,
+}
+
+impl Neighbours {
+    /// Samples each of `pids` (named by `/proc/<pid>/comm`) and this
+    /// process (as `provider-bench`).
+    pub fn start(pids: &[u32]) -> Self {
+        let mut named: Vec<(String, Sampler)> = pids
+            .iter()
+            .map(|&pid| (command_name(pid), Sampler::start(pid)))
+            .collect();
+        named.push((
+            "provider-bench".to_owned(),
+            Sampler::start(std::process::id()),
+        ));
+        Self(named)
+    }
+
+    /// Stops sampling; `also` (e.g. the simulator's own series) joins them.
+    pub fn finish(self, also: Option<Neighbour>) -> Vec<Neighbour> {
+        let mut all: Vec<Neighbour> = self
+            .0
+            .into_iter()
+            .map(|(name, sampler)| {
+                sampler.mark();
+                Neighbour {
+                    name,
+                    samples: sampler.finish(),
+                }
+            })
+            .collect();
+        all.extend(also);
+        all
+    }
+}
+
+/// A process's command name (`/proc/<pid>/comm`), or its PID.
+fn command_name(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim().to_owned())
+        .ok()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| format!("pid {pid}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +221,13 @@ mod tests {
         assert_eq!(status_kib(status, "VmHWM"), Some(51200));
         assert_eq!(status_kib(status, "VmRSS"), Some(40960));
         assert_eq!(status_kib(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn a_process_is_named_after_its_command() {
+        let name = command_name(std::process::id());
+        assert!(!name.is_empty() && !name.starts_with("pid "), "{name}");
+        assert_eq!(command_name(u32::MAX), format!("pid {}", u32::MAX));
     }
 
     #[test]

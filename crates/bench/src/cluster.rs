@@ -58,6 +58,11 @@ impl Cluster {
         })
     }
 
+    /// The control plane's processes (kube-apiserver and etcd).
+    pub fn pids(&self) -> Vec<u32> {
+        self.plane.pids()
+    }
+
     /// The apiserver's audit log.
     pub fn audit_log(&self) -> anyhow::Result<&Path> {
         self.plane

@@ -13,7 +13,7 @@ use crate::cli::Variant;
 use crate::clock::utc_minute;
 use crate::report::Report;
 use crate::stats::Dist;
-use crate::summary::{Summary, repo_relative};
+use crate::summary::{ProcessStats, Summary, repo_relative};
 
 /// A table cell: a number (ratios are taken of these) or text.
 enum Cell {
@@ -125,6 +125,9 @@ const ROWS: &[Row] = &[
     ("CPU while creating (s)", |s| {
         num(s.process.cpu_seconds_creating, 1)
     }),
+    ("… the processes beside it, while creating (s)", |s| {
+        neighbours(&s.neighbours, |p| p.cpu_seconds_creating)
+    }),
     ("CPU while idle, ms per VM per minute", |s| {
         num(s.headline.cpu_idle_ms_per_vm_per_minute, 2)
     }),
@@ -158,7 +161,30 @@ const ROWS: &[Row] = &[
     ("Proxmox requests per VM while deleting", |s| {
         num(s.headline.proxmox_deleting_per_vm, 1)
     }),
+    ("CPU while deleting (s)", |s| {
+        num(s.process.cpu_seconds_deleting, 1)
+    }),
+    ("… the processes beside it, while deleting (s)", |s| {
+        neighbours(&s.neighbours, |p| p.cpu_seconds_deleting)
+    }),
 ];
+
+/// The CPU seconds of the processes beside the one measured, in one
+/// window: the API server's and etcd's (and the simulator's) are what
+/// bounds a phase the provider's own CPU does not explain.
+fn neighbours(
+    processes: &BTreeMap<String, ProcessStats>,
+    window: fn(&ProcessStats) -> Option<f64>,
+) -> Cell {
+    let seconds: Vec<String> = processes
+        .iter()
+        .filter_map(|(name, p)| Some(format!("{name} {:.1}", window(p)?)))
+        .collect();
+    if seconds.is_empty() {
+        return text("–");
+    }
+    text(seconds.join(", "))
+}
 
 pub fn join<V: std::fmt::Display>(map: &BTreeMap<String, V>) -> String {
     if map.is_empty() {
@@ -402,6 +428,32 @@ fn splice(existing: &str, key: &str, body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_processes_beside_are_listed_by_name_for_the_window_they_ran() {
+        let stats = |creating, deleting| ProcessStats {
+            cpu_seconds_creating: Some(creating),
+            cpu_seconds_deleting: deleting,
+            ..ProcessStats::default()
+        };
+        let processes = BTreeMap::from([
+            ("etcd".to_owned(), stats(3.25, Some(0.5))),
+            ("kube-apiserver".to_owned(), stats(61.04, None)),
+        ]);
+        let shown = |window| match neighbours(&processes, window) {
+            Cell::Text(t) => t,
+            Cell::Num(..) => panic!("a list, not a number"),
+        };
+        assert_eq!(
+            shown(|p| p.cpu_seconds_creating),
+            "etcd 3.2, kube-apiserver 61.0"
+        );
+        assert_eq!(shown(|p| p.cpu_seconds_deleting), "etcd 0.5");
+        assert!(matches!(
+            neighbours(&BTreeMap::new(), |p| p.cpu_seconds_creating),
+            Cell::Text(t) if t == "–"
+        ));
+    }
 
     #[test]
     fn sections_are_replaced_by_key_and_others_kept() {

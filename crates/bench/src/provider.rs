@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::process::Command;
 
 use crate::arena::Arena;
-use crate::child::{Sampler, spawn_logged, terminate};
+use crate::child::{Neighbours, Sampler, spawn_logged, terminate};
 use crate::cli::{RunArgs, Variant};
 use crate::cluster::{Cluster, FIELD_MANAGER, PROVIDER_NAMESPACE, provider_user};
 use crate::fleet::{self, FleetLimits, ImageTimes};
@@ -51,6 +51,7 @@ pub async fn run_fleet(
     let name = format!("bench-{}", variant.name());
     let dir = sim::variant_dir(&args.work_dir, variant.name())?;
     let arena = Arena::start(args, binaries.sim, "provider", &dir).await?;
+    let neighbours = Neighbours::start(&cluster.pids());
     configure_with(
         &cluster.admin,
         &name,
@@ -118,7 +119,8 @@ pub async fn run_fleet(
     sampler.mark();
     terminate(&mut provider, Duration::from_secs(20)).await;
     let samples = sampler.finish();
-    let (requests, tasks) = arena.finish().await?;
+    let (requests, tasks, sim) = arena.finish().await?;
+    let neighbours = neighbours.finish(Some(sim));
     let audit = audit::read(cluster.audit_log()?, &provider_user())?;
     let run = Run {
         variant,
@@ -129,6 +131,7 @@ pub async fn run_fleet(
         tasks,
         audit,
         samples,
+        neighbours,
         sim_vms: outcome.sim_vms,
         stalls: outcome.stalls,
         dir,

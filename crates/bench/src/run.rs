@@ -9,7 +9,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::audit;
-use crate::child::Sample;
+use crate::child::{Neighbour, Sample};
 use crate::cli::Variant;
 use crate::sim;
 use crate::workload::VmState;
@@ -64,6 +64,9 @@ pub struct Run {
     /// The actor's CPU time and memory over time.
     #[serde(skip)]
     pub samples: Vec<Sample>,
+    /// The other processes' CPU time and memory over time.
+    #[serde(skip)]
+    pub neighbours: Vec<Neighbour>,
     /// The simulator's VMs (templates left out) once all were Ready, or at
     /// the timeout.
     pub sim_vms: Vec<SimVm>,
@@ -79,6 +82,7 @@ impl Run {
         write_json(&self.dir.join("requests.json"), &self.requests)?;
         write_json(&self.dir.join("tasks.json"), &self.tasks)?;
         write_json(&self.dir.join("samples.json"), &self.samples)?;
+        write_json(&self.dir.join("neighbours.json"), &self.neighbours)?;
         write_json(&self.dir.join("vms.json"), &self.per_vm)?;
         Ok(())
     }

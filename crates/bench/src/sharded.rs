@@ -193,7 +193,7 @@ pub async fn run(
         .zip(arenas)
         .zip(outcomes.into_iter().zip(&trackers))
     {
-        let (requests, tasks) = arena.finish().await?;
+        let (requests, tasks, _) = arena.finish().await?;
         let run = Run {
             variant: Variant::Sharded,
             vms: args.vm_count(),
@@ -208,6 +208,7 @@ pub async fn run(
                 .collect(),
             // The processes are the replicas', below.
             samples: Vec::new(),
+            neighbours: Vec::new(),
             sim_vms: outcome.sim_vms,
             stalls: outcome.stalls,
             dir: config_dir,
@@ -873,6 +874,7 @@ mod tests {
             tasks: Vec::new(),
             audit: Vec::new(),
             samples: Vec::new(),
+            neighbours: Vec::new(),
             sim_vms: Vec::new(),
             stalls: Vec::new(),
             dir: "x".into(),

@@ -91,6 +91,10 @@ pub struct Summary {
     pub api_idle: Option<ApiStats>,
     pub api_deleting: Option<ApiStats>,
     pub process: ProcessStats,
+    /// The processes beside it (kube-apiserver, etcd, pve-sim, the bench),
+    /// by command name.
+    #[serde(default)]
+    pub neighbours: BTreeMap<String, ProcessStats>,
     /// `/cluster/nextid` calls, creates sent and VMIDs recorded
     /// (external-name values), all while creating.
     pub nextid_calls: u64,
@@ -192,6 +196,14 @@ fn figures(
         api_idle: idle.and_then(|(a, b)| with_audit(a, b)),
         api_deleting: delete.and_then(|(a, b)| with_audit(a, b)),
         process: ProcessStats::of(&run.samples, (p.start, create_end), idle, delete),
+        neighbours: run
+            .neighbours
+            .iter()
+            .map(|n| {
+                let stats = ProcessStats::of(&n.samples, (p.start, create_end), idle, delete);
+                (n.name.clone(), stats)
+            })
+            .collect(),
         nextid_calls: proxmox_creating.route("GET /cluster/nextid"),
         creates_sent: proxmox_creating.route("POST /nodes/{node}/qemu"),
         vmids_recorded: run.per_vm.values().map(|v| v.external_names.len()).sum(),
