@@ -58,21 +58,22 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::channel::mpsc;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::Api;
 use kube::core::{DeserializeGuard, PartialObjectMeta};
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
+use tokio::task::JoinSet;
 
 use super::context::Context;
+use super::managed::guard;
 use super::managed::states::{self, Lifecycle};
 use super::managed::task_watch::{self, Followed, watch_tasks};
 use super::managed::watch::{scoped, unserved_as_empty};
 use super::runtime::metrics::{Metrics, States};
-use super::runtime::own_task::OwnTask;
 use super::runtime::server::Readiness;
 use super::runtime::settings::Settings;
 use super::runtime::shards::leases;
@@ -106,7 +107,6 @@ pub async fn run(
     readiness: Arc<Readiness>,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    let api: Api<DeserializeGuard<ProxmoxVM>> = scoped(&kube, settings.namespace.as_deref());
     let (reader, writer) = reflector::store();
     let (wake, wakeups) = mpsc::unbounded();
     let (containers, container_writer) = container::controller::store();
@@ -192,7 +192,12 @@ pub async fn run(
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
     let pool_members = pool::Members::new(pools.clone(), reader.clone(), pool_wake.clone());
-    let vms = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let vms = guard::watch::<ProxmoxVM>(
+        &kube,
+        settings.namespace.as_deref(),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff();
     let vms = unserved_as_empty("ProxmoxVM", vms)
         .inspect(move |event| vm_lifecycle.see(event))
         .inspect(move |event| templates.see(event))
@@ -280,11 +285,7 @@ pub async fn run(
         .graceful_shutdown_on(stop.clone());
     tracing::info!(concurrency, "controller started");
     let vms = controller
-        .run(
-            |vm, ctx| OwnTask::spawn(reconcile(vm, ctx)),
-            error_policy,
-            Arc::clone(&ctx),
-        )
+        .run(reconcile, error_policy, Arc::clone(&ctx))
         .for_each(|result| async move {
             match result {
                 Ok((vm, action)) => tracing::trace!(vm = %vm, ?action, "reconciled"),
@@ -378,12 +379,50 @@ pub async fn run(
         (triggers, receivers),
         stop,
     );
-    futures::join!(
-        vms, containers, configs, tasks, leases, images, fleet, pools, groups, ip_sets, jobs,
-        snapshots, sdn, backups
-    );
+    apart(vec![
+        vms.boxed(),
+        containers.boxed(),
+        configs.boxed(),
+        tasks.boxed(),
+        leases.boxed(),
+        images.boxed(),
+        fleet.boxed(),
+        pools.boxed(),
+        groups.boxed(),
+        ip_sets.boxed(),
+        jobs.boxed(),
+        snapshots.boxed(),
+        sdn.boxed(),
+        backups.boxed(),
+    ])
+    .await;
     readiness.set_synced(false);
     tracing::info!("controller stopped");
+}
+
+/// Runs each of `parts` on a task of its own until all have finished.
+///
+/// Not one join: a join polls every part whenever any one of them is
+/// woken, and a kube-runtime controller polls every pass it has in flight
+/// at each of its polls (its `FutureHashMap` has no wakers of its own).
+/// Every pass due waits for admission in flight (`runtime::queue`), so
+/// after a bulk apply the VM controller holds a thousand: each Lease
+/// renewal, task-watcher tick or idle kind's wake-up then cost a thousand
+/// polls (`make profile`, docs/scaling.md). The tasks end with this future
+/// (a `JoinSet` aborts them when dropped), and a part that panicked panics
+/// here, as it did in the join.
+async fn apart(parts: Vec<BoxFuture<'static, ()>>) {
+    let mut tasks = JoinSet::new();
+    for part in parts {
+        tasks.spawn(part);
+    }
+    while let Some(ended) = tasks.join_next().await {
+        if let Err(e) = ended
+            && e.is_panic()
+        {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
 }
 
 /// The caches of the CRUD kinds.
@@ -415,16 +454,15 @@ fn count_states(
     states::count::<ProxmoxSnapshot, _>(metrics, snapshots, states::plain);
 }
 
-/// What the cache need not hold of a ProxmoxVM: its managed fields (the
-/// field managers of every writer, often larger than the spec) and
-/// kubectl's copy of the last applied spec. Nothing reads them, and at a
-/// thousand resources they are most of the cache.
+/// What the cache need not hold of a ProxmoxVM: kubectl's copy of the
+/// last applied spec (its managed fields, often larger still, the watch
+/// already leaves out: [`guard`]). Nothing reads them, and at a thousand
+/// resources they were most of the cache.
 fn slim(obj: &mut DeserializeGuard<ProxmoxVM>) {
     let meta = match &mut obj.0 {
         Ok(vm) => &mut vm.metadata,
         Err(invalid) => &mut invalid.metadata,
     };
-    meta.managed_fields = None;
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.remove(LAST_APPLIED);
     }
@@ -439,7 +477,8 @@ mod tests {
 
     #[test]
     fn the_cache_keeps_no_managed_fields_or_last_applied_copy() {
-        let mut obj: DeserializeGuard<ProxmoxVM> = serde_json::from_value(serde_json::json!({
+        // As the watch decodes it.
+        let guarded: guard::Guarded<ProxmoxVM> = serde_json::from_value(serde_json::json!({
             "apiVersion": "proxmox.m.crossplane.io/v1alpha1",
             "kind": "ProxmoxVM",
             "metadata": {
@@ -456,6 +495,7 @@ mod tests {
             },
         }))
         .unwrap();
+        let mut obj = guarded.into_inner();
         slim(&mut obj);
         let meta = &obj.0.as_ref().unwrap().metadata;
         assert!(meta.managed_fields.is_none());

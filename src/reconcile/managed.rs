@@ -23,6 +23,7 @@ pub mod crud;
 pub mod envelope;
 pub mod firewall_wake;
 pub mod fresh;
+pub mod guard;
 pub mod guest_firewall;
 pub mod guests;
 pub mod images;

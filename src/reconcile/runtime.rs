@@ -5,7 +5,6 @@
 pub mod cycle;
 pub mod memory;
 pub mod metrics;
-pub mod own_task;
 pub mod queue;
 pub mod server;
 pub mod settings;

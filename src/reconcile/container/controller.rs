@@ -25,8 +25,8 @@ use super::pass::{error_policy, reconcile};
 use crate::api::ProxmoxContainer;
 use crate::reconcile::context::Context;
 use crate::reconcile::managed::connection_secret::MANAGED_BY;
+use crate::reconcile::managed::guard;
 use crate::reconcile::managed::watch::{never_listed, scoped};
-use crate::reconcile::runtime::own_task::OwnTask;
 
 /// The cache of ProxmoxContainers, made before the [`Context`] that holds
 /// its reader.
@@ -50,10 +50,13 @@ pub async fn run(
     + 'static,
     stop: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    let api =
-        scoped::<DeserializeGuard<ProxmoxContainer>>(&ctx.kube, ctx.settings.namespace.as_deref());
     let reader = ctx.containers.clone();
-    let stream = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let stream = guard::watch::<ProxmoxContainer>(
+        &ctx.kube,
+        ctx.settings.namespace.as_deref(),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff();
     let stream = crate::reconcile::managed::watch::unserved_as_empty("ProxmoxContainer", stream)
         // Before the cache takes the event in: it holds the old object
         // (what other kinds wake on: the images a container names, the
@@ -80,11 +83,7 @@ pub async fn run(
         // The shared admission queue caps passes, as for VMs.
         .with_config(Config::default().concurrency(0))
         .graceful_shutdown_on(stop.clone())
-        .run(
-            |ct, ctx| OwnTask::spawn(reconcile(ct, ctx)),
-            error_policy,
-            Arc::clone(&ctx),
-        )
+        .run(reconcile, error_policy, Arc::clone(&ctx))
         .for_each(|result| async move {
             match result {
                 Ok((ct, action)) => tracing::trace!(container = %ct, ?action, "reconciled"),

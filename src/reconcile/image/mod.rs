@@ -41,7 +41,6 @@ use crate::reconcile::context::Context;
 use crate::reconcile::managed::states::{self, Lifecycle};
 use crate::reconcile::managed::task_watch::{Followed, See};
 use crate::reconcile::providers::ConfigKey;
-use crate::reconcile::runtime::own_task::OwnTask;
 
 pub use crate::reconcile::managed::images::{lookup, named};
 
@@ -253,11 +252,7 @@ pub async fn run(
         .graceful_shutdown_on(stop);
     tracing::info!("image controller started");
     let passes = controller
-        .run(
-            |image, ctx| OwnTask::spawn(pass::reconcile(image, ctx)),
-            pass::error_policy,
-            ctx,
-        )
+        .run(pass::reconcile, pass::error_policy, ctx)
         .for_each(|result| async move {
             match result {
                 Ok((image, action)) => tracing::trace!(image = %image, ?action, "reconciled"),

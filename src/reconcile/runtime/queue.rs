@@ -10,9 +10,11 @@
 //! among them in hash order when a slot frees, so under saturation some
 //! objects can wait indefinitely. The controller therefore lets the runtime
 //! start every due pass (it still never runs two passes of one object at
-//! once), each on a task of its own ([`super::own_task`]), and each pass
-//! waits here, on tokio's semaphore, which grants permits first come,
-//! first served.
+//! once; it spawns each on a task of its own), and each pass waits here,
+//! on tokio's semaphore, which grants permits first come, first served.
+//! The price: kube-runtime polls the handle of every pass in flight
+//! whenever its controller is polled, so the controllers run on tasks of
+//! their own, polled only for their own events (`controllers::apart`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -18,7 +18,6 @@ use super::pass::{self, Ctx, Kind};
 use crate::api::managed::ManagedStatus;
 use crate::reconcile::managed::states::{self, Lifecycle};
 use crate::reconcile::managed::watch;
-use crate::reconcile::runtime::own_task::OwnTask;
 
 /// Runs the controller of `K` until `stop` resolves; `writer`: the cache
 /// it fills (another kind may read it); `wakeups`: passes asked for (a
@@ -70,11 +69,7 @@ pub async fn run_seeing<K, A>(
         .graceful_shutdown_on(stop);
     tracing::info!(kind, "controller started");
     let passes = controller
-        .run(
-            |obj, shared| OwnTask::spawn(pass::reconcile::<K, A>(obj, shared)),
-            pass::error_policy::<K>,
-            shared,
-        )
+        .run(pass::reconcile::<K, A>, pass::error_policy::<K>, shared)
         .for_each(|result| async move {
             match result {
                 Ok((obj, action)) => tracing::trace!(object = %obj, ?action, "reconciled"),
