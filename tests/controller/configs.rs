@@ -205,13 +205,11 @@ async fn a_config_in_use_stays_until_its_vms_are_gone() {
         })
         .await;
     assert_eq!(ready(&status).unwrap().status, ConditionStatus::False);
-    let events = env.events("pve").await;
-    assert!(
-        events
-            .iter()
-            .any(|(t, reason, message, _)| t == "Warning" && reason == "InUse" && *message == why),
-        "a Warning event says why: {events:?}"
-    );
+    // A Warning event says why.
+    env.wait_event("pve", |(t, reason, message, _)| {
+        t == "Warning" && reason == "InUse" && *message == why
+    })
+    .await;
 
     // A VM created now would start to depend on a config that is going
     // away: it is refused, and nothing is sent for it.

@@ -120,13 +120,8 @@ async fn a_container_from_a_template_volume_becomes_ready_drift_is_corrected_and
         ("TaskStarted", ":vzcreate:"),
         ("TaskSucceeded", ":vzstart:"),
     ] {
-        support::poll(&format!("{reason} {task}"), DEADLINE, || async {
-            let events = crate::reconcile::events_in(env.ns.name(), "app").await;
-            events
-                .iter()
-                .any(|e| e.1 == reason && e.2.contains(task))
-                .then_some(())
-                .ok_or(format!("{events:?}"))
+        crate::reconcile::wait_event_in(env.ns.name(), "app", |e| {
+            e.1 == reason && e.2.contains(task)
         })
         .await;
     }

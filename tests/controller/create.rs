@@ -70,18 +70,11 @@ async fn import_flow_reaches_ready_with_the_disk_imported_and_the_ip_reported() 
     // Core v1 events: one per task, when it ends, naming its UPID (a task
     // found running 15 s after its start is announced too: `TaskStarted`).
     // The start's end is said right after the status that shows it Ready.
-    let events = support::poll("each task said once", reconcile::DEADLINE, || async {
-        let events = env.events("web").await;
-        let said = |task: &str| {
-            events
-                .iter()
-                .any(|e| e.1 == "TaskSucceeded" && e.2.contains(task))
-        };
-        said(":qmstart:")
-            .then_some(events.clone())
-            .ok_or(format!("{events:?}"))
-    })
-    .await;
+    let events = env
+        .wait_event("web", |e| {
+            e.1 == "TaskSucceeded" && e.2.contains(":qmstart:")
+        })
+        .await;
     for task in [":qmcreate:", ":resize:", ":qmstart:"] {
         let said: Vec<_> = events
             .iter()
@@ -131,13 +124,10 @@ async fn an_image_is_downloaded_once_and_reused_by_a_second_vm() {
             format!("local-lvm:0,import-from=local:import/{file}")
         );
     }
-    let events = env.events("first").await;
-    assert!(
-        events
-            .iter()
-            .any(|e| e.1 == "TaskSucceeded" && e.2.starts_with("download ")),
-        "{events:?}"
-    );
+    env.wait_event("first", |e| {
+        e.1 == "TaskSucceeded" && e.2.starts_with("download ")
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,13 +39,11 @@ async fn a_corrupt_image_fails_with_the_exit_status_and_leaves_no_vm() {
     assert_eq!(failure.action, TaskAction::Create);
     assert_eq!(condition(&vm, "Ready").unwrap().reason, "Creating");
     assert!(!env.sim.vmids().await.contains(&190), "no leftover VM");
-    let events = env.events("bad").await;
-    assert!(
-        events
-            .iter()
-            .any(|e| e.0 == "Warning" && e.1 == "TaskFailed" && e.2.contains("qemu-img")),
-        "a warning event with the log tail: {events:?}"
-    );
+    // A warning event with the log tail.
+    env.wait_event("bad", |e| {
+        e.0 == "Warning" && e.1 == "TaskFailed" && e.2.contains("qemu-img")
+    })
+    .await;
     let metrics = env.controller.as_ref().unwrap().metrics.encode();
     assert!(
         metrics.contains("proxmox_provider_reconcile_errors_total{kind=\"TaskFailed\"}"),

@@ -13,7 +13,7 @@ use pve_client::ipset::Scope;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::reconcile::{Controller, DEADLINE, Env, Options, containers, events_in, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, containers, manifests, wait_event_in};
 use crate::support;
 
 /// The firewall routes that write.
@@ -282,11 +282,7 @@ async fn a_group_is_created_its_drift_corrected_and_a_reapply_writes_nothing() {
         ["10.0.0.0/24", "10.0.1.5"],
         "stored as PVE stores them"
     );
-    let events = events_in(&ns, "web").await;
-    assert!(
-        events.iter().any(|(_, reason, _, _)| reason == "Created"),
-        "{events:?}"
-    );
+    wait_event_in(&ns, "web", |(_, reason, _, _)| reason == "Created").await;
 
     // Drift behind the provider's back: a rule changed, another deleted,
     // an entry deleted.
@@ -553,13 +549,8 @@ async fn a_rule_or_entry_pve_would_refuse_is_refused_or_said_naming_the_field() 
             && message.contains("unknown protocol 'nosuch'"),
         "{message}"
     );
-    support::poll("a ChangeRefused event", DEADLINE, || async {
-        let events = events_in(&ns, "proto").await;
-        events
-            .iter()
-            .any(|(t, reason, _, _)| t == "Warning" && reason == "ChangeRefused")
-            .then_some(())
-            .ok_or_else(|| format!("{events:?}"))
+    wait_event_in(&ns, "proto", |(t, reason, _, _)| {
+        t == "Warning" && reason == "ChangeRefused"
     })
     .await;
     delete::<ProxmoxSecurityGroup>(&ns, "proto").await;

@@ -294,13 +294,8 @@ async fn protection_is_cleared_only_to_delete_the_vm() {
         .filter(|r| r["params"]["delete"] == "protection")
         .count();
     assert_eq!(cleared, 1, "{configures:?}");
-    let events = env.events("safe").await;
-    assert!(
-        events
-            .iter()
-            .any(|(_, reason, _, _)| reason == "ClearingProtection"),
-        "{events:?}"
-    );
+    env.wait_event("safe", |(_, reason, _, _)| reason == "ClearingProtection")
+        .await;
 }
 
 /// A simulator whose `dirimg` directory storage holds VM images: PVE
@@ -407,7 +402,9 @@ async fn a_template_is_built_cloned_and_kept_while_its_clone_exists() {
             .contains(&format!("VM {clone_vmid}")),
     );
     assert!(client.vm_config("pve", template).await.is_ok(), "kept");
-    let events = env.events("golden").await;
+    let events = env
+        .wait_event("golden", |(_, reason, _, _)| reason == "TemplateInUse")
+        .await;
     let warned: i32 = events
         .iter()
         .filter(|(_, reason, _, _)| reason == "TemplateInUse")

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use pve_sim::SimConfig;
 
-use crate::reconcile::{DEADLINE, Env, Options, Sim, events_in, manifests};
+use crate::reconcile::{DEADLINE, Env, Options, Sim, manifests, wait_event_in};
 use crate::support;
 
 const DOWNLOAD: &str = "/nodes/{node}/storage/{storage}/download-url";
@@ -200,13 +200,10 @@ async fn an_image_is_downloaded_once_per_node_named_by_a_vm_and_deleted_after_it
         }
     })
     .await;
-    let events = events_in(env.ns.name(), "noble").await;
-    assert!(
-        events
-            .iter()
-            .any(|e| e.0 == "Warning" && e.1 == "ImageInUse" && e.2.contains("web")),
-        "{events:?}"
-    );
+    wait_event_in(env.ns.name(), "noble", |e| {
+        e.0 == "Warning" && e.1 == "ImageInUse" && e.2.contains("web")
+    })
+    .await;
     assert_eq!(
         env.sim.count("DELETE", DELETE).await,
         0,

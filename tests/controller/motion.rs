@@ -176,13 +176,8 @@ async fn a_changed_disk_storage_moves_the_disk_online_and_frees_the_old_volume()
 /// written once the provider sees the task end, which may be after the
 /// change is visible on Proxmox.
 async fn succeeded(env: &Env, task_type: &str) {
-    support::poll("the task reported as succeeded", DEADLINE, || async {
-        let events = env.events("web").await;
-        events
-            .iter()
-            .any(|(_, reason, note, _)| reason == "TaskSucceeded" && note.contains(task_type))
-            .then_some(())
-            .ok_or(format!("{events:?}"))
+    env.wait_event("web", |(_, reason, note, _)| {
+        reason == "TaskSucceeded" && note.contains(task_type)
     })
     .await;
 }

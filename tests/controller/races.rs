@@ -114,13 +114,10 @@ async fn a_vmid_taken_by_hand_before_the_create_is_given_up_not_borrowed() {
         Vec::<Value>::new(),
         "the hand-made VM was never touched"
     );
-    let events = env.events("web").await;
-    assert!(
-        events
-            .iter()
-            .any(|(t, reason, _, _)| t == "Warning" && reason == "VmidTaken"),
-        "{events:?}"
-    );
+    env.wait_event("web", |(t, reason, _, _)| {
+        t == "Warning" && reason == "VmidTaken"
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -29,7 +29,7 @@ use provider_proxmox::reconcile::vm::plan;
 use serde_json::{Value, json};
 
 use crate::reconcile::configs::{has_reason, wait_deleted, wait_protected};
-use crate::reconcile::{Controller, DEADLINE, Env, Options, containers, events_in, manifests};
+use crate::reconcile::{Controller, DEADLINE, Env, Options, containers, manifests, wait_event_in};
 use crate::support;
 
 /// One role of rendered manifests: a ClusterRole's rules hold anywhere, a
@@ -579,13 +579,8 @@ async fn the_deploy_rbac_is_exactly_what_the_provider_uses() {
     cpcs.delete(&cpc, &Default::default()).await.unwrap();
     env.wait_cluster_config(&cpc, "Deleting", |s| has_reason(s, "Deleting"))
         .await;
-    support::poll("the InUse warning", DEADLINE, || async {
-        let warnings = events_in("default", &cpc).await;
-        warnings
-            .iter()
-            .any(|(t, reason, _, _)| t == "Warning" && reason == "InUse")
-            .then_some(())
-            .ok_or_else(|| format!("{warnings:?}"))
+    wait_event_in("default", &cpc, |(t, reason, _, _)| {
+        t == "Warning" && reason == "InUse"
     })
     .await;
     delete(&env, &["web", "db", "img", "lost", "lost-cluster"]).await;

@@ -321,8 +321,14 @@ impl Env {
     }
 
     /// Core v1 events about a ProxmoxVM: (type, reason, message, count).
-    pub async fn events(&self, name: &str) -> Vec<(String, String, String, i32)> {
+    pub async fn events(&self, name: &str) -> Vec<EventRow> {
         events_in(self.ns.name(), name).await
+    }
+
+    /// Waits for an event about `name` in the namespace that `said`
+    /// accepts; returns all of them then.
+    pub async fn wait_event(&self, name: &str, said: impl Fn(&EventRow) -> bool) -> Vec<EventRow> {
+        wait_event_in(self.ns.name(), name, said).await
     }
 
     /// A Secret of the namespace, if it exists.
@@ -334,9 +340,12 @@ impl Env {
     }
 }
 
+/// A core v1 event as the tests read it: (type, reason, message, count).
+pub type EventRow = (String, String, String, i32);
+
 /// Core v1 events in `namespace` about objects named `name`: (type,
 /// reason, message, count).
-pub async fn events_in(namespace: &str, name: &str) -> Vec<(String, String, String, i32)> {
+pub async fn events_in(namespace: &str, name: &str) -> Vec<EventRow> {
     let events: Api<Event> = Api::namespaced(support::client(), namespace);
     let list = events
         .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
@@ -353,6 +362,26 @@ pub async fn events_in(namespace: &str, name: &str) -> Vec<(String, String, Stri
             )
         })
         .collect()
+}
+
+/// Waits until an event in `namespace` about `name` is one `said`
+/// accepts; returns all the events about `name` then. An event is
+/// published after the status write that shows what it tells, so a test
+/// that saw the status must still wait for the event.
+pub async fn wait_event_in(
+    namespace: &str,
+    name: &str,
+    said: impl Fn(&EventRow) -> bool,
+) -> Vec<EventRow> {
+    support::poll(&format!("an event about {name}"), DEADLINE, || async {
+        let events = events_in(namespace, name).await;
+        if events.iter().any(&said) {
+            Ok(events)
+        } else {
+            Err(format!("{events:?}"))
+        }
+    })
+    .await
 }
 
 /// The condition of a type.
