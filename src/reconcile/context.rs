@@ -49,7 +49,7 @@ pub struct Context {
     /// Each provider config's cluster view, shared by its passes.
     pub inventory: Inventory,
     /// Fair admission of passes.
-    pub queue: Queue,
+    pub queue: Arc<Queue>,
     /// What the controller remembers of each resource between passes (of
     /// a VM, its last look too).
     pub memory: Memory<Kept>,
@@ -112,7 +112,7 @@ impl Context {
             ),
             kube,
             metrics,
-            queue: Queue::new(usize::from(settings.max_concurrent_reconciles)),
+            queue: Arc::new(Queue::new(usize::from(settings.max_concurrent_reconciles))),
             settings,
             scheduler: Scheduler::default(),
             inventory: Inventory::default(),

@@ -278,9 +278,10 @@ pub async fn run(
             readers(&map_store, Referenced::ConfigMap, &map.metadata)
         })
         .reconcile_on(wakeups)
-        // No limit here: every due pass starts and waits for its turn in
-        // the controller's own first-come-first-served queue (see
-        // `queue`), which caps passes at `concurrency`.
+        // No limit here: every due pass starts and takes its turn in the
+        // controller's own first-come-first-served queue (see `queue`),
+        // which caps passes at `concurrency`; a pass that must wait ends,
+        // and the VM is woken when its turn comes (`queue::turns`).
         .with_config(Config::default().concurrency(0))
         .graceful_shutdown_on(stop.clone());
     tracing::info!(concurrency, "controller started");

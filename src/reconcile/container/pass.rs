@@ -16,6 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
@@ -45,6 +46,7 @@ use crate::reconcile::managed::status::apply_on;
 use crate::reconcile::managed::{connection_secret, fresh, pools};
 use crate::reconcile::providers::{ConfigKey, Connection, secret_value};
 use crate::reconcile::runtime::memory::Kept;
+use crate::reconcile::runtime::queue::turns::Turn;
 use crate::reconcile::runtime::shards::Hold;
 use crate::reconcile::schedule::{Candidates, LabelCounts};
 
@@ -93,7 +95,18 @@ pub async fn reconcile(
         Ok(hold) => hold,
         Err(action) => return Ok(action),
     };
-    let _admitted = ctx.queue.admit(&ctx.metrics).await;
+    // A pass that must wait ends here; the container is woken when its
+    // turn comes.
+    let waker = ctx.container_waker.clone();
+    let me = ObjectRef::new(&id.name).within(&id.namespace);
+    let _admitted = match ctx
+        .queue
+        .turn(&id.uid, false, &ctx.metrics, move || waker.wake(me))
+        .await
+    {
+        Turn::Now(admitted) => admitted,
+        Turn::Later => return Ok(Action::await_change()),
+    };
     let span = tracing::info_span!("reconcile", container = %id);
     let result = run_held(
         &hold,

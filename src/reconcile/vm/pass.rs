@@ -29,6 +29,7 @@ use super::plan::{
     PlanInput, Preflight, ProviderState, Step,
 };
 use crate::api::ProxmoxVM;
+use crate::api::vm::VmRef;
 use crate::reconcile::context::Context;
 use crate::reconcile::error::{Error, forbidden_message};
 use crate::reconcile::identity::Identity;
@@ -36,6 +37,7 @@ use crate::reconcile::managed::connection_secret;
 use crate::reconcile::managed::envelope::{self, run_held};
 use crate::reconcile::managed::status::{Moment, due};
 use crate::reconcile::providers::{ConfigKey, Connection};
+use crate::reconcile::runtime::queue::turns::Turn;
 use crate::reconcile::runtime::shards::Hold;
 use act::{act, act_local};
 use observe::{Failure, Sources, observe, resolved_refusals, rooms};
@@ -67,21 +69,27 @@ pub async fn reconcile(
     // behind theirs (templates are few).
     let template =
         matches!(&obj.0, Ok(vm) if vm.spec.for_provider.lifecycle.template == Some(true));
-    // A VM never reconciled (no status yet) queues among the first passes.
-    let fresh = matches!(&obj.0, Ok(vm) if vm.status.is_none());
     let _admitted = if template {
-        (None, ctx.queue.admit_first(&ctx.metrics).await)
-    } else if fresh {
-        ctx.queue.admit_fresh(&ctx.metrics).await
+        ctx.queue.admit_first(&ctx.metrics).await
     } else {
-        (None, ctx.queue.admit(&ctx.metrics).await)
+        // A VM never reconciled (no status yet) queues among the first
+        // passes. A pass that must wait ends here; the VM is woken when
+        // its turn comes.
+        let fresh = matches!(&obj.0, Ok(vm) if vm.status.is_none());
+        let meta = meta(&obj);
+        let uid = meta.uid.clone().unwrap_or_default();
+        let vm = VmRef::new(meta.name.as_deref().unwrap_or_default())
+            .within(meta.namespace.as_deref().unwrap_or_default());
+        let waker = ctx.waker.clone();
+        let wake = move || waker.wake(vm);
+        match ctx.queue.turn(&uid, fresh, &ctx.metrics, wake).await {
+            Turn::Now(admitted) => admitted,
+            Turn::Later => return Ok(Action::await_change()),
+        }
     };
-    // Boxed, so that a pass waiting above is small: every due pass waits
-    // for its turn there (a thousand at once after a bulk apply or a
-    // restart), and a future is as large as its largest state. Unboxed,
-    // each waiting pass held the whole pass's state, about 16 KiB: 16 MiB
-    // of the heap's peak at 1,000 VMs (docs/scaling.md, "Where the CPU
-    // and memory go").
+    // Boxed: the pass's whole state is about 16 KiB, and the small future
+    // above is what waits for a template's lane (docs/scaling.md, "Where
+    // the CPU and memory go").
     Box::pin(admitted(obj, Arc::clone(&ctx), hold)).await
 }
 
