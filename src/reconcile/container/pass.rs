@@ -93,7 +93,11 @@ pub async fn reconcile(
     let ct = &ct;
     let hold = match envelope::hold(&ctx, &ConfigKey::of(ct)) {
         Ok(hold) => hold,
-        Err(action) => return Ok(action),
+        Err(action) => {
+            // Not this replica's: a turn kept for it goes on.
+            ctx.queue.forget(&id.uid);
+            return Ok(action);
+        }
     };
     // A pass that must wait ends here; the container is woken when its
     // turn comes.

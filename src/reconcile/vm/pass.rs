@@ -60,7 +60,12 @@ pub async fn reconcile(
         // The envelope every kind shares: held here, report-only, or wait.
         Ok(vm) => match envelope::hold(&ctx, &ConfigKey::of(vm)) {
             Ok(hold) => Some(hold),
-            Err(action) => return Ok(action),
+            Err(action) => {
+                // Not this replica's: a turn kept for it goes on.
+                ctx.queue
+                    .forget(vm.metadata.uid.as_deref().unwrap_or_default());
+                return Ok(action);
+            }
         },
         // Not readable: reported without any config (see `error_policy`).
         Err(_) => None,

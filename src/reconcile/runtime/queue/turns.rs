@@ -12,9 +12,10 @@
 //! (tokio's semaphore wakes that task alone when a permit is its). Once
 //! admitted, the task keeps the permits for the resource and wakes it; the
 //! resource's next pass claims them ([`Turn::Now`]). A pass of a resource
-//! already waiting keeps its place, and permits no pass claims go on to
-//! the next in line after [`CLAIM_WITHIN`] (the resource went away while it
-//! waited).
+//! already waiting keeps its place; permits kept for a resource this
+//! replica no longer reconciles go on at once ([`Queue::forget`]), and
+//! permits no pass claims go on to the next in line after
+//! [`CLAIM_WITHIN`] (the resource went away while it waited).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, MutexGuard, PoisonError};
@@ -108,6 +109,14 @@ impl Queue {
         if unclaimed.is_some() {
             tracing::debug!(uid, "a turn was not claimed; it goes to the next in line");
         }
+    }
+
+    /// Gives up the permits kept for `uid`, if any: its pass will not run
+    /// on this replica (its config is another's now), so they go to the
+    /// next in line at once rather than after [`CLAIM_WITHIN`].
+    pub fn forget(&self, uid: &str) {
+        let kept = self.book().kept.remove(uid);
+        drop(kept);
     }
 
     /// The book (a panic elsewhere leaves it consistent: each change is

@@ -124,6 +124,21 @@ async fn permits_nobody_claims_go_to_the_next_in_line() {
     assert_eq!(s.woken.all(), ["gone", "c", "gone"]);
 }
 
+#[tokio::test(start_paused = true)]
+async fn permits_forgotten_go_to_the_next_at_once() {
+    let s = Setup::new(1);
+    let a = s.now("a").await;
+    s.later("elsewhere", false).await;
+    s.later("c", false).await;
+    drop(a);
+    settle().await;
+    assert_eq!(s.woken.all(), ["elsewhere"]);
+    s.queue.forget("elsewhere");
+    settle().await;
+    assert_eq!(s.woken.all(), ["elsewhere", "c"], "well before a minute");
+    drop(s.now("c").await);
+}
+
 /// After a bulk apply, a pass of a resource under way waits behind at
 /// most a quarter of the limit of first passes, not all of them.
 #[tokio::test(start_paused = true)]
