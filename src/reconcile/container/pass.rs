@@ -94,7 +94,8 @@ pub async fn reconcile(
     let hold = match envelope::hold(&ctx, &ConfigKey::of(ct)) {
         Ok(hold) => hold,
         Err(action) => {
-            // Not this replica's: a turn kept for it goes on.
+            // Not run here now (another replica holds its config, or the
+            // configs are not listed yet): a turn kept for it goes on.
             ctx.queue.forget(&id.uid);
             return Ok(action);
         }

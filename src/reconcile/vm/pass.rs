@@ -61,7 +61,8 @@ pub async fn reconcile(
         Ok(vm) => match envelope::hold(&ctx, &ConfigKey::of(vm)) {
             Ok(hold) => Some(hold),
             Err(action) => {
-                // Not this replica's: a turn kept for it goes on.
+                // Not run here now (another replica holds its config, or the
+                // configs are not listed yet): a turn kept for it goes on.
                 ctx.queue
                     .forget(vm.metadata.uid.as_deref().unwrap_or_default());
                 return Ok(action);
