@@ -71,6 +71,7 @@ pub async fn reconcile(
         // Not readable: reported without any config (see `error_policy`).
         Err(_) => None,
     };
+    let id = identify(&obj)?;
     // A template's clones wait for its every step: its passes do not wait
     // behind theirs (templates are few).
     let template =
@@ -82,13 +83,10 @@ pub async fn reconcile(
         // passes. A pass that must wait ends here; the VM is woken when
         // its turn comes.
         let fresh = matches!(&obj.0, Ok(vm) if vm.status.is_none());
-        let meta = meta(&obj);
-        let uid = meta.uid.clone().unwrap_or_default();
-        let vm = VmRef::new(meta.name.as_deref().unwrap_or_default())
-            .within(meta.namespace.as_deref().unwrap_or_default());
+        let vm = VmRef::new(&id.name).within(&id.namespace);
         let waker = ctx.waker.clone();
         let wake = move || waker.wake(vm);
-        match ctx.queue.turn(&uid, fresh, &ctx.metrics, wake).await {
+        match ctx.queue.turn(&id.uid, fresh, &ctx.metrics, wake).await {
             Turn::Now(admitted) => admitted,
             Turn::Later => return Ok(Action::await_change()),
         }
@@ -96,17 +94,17 @@ pub async fn reconcile(
     // Boxed: the pass's whole state is about 16 KiB, and the small future
     // above is what waits for a template's lane (docs/scaling.md, "Where
     // the CPU and memory go").
-    Box::pin(admitted(obj, Arc::clone(&ctx), hold)).await
+    Box::pin(admitted(obj, id, Arc::clone(&ctx), hold)).await
 }
 
-/// The pass, once admitted.
+/// The pass of `id`, once admitted.
 async fn admitted(
     obj: Arc<DeserializeGuard<ProxmoxVM>>,
+    id: Identity,
     ctx: Arc<Context>,
     hold: Option<Hold>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
-    let id = identify(&obj)?;
     let span = tracing::info_span!("reconcile", vm = %id);
     let result = match (&hold, &obj.0) {
         (Some(hold), Ok(vm)) => {
