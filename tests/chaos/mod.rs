@@ -12,6 +12,7 @@ pub mod checks;
 pub mod driver;
 pub mod faults;
 pub mod fleet;
+pub mod in_flight;
 pub mod k8s;
 pub mod observer;
 pub mod replicas;

@@ -158,10 +158,26 @@ impl Client {
             .instrument(span.clone())
             .await;
         // The caller's last word, after any wait for the slot.
-        if priority == Priority::Write && self.write_gate().is_some_and(|g| !g.open()) {
-            return Err(Error::NotSent {
-                endpoint: req.endpoint(),
-            });
+        if priority == Priority::Write {
+            if self.write_gate().is_some_and(|g| !g.open()) {
+                return Err(Error::NotSent {
+                    endpoint: req.endpoint(),
+                });
+            }
+            // When the gate let it through, with the concrete path: a write
+            // can still reach Proxmox later than this (the process paused
+            // before its bytes left), and this line says when it was let go.
+            let base = self.base();
+            tracing::debug!(
+                method = %req.method,
+                server = %format_args!(
+                    "{}:{}",
+                    base.host_str().unwrap_or_default(),
+                    base.port_or_known_default().unwrap_or_default()
+                ),
+                path = %req.path.rendered,
+                "sending a write"
+            );
         }
         let started = Instant::now();
         let outcome = async {
