@@ -73,6 +73,7 @@ use super::managed::guard;
 use super::managed::states::{self, Lifecycle};
 use super::managed::task_watch::{self, Followed, watch_tasks};
 use super::managed::watch::{scoped, unserved_as_empty};
+use super::runtime::changes::Changes;
 use super::runtime::metrics::{Metrics, States};
 use super::runtime::server::Readiness;
 use super::runtime::settings::Settings;
@@ -192,6 +193,10 @@ pub async fn run(
     let (fleet_wake, fleet_wakeups) = mpsc::unbounded();
     let fleet_images = fleet::wake::Images::new(reader.clone(), fleet_wake);
     let pool_members = pool::Members::new(pools.clone(), reader.clone(), pool_wake.clone());
+    // What the task watcher counts to read a cache again only when it
+    // changed.
+    let (vm_changes, container_changes) = (Changes::default(), Changes::default());
+    let watched_vms = vm_changes.clone();
     let vms = guard::watch::<ProxmoxVM>(
         &kube,
         settings.namespace.as_deref(),
@@ -211,6 +216,7 @@ pub async fn run(
         .inspect(move |event| vnet_waker.see(event))
         .modify(slim)
         .reflect(writer)
+        .inspect(move |_| vm_changes.bump())
         .inspect(move |event| tap.see(event))
         .applied_objects()
         .predicate_filter(
@@ -297,10 +303,12 @@ pub async fn run(
     let followed: Vec<Box<dyn Followed>> = vec![
         Box::new(task_watch::Of {
             store: ctx.store.clone(),
+            changes: watched_vms,
             waker: ctx.waker.clone(),
         }),
         Box::new(task_watch::Of {
             store: ctx.containers.clone(),
+            changes: container_changes.clone(),
             waker: ctx.container_waker.clone(),
         }),
         Box::new(task_watch::Plain {
@@ -321,6 +329,7 @@ pub async fn run(
     let containers = container::controller::run(
         Arc::clone(&ctx),
         (container_writer, container_wakeups),
+        container_changes,
         see_containers,
         stop.clone(),
     );

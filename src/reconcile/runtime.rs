@@ -1,7 +1,8 @@
-//! Process infrastructure that names no kind: memory between passes,
-//! metrics and their server, fair admission, settings, the provider
-//! configs' Leases ([`shards`]) and wake-ups.
+//! Process infrastructure that names no kind: memory between passes, the
+//! count of a cache's changes, metrics and their server, fair admission,
+//! settings, the provider configs' Leases ([`shards`]) and wake-ups.
 
+pub mod changes;
 pub mod cycle;
 pub mod memory;
 pub mod metrics;
