@@ -180,6 +180,24 @@ pub async fn run(
     let container_images = image_waker.for_containers(containers.clone());
     let container_lifecycle =
         Lifecycle::new::<ProxmoxContainer>(Arc::clone(&metrics), states::guarded);
+    // The selector wakers wake once the container cache took the event in.
+    let (ct_sets, ct_jobs, ct_snaps, ct_backups, ct_vnets) = (
+        container_sets.clone(),
+        job_containers.clone(),
+        snap_containers.clone(),
+        backup_containers.clone(),
+        container_vnets.clone(),
+    );
+    let container_changes = Changes::default();
+    let counted = container_changes.clone();
+    let after_containers = move || {
+        counted.bump();
+        ct_sets.flush();
+        ct_jobs.flush();
+        ct_snaps.flush();
+        ct_backups.flush();
+        ct_vnets.flush();
+    };
     let see_containers = move |event: &_| {
         container_images.see(event);
         container_sets.see(event);
@@ -195,8 +213,24 @@ pub async fn run(
     let pool_members = pool::Members::new(pools.clone(), reader.clone(), pool_wake.clone());
     // What the task watcher counts to read a cache again only when it
     // changed.
-    let (vm_changes, container_changes) = (Changes::default(), Changes::default());
+    let vm_changes = Changes::default();
     let watched_vms = vm_changes.clone();
+    // The selector wakers wake once the VM cache took the event in.
+    let (vm_jobs, vm_snaps, vm_backups, vm_vnets, vm_sets) = (
+        job_waker.clone(),
+        snap_waker.clone(),
+        backup_waker.clone(),
+        vnet_waker.clone(),
+        set_waker.clone(),
+    );
+    let after_vms = move || {
+        vm_changes.bump();
+        vm_jobs.flush();
+        vm_snaps.flush();
+        vm_backups.flush();
+        vm_vnets.flush();
+        vm_sets.flush();
+    };
     let vms = guard::watch::<ProxmoxVM>(
         &kube,
         settings.namespace.as_deref(),
@@ -216,7 +250,7 @@ pub async fn run(
         .inspect(move |event| vnet_waker.see(event))
         .modify(slim)
         .reflect(writer)
-        .inspect(move |_| vm_changes.bump())
+        .inspect(move |_| after_vms())
         .inspect(move |event| tap.see(event))
         .applied_objects()
         .predicate_filter(
@@ -329,7 +363,7 @@ pub async fn run(
     let containers = container::controller::run(
         Arc::clone(&ctx),
         (container_writer, container_wakeups),
-        container_changes,
+        after_containers,
         see_containers,
         stop.clone(),
     );

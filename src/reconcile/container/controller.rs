@@ -27,7 +27,6 @@ use crate::reconcile::context::Context;
 use crate::reconcile::managed::connection_secret::MANAGED_BY;
 use crate::reconcile::managed::guard;
 use crate::reconcile::managed::watch::{never_listed, scoped};
-use crate::reconcile::runtime::changes::Changes;
 
 /// The cache of ProxmoxContainers, made before the [`Context`] that holds
 /// its reader.
@@ -39,15 +38,15 @@ pub fn store() -> (
 }
 
 /// Runs the container controller until `stop` resolves; `see` sees each
-/// event of its watch before the cache takes it in, and `changes` counts
-/// each once it did.
+/// event of its watch before the cache takes it in, and `after` is called
+/// once it did (the task watcher's count, the selector wakers' flush).
 pub async fn run(
     ctx: Arc<Context>,
     (writer, wakeups): (
         Writer<DeserializeGuard<ProxmoxContainer>>,
         UnboundedReceiver<ObjectRef<DeserializeGuard<ProxmoxContainer>>>,
     ),
-    changes: Changes,
+    after: impl Fn() + Send + 'static,
     see: impl Fn(&Result<watcher::Event<DeserializeGuard<ProxmoxContainer>>, watcher::Error>)
     + Send
     + 'static,
@@ -66,7 +65,7 @@ pub async fn run(
         // IP sets and backup jobs selecting it).
         .inspect(see)
         .reflect(writer)
-        .inspect(move |_| changes.bump())
+        .inspect(move |_| after())
         .applied_objects()
         .predicate_filter(
             predicates::generation

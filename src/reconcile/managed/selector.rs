@@ -9,6 +9,8 @@
 //! task runs) wake none: a chooser's pass reads Proxmox, and those
 //! requests count.
 
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
 use futures::channel::mpsc::UnboundedSender;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -47,6 +49,11 @@ where
     /// The chosen kind's cache, still holding the version before the
     /// event (the waker sees events before the cache takes them in).
     chosen: Store<DeserializeGuard<W>>,
+    /// The choosers an event concerns, woken by [`Waker::flush`] once the
+    /// chosen kind's cache took the event in: a chooser's pass reads that
+    /// cache, and woken before it could read the old version, decide on
+    /// it, and not be woken again (a resync away).
+    pending: Arc<Mutex<Vec<ObjectRef<K>>>>,
     seen: fn(&W) -> Option<G>,
     selects: fn(&K, &G) -> bool,
 }
@@ -61,6 +68,7 @@ where
             sender: self.sender.clone(),
             choosers: self.choosers.clone(),
             chosen: self.chosen.clone(),
+            pending: Arc::clone(&self.pending),
             seen: self.seen,
             selects: self.selects,
         }
@@ -85,12 +93,29 @@ where
             sender,
             choosers,
             chosen,
+            pending: Arc::default(),
             seen,
             selects,
         }
     }
 
-    /// Sees one event of the chosen kind's watch.
+    /// Wakes the choosers the events seen since the last flush concern:
+    /// called once the chosen kind's cache took them in.
+    pub fn flush(&self) {
+        let pending = std::mem::take(&mut *self.pending());
+        for chooser in pending {
+            // Closed only when the controller stopped.
+            let _ = self.sender.unbounded_send(chooser);
+        }
+    }
+
+    fn pending(&self) -> MutexGuard<'_, Vec<ObjectRef<K>>> {
+        // A panic while holding it left a list of references: still whole.
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sees one event of the chosen kind's watch, before its cache takes
+    /// it in; the choosers it concerns are woken by [`Waker::flush`].
     pub fn see(&self, event: &Result<watcher::Event<DeserializeGuard<W>>, watcher::Error>) {
         let (obj, gone) = match event {
             Ok(watcher::Event::Apply(obj)) => (obj, false),
@@ -116,10 +141,7 @@ where
             }
             let selects = |g: &Option<G>| g.as_ref().is_some_and(|g| (self.selects)(&chooser, g));
             if selects(&before) || selects(&after) {
-                // Closed only when the controller stopped.
-                let _ = self
-                    .sender
-                    .unbounded_send(ObjectRef::from_obj(chooser.as_ref()));
+                self.pending().push(ObjectRef::from_obj(chooser.as_ref()));
             }
         }
     }
