@@ -87,9 +87,7 @@ pub fn let_go_before_freeze(
         .iter()
         .filter(|s| s.server == server && same(&s.method, &s.path) && s.at < frozen_at)
         .map(|s| s.at)
-        .fold(None, |last: Option<f64>, at| {
-            Some(last.map_or(at, |l| l.max(at)))
-        })?;
+        .max_by(f64::total_cmp)?;
     let claimed = received
         .iter()
         .any(|r| same(r.method, r.path) && r.at >= line && r.at < write.at);

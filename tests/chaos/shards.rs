@@ -512,9 +512,7 @@ pub async fn run() {
                 .iter()
                 .filter(|(frozen, at)| frozen == who && *at <= t)
                 .map(|(_, at)| *at)
-                .fold(None, |last: Option<f64>, at| {
-                    Some(last.map_or(at, |l| l.max(at)))
-                });
+                .max_by(f64::total_cmp);
             let let_go = frozen_at.and_then(|frozen_at| {
                 let sent = sent_by
                     .entry(who.clone())

@@ -56,6 +56,7 @@ pub async fn reconcile(
     obj: Arc<DeserializeGuard<ProxmoxVM>>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
+    let id = identify(&obj)?;
     let hold = match &obj.0 {
         // The envelope every kind shares: held here, report-only, or wait.
         Ok(vm) => match envelope::hold(&ctx, &ConfigKey::of(vm)) {
@@ -63,15 +64,13 @@ pub async fn reconcile(
             Err(action) => {
                 // Not run here now (another replica holds its config, or the
                 // configs are not listed yet): a turn kept for it goes on.
-                ctx.queue
-                    .forget(vm.metadata.uid.as_deref().unwrap_or_default());
+                ctx.queue.forget(&id.uid);
                 return Ok(action);
             }
         },
         // Not readable: reported without any config (see `error_policy`).
         Err(_) => None,
     };
-    let id = identify(&obj)?;
     // A template's clones wait for its every step: its passes do not wait
     // behind theirs (templates are few).
     let template =
